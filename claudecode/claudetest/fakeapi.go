@@ -1,0 +1,590 @@
+package claudetest
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// FakeAPI is a local stand-in for the Anthropic Messages API, good enough
+// for the real Claude Code CLI to stream, run tools and resume against it
+// offline. Point the CLI at it with [FakeAPI.Env].
+//
+// Each POST /v1/messages is answered by the [Reply] that [FakeAPI.Script]
+// queued next, or, when the queue is empty, by the Responder (which
+// defaults to a short text answer). Every request is recorded and can be
+// inspected with [FakeAPI.Requests].
+//
+// A FakeAPI is safe for concurrent use. Close it when done; Close waits
+// for in-flight responses to finish or be cut off.
+type FakeAPI struct {
+	// URL is the base URL to give the CLI as ANTHROPIC_BASE_URL.
+	URL string
+
+	srv      *http.Server
+	listener net.Listener
+	done     chan struct{}
+	closing  chan struct{}
+	msgSeq   atomic.Int64
+
+	mu        sync.Mutex
+	queue     []Reply
+	responder func(*Request) Reply
+	requests  []*Request
+}
+
+// Request is one Messages API call as the fake saw it.
+type Request struct {
+	Path      string
+	Model     string
+	Stream    bool
+	MaxTokens int
+	// System is the text of every system block, in order. The CLI's
+	// appended system prompt arrives as one of them.
+	System []string
+	// Messages is the conversation as sent.
+	Messages []Message
+	// Tools are the names of the tools offered to the model.
+	Tools []string
+	// Body is the raw request body.
+	Body []byte
+}
+
+// Message is one conversation turn of a Request.
+type Message struct {
+	Role    string
+	Content []ContentBlock
+}
+
+// ContentBlock is one block of a Message; only the fields a test asserts on
+// are decoded.
+type ContentBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	// Content is a tool_result's content, flattened to text.
+	Content string `json:"-"`
+}
+
+// LastUserText is the text of the last user message: the newest prompt, or
+// the text of the tool results it carries.
+func (r *Request) LastUserText() string {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		m := r.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var b strings.Builder
+		for _, c := range m.Content {
+			if c.Type == "text" {
+				b.WriteString(c.Text)
+			} else if c.Type == "tool_result" {
+				b.WriteString(c.Content)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// ToolResults returns every tool_result block of the conversation.
+func (r *Request) ToolResults() []ContentBlock {
+	var out []ContentBlock
+	for _, m := range r.Messages {
+		for _, c := range m.Content {
+			if c.Type == "tool_result" {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// SystemText joins the system blocks with blank lines.
+func (r *Request) SystemText() string { return strings.Join(r.System, "\n\n") }
+
+// Reply scripts the answer to one request.
+type Reply struct {
+	// Blocks are streamed in order as content blocks.
+	Blocks []Block
+	// StopReason defaults to "tool_use" when a block is a tool use and
+	// "end_turn" otherwise.
+	StopReason string
+	// Status, when not 0 or 200, answers with that HTTP status and an
+	// Anthropic error body carrying ErrorMessage.
+	Status       int
+	ErrorType    string
+	ErrorMessage string
+	// Delay waits before answering; ChunkDelay waits between SSE events.
+	Delay      time.Duration
+	ChunkDelay time.Duration
+	// ChunkSize splits text and thinking into deltas of at most this many
+	// runes (default 16). Tool inputs are split into JSON pieces alike.
+	ChunkSize int
+	// InputTokens and OutputTokens are reported in usage (defaults 10, 5).
+	InputTokens, OutputTokens int
+}
+
+// Block is one content block of a Reply. Build it with [Text], [Thinking]
+// or [ToolUse].
+type Block struct {
+	Kind  string // "text", "thinking" or "tool_use"
+	Text  string // text or thinking
+	ID    string // tool_use id
+	Name  string // tool name
+	Input any    // tool input, marshalled to JSON
+}
+
+// Text is a streamed text block.
+func Text(s string) Block { return Block{Kind: "text", Text: s} }
+
+// Thinking is a streamed thinking block (with a fake signature).
+func Thinking(s string) Block { return Block{Kind: "thinking", Text: s} }
+
+// ToolUse asks the CLI to run a tool. An empty id gets a generated one.
+func ToolUse(id, name string, input any) Block {
+	return Block{Kind: "tool_use", ID: id, Name: name, Input: input}
+}
+
+// TextReply is a Reply of one text block.
+func TextReply(s string) Reply { return Reply{Blocks: []Block{Text(s)}} }
+
+// ErrorReply is a Reply that fails with an HTTP status. Use a 4xx: the CLI
+// retries 429 and 5xx answers with back-off.
+func ErrorReply(status int, message string) Reply {
+	return Reply{Status: status, ErrorMessage: message}
+}
+
+// NewFakeAPI starts a fake Messages API on a loopback port.
+func NewFakeAPI() (*FakeAPI, error) {
+	return NewFakeAPIAt("127.0.0.1:0")
+}
+
+// NewFakeAPIAt starts a fake Messages API listening on addr.
+func NewFakeAPIAt(addr string) (*FakeAPI, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("claudetest: listen: %w", err)
+	}
+	f := &FakeAPI{
+		URL:      "http://" + ln.Addr().String(),
+		listener: ln,
+		done:     make(chan struct{}),
+		closing:  make(chan struct{}),
+	}
+	f.srv = &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(f.done)
+		_ = f.srv.Serve(ln)
+	}()
+	return f, nil
+}
+
+// Env returns the environment entries that point the CLI at this fake:
+// base URL, a dummy key, no non-essential traffic.
+func (f *FakeAPI) Env() []string {
+	return []string{
+		"ANTHROPIC_BASE_URL=" + f.URL,
+		"ANTHROPIC_API_KEY=sk-ant-fake-for-tests",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_ERROR_REPORTING=1",
+	}
+}
+
+// Script queues replies for the next requests, in order.
+func (f *FakeAPI) Script(replies ...Reply) {
+	f.mu.Lock()
+	f.queue = append(f.queue, replies...)
+	f.mu.Unlock()
+}
+
+// SetResponder sets the function that answers requests when no scripted
+// reply is queued. nil restores the default (a short text answer).
+func (f *FakeAPI) SetResponder(fn func(*Request) Reply) {
+	f.mu.Lock()
+	f.responder = fn
+	f.mu.Unlock()
+}
+
+// Requests returns the Messages requests received so far.
+func (f *FakeAPI) Requests() []*Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*Request(nil), f.requests...)
+}
+
+// Pending reports how many scripted replies are still queued.
+func (f *FakeAPI) Pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.queue)
+}
+
+// Close stops the server. Responses still streaming are cut off.
+func (f *FakeAPI) Close() error {
+	select {
+	case <-f.closing:
+	default:
+		close(f.closing)
+	}
+	err := f.srv.Close()
+	<-f.done
+	return err
+}
+
+// ServeHTTP implements http.Handler so a FakeAPI can also be mounted on a
+// server of the caller's.
+func (f *FakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/v1/messages/count_tokens"):
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"input_tokens":100}`)
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/v1/messages"):
+		f.serveMessages(w, r)
+	case r.Method == http.MethodHead || r.Method == http.MethodGet:
+		w.WriteHeader(http.StatusOK)
+	default:
+		http.Error(w, `{"type":"error","error":{"type":"not_found_error","message":"not found"}}`, http.StatusNotFound)
+	}
+}
+
+func (f *FakeAPI) serveMessages(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	req, err := parseRequest(r.URL.Path, body)
+	if err != nil {
+		writeAPIError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+
+	f.mu.Lock()
+	f.requests = append(f.requests, req)
+	var reply Reply
+	if len(f.queue) > 0 && !isSideRequest(req) {
+		reply = f.queue[0]
+		f.queue = f.queue[1:]
+	} else if f.responder != nil {
+		reply = f.responder(req)
+	} else {
+		reply = TextReply("OK")
+	}
+	f.mu.Unlock()
+
+	if !f.sleep(r, reply.Delay) {
+		return
+	}
+	if reply.Status != 0 && reply.Status != http.StatusOK {
+		typ := reply.ErrorType
+		if typ == "" {
+			typ = "invalid_request_error"
+		}
+		writeAPIError(w, reply.Status, typ, reply.ErrorMessage)
+		return
+	}
+	if !req.Stream {
+		f.writeJSONReply(w, req, reply)
+		return
+	}
+	f.streamReply(w, r, req, reply)
+}
+
+// isSideRequest tells apart the CLI's own small requests (quota probes,
+// titles, command-prefix checks) from the conversation: they must not eat
+// replies a test scripted for the conversation.
+func isSideRequest(req *Request) bool {
+	if req.MaxTokens == 1 {
+		return true
+	}
+	return len(req.Tools) == 0 && len(req.Messages) > 0 && !req.Stream
+}
+
+func (f *FakeAPI) sleep(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-f.closing:
+		return false
+	}
+}
+
+func writeAPIError(w http.ResponseWriter, status int, typ, msg string) {
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	b, _ := json.Marshal(map[string]any{
+		"type":  "error",
+		"error": map[string]string{"type": typ, "message": msg},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("x-should-retry", "false")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func (f *FakeAPI) nextMessageID() string {
+	return fmt.Sprintf("msg_fake%06d", f.msgSeq.Add(1))
+}
+
+func stopReason(reply Reply) string {
+	if reply.StopReason != "" {
+		return reply.StopReason
+	}
+	for _, b := range reply.Blocks {
+		if b.Kind == "tool_use" {
+			return "tool_use"
+		}
+	}
+	return "end_turn"
+}
+
+func (f *FakeAPI) blockID(b Block, i int) string {
+	if b.ID != "" {
+		return b.ID
+	}
+	return fmt.Sprintf("toolu_fake%06d_%d", f.msgSeq.Load(), i)
+}
+
+func usage(reply Reply) (in, out int) {
+	in, out = reply.InputTokens, reply.OutputTokens
+	if in == 0 {
+		in = 10
+	}
+	if out == 0 {
+		out = 5
+	}
+	return in, out
+}
+
+func (f *FakeAPI) writeJSONReply(w http.ResponseWriter, req *Request, reply Reply) {
+	id := f.nextMessageID()
+	content := make([]map[string]any, 0, len(reply.Blocks))
+	for i, b := range reply.Blocks {
+		switch b.Kind {
+		case "thinking":
+			content = append(content, map[string]any{"type": "thinking", "thinking": b.Text, "signature": "fake-signature"})
+		case "tool_use":
+			content = append(content, map[string]any{"type": "tool_use", "id": f.blockID(b, i), "name": b.Name, "input": toolInput(b)})
+		default:
+			content = append(content, map[string]any{"type": "text", "text": b.Text})
+		}
+	}
+	in, out := usage(reply)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": id, "type": "message", "role": "assistant", "model": req.Model,
+		"content": content, "stop_reason": stopReason(reply), "stop_sequence": nil,
+		"usage": map[string]int{"input_tokens": in, "output_tokens": out},
+	})
+}
+
+func toolInput(b Block) json.RawMessage {
+	if b.Input == nil {
+		return json.RawMessage(`{}`)
+	}
+	if raw, ok := b.Input.(json.RawMessage); ok {
+		return raw
+	}
+	raw, err := json.Marshal(b.Input)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return raw
+}
+
+func (f *FakeAPI) streamReply(w http.ResponseWriter, r *http.Request, req *Request, reply Reply) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriter(w)
+	rc := http.NewResponseController(w)
+	send := func(event string, data any) bool {
+		b, err := json.Marshal(data)
+		if err != nil {
+			return false
+		}
+		fmt.Fprintf(bw, "event: %s\ndata: %s\n\n", event, b)
+		if reply.ChunkDelay > 0 {
+			if bw.Flush() != nil || rc.Flush() != nil {
+				return false
+			}
+			return f.sleep(r, reply.ChunkDelay)
+		}
+		return true
+	}
+	chunk := reply.ChunkSize
+	if chunk <= 0 {
+		chunk = 16
+	}
+	in, out := usage(reply)
+	id := f.nextMessageID()
+	if !send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]int{"input_tokens": in, "output_tokens": 1},
+	}}) {
+		return
+	}
+	for i, b := range reply.Blocks {
+		var start map[string]any
+		switch b.Kind {
+		case "thinking":
+			start = map[string]any{"type": "thinking", "thinking": ""}
+		case "tool_use":
+			start = map[string]any{"type": "tool_use", "id": f.blockID(b, i), "name": b.Name, "input": map[string]any{}}
+		default:
+			start = map[string]any{"type": "text", "text": ""}
+		}
+		if !send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": start}) {
+			return
+		}
+		var pieces []string
+		var deltaType, field string
+		switch b.Kind {
+		case "thinking":
+			pieces, deltaType, field = splitRunes(b.Text, chunk), "thinking_delta", "thinking"
+		case "tool_use":
+			pieces, deltaType, field = splitRunes(string(toolInput(b)), chunk), "input_json_delta", "partial_json"
+		default:
+			pieces, deltaType, field = splitRunes(b.Text, chunk), "text_delta", "text"
+		}
+		for _, p := range pieces {
+			if !send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+				"delta": map[string]any{"type": deltaType, field: p}}) {
+				return
+			}
+		}
+		if b.Kind == "thinking" {
+			if !send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+				"delta": map[string]any{"type": "signature_delta", "signature": "fake-signature"}}) {
+				return
+			}
+		}
+		if !send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i}) {
+			return
+		}
+	}
+	if !send("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": stopReason(reply), "stop_sequence": nil},
+		"usage": map[string]int{"output_tokens": out}}) {
+		return
+	}
+	send("message_stop", map[string]any{"type": "message_stop"})
+	_ = bw.Flush()
+	_ = rc.Flush()
+}
+
+// splitRunes cuts s into pieces of at most n runes, never inside a rune.
+func splitRunes(s string, n int) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	count, start := 0, 0
+	for i := range s {
+		if count == n {
+			out = append(out, s[start:i])
+			start, count = i, 0
+		}
+		count++
+	}
+	return append(out, s[start:])
+}
+
+// parseRequest decodes the parts of a Messages request that tests look at.
+func parseRequest(path string, body []byte) (*Request, error) {
+	var raw struct {
+		Model     string          `json:"model"`
+		Stream    bool            `json:"stream"`
+		MaxTokens int             `json:"max_tokens"`
+		System    json.RawMessage `json:"system"`
+		Messages  []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, fmt.Errorf("decode request: %w", err)
+	}
+	req := &Request{Path: path, Model: raw.Model, Stream: raw.Stream, MaxTokens: raw.MaxTokens, Body: body}
+	req.System = textsOf(raw.System)
+	for _, t := range raw.Tools {
+		req.Tools = append(req.Tools, t.Name)
+	}
+	for _, m := range raw.Messages {
+		req.Messages = append(req.Messages, Message{Role: m.Role, Content: blocksOf(m.Content)})
+	}
+	return req, nil
+}
+
+// textsOf reads a string or a list of text blocks.
+func textsOf(raw json.RawMessage) []string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []string{s}
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return nil
+	}
+	var out []string
+	for _, b := range blocks {
+		if b.Type == "text" || b.Type == "" {
+			out = append(out, b.Text)
+		}
+	}
+	return out
+}
+
+func blocksOf(raw json.RawMessage) []ContentBlock {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []ContentBlock{{Type: "text", Text: s}}
+	}
+	var blocks []struct {
+		ContentBlock
+		RawContent json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return nil
+	}
+	out := make([]ContentBlock, len(blocks))
+	for i, b := range blocks {
+		out[i] = b.ContentBlock
+		if b.Type == "tool_result" {
+			out[i].Content = strings.Join(textsOf(b.RawContent), "\n")
+		}
+	}
+	return out
+}

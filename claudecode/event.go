@@ -1,0 +1,276 @@
+package claudecode
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// EventType names a UI event. The values are the wire names the GUI sees.
+type EventType string
+
+// The UI events of a turn. A turn's stream is, in order: one session:init
+// (when the CLI got that far), any number of deltas, tool starts, tool
+// results and chat:complete, then exactly one of session:complete or
+// session:error, then exactly one process:exit, always last.
+const (
+	EventSessionInit     EventType = "session:init"
+	EventChatDelta       EventType = "chat:delta"
+	EventThinkingDelta   EventType = "thinking:delta"
+	EventChatComplete    EventType = "chat:complete"
+	EventToolStart       EventType = "tool:start"
+	EventToolResult      EventType = "tool:result"
+	EventSessionComplete EventType = "session:complete"
+	EventSessionError    EventType = "session:error"
+	EventProcessExit     EventType = "process:exit"
+)
+
+// Event is one UI event: a discriminated union on Type. Text is set for
+// chat:delta, thinking:delta and chat:complete; exactly one of the pointer
+// fields is set for the other types:
+//
+//	session:init      Init
+//	tool:start        ToolStart
+//	tool:result       ToolResult
+//	session:complete  Complete
+//	session:error     Error
+//	process:exit      Exit
+//
+// Its JSON form (see MarshalJSON) is flat and camelCase, the shape the GUI
+// consumes: {"type":"chat:delta","sessionId":"…","text":"…"}.
+type Event struct {
+	Type EventType
+	// SessionID is the caller's session key given to StartTurn, never
+	// Claude's own session id (that is Init.ClaudeSessionID).
+	SessionID string
+	// ParentToolUseID is set on events that came from a subagent: the id
+	// of the Task tool use that spawned it.
+	ParentToolUseID string
+
+	Text       string
+	Init       *SessionInit
+	ToolStart  *ToolStart
+	ToolResult *ToolResult
+	Complete   *SessionComplete
+	Error      *SessionError
+	Exit       *ProcessExit
+}
+
+// SessionInit is the payload of session:init.
+type SessionInit struct {
+	ClaudeSessionID string   `json:"claudeSessionId"`
+	Model           string   `json:"model"`
+	Tools           []string `json:"tools"`
+	// CLIVersion is the claude_code_version the CLI reported.
+	CLIVersion     string `json:"cliVersion,omitempty"`
+	PermissionMode string `json:"permissionMode,omitempty"`
+	Cwd            string `json:"cwd,omitempty"`
+}
+
+// ToolStart is the payload of tool:start; Input is the tool's complete
+// input object.
+type ToolStart struct {
+	ToolUseID string          `json:"toolUseId"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+}
+
+// ToolResult is the payload of tool:result; Content is flattened to text.
+type ToolResult struct {
+	ToolUseID string `json:"toolUseId"`
+	Content   string `json:"content"`
+	IsError   bool   `json:"isError"`
+}
+
+// SessionComplete is the payload of session:complete.
+type SessionComplete struct {
+	// CostUSD is the CLI's total_cost_usd for the turn's process.
+	CostUSD float64 `json:"costUsd"`
+	// Usage is the CLI's usage object, as sent.
+	Usage      json.RawMessage `json:"usage"`
+	NumTurns   int             `json:"numTurns"`
+	DurationMS int64           `json:"durationMs"`
+}
+
+// ErrorKind classifies a session:error so a GUI (and errors.Is) can tell an
+// interruption from a failure.
+type ErrorKind string
+
+const (
+	ErrorInterrupted     ErrorKind = "interrupted"      // the turn was stopped on request
+	ErrorMaxTurns        ErrorKind = "max_turns"        // --max-turns reached
+	ErrorMaxBudget       ErrorKind = "max_budget"       // --max-budget-usd reached
+	ErrorAPI             ErrorKind = "api_error"        // the Messages API answered with an error
+	ErrorNotLoggedIn     ErrorKind = "not_logged_in"    // no usable credentials
+	ErrorResumeNotFound  ErrorKind = "resume_not_found" // --resume named a conversation the CLI no longer has
+	ErrorExecution       ErrorKind = "execution"        // any other error result from the CLI
+	ErrorProcess         ErrorKind = "process"          // the CLI died or was killed without a result
+	ErrorStart           ErrorKind = "start"            // the CLI could not be started
+)
+
+// SessionError is the payload of session:error.
+type SessionError struct {
+	// Error is a one-line human-readable description.
+	Error string    `json:"error"`
+	Kind  ErrorKind `json:"kind"`
+	// Subtype is the CLI result's subtype, when a result arrived.
+	Subtype string `json:"subtype,omitempty"`
+	// APIErrorStatus is the HTTP status of an API error, when known.
+	APIErrorStatus int `json:"apiErrorStatus,omitempty"`
+	// ExitCode and StderrTail are set when the process ended without a
+	// result.
+	ExitCode   *int   `json:"exitCode,omitempty"`
+	StderrTail string `json:"stderrTail,omitempty"`
+	// CostUSD is what the turn cost before it failed.
+	CostUSD float64 `json:"costUsd,omitempty"`
+}
+
+// ProcessExit is the payload of process:exit. Code is -1 when the process
+// was ended by a signal, which Signal then names ("SIGKILL").
+type ProcessExit struct {
+	Code   int    `json:"code"`
+	Signal string `json:"signal,omitempty"`
+}
+
+// MarshalJSON writes the flat wire form. It is hand-written because it is
+// on the hot path (one call per streamed token in `harness turn --json` and
+// the gateway) and encoding/json's reflection costs several times more.
+func (e Event) MarshalJSON() ([]byte, error) {
+	return e.AppendJSON(make([]byte, 0, 128+len(e.Text))), nil
+}
+
+// AppendJSON appends the event's JSON form to b.
+func (e Event) AppendJSON(b []byte) []byte {
+	b = append(b, `{"type":`...)
+	b = appendString(b, string(e.Type))
+	b = append(b, `,"sessionId":`...)
+	b = appendString(b, e.SessionID)
+	if e.ParentToolUseID != "" {
+		b = append(b, `,"parentToolUseId":`...)
+		b = appendString(b, e.ParentToolUseID)
+	}
+	switch e.Type {
+	case EventChatDelta, EventThinkingDelta, EventChatComplete:
+		b = append(b, `,"text":`...)
+		b = appendString(b, e.Text)
+	}
+	var payload any
+	switch {
+	case e.Init != nil:
+		payload = e.Init
+	case e.ToolStart != nil:
+		payload = e.ToolStart
+	case e.ToolResult != nil:
+		payload = e.ToolResult
+	case e.Complete != nil:
+		payload = e.Complete
+	case e.Error != nil:
+		payload = e.Error
+	case e.Exit != nil:
+		b = append(b, `,"code":`...)
+		b = strconv.AppendInt(b, int64(e.Exit.Code), 10)
+		if e.Exit.Signal != "" {
+			b = append(b, `,"signal":`...)
+			b = appendString(b, e.Exit.Signal)
+		}
+	}
+	if payload != nil {
+		if inner, err := json.Marshal(payload); err == nil && len(inner) > 2 {
+			b = append(b, ',')
+			b = append(b, inner[1:len(inner)-1]...) // splice the object's fields in
+		}
+	}
+	return append(b, '}')
+}
+
+// UnmarshalJSON reads the flat wire form back, so stored event logs and
+// SSE streams can be decoded into Events.
+func (e *Event) UnmarshalJSON(data []byte) error {
+	var head struct {
+		Type            EventType `json:"type"`
+		SessionID       string    `json:"sessionId"`
+		ParentToolUseID string    `json:"parentToolUseId"`
+		Text            string    `json:"text"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return err
+	}
+	*e = Event{Type: head.Type, SessionID: head.SessionID, ParentToolUseID: head.ParentToolUseID, Text: head.Text}
+	var target any
+	switch e.Type {
+	case EventSessionInit:
+		e.Init = new(SessionInit)
+		target = e.Init
+	case EventToolStart:
+		e.ToolStart = new(ToolStart)
+		target = e.ToolStart
+	case EventToolResult:
+		e.ToolResult = new(ToolResult)
+		target = e.ToolResult
+	case EventSessionComplete:
+		e.Complete = new(SessionComplete)
+		target = e.Complete
+	case EventSessionError:
+		e.Error = new(SessionError)
+		target = e.Error
+	case EventProcessExit:
+		e.Exit = new(ProcessExit)
+		target = e.Exit
+	default:
+		return nil
+	}
+	return json.Unmarshal(data, target)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Like encoding/json it escapes
+// <, > and & (the output may land in HTML) and U+2028/U+2029, and replaces
+// invalid UTF-8 with U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
