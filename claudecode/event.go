@@ -97,15 +97,15 @@ type SessionComplete struct {
 type ErrorKind string
 
 const (
-	ErrorInterrupted     ErrorKind = "interrupted"      // the turn was stopped on request
-	ErrorMaxTurns        ErrorKind = "max_turns"        // --max-turns reached
-	ErrorMaxBudget       ErrorKind = "max_budget"       // --max-budget-usd reached
-	ErrorAPI             ErrorKind = "api_error"        // the Messages API answered with an error
-	ErrorNotLoggedIn     ErrorKind = "not_logged_in"    // no usable credentials
-	ErrorResumeNotFound  ErrorKind = "resume_not_found" // --resume named a conversation the CLI no longer has
-	ErrorExecution       ErrorKind = "execution"        // any other error result from the CLI
-	ErrorProcess         ErrorKind = "process"          // the CLI died or was killed without a result
-	ErrorStart           ErrorKind = "start"            // the CLI could not be started
+	ErrorInterrupted    ErrorKind = "interrupted"      // the turn was stopped on request
+	ErrorMaxTurns       ErrorKind = "max_turns"        // --max-turns reached
+	ErrorMaxBudget      ErrorKind = "max_budget"       // --max-budget-usd reached
+	ErrorAPI            ErrorKind = "api_error"        // the Messages API answered with an error
+	ErrorNotLoggedIn    ErrorKind = "not_logged_in"    // no usable credentials
+	ErrorResumeNotFound ErrorKind = "resume_not_found" // --resume named a conversation the CLI no longer has
+	ErrorExecution      ErrorKind = "execution"        // any other error result from the CLI
+	ErrorProcess        ErrorKind = "process"          // the CLI died or was killed without a result
+	ErrorStart          ErrorKind = "start"            // the CLI could not be started
 )
 
 // SessionError is the payload of session:error.
