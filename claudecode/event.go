@@ -104,6 +104,7 @@ const (
 	ErrorNotLoggedIn    ErrorKind = "not_logged_in"    // no usable credentials
 	ErrorResumeNotFound ErrorKind = "resume_not_found" // --resume named a conversation the CLI no longer has
 	ErrorExecution      ErrorKind = "execution"        // any other error result from the CLI
+	ErrorKilled         ErrorKind = "killed"           // Kill or a cancelled context ended the turn
 	ErrorProcess        ErrorKind = "process"          // the CLI died or was killed without a result
 	ErrorStart          ErrorKind = "start"            // the CLI could not be started
 )

@@ -1,0 +1,146 @@
+package claudecode
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// DefaultMaxTurns is the --max-turns given when TurnOpts.MaxTurns is 0.
+const DefaultMaxTurns = 25
+
+// PermissionModes are the values --permission-mode accepts.
+var PermissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"}
+
+// TurnOpts are the per-turn choices that become the CLI's flags. The zero
+// value runs a fresh conversation in the current directory with the CLI's
+// own defaults, 25 turns at most, partial messages streamed.
+type TurnOpts struct {
+	// Cwd is the project root the child runs in ("" = current directory).
+	Cwd string
+	// Resume continues a Claude session (--resume). SessionID fixes the id
+	// of a new one (--session-id, a UUID); with Resume it needs Fork.
+	Resume    string
+	SessionID string
+	Fork      bool
+	// AppendSystemPromptFile is appended to the built-in system prompt.
+	AppendSystemPromptFile string
+	// Tools is the set of tools that exist for the model (--tools): nil
+	// leaves the CLI's default, an empty non-nil slice means none,
+	// []string{"default"} means all.
+	Tools []string
+	// DisallowedTools are removed outright (--disallowedTools).
+	DisallowedTools []string
+	// AllowedTools are auto-approved (--allowedTools); this does not
+	// restrict what exists, Tools does.
+	AllowedTools []string
+	// PermissionMode is one of PermissionModes ("" = the CLI's default).
+	PermissionMode string
+	Model          string
+	AddDirs        []string
+	// MaxTurns bounds the agentic loop (0 = DefaultMaxTurns).
+	MaxTurns int
+	// NoPartialMessages turns off token streaming: text then arrives a
+	// block at a time.
+	NoPartialMessages bool
+	// ExtraArgs are appended verbatim: the escape hatch for flags this
+	// struct does not know.
+	ExtraArgs []string
+	// Binary overrides the configured CLI path for this turn.
+	Binary string
+	// Env entries (KEY=VALUE) are added to the child's environment after
+	// filtering; they are the caller's explicit choice, so they are not
+	// filtered.
+	Env []string
+	// OnFrame sees every line the CLI prints, including the ones that make
+	// no event. It runs on the turn's reader goroutine: keep it fast, and
+	// copy Frame.Raw if you keep it.
+	OnFrame func(Frame)
+}
+
+var (
+	uuidPattern  = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	tokenPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@\[\]()*, -]*$`)
+)
+
+// Validate reports the first option the CLI would misread. Values are
+// passed as --flag=value, so none can be taken for a flag; this catches
+// what would fail later with a less clear message.
+func (o *TurnOpts) Validate() error {
+	if o.Resume != "" && !uuidPattern.MatchString(o.Resume) {
+		return fmt.Errorf("%w: resume id %q is not a UUID", ErrInvalidOptions, o.Resume)
+	}
+	if o.SessionID != "" && !uuidPattern.MatchString(o.SessionID) {
+		return fmt.Errorf("%w: session id %q is not a UUID", ErrInvalidOptions, o.SessionID)
+	}
+	if o.Resume != "" && o.SessionID != "" && !o.Fork {
+		return fmt.Errorf("%w: a session id with resume needs Fork", ErrInvalidOptions)
+	}
+	if o.PermissionMode != "" && !contains(PermissionModes, o.PermissionMode) {
+		return fmt.Errorf("%w: permission mode %q is not one of %s", ErrInvalidOptions, o.PermissionMode, strings.Join(PermissionModes, ", "))
+	}
+	if o.MaxTurns < 0 {
+		return fmt.Errorf("%w: max turns %d is negative", ErrInvalidOptions, o.MaxTurns)
+	}
+	if o.Model != "" && !tokenPattern.MatchString(o.Model) {
+		return fmt.Errorf("%w: model %q", ErrInvalidOptions, o.Model)
+	}
+	for _, list := range [][]string{o.Tools, o.DisallowedTools, o.AllowedTools} {
+		for _, t := range list {
+			if !tokenPattern.MatchString(t) {
+				return fmt.Errorf("%w: tool name %q", ErrInvalidOptions, t)
+			}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Args builds the CLI's argv (without the program name). The prompt is
+// not among them: it goes on stdin.
+func (o *TurnOpts) Args() []string {
+	maxTurns := o.MaxTurns
+	if maxTurns == 0 {
+		maxTurns = DefaultMaxTurns
+	}
+	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
+	if !o.NoPartialMessages {
+		args = append(args, "--include-partial-messages")
+	}
+	args = append(args, "--max-turns="+strconv.Itoa(maxTurns))
+	flag := func(name, value string) {
+		if value != "" {
+			args = append(args, name+"="+value)
+		}
+	}
+	flag("--resume", o.Resume)
+	flag("--session-id", o.SessionID)
+	if o.Fork {
+		args = append(args, "--fork-session")
+	}
+	flag("--append-system-prompt-file", o.AppendSystemPromptFile)
+	if o.Tools != nil {
+		args = append(args, "--tools="+strings.Join(o.Tools, ","))
+	}
+	if len(o.DisallowedTools) > 0 {
+		args = append(args, "--disallowedTools="+strings.Join(o.DisallowedTools, ","))
+	}
+	if len(o.AllowedTools) > 0 {
+		args = append(args, "--allowedTools="+strings.Join(o.AllowedTools, ","))
+	}
+	flag("--permission-mode", o.PermissionMode)
+	flag("--model", o.Model)
+	for _, d := range o.AddDirs {
+		flag("--add-dir", d)
+	}
+	return append(args, o.ExtraArgs...)
+}

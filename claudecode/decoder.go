@@ -1,0 +1,777 @@
+package claudecode
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+)
+
+// DefaultMaxLineBytes bounds one NDJSON line. The CLI prints whole answers,
+// tool results and images on one line, so the bound is generous; a longer
+// line is reported as a [LineError] and skipped, never fatal.
+const DefaultMaxLineBytes = 128 << 20
+
+// Frame is one line of the CLI's stdout as the decoder classified it.
+// Raw aliases the decoder's buffer: it is valid only until the callback
+// that received it returns.
+type Frame struct {
+	Type            string // "system", "stream_event", "assistant", "user", "result", "control_response", …
+	Subtype         string // system and result subtypes; the raw event type for stream_event
+	SessionID       string // Claude's session id, when the frame carries one
+	ParentToolUseID string // set on subagent frames
+	Raw             []byte
+}
+
+// LineError describes a line that could not be used: malformed JSON, a
+// known frame with a field of the wrong type, or a line over the bound.
+// Decoding goes on after it.
+type LineError struct {
+	Line     int    // 1-based line number
+	Prefix   string // the first 500 bytes of the line
+	Err      error
+	Oversize bool
+}
+
+func (e *LineError) Error() string {
+	if e.Oversize {
+		return fmt.Sprintf("claudecode: line %d over the size bound, skipped", e.Line)
+	}
+	return fmt.Sprintf("claudecode: line %d: %v: %.500q", e.Line, e.Err, e.Prefix)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// DecoderOptions tune a Decoder. The zero value is ready to use.
+type DecoderOptions struct {
+	// SessionID is stamped on every event as sessionId.
+	SessionID string
+	// MaxLineBytes bounds a line (default DefaultMaxLineBytes).
+	MaxLineBytes int
+	// OnFrame, when set, sees every non-blank line, including those that
+	// produce no event (unknown types, control messages). It must not keep
+	// Frame.Raw after it returns.
+	OnFrame func(Frame)
+	// OnLineError, when set, is told of every skipped line.
+	OnLineError func(*LineError)
+}
+
+// Decoder turns the CLI's stream-json stdout into UI events. It knows
+// nothing about processes: the driver feeds it the child's stdout, tests
+// feed it recorded transcripts.
+//
+//	d := claudecode.NewDecoder(r, claudecode.DecoderOptions{SessionID: "s1"})
+//	for d.Next() {
+//		ev := d.Event()
+//		…
+//	}
+//	if err := d.Err(); err != nil { … } // read errors only
+//
+// Bad lines are skipped (see OnLineError); unknown frame types are
+// ignored. A Decoder is not safe for concurrent use.
+type Decoder struct {
+	lr      *lineReader
+	m       *mapper
+	opts    DecoderOptions
+	pending []Event
+	next    int
+	cur     Event
+	err     error
+}
+
+// NewDecoder returns a Decoder reading r.
+func NewDecoder(r io.Reader, opts DecoderOptions) *Decoder {
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	return &Decoder{
+		lr:   newLineReader(r, opts.MaxLineBytes),
+		m:    newMapper(opts.SessionID),
+		opts: opts,
+	}
+}
+
+// Next advances to the next event, reading as many lines as it takes. It
+// returns false at the end of the input or on a read error (see Err).
+func (d *Decoder) Next() bool {
+	for d.next >= len(d.pending) {
+		if d.err != nil {
+			return false
+		}
+		d.pending, d.next = d.pending[:0], 0
+		d.step()
+	}
+	d.cur = d.pending[d.next]
+	d.pending[d.next] = Event{}
+	d.next++
+	return true
+}
+
+// step decodes one line into d.pending; at the end it sets d.err.
+func (d *Decoder) step() {
+	line, err := d.lr.next()
+	if err != nil {
+		var le *LineError
+		if errors.As(err, &le) {
+			if d.opts.OnLineError != nil {
+				d.opts.OnLineError(le)
+			}
+			return
+		}
+		d.err = err
+		return
+	}
+	frame, err := d.m.feed(line, func(e Event) { d.pending = append(d.pending, e) })
+	if err != nil && d.opts.OnLineError != nil {
+		d.opts.OnLineError(&LineError{Line: d.lr.lineNo, Prefix: prefix(line, 500), Err: err})
+	}
+	if frame.Type != "" && d.opts.OnFrame != nil {
+		d.opts.OnFrame(frame)
+	}
+}
+
+// Event returns the event Next advanced to.
+func (d *Decoder) Event() Event { return d.cur }
+
+// Err returns the first read error, not counting the end of input.
+func (d *Decoder) Err() error {
+	if errors.Is(d.err, io.EOF) {
+		return nil
+	}
+	return d.err
+}
+
+// Result reports what the turn's result frame said, once it was seen.
+func (d *Decoder) Result() (ResultInfo, bool) { return d.m.result, d.m.gotResult }
+
+// ClaudeSessionID is the session id the CLI reported in system/init.
+func (d *Decoder) ClaudeSessionID() string { return d.m.claudeSessionID }
+
+func prefix(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+// lineReader reads newline-terminated lines of any length up to max,
+// reusing one buffer. Blank lines are skipped.
+type lineReader struct {
+	br     *bufio.Reader
+	max    int
+	buf    []byte
+	lineNo int
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 256<<10), max: max}
+}
+
+// next returns the next non-blank line without its terminator. The slice
+// is valid until the following call. An oversized line yields a
+// *LineError (and is consumed); the end of input yields io.EOF.
+func (l *lineReader) next() ([]byte, error) {
+	for {
+		line, err := l.readLine()
+		if err != nil {
+			return nil, err
+		}
+		line = bytes.TrimRight(line, "\r")
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		return line, nil
+	}
+}
+
+func (l *lineReader) readLine() ([]byte, error) {
+	// Let a buffer that grew for one huge line go, so a turn that once
+	// printed 50 MB does not keep it for the rest of its life.
+	if cap(l.buf) > 4<<20 {
+		l.buf = nil
+	}
+	l.buf = l.buf[:0]
+	oversize := false
+	for {
+		frag, err := l.br.ReadSlice('\n')
+		if !oversize {
+			if len(l.buf)+len(frag) > l.max+1 {
+				oversize = true
+				l.buf = l.buf[:0]
+			} else if err == nil && len(l.buf) == 0 {
+				// The common case: the whole line is in bufio's buffer.
+				l.lineNo++
+				return frag[:len(frag)-1], nil
+			} else {
+				l.buf = append(l.buf, frag...)
+			}
+		}
+		switch {
+		case err == nil:
+			l.lineNo++
+			if oversize {
+				return nil, &LineError{Line: l.lineNo, Oversize: true, Err: errLineTooLong}
+			}
+			return l.buf[:len(l.buf)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if oversize {
+				l.lineNo++
+				return nil, &LineError{Line: l.lineNo, Oversize: true, Err: errLineTooLong}
+			}
+			if len(l.buf) > 0 {
+				l.lineNo++
+				return l.buf, nil // a last line without a newline
+			}
+			return nil, io.EOF
+		default:
+			return nil, err
+		}
+	}
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// ResultInfo is what a result frame said, for the driver and for callers
+// that want more than the events carry.
+type ResultInfo struct {
+	Subtype        string
+	IsError        bool
+	Result         string
+	CostUSD        float64
+	Usage          json.RawMessage
+	NumTurns       int
+	DurationMS     int64
+	APIErrorStatus int
+	TerminalReason string
+	Errors         []string
+}
+
+// mapper holds the per-turn state that turns frames into events.
+type mapper struct {
+	sessionID       string
+	claudeSessionID string
+
+	// tool_use blocks being streamed, by parent and content index.
+	blocks map[blockKey]*toolBlock
+	// tool use ids already announced with tool:start.
+	started map[string]struct{}
+	// message ids whose content arrived as stream events, so their
+	// assistant frames must not repeat the text.
+	streamed map[string]struct{}
+	// the id of the message each parent is currently streaming.
+	current map[string]string
+
+	interruptRequested atomic.Bool // set by the driver before it asks the CLI to stop
+	sawInterruptMarker bool        // the CLI's "[Request interrupted by user]"
+	gotResult          bool
+	result             ResultInfo
+}
+
+type blockKey struct {
+	parent string
+	index  int
+}
+
+type toolBlock struct {
+	id, name string
+	input    []byte
+}
+
+func newMapper(sessionID string) *mapper {
+	return &mapper{
+		sessionID: sessionID,
+		blocks:    map[blockKey]*toolBlock{},
+		started:   map[string]struct{}{},
+		streamed:  map[string]struct{}{},
+		current:   map[string]string{},
+	}
+}
+
+// feed maps one line. It returns the frame's classification (Type empty
+// when the line is not a JSON object) and an error for a malformed line.
+func (m *mapper) feed(line []byte, emit func(Event)) (Frame, error) {
+	f := Frame{Raw: line}
+	var event, message []byte
+	var resultLine bool
+	err := eachField(line, func(key, value []byte) bool {
+		var err error
+		switch {
+		case keyIs(key, "type"):
+			f.Type, err = stringValue(value)
+		case keyIs(key, "subtype"):
+			f.Subtype, err = stringValue(value)
+		case keyIs(key, "session_id"):
+			f.SessionID, err = stringValue(value)
+		case keyIs(key, "parent_tool_use_id"):
+			f.ParentToolUseID, err = stringValue(value)
+		case keyIs(key, "event"):
+			event = value
+		case keyIs(key, "message"):
+			message = value
+		}
+		return err == nil
+	})
+	if err != nil {
+		return Frame{}, err
+	}
+	switch f.Type {
+	case "stream_event":
+		if event == nil {
+			return f, nil
+		}
+		return f, m.streamEvent(&f, event, emit)
+	case "system":
+		if f.Subtype == "init" {
+			return f, m.systemInit(line, emit)
+		}
+	case "assistant":
+		if message != nil {
+			return f, m.assistant(f.ParentToolUseID, message, emit)
+		}
+	case "user":
+		if message != nil {
+			return f, m.user(f.ParentToolUseID, message, emit)
+		}
+	case "result":
+		resultLine = true
+	}
+	if resultLine {
+		return f, m.resultFrame(line, emit)
+	}
+	return f, nil
+}
+
+func (m *mapper) event(t EventType, parent string) Event {
+	return Event{Type: t, SessionID: m.sessionID, ParentToolUseID: parent}
+}
+
+func (m *mapper) streamEvent(f *Frame, raw []byte, emit func(Event)) error {
+	var typ string
+	var index int
+	var delta, block, message []byte
+	err := eachField(raw, func(key, value []byte) bool {
+		var err error
+		switch {
+		case keyIs(key, "type"):
+			typ, err = stringValue(value)
+		case keyIs(key, "index"):
+			index, err = intValue(value)
+		case keyIs(key, "delta"):
+			delta = value
+		case keyIs(key, "content_block"):
+			block = value
+		case keyIs(key, "message"):
+			message = value
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	f.Subtype = typ
+	parent := f.ParentToolUseID
+	switch typ {
+	case "content_block_delta":
+		if delta == nil {
+			return nil
+		}
+		return m.blockDelta(parent, index, delta, emit)
+	case "content_block_start":
+		if block == nil {
+			return nil
+		}
+		return m.blockStart(parent, index, block)
+	case "content_block_stop":
+		return m.blockStop(parent, index, emit)
+	case "message_start":
+		if message != nil {
+			var id string
+			err := eachField(message, func(key, value []byte) bool {
+				if keyIs(key, "id") {
+					id, _ = stringValue(value)
+					return false
+				}
+				return true
+			})
+			if err != nil {
+				return err
+			}
+			if id != "" {
+				m.streamed[id] = struct{}{}
+				m.current[parent] = id
+			}
+		}
+	}
+	return nil
+}
+
+func (m *mapper) blockDelta(parent string, index int, raw []byte, emit func(Event)) error {
+	var typ string
+	var text, partial []byte
+	err := eachField(raw, func(key, value []byte) bool {
+		var err error
+		switch {
+		case keyIs(key, "type"):
+			typ, err = stringValue(value)
+		case keyIs(key, "text"), keyIs(key, "thinking"):
+			text = value
+		case keyIs(key, "partial_json"):
+			partial = value
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	switch typ {
+	case "text_delta", "thinking_delta":
+		if text == nil {
+			return nil
+		}
+		s, err := stringValue(text)
+		if err != nil {
+			return err
+		}
+		t := EventChatDelta
+		if typ == "thinking_delta" {
+			t = EventThinkingDelta
+		}
+		e := m.event(t, parent)
+		e.Text = s
+		emit(e)
+	case "input_json_delta":
+		b := m.blocks[blockKey{parent, index}]
+		if b == nil || partial == nil {
+			return nil
+		}
+		s, err := stringValue(partial)
+		if err != nil {
+			return err
+		}
+		b.input = append(b.input, s...)
+	}
+	return nil
+}
+
+func (m *mapper) blockStart(parent string, index int, raw []byte) error {
+	var typ, id, name string
+	err := eachField(raw, func(key, value []byte) bool {
+		var err error
+		switch {
+		case keyIs(key, "type"):
+			typ, err = stringValue(value)
+		case keyIs(key, "id"):
+			id, err = stringValue(value)
+		case keyIs(key, "name"):
+			name, err = stringValue(value)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if typ == "tool_use" || typ == "server_tool_use" || typ == "mcp_tool_use" {
+		m.blocks[blockKey{parent, index}] = &toolBlock{id: id, name: name}
+	}
+	return nil
+}
+
+func (m *mapper) blockStop(parent string, index int, emit func(Event)) error {
+	k := blockKey{parent, index}
+	b := m.blocks[k]
+	if b == nil {
+		return nil
+	}
+	delete(m.blocks, k)
+	input := bytes.TrimSpace(b.input)
+	if len(input) == 0 || !json.Valid(input) {
+		input = []byte("{}")
+	}
+	m.toolStart(parent, b.id, b.name, input, emit)
+	return nil
+}
+
+// toolStart announces a tool use once, whichever of the stream and the
+// assistant frame completes it first.
+func (m *mapper) toolStart(parent, id, name string, input []byte, emit func(Event)) {
+	if id == "" {
+		return
+	}
+	if _, done := m.started[id]; done {
+		return
+	}
+	m.started[id] = struct{}{}
+	e := m.event(EventToolStart, parent)
+	e.ToolStart = &ToolStart{ToolUseID: id, Name: name, Input: append(json.RawMessage(nil), input...)}
+	emit(e)
+}
+
+func (m *mapper) systemInit(line []byte, emit func(Event)) error {
+	var f struct {
+		SessionID      string   `json:"session_id"`
+		Model          string   `json:"model"`
+		Tools          []string `json:"tools"`
+		Version        string   `json:"claude_code_version"`
+		PermissionMode string   `json:"permissionMode"`
+		Cwd            string   `json:"cwd"`
+		Parent         *string  `json:"parent_tool_use_id"`
+	}
+	if err := json.Unmarshal(line, &f); err != nil {
+		return err
+	}
+	if f.Tools == nil {
+		f.Tools = []string{}
+	}
+	parent := ""
+	if f.Parent != nil {
+		parent = *f.Parent
+	}
+	if parent == "" {
+		m.claudeSessionID = f.SessionID
+	}
+	e := m.event(EventSessionInit, parent)
+	e.Init = &SessionInit{ClaudeSessionID: f.SessionID, Model: f.Model, Tools: f.Tools,
+		CLIVersion: f.Version, PermissionMode: f.PermissionMode, Cwd: f.Cwd}
+	emit(e)
+	return nil
+}
+
+// assistant reads a completed content block. Its text was already
+// streamed when the message's stream events were seen; tool uses are
+// announced here (the frame has the full input) unless the stream did it.
+func (m *mapper) assistant(parent string, raw []byte, emit func(Event)) error {
+	var id, model string
+	var content []byte
+	err := eachField(raw, func(key, value []byte) bool {
+		var err error
+		switch {
+		case keyIs(key, "id"):
+			id, err = stringValue(value)
+		case keyIs(key, "model"):
+			model, err = stringValue(value)
+		case keyIs(key, "content"):
+			content = value
+		}
+		return err == nil
+	})
+	if err != nil || content == nil || content[0] != '[' {
+		return err
+	}
+	_, streamed := m.streamed[id]
+	// The CLI reports API errors as a "<synthetic>" assistant message too;
+	// the result's session:error says it once, with its kind.
+	synthetic := model == "<synthetic>"
+	var inner error
+	err = eachElement(content, func(block []byte) bool {
+		var typ, bid, name string
+		var text, input []byte
+		inner = eachField(block, func(key, value []byte) bool {
+			var err error
+			switch {
+			case keyIs(key, "type"):
+				typ, err = stringValue(value)
+			case keyIs(key, "id"):
+				bid, err = stringValue(value)
+			case keyIs(key, "name"):
+				name, err = stringValue(value)
+			case keyIs(key, "text"), keyIs(key, "thinking"):
+				text = value
+			case keyIs(key, "input"):
+				input = value
+			}
+			return err == nil
+		})
+		if inner != nil {
+			return false
+		}
+		switch typ {
+		case "tool_use", "server_tool_use", "mcp_tool_use":
+			if input == nil {
+				input = []byte("{}")
+			}
+			m.toolStart(parent, bid, name, input, emit)
+		case "text", "thinking":
+			if streamed || synthetic || text == nil {
+				return true
+			}
+			s, err := stringValue(text)
+			if err != nil {
+				inner = err
+				return false
+			}
+			t := EventChatDelta
+			if typ == "thinking" {
+				t = EventThinkingDelta
+			}
+			e := m.event(t, parent)
+			e.Text = s
+			emit(e)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return inner
+}
+
+func (m *mapper) user(parent string, raw []byte, emit func(Event)) error {
+	var msg struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		return err
+	}
+	if len(msg.Content) == 0 || msg.Content[0] != '[' {
+		var s string
+		if json.Unmarshal(msg.Content, &s) == nil && strings.HasPrefix(s, "[Request interrupted") {
+			m.sawInterruptMarker = true
+		}
+		return nil
+	}
+	var blocks []struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		ToolUseID string          `json:"tool_use_id"`
+		Content   json.RawMessage `json:"content"`
+		IsError   bool            `json:"is_error"`
+	}
+	if err := json.Unmarshal(msg.Content, &blocks); err != nil {
+		return err
+	}
+	for _, b := range blocks {
+		switch b.Type {
+		case "tool_result":
+			e := m.event(EventToolResult, parent)
+			e.ToolResult = &ToolResult{ToolUseID: b.ToolUseID, Content: flattenContent(b.Content), IsError: b.IsError}
+			emit(e)
+		case "text":
+			if strings.HasPrefix(b.Text, "[Request interrupted") {
+				m.sawInterruptMarker = true
+			}
+		}
+	}
+	return nil
+}
+
+// flattenContent turns a tool_result's content (a string or a list of
+// blocks) into text. Text blocks are joined by newlines; other blocks
+// (images, documents) are named by a placeholder so the GUI shows that
+// something was there.
+func flattenContent(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return string(raw)
+	}
+	parts := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		} else {
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (m *mapper) resultFrame(line []byte, emit func(Event)) error {
+	var f struct {
+		Subtype        string          `json:"subtype"`
+		IsError        bool            `json:"is_error"`
+		Result         string          `json:"result"`
+		CostUSD        float64         `json:"total_cost_usd"`
+		Usage          json.RawMessage `json:"usage"`
+		NumTurns       int             `json:"num_turns"`
+		DurationMS     int64           `json:"duration_ms"`
+		APIErrorStatus *int            `json:"api_error_status"`
+		TerminalReason string          `json:"terminal_reason"`
+		Errors         []string        `json:"errors"`
+		Parent         *string         `json:"parent_tool_use_id"`
+	}
+	if err := json.Unmarshal(line, &f); err != nil {
+		return err
+	}
+	if f.Parent != nil && *f.Parent != "" {
+		return nil // a subagent's result is not the turn's
+	}
+	if len(f.Usage) == 0 || string(f.Usage) == "null" {
+		f.Usage = json.RawMessage("{}")
+	}
+	m.gotResult = true
+	m.result = ResultInfo{Subtype: f.Subtype, IsError: f.IsError, Result: f.Result, CostUSD: f.CostUSD,
+		Usage: f.Usage, NumTurns: f.NumTurns, DurationMS: f.DurationMS, TerminalReason: f.TerminalReason, Errors: f.Errors}
+	if f.APIErrorStatus != nil {
+		m.result.APIErrorStatus = *f.APIErrorStatus
+	}
+	if f.Subtype == "success" && !f.IsError {
+		e := m.event(EventChatComplete, "")
+		e.Text = f.Result
+		emit(e)
+		e = m.event(EventSessionComplete, "")
+		e.Complete = &SessionComplete{CostUSD: f.CostUSD, Usage: f.Usage, NumTurns: f.NumTurns, DurationMS: f.DurationMS}
+		emit(e)
+		return nil
+	}
+	e := m.event(EventSessionError, "")
+	e.Error = m.classify(m.result)
+	emit(e)
+	return nil
+}
+
+// classify says what an error result means. The CLI reports API errors
+// and missing credentials under subtype "success" with is_error set, so
+// the text matters as much as the subtype.
+func (m *mapper) classify(r ResultInfo) *SessionError {
+	se := &SessionError{Subtype: r.Subtype, APIErrorStatus: r.APIErrorStatus, CostUSD: r.CostUSD}
+	detail := r.Result
+	if detail == "" && len(r.Errors) > 0 {
+		detail = strings.Join(r.Errors, "; ")
+	}
+	switch {
+	case r.Subtype == "error_max_turns" || r.TerminalReason == "max_turns":
+		se.Kind = ErrorMaxTurns
+		se.Error = orDefault(detail, "the turn reached its maximum number of turns")
+	case r.Subtype == "error_max_budget_usd":
+		se.Kind = ErrorMaxBudget
+		se.Error = orDefault(detail, "the turn reached its budget")
+	case m.interruptRequested.Load() || m.sawInterruptMarker:
+		se.Kind = ErrorInterrupted
+		se.Error = "interrupted"
+	case strings.Contains(detail, "No conversation found"):
+		se.Kind = ErrorResumeNotFound
+		se.Error = detail
+	case strings.Contains(detail, "Not logged in") || strings.Contains(detail, "Invalid API key"):
+		se.Kind = ErrorNotLoggedIn
+		se.Error = detail
+	case r.APIErrorStatus != 0 || strings.HasPrefix(detail, "API Error") || r.TerminalReason == "api_error":
+		se.Kind = ErrorAPI
+		se.Error = orDefault(detail, "API error")
+	default:
+		se.Kind = ErrorExecution
+		se.Error = orDefault(detail, "the CLI ended the turn with "+orDefault(r.Subtype, "an error"))
+	}
+	return se
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

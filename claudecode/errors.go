@@ -1,0 +1,91 @@
+package claudecode
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Errors callers branch on with errors.Is.
+var (
+	// ErrBusy: the session key already has a running turn.
+	ErrBusy = errors.New("claudecode: a turn is already running for this session")
+	// ErrNotRunning: no turn is running for the session key.
+	ErrNotRunning = errors.New("claudecode: no turn is running for this session")
+	// ErrBinaryNotFound: no claude executable was found (see BinaryNotFoundError).
+	ErrBinaryNotFound = errors.New("claudecode: claude CLI not found")
+	// ErrInvalidOptions: TurnOpts failed validation.
+	ErrInvalidOptions = errors.New("claudecode: invalid turn options")
+	// ErrClosed: the Manager was shut down.
+	ErrClosed = errors.New("claudecode: manager is shut down")
+
+	// Turn endings, matched by a *TurnError from Turn.Err.
+	ErrInterrupted    = errors.New("claudecode: turn interrupted")
+	ErrKilled         = errors.New("claudecode: turn killed")
+	ErrMaxTurns       = errors.New("claudecode: max turns reached")
+	ErrAPI            = errors.New("claudecode: API error")
+	ErrNotLoggedIn    = errors.New("claudecode: not logged in")
+	ErrResumeNotFound = errors.New("claudecode: conversation to resume not found")
+	ErrProcessDied    = errors.New("claudecode: CLI process ended without a result")
+)
+
+// BinaryNotFoundError names every place the driver looked for the CLI.
+type BinaryNotFoundError struct {
+	Tried []string
+}
+
+func (e *BinaryNotFoundError) Error() string {
+	return "claudecode: claude CLI not found; tried " + strings.Join(e.Tried, ", ") +
+		" (install it with `npm install @anthropic-ai/claude-code`, or set HARNESS_CLAUDE_BIN)"
+}
+
+func (e *BinaryNotFoundError) Is(target error) bool { return target == ErrBinaryNotFound }
+
+// TurnError is how a turn that did not complete ended. It matches the
+// sentinels above with errors.Is (ErrInterrupted, ErrMaxTurns, …).
+type TurnError struct {
+	Kind    ErrorKind
+	Message string
+	// Subtype is the CLI result's subtype when a result arrived.
+	Subtype string
+	// ExitCode is the process's status (-1 when a signal ended it).
+	ExitCode   int
+	Signal     string
+	StderrTail string
+}
+
+func (e *TurnError) Error() string {
+	msg := fmt.Sprintf("claudecode: turn failed (%s): %s", e.Kind, e.Message)
+	if e.StderrTail != "" && e.Kind == ErrorProcess {
+		msg += "; stderr: " + lastLine(e.StderrTail)
+	}
+	return msg
+}
+
+func (e *TurnError) Is(target error) bool {
+	switch e.Kind {
+	case ErrorInterrupted:
+		return target == ErrInterrupted
+	case ErrorKilled:
+		return target == ErrKilled
+	case ErrorMaxTurns:
+		return target == ErrMaxTurns
+	case ErrorAPI:
+		return target == ErrAPI
+	case ErrorNotLoggedIn:
+		return target == ErrNotLoggedIn
+	case ErrorResumeNotFound:
+		return target == ErrResumeNotFound
+	case ErrorProcess:
+		return target == ErrProcessDied
+	}
+	return false
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

@@ -1,0 +1,257 @@
+package claudecode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config configures a Manager. The zero value is usable: the CLI is found
+// with FindBinary, the child gets this process's filtered environment, and
+// nothing is logged. NewManager copies it.
+type Config struct {
+	// Binary is the claude executable ("" = FindBinary's search).
+	Binary string
+	// Env is the environment the child's is filtered from (nil =
+	// os.Environ()).
+	Env []string
+	// AllowEnv names variables to pass through despite looking like
+	// secrets (ANTHROPIC_API_KEY always is): ANTHROPIC_AUTH_TOKEN,
+	// CLAUDE_CODE_OAUTH_TOKEN, cloud credentials…
+	AllowEnv []string
+	// Logger receives the driver's logs (nil = none). Values of withheld
+	// variables are scrubbed from what it is given.
+	Logger *zerolog.Logger
+	// MaxLineBytes bounds one stdout line (0 = DefaultMaxLineBytes).
+	MaxLineBytes int
+	// InterruptGrace is how long Interrupt waits for the CLI to end the
+	// turn before each harsher step (0 = 2s). KillGrace is how long
+	// SIGTERM gets before SIGKILL (0 = 5s).
+	InterruptGrace time.Duration
+	KillGrace      time.Duration
+}
+
+// Manager runs turns: one child process per turn, at most one running turn
+// per session key. A Manager is safe for concurrent use.
+type Manager struct {
+	cfg    Config
+	log    zerolog.Logger
+	scrub  *scrubber
+	mu     sync.Mutex
+	turns  map[string]*Turn
+	closed bool
+
+	versionOnce sync.Once
+	versionDone chan struct{}
+	version     string
+	versionErr  error
+}
+
+// NewManager returns a Manager for cfg.
+func NewManager(cfg Config) *Manager {
+	if cfg.Env == nil {
+		cfg.Env = os.Environ()
+	}
+	cfg.Env = append([]string(nil), cfg.Env...)
+	cfg.AllowEnv = append([]string(nil), cfg.AllowEnv...)
+	if cfg.MaxLineBytes <= 0 {
+		cfg.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if cfg.InterruptGrace <= 0 {
+		cfg.InterruptGrace = 2 * time.Second
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = 5 * time.Second
+	}
+	log := zerolog.Nop()
+	if cfg.Logger != nil {
+		log = *cfg.Logger
+	}
+	return &Manager{
+		cfg:         cfg,
+		log:         log,
+		scrub:       newScrubber(WithheldEnvValues(cfg.Env)),
+		turns:       map[string]*Turn{},
+		versionDone: make(chan struct{}),
+	}
+}
+
+// StartTurn starts one turn of the CLI for sessionKey with message as the
+// user's prompt, and returns its event stream. It fails with ErrBusy while
+// the key has a running turn, with a *BinaryNotFoundError when there is no
+// CLI, and with ErrInvalidOptions for options the CLI would misread.
+//
+// Cancelling ctx kills the turn (as Kill does); the stream still ends with
+// session:error and process:exit. The caller must read the Turn to its end
+// or Close it.
+func (m *Manager) StartTurn(ctx context.Context, sessionKey, message string, opts TurnOpts) (*Turn, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	bin := opts.Binary
+	if bin == "" {
+		bin = m.cfg.Binary
+	}
+	bin, err := FindBinary(bin)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if _, busy := m.turns[sessionKey]; busy {
+		m.mu.Unlock()
+		return nil, ErrBusy
+	}
+	t := newTurn(m, sessionKey, bin, opts)
+	m.turns[sessionKey] = t // reserved before the slow start, so a racing StartTurn sees ErrBusy
+	m.mu.Unlock()
+
+	m.checkVersionOnce(bin)
+	if err := t.start(ctx, message); err != nil {
+		m.release(sessionKey, t)
+		return nil, err
+	}
+	return t, nil
+}
+
+func (m *Manager) release(key string, t *Turn) {
+	m.mu.Lock()
+	if m.turns[key] == t {
+		delete(m.turns, key)
+	}
+	m.mu.Unlock()
+}
+
+// turn returns the key's turn once its child has started.
+func (m *Manager) turn(key string) *Turn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t := m.turns[key]; t != nil && t.running.Load() {
+		return t
+	}
+	return nil
+}
+
+// IsRunning reports whether sessionKey has a running turn.
+func (m *Manager) IsRunning(sessionKey string) bool { return m.turn(sessionKey) != nil }
+
+// Interrupt asks the session's running turn to stop (see Turn.Interrupt).
+// It returns ErrNotRunning when there is none. Safe to call more than once.
+func (m *Manager) Interrupt(sessionKey string) error {
+	t := m.turn(sessionKey)
+	if t == nil {
+		return ErrNotRunning
+	}
+	return t.Interrupt()
+}
+
+// Kill stops the session's running turn at once (see Turn.Kill). It
+// returns ErrNotRunning when there is none. Safe to call more than once.
+func (m *Manager) Kill(sessionKey string) error {
+	t := m.turn(sessionKey)
+	if t == nil {
+		return ErrNotRunning
+	}
+	return t.Kill()
+}
+
+// Running returns the keys of the sessions with a running turn.
+func (m *Manager) Running() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keys := make([]string, 0, len(m.turns))
+	for k := range m.turns {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// Shutdown refuses new turns, interrupts every running turn and waits for
+// their processes to end; when ctx is done first it kills what is left and
+// waits for that (bounded by KillGrace). It returns ctx's error if it had
+// to kill. Consumers must keep reading their turns for them to finish.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	turns := make([]*Turn, 0, len(m.turns))
+	for _, t := range m.turns {
+		if t.running.Load() {
+			turns = append(turns, t)
+		}
+	}
+	m.mu.Unlock()
+
+	for _, t := range turns {
+		_ = t.Interrupt()
+	}
+	var err error
+	for _, t := range turns {
+		select {
+		case <-t.exited:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err != nil {
+		for _, t := range turns {
+			t.killNow()
+		}
+		for _, t := range turns {
+			<-t.exited
+		}
+	}
+	return err
+}
+
+// CLIVersion returns the version of the configured CLI, running
+// `claude --version` once per Manager.
+func (m *Manager) CLIVersion(ctx context.Context) (string, error) {
+	bin, err := FindBinary(m.cfg.Binary)
+	if err != nil {
+		return "", err
+	}
+	m.checkVersionOnce(bin)
+	select {
+	case <-m.versionDone:
+		return m.version, m.versionErr
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// checkVersionOnce learns the CLI's version in the background (it costs a
+// process start, which a turn should not wait for) and warns when it is
+// not the tested one.
+func (m *Manager) checkVersionOnce(bin string) {
+	m.versionOnce.Do(func() {
+		go func() {
+			defer close(m.versionDone)
+			m.version, m.versionErr = CLIVersion(context.Background(), bin)
+			switch {
+			case m.versionErr != nil:
+				m.log.Warn().Err(m.versionErr).Str("binary", bin).Msg("could not read claude --version")
+			case m.version != TestedCLIVersion:
+				m.log.Warn().Str("version", m.version).Str("tested", TestedCLIVersion).Str("binary", bin).
+					Msg("claude CLI version differs from the tested one; the stream format may have changed")
+			default:
+				m.log.Info().Str("version", m.version).Str("binary", bin).Msg("claude CLI")
+			}
+		}()
+	})
+}
+
+// errorf builds errors that never carry a withheld value.
+func (m *Manager) errorf(format string, args ...any) error {
+	return errors.New(m.scrub.clean(fmt.Sprintf(format, args...)))
+}

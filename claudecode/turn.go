@@ -1,0 +1,630 @@
+package claudecode
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Turn is one running CLI child and its event stream:
+//
+//	t, err := m.StartTurn(ctx, "session-1", "hello", claudecode.TurnOpts{})
+//	if err != nil { … }
+//	defer t.Close()
+//	for t.Next() {
+//		ev := t.Event()
+//		…
+//	}
+//	if err := t.Err(); err != nil { … } // how a turn that did not complete ended
+//
+// The last event is always exactly one process:exit. Next, Event and Err
+// are for one consumer goroutine; Interrupt, Kill and Close may be called
+// from any goroutine, more than once. Every goroutine a Turn starts has
+// ended by the time Next returns false.
+type Turn struct {
+	m    *Manager
+	key  string
+	bin  string
+	opts TurnOpts
+	args []string
+
+	cmd     *exec.Cmd
+	pid     int
+	stdin   *stdinWriter
+	stdout  *os.File
+	stderr  *os.File
+	decoder *Decoder
+	started time.Time
+
+	events chan Event
+	cur    Event
+	err    error
+
+	exited    chan struct{} // the child was reaped and its group killed
+	gotResult chan struct{} // the turn's result frame arrived
+	readDone  chan struct{} // stdout reached its end
+	done      chan struct{} // the stream ended
+	exitCode  int
+	exitSig   string
+	waitErr   error
+	tail      *tailBuffer
+
+	resultOnce sync.Once
+	stopMu     sync.Mutex
+	stopLevel  int // 0 none, 1 interrupt, 2 kill
+	running    atomic.Bool // set once the child started
+	closeOnce  sync.Once
+	wg         sync.WaitGroup
+}
+
+const (
+	stopInterrupt = 1
+	stopKill      = 2
+)
+
+func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
+	return &Turn{
+		m: m, key: key, bin: bin, opts: opts, args: opts.Args(),
+		events:    make(chan Event, 256),
+		exited:    make(chan struct{}),
+		gotResult: make(chan struct{}),
+		readDone:  make(chan struct{}),
+		done:      make(chan struct{}),
+		tail:      newTailBuffer(16 << 10),
+	}
+}
+
+// SessionKey is the key the turn was started for.
+func (t *Turn) SessionKey() string { return t.key }
+
+// Pid is the child's process id (and its process group id).
+func (t *Turn) Pid() int { return t.pid }
+
+// Command is the child's argv, program first, with withheld values
+// scrubbed: safe to log or print.
+func (t *Turn) Command() []string {
+	out := make([]string, 0, len(t.args)+1)
+	out = append(out, t.bin)
+	for _, a := range t.args {
+		out = append(out, t.m.scrub.clean(a))
+	}
+	return out
+}
+
+// Done is closed when the stream has ended (after process:exit was read).
+func (t *Turn) Done() <-chan struct{} { return t.done }
+
+// Exited is closed once the child and its process group are gone.
+func (t *Turn) Exited() <-chan struct{} { return t.exited }
+
+// start spawns the child and the goroutines that serve it.
+func (t *Turn) start(ctx context.Context, message string) error {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("claudecode: pipe: %w", err)
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdinR, stdinW)
+		return fmt.Errorf("claudecode: pipe: %w", err)
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdinR, stdinW, stdoutR, stdoutW)
+		return fmt.Errorf("claudecode: pipe: %w", err)
+	}
+
+	cmd := exec.Command(t.bin, t.args...)
+	cmd.Dir = t.opts.Cwd
+	cmd.Env = append(FilterEnv(t.m.cfg.Env, t.m.cfg.AllowEnv), t.opts.Env...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	setProcessGroup(cmd)
+	t.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
+		return t.m.errorf("claudecode: start %s: %v", t.bin, err)
+	}
+	closeAll(stdinR, stdoutW, stderrW) // the child has its copies
+	t.cmd, t.pid = cmd, cmd.Process.Pid
+	t.stdin = &stdinWriter{f: stdinW, pending: map[string]chan controlReply{}}
+	t.stdout, t.stderr = stdoutR, stderrR
+	t.m.log.Info().Str("session", t.key).Int("pid", t.pid).Strs("command", t.Command()).Msg("process spawned")
+
+	t.decoder = NewDecoder(stdoutR, DecoderOptions{
+		SessionID:    t.key,
+		MaxLineBytes: t.m.cfg.MaxLineBytes,
+		OnFrame:      t.onFrame,
+		OnLineError: func(e *LineError) {
+			t.m.log.Warn().Str("session", t.key).Int("line", e.Line).Bool("oversize", e.Oversize).
+				Str("prefix", t.m.scrub.clean(e.Prefix)).AnErr("error", e.Err).Msg("parse error, line skipped")
+		},
+	})
+
+	t.wg.Add(4)
+	go t.wait()
+	go t.readStderr()
+	go t.watchContext(ctx)
+	go func() {
+		defer t.wg.Done()
+		if err := t.stdin.sendUser(message); err != nil {
+			t.m.log.Warn().Str("session", t.key).Err(err).Msg("could not write the prompt to the CLI")
+		}
+	}()
+	go t.run()
+	t.running.Store(true)
+	return nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
+// run reads stdout to its end, then ends the stream.
+func (t *Turn) run() {
+	for t.decoder.Next() {
+		t.events <- t.decoder.Event()
+	}
+	if err := t.decoder.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
+		t.m.log.Warn().Str("session", t.key).Err(err).Msg("reading the CLI's stdout failed")
+	}
+	close(t.readDone)
+	// stdout is closed: the child is exiting or gone. Make sure it goes.
+	select {
+	case <-t.exited:
+	case <-time.After(t.m.cfg.KillGrace):
+		t.stop(stopKill)
+		<-t.exited
+	}
+	t.stdin.close()
+	t.wg.Wait()
+
+	result, gotResult := t.decoder.Result()
+	if gotResult {
+		if result.Subtype != "success" || result.IsError {
+			se := t.decoder.m.classify(result)
+			t.err = &TurnError{Kind: se.Kind, Message: se.Error, Subtype: result.Subtype, ExitCode: t.exitCode, Signal: t.exitSig}
+		}
+	} else {
+		t.err = t.noResultError()
+		e := Event{Type: EventSessionError, SessionID: t.key}
+		te := t.err.(*TurnError)
+		code := t.exitCode
+		e.Error = &SessionError{Error: te.Message, Kind: te.Kind, ExitCode: &code, StderrTail: te.StderrTail}
+		t.events <- e
+	}
+	level := t.stopLevelNow()
+	t.m.log.Info().Str("session", t.key).Int("pid", t.pid).Int("code", t.exitCode).Str("signal", t.exitSig).
+		Dur("duration", time.Since(t.started)).Bool("result", gotResult).Int("stopRequested", level).Msg("process exited")
+	t.m.release(t.key, t)
+	t.events <- Event{Type: EventProcessExit, SessionID: t.key, Exit: &ProcessExit{Code: t.exitCode, Signal: t.exitSig}}
+	close(t.events)
+}
+
+func (t *Turn) noResultError() *TurnError {
+	te := &TurnError{ExitCode: t.exitCode, Signal: t.exitSig, StderrTail: t.m.scrub.clean(t.tail.String())}
+	how := fmt.Sprintf("exit status %d", t.exitCode)
+	if t.exitSig != "" {
+		how = "signal " + t.exitSig
+	}
+	switch t.stopLevelNow() {
+	case stopKill:
+		te.Kind, te.Message = ErrorKilled, "turn killed ("+how+")"
+	case stopInterrupt:
+		te.Kind, te.Message = ErrorInterrupted, "interrupted ("+how+")"
+	default:
+		te.Kind = ErrorProcess
+		te.Message = "claude exited without a result (" + how + ")"
+		if last := lastLine(te.StderrTail); last != "" {
+			te.Message += ": " + last
+		}
+		if strings.Contains(te.StderrTail, "No conversation found") {
+			te.Kind = ErrorResumeNotFound
+		}
+	}
+	return te
+}
+
+// wait reaps the child, then kills whatever is left of its process group
+// (tools that outlived it), then bounds how long stdout may stay open.
+func (t *Turn) wait() {
+	defer t.wg.Done()
+	t.waitErr = t.cmd.Wait()
+	t.exitCode, t.exitSig = exitStatus(t.cmd.ProcessState)
+	_ = signalGroup(t.pid, sigKill)
+	close(t.exited)
+	// A process that left the group (setsid) may still hold stdout open;
+	// do not let it hold the turn.
+	timer := time.NewTimer(t.m.cfg.KillGrace)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		_ = t.stdout.Close()
+	case <-t.readDone:
+	}
+}
+
+// readStderr logs each line and keeps a bounded tail for error values.
+func (t *Turn) readStderr() {
+	defer t.wg.Done()
+	br := bufio.NewReaderSize(t.stderr, 16<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			t.tail.Write(line)
+			if errors.Is(err, bufio.ErrBufferFull) {
+				t.tail.Write([]byte("\n"))
+			}
+			if s := strings.TrimSpace(string(line)); s != "" {
+				t.m.log.Warn().Str("session", t.key).Str("line", t.m.scrub.clean(truncate(s, 500))).Msg("claude stderr")
+			}
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			break
+		}
+	}
+	_ = t.stderr.Close()
+}
+
+func (t *Turn) watchContext(ctx context.Context) {
+	defer t.wg.Done()
+	select {
+	case <-ctx.Done():
+		t.stop(stopKill)
+	case <-t.exited:
+	}
+}
+
+// onFrame routes control traffic and watches for the result, on the
+// reader goroutine, then hands the frame to the caller's hook.
+func (t *Turn) onFrame(f Frame) {
+	switch f.Type {
+	case "result":
+		if f.ParentToolUseID == "" {
+			t.resultOnce.Do(func() {
+				close(t.gotResult)
+				// The turn is over: closing stdin lets the CLI exit.
+				t.stdin.close()
+				t.wg.Add(1)
+				go t.exitAfterResult()
+			})
+		}
+	case "control_response":
+		t.stdin.deliver(f.Raw)
+	case "control_request":
+		t.stdin.refuse(f.Raw)
+	}
+	if t.opts.OnFrame != nil {
+		t.opts.OnFrame(f)
+	}
+}
+
+// exitAfterResult kills a CLI that lingers after its result.
+func (t *Turn) exitAfterResult() {
+	defer t.wg.Done()
+	timer := time.NewTimer(t.m.cfg.KillGrace)
+	defer timer.Stop()
+	select {
+	case <-t.exited:
+	case <-timer.C:
+		t.m.log.Warn().Str("session", t.key).Msg("claude did not exit after its result; stopping it")
+		t.escalate(stopKill)
+	}
+}
+
+// Next advances to the next event, blocking until there is one. It returns
+// false after process:exit.
+func (t *Turn) Next() bool {
+	e, ok := <-t.events
+	if !ok {
+		t.closeOnce.Do(func() { close(t.done) })
+		return false
+	}
+	t.cur = e
+	return true
+}
+
+// Event returns the event Next advanced to.
+func (t *Turn) Event() Event { return t.cur }
+
+// Err returns, once Next has returned false, nil when the turn completed
+// and a *TurnError saying how it ended otherwise.
+func (t *Turn) Err() error {
+	select {
+	case <-t.done:
+		if t.err == nil {
+			return nil
+		}
+		return t.err
+	default:
+		return nil
+	}
+}
+
+// Interrupt asks the CLI to stop the turn: an interrupt control request
+// first (the CLI then ends the turn with a result), SIGINT to the process
+// group if no result comes within InterruptGrace, then SIGTERM, then
+// SIGKILL after KillGrace. It returns at once; the stream reports the
+// ending (session:error of kind interrupted). Safe to call more than once
+// and after the turn ended.
+func (t *Turn) Interrupt() error {
+	t.stop(stopInterrupt)
+	return nil
+}
+
+// Kill stops the turn now: SIGTERM to the process group, SIGKILL after
+// KillGrace. It returns at once. Safe to call more than once.
+func (t *Turn) Kill() error {
+	t.stop(stopKill)
+	return nil
+}
+
+// killNow sends SIGKILL to the group at once (Manager.Shutdown's last step).
+func (t *Turn) killNow() {
+	t.raise(stopKill)
+	_ = signalGroup(t.pid, sigKill)
+}
+
+// Close kills the turn if it is still running and discards the events
+// that are left, returning once every goroutine of the turn has ended.
+// Safe to call more than once, and after the stream was read to its end.
+func (t *Turn) Close() error {
+	select {
+	case <-t.done:
+		return nil
+	default:
+	}
+	t.stop(stopKill)
+	for t.Next() {
+	}
+	return nil
+}
+
+func (t *Turn) stopLevelNow() int {
+	t.stopMu.Lock()
+	defer t.stopMu.Unlock()
+	return t.stopLevel
+}
+
+// raise records a stop request; it reports whether this is a new, harsher
+// one.
+func (t *Turn) raise(level int) bool {
+	t.stopMu.Lock()
+	defer t.stopMu.Unlock()
+	if level <= t.stopLevel {
+		return false
+	}
+	t.stopLevel = level
+	if level == stopInterrupt {
+		t.decoder.m.interruptRequested.Store(true)
+	}
+	return true
+}
+
+func (t *Turn) stop(level int) {
+	select {
+	case <-t.exited:
+		return
+	default:
+	}
+	if !t.raise(level) {
+		return
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		t.escalate(level)
+	}()
+}
+
+// escalate runs the stop sequence for a level. Every step is idempotent
+// and the sequence ends as soon as the child is gone.
+func (t *Turn) escalate(level int) {
+	if level == stopInterrupt {
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			// The write may block on a full pipe; it must not hold up
+			// the signals, so it runs on its own.
+			if err := t.stdin.sendInterrupt(); err != nil {
+				t.m.log.Debug().Str("session", t.key).Err(err).Msg("interrupt control request not sent")
+			}
+		}()
+		if t.waitAny(t.m.cfg.InterruptGrace, t.gotResult) {
+			return
+		}
+		t.m.log.Info().Str("session", t.key).Msg("no result after interrupt request; sending SIGINT")
+		_ = signalGroup(t.pid, sigInterrupt)
+		if t.waitAny(t.m.cfg.InterruptGrace, t.gotResult) {
+			return
+		}
+	}
+	_ = signalGroup(t.pid, sigTerminate)
+	if t.waitAny(t.m.cfg.KillGrace) {
+		return
+	}
+	t.m.log.Warn().Str("session", t.key).Int("pid", t.pid).Msg("claude ignored SIGTERM; sending SIGKILL")
+	_ = signalGroup(t.pid, sigKill)
+}
+
+// waitAny waits up to d for the child to exit or any of chs to close, and
+// reports whether one did.
+func (t *Turn) waitAny(d time.Duration, chs ...chan struct{}) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	var extra chan struct{}
+	if len(chs) > 0 {
+		extra = chs[0]
+	}
+	select {
+	case <-t.exited:
+		return true
+	case <-extra:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
+// stdinWriter owns the child's stdin: the prompt, control requests, and
+// replies to the CLI's own requests. Writes are serialised.
+type stdinWriter struct {
+	mu      sync.Mutex
+	f       *os.File
+	closed  bool
+	seq     int
+	pmu     sync.Mutex
+	pending map[string]chan controlReply
+}
+
+type controlReply struct {
+	Subtype string          `json:"subtype"`
+	ID      string          `json:"request_id"`
+	Body    json.RawMessage `json:"response"`
+	Error   string          `json:"error"`
+}
+
+func (w *stdinWriter) writeLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return os.ErrClosed
+	}
+	_, err = w.f.Write(append(b, '\n'))
+	return err
+}
+
+func (w *stdinWriter) sendUser(message string) error {
+	return w.writeLine(map[string]any{
+		"type":               "user",
+		"message":            map[string]any{"role": "user", "content": message},
+		"parent_tool_use_id": nil,
+		"session_id":         "",
+	})
+}
+
+// sendInterrupt sends the interrupt control request. It does not wait for
+// the acknowledgement: the result frame is what ends the turn.
+func (w *stdinWriter) sendInterrupt() error {
+	w.mu.Lock()
+	w.seq++
+	id := fmt.Sprintf("harness_%d", w.seq)
+	w.mu.Unlock()
+	return w.writeLine(map[string]any{"type": "control_request", "request_id": id,
+		"request": map[string]any{"subtype": "interrupt"}})
+}
+
+// deliver hands a control_response to whoever waits for it.
+func (w *stdinWriter) deliver(raw []byte) {
+	var f struct {
+		Response controlReply `json:"response"`
+	}
+	if json.Unmarshal(raw, &f) != nil {
+		return
+	}
+	w.pmu.Lock()
+	ch := w.pending[f.Response.ID]
+	delete(w.pending, f.Response.ID)
+	w.pmu.Unlock()
+	if ch != nil {
+		ch <- f.Response
+	}
+}
+
+// refuse answers a request from the CLI this host does not handle, so
+// the CLI never waits on us. (Tool approvals will be answered here.)
+func (w *stdinWriter) refuse(raw []byte) {
+	var f struct {
+		ID      string `json:"request_id"`
+		Request struct {
+			Subtype string `json:"subtype"`
+		} `json:"request"`
+	}
+	if json.Unmarshal(raw, &f) != nil || f.ID == "" {
+		return
+	}
+	_ = w.writeLine(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "error", "request_id": f.ID, "error": "harness does not handle " + f.Request.Subtype + " requests",
+	}})
+}
+
+func (w *stdinWriter) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.closed = true
+		_ = w.f.Close()
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// scrubber replaces withheld secret values in text meant for logs and
+// errors.
+type scrubber struct{ r *strings.Replacer }
+
+func newScrubber(values []string) *scrubber {
+	var pairs []string
+	for _, v := range values {
+		if len(v) >= 4 { // shorter values would scrub ordinary words
+			pairs = append(pairs, v, "[REDACTED]")
+		}
+	}
+	if len(pairs) == 0 {
+		return &scrubber{}
+	}
+	return &scrubber{r: strings.NewReplacer(pairs...)}
+}
+
+func (s *scrubber) clean(text string) string {
+	if s == nil || s.r == nil {
+		return text
+	}
+	return s.r.Replace(text)
+}
+
+var _ io.Writer = (*tailBuffer)(nil)
