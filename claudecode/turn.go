@@ -628,3 +628,7 @@ func (s *scrubber) clean(text string) string {
 }
 
 var _ io.Writer = (*tailBuffer)(nil)
+
+// Buffered reports how many events are ready to be read without waiting:
+// a consumer can flush its output when it reaches 0.
+func (t *Turn) Buffered() int { return len(t.events) }

@@ -1,0 +1,97 @@
+// Command harness runs Claude Code turns from the terminal and serves them
+// over HTTP to the Chirality command center.
+//
+//	harness turn [flags] MESSAGE          one turn in the current directory
+//	harness serve [flags]                 the /api/harness gateway and web console
+//	harness replay SESSION_ID MESSAGE     re-run a turn exactly as the gateway would
+//	harness sessions list|show|rm         stored sessions
+//	harness personas list|show|prompt     personas and the prompt they build
+//
+// Run `harness COMMAND -h` for a command's flags.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// commands maps a subcommand to its entry point. Each returns the exit
+// status: 0 success, 1 failure, 2 usage error.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) int{}
+
+func register(name string, fn func(args []string, stdout, stderr io.Writer) int) {
+	commands[name] = fn
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	fn, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "harness: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	return fn(args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: harness COMMAND [flags] [args]
+
+commands:
+  turn      run one Claude Code turn and stream its events
+  serve     serve the /api/harness gateway and the web console
+  replay    re-run a stored session's turn exactly as the gateway would
+  sessions  list, show or remove stored sessions
+  personas  list, show personas and print the prompt they build
+
+Run 'harness COMMAND -h' for a command's flags.
+`)
+}
+
+// parseInterleaved parses flags that may come before, between or after the
+// positional arguments (`harness personas prompt ID --mode pipeline`), and
+// returns the positionals. A lone "--" ends flag parsing.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if rest[0] == "--" || (len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--") {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// stringList is a repeatable or comma-separated flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error {
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*s = append(*s, part)
+		}
+	}
+	return nil
+}
