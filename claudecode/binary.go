@@ -71,20 +71,34 @@ func lookExecutable(p string) (string, bool) {
 
 var versionPattern = regexp.MustCompile(`\d+\.\d+\.\d+[0-9A-Za-z.+-]*`)
 
-// CLIVersion runs `bin --version` and returns the version number it
-// prints ("2.1.329").
+// CLIVersion runs `bin --version` (for at most 10 s) and returns the
+// version number it prints ("2.1.329").
 func CLIVersion(ctx context.Context, bin string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--version")
 	cmd.Env = FilterEnv(os.Environ(), nil)
-	out, err := cmd.Output()
-	if err != nil {
+	out := &capped{max: 4096}
+	cmd.Stdout = out
+	if err := cmd.Run(); err != nil {
 		return "", err
 	}
-	v := versionPattern.FindString(string(out))
+	v := versionPattern.FindString(string(out.b))
 	if v == "" {
-		return "", errors.New("claudecode: no version in `claude --version` output: " + strings.TrimSpace(string(out)))
+		return "", errors.New("claudecode: no version in `claude --version` output: " + strings.TrimSpace(string(out.b)))
 	}
 	return v, nil
+}
+
+// capped keeps the first max bytes written to it and discards the rest.
+type capped struct {
+	b   []byte
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - len(c.b); room > 0 {
+		c.b = append(c.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
 }

@@ -28,6 +28,12 @@ func TestMain(m *testing.M) {
 }
 
 func fakeChild(mode string) int {
+	for _, a := range os.Args[1:] {
+		if a == "--version" {
+			fmt.Println("2.1.329 (Claude Code)")
+			return 0
+		}
+	}
 	switch mode {
 	case "die": // writes to stderr and exits without a result
 		fmt.Fprintln(os.Stderr, "fatal: something broke inside the CLI")

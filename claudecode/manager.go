@@ -215,7 +215,8 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 }
 
 // CLIVersion returns the version of the configured CLI, running
-// `claude --version` once per Manager.
+// `claude --version` once per Manager (at most 10 s; cancelling ctx stops
+// the wait, not the check).
 func (m *Manager) CLIVersion(ctx context.Context) (string, error) {
 	bin, err := FindBinary(m.cfg.Binary)
 	if err != nil {
@@ -231,8 +232,9 @@ func (m *Manager) CLIVersion(ctx context.Context) (string, error) {
 }
 
 // checkVersionOnce learns the CLI's version in the background (it costs a
-// process start, which a turn should not wait for) and warns when it is
-// not the tested one.
+// process start, which a turn should not wait to begin) and warns when it
+// is not the tested one. A turn that started the check waits for it
+// before its stream ends.
 func (m *Manager) checkVersionOnce(bin string) {
 	m.versionOnce.Do(func() {
 		go func() {

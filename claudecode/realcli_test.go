@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -380,7 +381,7 @@ func TestRealCLIKillStopsToolChildren(t *testing.T) {
 	if _, err := fmtSscan(strings.TrimSpace(string(pidText)), &pid); err != nil || pid <= 0 {
 		t.Fatalf("bad pid file %q", pidText)
 	}
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+	if processAlive(pid) {
 		t.Errorf("the Bash tool's shell (pid %d) outlived the turn", pid)
 	}
 }
@@ -442,11 +443,54 @@ func TestRealCLIEnvironmentFiltered(t *testing.T) {
 	}
 }
 
+// assertGroupGone checks that no live process is left in the group led
+// by pid. Zombies do not count: they are dead, waiting for whichever
+// process inherited them to reap them.
 func assertGroupGone(t *testing.T, pid int) {
 	t.Helper()
-	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("process group %d still has members after the turn (kill -0: %v)", pid, err)
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		pgrp, state, ok := procStat(p)
+		if ok && pgrp == pid && state != "Z" {
+			t.Errorf("process %d of group %d still alive after the turn (state %s)", p, pid, state)
+		}
+	}
+}
+
+// processAlive reports whether pid is a live (not zombie) process.
+func processAlive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	_, state, ok := procStat(pid)
+	return ok && state != "Z"
+}
+
+// procStat reads a process's group and state from /proc/PID/stat.
+func procStat(pid int) (pgrp int, state string, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, "", false
+	}
+	// The command name is in parentheses and may contain spaces.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, "", false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 3 {
+		return 0, "", false
+	}
+	pgrp, err = strconv.Atoi(f[2])
+	return pgrp, f[0], err == nil
 }
 
 func waitForFile(t *testing.T, path string) {

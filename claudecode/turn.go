@@ -188,6 +188,9 @@ func (t *Turn) run() {
 	}
 	t.stdin.close()
 	t.wg.Wait()
+	// The first turn started the Manager's version check; it is joined
+	// here so that no goroutine outlives the turn that started it.
+	<-t.m.versionDone
 
 	result, gotResult := t.decoder.Result()
 	if gotResult {

@@ -1,0 +1,279 @@
+package claudecode_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/claudecode/claudetest"
+)
+
+// Children that misbehave, played by this test binary (see fakeChild).
+
+func fastManager(env ...string) *claudecode.Manager {
+	return claudecode.NewManager(claudecode.Config{
+		Env:            append([]string{"PATH=" + os.Getenv("PATH")}, env...),
+		InterruptGrace: 200 * time.Millisecond,
+		KillGrace:      300 * time.Millisecond,
+	})
+}
+
+func collect(t *testing.T, tr *claudecode.Turn) []claudecode.Event {
+	t.Helper()
+	var evs []claudecode.Event
+	for tr.Next() {
+		evs = append(evs, tr.Event())
+	}
+	assertWellFormed(t, evs)
+	return evs
+}
+
+func TestChildDiesWithoutResult(t *testing.T) {
+	mgr := fastManager()
+	tr, err := mgr.StartTurn(context.Background(), "s-die", "hi", claudecode.TurnOpts{Binary: fakeChildScript(t, "die")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := collect(t, tr)
+	if !errors.Is(tr.Err(), claudecode.ErrProcessDied) {
+		t.Fatalf("Err = %v, want ErrProcessDied", tr.Err())
+	}
+	se := ofType(evs, claudecode.EventSessionError)[0].Error
+	if se.Kind != claudecode.ErrorProcess || se.ExitCode == nil || *se.ExitCode != 3 || !strings.Contains(se.StderrTail, "something broke") {
+		t.Errorf("session:error = %+v", se)
+	}
+	if !strings.Contains(se.Error, "exit status 3") || !strings.Contains(se.Error, "something broke") {
+		t.Errorf("error text %q should give the status and the last stderr line", se.Error)
+	}
+	if ex := evs[len(evs)-1].Exit; ex.Code != 3 {
+		t.Errorf("process:exit = %+v", ex)
+	}
+	// session:error comes right before process:exit.
+	if evs[len(evs)-2].Type != claudecode.EventSessionError {
+		t.Errorf("order: %s before process:exit", evs[len(evs)-2].Type)
+	}
+}
+
+func TestHangingChildKilledByContext(t *testing.T) {
+	mgr := fastManager()
+	ctx, cancel := context.WithCancel(context.Background())
+	tr, err := mgr.StartTurn(ctx, "s-hang", "hi", claudecode.TurnOpts{Binary: fakeChildScript(t, "hang")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Next() || tr.Event().Type != claudecode.EventSessionInit {
+		t.Fatal("expected session:init first")
+	}
+	cancel()
+	evs := collect(t, tr)
+	if !errors.Is(tr.Err(), claudecode.ErrKilled) {
+		t.Fatalf("Err = %v, want ErrKilled", tr.Err())
+	}
+	if ex := evs[len(evs)-1].Exit; ex.Signal != "SIGTERM" || ex.Code != -1 {
+		t.Errorf("process:exit = %+v, want SIGTERM", ex)
+	}
+	assertGroupGone(t, tr.Pid())
+}
+
+func TestChildIgnoringSIGTERMIsKilled(t *testing.T) {
+	mgr := fastManager()
+	tr, err := mgr.StartTurn(context.Background(), "s-stubborn", "hi", claudecode.TurnOpts{Binary: fakeChildScript(t, "ignore-term")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Next() {
+		t.Fatal("no first event")
+	}
+	// Interrupt escalates: control request, SIGINT, SIGTERM, SIGKILL.
+	if err := mgr.Interrupt("s-stubborn"); err != nil {
+		t.Fatal(err)
+	}
+	evs := collect(t, tr)
+	if ex := evs[len(evs)-1].Exit; ex.Signal != "SIGKILL" {
+		t.Errorf("process:exit = %+v, want SIGKILL", ex)
+	}
+	if !errors.Is(tr.Err(), claudecode.ErrInterrupted) {
+		t.Errorf("Err = %v, want ErrInterrupted", tr.Err())
+	}
+	assertGroupGone(t, tr.Pid())
+}
+
+func TestGrandchildDoesNotOutliveTurn(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+	mgr := fastManager()
+	tr, err := mgr.StartTurn(context.Background(), "s-gc", "hi", claudecode.TurnOpts{
+		Binary: fakeChildScript(t, "grandchild", "CLAUDECODE_TEST_PIDFILE="+pidFile),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Next() {
+		t.Fatal("no first event")
+	}
+	waitForFile(t, pidFile)
+	_ = tr.Kill()
+	_ = tr.Kill() // idempotent
+	collect(t, tr)
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 {
+		t.Fatalf("bad pid file %q", b)
+	}
+	if processAlive(pid) {
+		t.Errorf("grandchild %d outlived the turn", pid)
+	}
+}
+
+func TestOversizedLineIsSkipped(t *testing.T) {
+	mgr := claudecode.NewManager(claudecode.Config{Env: []string{"PATH=" + os.Getenv("PATH")}, MaxLineBytes: 64 << 20})
+	tr, err := mgr.StartTurn(context.Background(), "s-huge", "hi", claudecode.TurnOpts{Binary: fakeChildScript(t, "huge-line")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := collect(t, tr)
+	if tr.Err() != nil {
+		t.Fatalf("Err = %v", tr.Err())
+	}
+	c := ofType(evs, claudecode.EventChatComplete)
+	if len(c) != 1 || c[0].Text != "after the big line" {
+		t.Errorf("the line after the oversized one was lost: %+v", c)
+	}
+	if n := len(ofType(evs, claudecode.EventChatDelta)); n != 0 {
+		t.Errorf("%d deltas from an oversized line", n)
+	}
+}
+
+func TestPromptGoesOnStdinNotArgv(t *testing.T) {
+	mgr := fastManager()
+	msg := "line one\nline \"two\" with 'quotes' and $(dollar) ünï -- --flag"
+	var args []string
+	tr, err := mgr.StartTurn(context.Background(), "s-stdin", msg, claudecode.TurnOpts{Binary: fakeChildScript(t, "echo-stdin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args = tr.Command()
+	evs := collect(t, tr)
+	for _, a := range args {
+		if strings.Contains(a, "line one") {
+			t.Errorf("the prompt is on argv: %q", a)
+		}
+	}
+	got := ofType(evs, claudecode.EventChatComplete)[0].Text
+	var sent struct {
+		Type    string `json:"type"`
+		Message struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"message"`
+	}
+	if err := jsonUnmarshal(got, &sent); err != nil {
+		t.Fatalf("stdin line %q: %v", got, err)
+	}
+	if sent.Type != "user" || sent.Message.Role != "user" || sent.Message.Content != msg {
+		t.Errorf("stdin user message = %+v", sent)
+	}
+}
+
+func TestChildEnvironmentIsFiltered(t *testing.T) {
+	mgr := claudecode.NewManager(claudecode.Config{
+		Env: []string{"PATH=" + os.Getenv("PATH"), "ANTHROPIC_API_KEY=sk-keep", "GITHUB_TOKEN=ghp-drop",
+			"AWS_SECRET_ACCESS_KEY=aws-drop", "CLAUDECODE=1", "ANTHROPIC_AUTH_TOKEN=allowed-by-config", "PLAIN=ok"},
+		AllowEnv: []string{"ANTHROPIC_AUTH_TOKEN"},
+	})
+	tr, err := mgr.StartTurn(context.Background(), "s-env", "hi", claudecode.TurnOpts{
+		Binary: fakeChildScript(t, "echo-env"), Env: []string{"EXPLICIT_TOKEN=given-by-caller"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := collect(t, tr)
+	env := ofType(evs, claudecode.EventToolResult)[0].ToolResult.Content
+	for _, want := range []string{"ANTHROPIC_API_KEY=sk-keep", "ANTHROPIC_AUTH_TOKEN=allowed-by-config", "PLAIN=ok", "EXPLICIT_TOKEN=given-by-caller"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("child env lacks %s", want)
+		}
+	}
+	for _, bad := range []string{"ghp-drop", "aws-drop", "CLAUDECODE="} {
+		if strings.Contains(env, bad) {
+			t.Errorf("child env has %s", bad)
+		}
+	}
+}
+
+func TestMissingBinaryNamesEveryPath(t *testing.T) {
+	mgr := fastManager()
+	_, err := mgr.StartTurn(context.Background(), "s", "hi", claudecode.TurnOpts{Binary: "/nonexistent/claude"})
+	var nf *claudecode.BinaryNotFoundError
+	if !errors.As(err, &nf) || !errors.Is(err, claudecode.ErrBinaryNotFound) || !strings.Contains(err.Error(), "/nonexistent/claude") {
+		t.Fatalf("err = %v", err)
+	}
+	if mgr.IsRunning("s") {
+		t.Error("a failed start left the session busy")
+	}
+
+	t.Setenv(claudecode.EnvClaudeBin, "")
+	t.Setenv("PATH", t.TempDir())
+	t.Chdir(t.TempDir())
+	_, err = claudecode.FindBinary("")
+	if !errors.As(err, &nf) || len(nf.Tried) != 3 || !strings.Contains(err.Error(), filepath.Join("node_modules", ".bin", "claude")) {
+		t.Errorf("search error = %v", err)
+	}
+}
+
+func TestInvalidOptionsRejected(t *testing.T) {
+	mgr := fastManager()
+	for _, o := range []claudecode.TurnOpts{
+		{Resume: "../../etc/passwd"},
+		{PermissionMode: "yolo"},
+		{Model: "--dangerously-skip-permissions"},
+		{Tools: []string{"-x"}},
+		{MaxTurns: -1},
+	} {
+		o.Binary = "/bin/true"
+		if _, err := mgr.StartTurn(context.Background(), "s", "hi", o); !errors.Is(err, claudecode.ErrInvalidOptions) {
+			t.Errorf("%+v: err = %v, want ErrInvalidOptions", o, err)
+		}
+	}
+}
+
+func TestReplayedTranscriptThroughManager(t *testing.T) {
+	script, err := claudetest.WriteReplayerScript(t.TempDir(), "testdata/transcripts/tool.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := fastManager()
+	var frames []string
+	tr, err := mgr.StartTurn(context.Background(), "s-replay", "hi", claudecode.TurnOpts{
+		Binary:  script,
+		OnFrame: func(f claudecode.Frame) { frames = append(frames, f.Type+"/"+f.Subtype) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := collect(t, tr)
+	if tr.Err() != nil {
+		t.Fatal(tr.Err())
+	}
+	want := decodeFile(t, "testdata/transcripts/tool.ndjson")
+	var got strings.Builder
+	for _, e := range evs[:len(evs)-1] {
+		got.Write(e.AppendJSON(nil))
+		got.WriteByte('\n')
+	}
+	if strings.ReplaceAll(got.String(), `"sessionId":"s-replay"`, `"sessionId":"golden-session"`) != string(want) {
+		t.Errorf("the driver's events differ from the decoder's on the same transcript")
+	}
+	// OnFrame saw every line, including those that make no event.
+	if len(frames) < 20 || frames[1] != "system/status" {
+		t.Errorf("frames = %v", frames)
+	}
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
