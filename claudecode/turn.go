@@ -60,7 +60,7 @@ type Turn struct {
 
 	resultOnce sync.Once
 	stopMu     sync.Mutex
-	stopLevel  int // 0 none, 1 interrupt, 2 kill
+	stopLevel  int         // 0 none, 1 interrupt, 2 kill
 	running    atomic.Bool // set once the child started
 	closeOnce  sync.Once
 	wg         sync.WaitGroup
