@@ -274,13 +274,34 @@ func stringValue(raw []byte) (string, error) {
 		if !validPlain(body) {
 			return "", errSyntax
 		}
+		if !utf8.Valid(body) {
+			return string(replaceInvalidUTF8(nil, body)), nil
+		}
 		return string(body), nil
 	}
 	out, err := unescape(make([]byte, 0, len(body)), body)
 	if err != nil {
 		return "", err
 	}
+	if !utf8.Valid(out) {
+		out = replaceInvalidUTF8(nil, out)
+	}
 	return string(out), nil
+}
+
+// replaceInvalidUTF8 appends src to dst with every byte that is not part
+// of a valid UTF-8 sequence replaced by U+FFFD, as encoding/json does.
+func replaceInvalidUTF8(dst, src []byte) []byte {
+	for len(src) > 0 {
+		r, size := utf8.DecodeRune(src)
+		if r == utf8.RuneError && size == 1 {
+			dst = utf8.AppendRune(dst, utf8.RuneError)
+		} else {
+			dst = append(dst, src[:size]...)
+		}
+		src = src[size:]
+	}
+	return dst
 }
 
 // validPlain reports whether an unescaped string body is valid JSON string
