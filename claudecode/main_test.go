@@ -70,6 +70,13 @@ func fakeChild(mode string) int {
 		line, _ := bufio.NewReaderSize(os.Stdin, 1<<20).ReadString('\n')
 		fmt.Printf(`{"type":"result","subtype":"success","is_error":false,"result":%q,"total_cost_usd":0,"usage":{}}`+"\n", strings.TrimSpace(line))
 		return 0
+	case "latency": // 2,000 text deltas 0.5 ms apart, each stamped with its write time
+		for i := 0; i < 2000; i++ {
+			fmt.Printf(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"%d"}},"session_id":"x","parent_tool_use_id":null}`+"\n", time.Now().UnixNano())
+			time.Sleep(500 * time.Microsecond)
+		}
+		fmt.Println(`{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0,"usage":{}}`)
+		return 0
 	case "huge-line": // one line over the bound, then a normal ending
 		w := bufio.NewWriterSize(os.Stdout, 1<<20)
 		fmt.Fprint(w, `{"type":"assistant","message":{"content":[{"type":"text","text":"`)
