@@ -1,0 +1,178 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/chirality/harness/session"
+)
+
+func init() { register("sessions", runSessions) }
+
+const sessionsUsage = `usage:
+  harness sessions list [--project-root DIR] [--json]
+  harness sessions show ID [--project-root DIR] [--json]
+  harness sessions rm ID [--project-root DIR]
+
+list  the project's sessions, most recently updated first; unreadable
+      session files are reported on stderr and skipped
+show  one session, found by ID (through the index in the state directory,
+      else in --project-root)
+rm    delete a session: its file, event log and saved prompt
+
+The index lives in $XDG_STATE_HOME/harness (default ~/.local/state/harness).
+`
+
+// runSessions implements `harness sessions`. It returns the exit status:
+// 0 success, 1 failure, 2 usage error.
+func runSessions(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, sessionsUsage)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, sessionsUsage)
+		return 0
+	case "list", "ls":
+		return sessionsList(args[1:], stdout, stderr)
+	case "show":
+		return sessionsShow(args[1:], stdout, stderr)
+	case "rm", "delete":
+		return sessionsRm(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "harness sessions: unknown subcommand %q\n%s", args[0], sessionsUsage)
+	return 2
+}
+
+func sessionsOpenStore(stderr io.Writer) (*session.Store, bool) {
+	st, err := session.Open(session.Config{})
+	if err != nil {
+		fmt.Fprintf(stderr, "harness: %v\n", err)
+		return nil, false
+	}
+	return st, true
+}
+
+func sessionsList(args []string, stdout, stderr io.Writer) int {
+	fs, root := newSubFlags("sessions list", stderr, sessionsUsage)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, status, ok := parseSubArgs(fs, args, 0, stderr); !ok {
+		return status
+	}
+	st, ok := sessionsOpenStore(stderr)
+	if !ok {
+		return 1
+	}
+	defer st.Close()
+	sessions, problems, err := st.List(*root)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness: %v\n", err)
+		return 1
+	}
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "harness: warning: skipped %v\n", p)
+	}
+	if *asJSON {
+		if sessions == nil {
+			sessions = []*session.Session{}
+		}
+		if err := writeIndentedJSON(stdout, sessions); err != nil {
+			fmt.Fprintf(stderr, "harness: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tMODE\tPERSONA\tCLAUDE SESSION")
+	for _, s := range sessions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format(time.DateTime), s.Mode, orDash(s.Persona), orDash(s.ClaudeSessionID))
+	}
+	tw.Flush()
+	return 0
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// sessionsFind looks id up through the index, then in projectRoot.
+func sessionsFind(st *session.Store, projectRoot, id string) (*session.Session, error) {
+	s, err := st.Get(id)
+	if errors.Is(err, session.ErrNotFound) {
+		if s2, err2 := st.GetIn(projectRoot, id); err2 == nil || !errors.Is(err2, session.ErrNotFound) {
+			return s2, err2
+		}
+	}
+	return s, err
+}
+
+func sessionsShow(args []string, stdout, stderr io.Writer) int {
+	fs, root := newSubFlags("sessions show", stderr, sessionsUsage)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, status, ok := parseSubArgs(fs, args, 1, stderr)
+	if !ok {
+		return status
+	}
+	st, ok := sessionsOpenStore(stderr)
+	if !ok {
+		return 1
+	}
+	defer st.Close()
+	s, err := sessionsFind(st, *root, pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "harness: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		if err := writeIndentedJSON(stdout, s); err != nil {
+			fmt.Fprintf(stderr, "harness: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "id:\t%s\n", s.ID)
+	fmt.Fprintf(tw, "project root:\t%s\n", s.ProjectRoot)
+	fmt.Fprintf(tw, "persona:\t%s\n", orDash(s.Persona))
+	fmt.Fprintf(tw, "mode:\t%s\n", s.Mode)
+	fmt.Fprintf(tw, "claude session:\t%s\n", orDash(s.ClaudeSessionID))
+	fmt.Fprintf(tw, "created:\t%s\n", s.CreatedAt.Format(time.RFC3339))
+	fmt.Fprintf(tw, "updated:\t%s\n", s.UpdatedAt.Format(time.RFC3339))
+	fmt.Fprintf(tw, "file:\t%s\n", session.FilePath(s.ProjectRoot, s.ID))
+	fmt.Fprintf(tw, "event log:\t%s\n", session.EventLogPath(s.ProjectRoot, s.ID))
+	tw.Flush()
+	return 0
+}
+
+func sessionsRm(args []string, stdout, stderr io.Writer) int {
+	fs, root := newSubFlags("sessions rm", stderr, sessionsUsage)
+	pos, status, ok := parseSubArgs(fs, args, 1, stderr)
+	if !ok {
+		return status
+	}
+	st, ok := sessionsOpenStore(stderr)
+	if !ok {
+		return 1
+	}
+	defer st.Close()
+	id := pos[0]
+	err := st.Delete(id)
+	if errors.Is(err, session.ErrNotFound) {
+		if err2 := st.DeleteIn(*root, id); err2 == nil || !errors.Is(err2, session.ErrNotFound) {
+			err = err2
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "harness: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "deleted session %s\n", id)
+	return 0
+}

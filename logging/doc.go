@@ -1,0 +1,21 @@
+// Package logging writes the harness's structured log: zerolog JSON lines
+// in <projectRoot>/.chirality/logs/harness.log, rotated at a size limit.
+//
+// The flow:
+//
+//	log, closer, err := logging.New(root)   // opens or creates harness.log
+//	if err != nil { ... }
+//	defer closer.Close()
+//	log.Info().Str("persona", "REVIEWER").
+//		Str("text", logging.Truncate(msg, 200)).Msg("turn started")
+//
+// When a write would take the file past its limit (DefaultMaxSize, 10 MB),
+// harness.log is renamed to harness.log.1 (replacing the previous one, so
+// one old file is kept) and a new harness.log is started. A log line is
+// never split between the two files.
+//
+// What goes into the log is the caller's business: callers must redact
+// secrets (the API key, filtered environment values) before logging; this
+// package does not inspect fields. Truncate cuts long strings (messages,
+// tool inputs, stderr lines) to a bounded prefix.
+package logging

@@ -1,0 +1,183 @@
+package logging
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults.
+const (
+	// Dir is the log directory relative to a project root.
+	Dir = ".chirality/logs"
+	// FileName is the name of the current log file.
+	FileName = "harness.log"
+	// DefaultMaxSize is the size at which the log is rotated: 10 MB.
+	DefaultMaxSize = 10 << 20
+)
+
+// Path returns the log file of a project:
+// <projectRoot>/.chirality/logs/harness.log.
+func Path(projectRoot string) string {
+	return filepath.Join(projectRoot, Dir, FileName)
+}
+
+// Options configures NewWithOptions. The zero value gives the defaults.
+type Options struct {
+	// MaxSize is the rotation size in bytes; 0 means DefaultMaxSize.
+	MaxSize int64
+	// Level is the minimum level written; the zero value is
+	// zerolog.DebugLevel.
+	Level zerolog.Level
+}
+
+// New opens the project's log with default options and returns a logger
+// writing JSON lines with a timestamp to it. Close the returned io.Closer
+// when done; the logger must not be used afterwards (writes then fail and
+// zerolog drops them).
+func New(projectRoot string) (zerolog.Logger, io.Closer, error) {
+	return NewWithOptions(projectRoot, Options{})
+}
+
+// NewWithOptions is New with explicit options.
+func NewWithOptions(projectRoot string, opts Options) (zerolog.Logger, io.Closer, error) {
+	w, err := OpenRotatingFile(Path(projectRoot), opts.MaxSize)
+	if err != nil {
+		return zerolog.Nop(), nil, err
+	}
+	log := zerolog.New(w).Level(opts.Level).With().Timestamp().Logger()
+	return log, w, nil
+}
+
+// RotatingFile is an io.Writer appending to a file that it rotates to
+// <path>.1 when a write would take it past MaxSize. Each Write is written
+// whole to one file, so a zerolog line (one Write) is never split. A single
+// write larger than MaxSize goes to a fresh file on its own.
+//
+// RotatingFile is safe for concurrent use. It assumes it is the only
+// writer rotating the file: two processes logging to one project each
+// rotate by their own count, which can leave harness.log.1 larger than
+// MaxSize but never loses or splits a line.
+type RotatingFile struct {
+	path    string
+	maxSize int64
+
+	mu     sync.Mutex
+	f      *os.File
+	size   int64
+	closed bool
+}
+
+// OpenRotatingFile opens path for appending (creating it 0600, and its
+// directory 0700, if needed). maxSize <= 0 means DefaultMaxSize.
+func OpenRotatingFile(path string, maxSize int64) (*RotatingFile, error) {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxSize
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("logging: %w", err)
+	}
+	r := &RotatingFile{path: path, maxSize: maxSize}
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *RotatingFile) open() error {
+	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("logging: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("logging: %w", err)
+	}
+	r.f, r.size = f, fi.Size()
+	return nil
+}
+
+// Write appends p, rotating first if p would take the file past the limit.
+func (r *RotatingFile) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, os.ErrClosed
+	}
+	if r.size > 0 && r.size+int64(len(p)) > r.maxSize {
+		if err := r.rotate(); err != nil {
+			return 0, err
+		}
+	}
+	n, err := r.f.Write(p)
+	r.size += int64(n)
+	return n, err
+}
+
+// rotate renames the current file to <path>.1 and opens a new one. The
+// caller holds r.mu.
+func (r *RotatingFile) rotate() error {
+	if err := r.f.Close(); err != nil {
+		return fmt.Errorf("logging: rotate: %w", err)
+	}
+	if err := os.Rename(r.path, r.path+".1"); err != nil && !os.IsNotExist(err) {
+		// Keep logging to the same file rather than losing lines.
+		if oerr := r.open(); oerr != nil {
+			return oerr
+		}
+		return fmt.Errorf("logging: rotate: %w", err)
+	}
+	return r.open()
+}
+
+// Sync flushes the file to stable storage.
+func (r *RotatingFile) Sync() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return os.ErrClosed
+	}
+	return r.f.Sync()
+}
+
+// Close closes the file. It is safe to call more than once; writes after
+// Close fail with os.ErrClosed.
+func (r *RotatingFile) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	return r.f.Close()
+}
+
+// Truncate returns s cut to its first n characters (runes), followed by
+// "…(+K bytes)" when something was cut, for log fields such as "the first
+// 200 characters of the message". Invalid UTF-8 counts a byte per
+// character. n <= 0 keeps nothing.
+func Truncate(s string, n int) string {
+	if n < 0 {
+		n = 0
+	}
+	if len(s) <= n { // fewer bytes than n: certainly fewer runes
+		return s
+	}
+	i, count := 0, 0
+	for i < len(s) && count < n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		count++
+	}
+	if i >= len(s) {
+		return s
+	}
+	return s[:i] + "…(+" + strconv.Itoa(len(s)-i) + " bytes)"
+}

@@ -1,0 +1,148 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// SchemaVersion is the version written in session files. Files with another
+// version are reported as corrupt (ErrCorrupt) and skipped.
+const SchemaVersion = 1
+
+// Sentinel errors; test with errors.Is. They reach callers wrapped in an
+// *Error.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrInvalidID = errors.New("invalid id (want a UUIDv4 such as 0b8f3a2e-1c4d-4e5f-8a9b-0c1d2e3f4a5b)")
+	ErrCorrupt   = errors.New("corrupt or foreign file")
+	// ErrClosed is returned by an EventLog after Close.
+	ErrClosed = errors.New("event log closed")
+)
+
+// Error is a failure concerning one session: its ID, the file involved
+// (empty when none) and the cause, which may wrap a sentinel.
+type Error struct {
+	ID   string
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return "session " + e.ID + ": " + e.Err.Error()
+	}
+	return "session " + e.ID + ": " + e.Path + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Session is the stored state of one harness session. Its JSON form is
+//
+//	{"schemaVersion":1,"id":"…","createdAt":"2025-01-02T03:04:05.123456789Z",
+//	 "updatedAt":"…","projectRoot":"/abs/path","persona":null,
+//	 "mode":"workbench","claudeSessionId":null}
+//
+// with times in RFC 3339 (UTC, nanoseconds) and persona and claudeSessionId
+// null when empty.
+type Session struct {
+	ID          string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	ProjectRoot string
+	// Persona is the persona ID, "" for none.
+	Persona string
+	// Mode is workbench, pipeline or direct.
+	Mode string
+	// ClaudeSessionID is the Claude Code session to resume, "" until the
+	// first turn reported one.
+	ClaudeSessionID string
+}
+
+type wireSession struct {
+	SchemaVersion   int       `json:"schemaVersion"`
+	ID              string    `json:"id"`
+	CreatedAt       time.Time `json:"createdAt"`
+	UpdatedAt       time.Time `json:"updatedAt"`
+	ProjectRoot     string    `json:"projectRoot"`
+	Persona         *string   `json:"persona"`
+	Mode            string    `json:"mode"`
+	ClaudeSessionID *string   `json:"claudeSessionId"`
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// MarshalJSON writes the documented JSON form.
+func (s Session) MarshalJSON() ([]byte, error) {
+	return json.Marshal(wireSession{
+		SchemaVersion:   SchemaVersion,
+		ID:              s.ID,
+		CreatedAt:       s.CreatedAt.UTC(),
+		UpdatedAt:       s.UpdatedAt.UTC(),
+		ProjectRoot:     s.ProjectRoot,
+		Persona:         nullable(s.Persona),
+		Mode:            s.Mode,
+		ClaudeSessionID: nullable(s.ClaudeSessionID),
+	})
+}
+
+// UnmarshalJSON reads the documented JSON form. It rejects a missing or
+// unsupported schemaVersion.
+func (s *Session) UnmarshalJSON(data []byte) error {
+	var w wireSession
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	switch {
+	case w.SchemaVersion == 0:
+		return errors.New("no schemaVersion: not a harness session file")
+	case w.SchemaVersion != SchemaVersion:
+		return fmt.Errorf("schemaVersion %d is not supported (want %d)", w.SchemaVersion, SchemaVersion)
+	}
+	*s = Session{ID: w.ID, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, ProjectRoot: w.ProjectRoot, Mode: w.Mode}
+	if w.Persona != nil {
+		s.Persona = *w.Persona
+	}
+	if w.ClaudeSessionID != nil {
+		s.ClaudeSessionID = *w.ClaudeSessionID
+	}
+	return nil
+}
+
+// ValidID reports whether id is a UUIDv4 in canonical lowercase form, the
+// only form used in file names.
+func ValidID(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && u.Version() == 4 && u.Variant() == uuid.RFC4122 && u.String() == id
+}
+
+func checkID(id string) error {
+	if !ValidID(id) {
+		return &Error{ID: fmt.Sprintf("%q", id), Err: ErrInvalidID}
+	}
+	return nil
+}
+
+// Paths of a session's files relative to its project root.
+const (
+	SessionsDir = ".chirality/sessions"
+)
+
+// FilePath returns <projectRoot>/.chirality/sessions/<id>.json.
+func FilePath(projectRoot, id string) string {
+	return filepath.Join(projectRoot, SessionsDir, id+".json")
+}
+
+// EventLogPath returns <projectRoot>/.chirality/sessions/<id>.events.jsonl.
+func EventLogPath(projectRoot, id string) string {
+	return filepath.Join(projectRoot, SessionsDir, id+".events.jsonl")
+}
