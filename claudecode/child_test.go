@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
@@ -277,3 +280,47 @@ func TestReplayedTranscriptThroughManager(t *testing.T) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+func TestSecretsNeverInLogsEventsOrErrors(t *testing.T) {
+	var logs strings.Builder
+	logger := zerolog.New(&syncWriter{w: &logs})
+	mgr := claudecode.NewManager(claudecode.Config{
+		Env:      []string{"PATH=" + os.Getenv("PATH"), "ANTHROPIC_API_KEY=sk-ant-very-secret-value", "ANTHROPIC_AUTH_TOKEN=oauth-secret-value"},
+		AllowEnv: []string{"ANTHROPIC_AUTH_TOKEN"},
+		Logger:   &logger,
+	})
+	tr, err := mgr.StartTurn(context.Background(), "s-leak", "hi", claudecode.TurnOpts{
+		Binary: fakeChildScript(t, "leak-stderr"), ExtraArgs: []string{"--note=sk-ant-very-secret-value"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := collect(t, tr)
+	var all strings.Builder
+	for _, e := range evs {
+		all.Write(e.AppendJSON(nil))
+	}
+	all.WriteString(tr.Err().Error())
+	all.WriteString(strings.Join(tr.Command(), " "))
+	all.WriteString(logs.String())
+	for _, secret := range []string{"sk-ant-very-secret-value", "oauth-secret-value"} {
+		if strings.Contains(all.String(), secret) {
+			t.Errorf("secret %q appeared in events, errors, the command or logs", secret)
+		}
+	}
+	if !strings.Contains(all.String(), "auth failed with key [REDACTED]") {
+		t.Errorf("the stderr line should be kept, scrubbed: %s", all.String())
+	}
+}
+
+// syncWriter serialises writes from the turn's goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}

@@ -70,6 +70,9 @@ func fakeChild(mode string) int {
 		line, _ := bufio.NewReaderSize(os.Stdin, 1<<20).ReadString('\n')
 		fmt.Printf(`{"type":"result","subtype":"success","is_error":false,"result":%q,"total_cost_usd":0,"usage":{}}`+"\n", strings.TrimSpace(line))
 		return 0
+	case "leak-stderr": // prints its credentials to stderr and dies
+		fmt.Fprintln(os.Stderr, "auth failed with key "+os.Getenv("ANTHROPIC_API_KEY")+" and token "+os.Getenv("ANTHROPIC_AUTH_TOKEN"))
+		return 1
 	case "latency": // 2,000 text deltas 0.5 ms apart, each stamped with its write time
 		for i := 0; i < 2000; i++ {
 			fmt.Printf(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"%d"}},"session_id":"x","parent_tool_use_id":null}`+"\n", time.Now().UnixNano())

@@ -1,0 +1,43 @@
+// Package claudecode drives the Claude Code CLI: one turn is one
+// `claude -p --input-format stream-json --output-format stream-json`
+// child, and its NDJSON stdout becomes a stream of UI events.
+//
+// The flow:
+//
+//	m := claudecode.NewManager(claudecode.Config{})      // finds claude, filters the env
+//	t, err := m.StartTurn(ctx, "session-1", "hello", claudecode.TurnOpts{Cwd: root})
+//	if err != nil { … }                                   // ErrBusy, *BinaryNotFoundError, ErrInvalidOptions
+//	defer t.Close()
+//	for t.Next() {
+//		ev := t.Event()                                   // session:init, chat:delta, tool:start, …
+//	}
+//	err = t.Err()                                         // nil, or a *TurnError: errors.Is(err, ErrInterrupted) …
+//
+// The pieces, each usable alone:
+//
+//   - Decoder reads stream-json from any io.Reader (a pipe, a recorded
+//     transcript) and maps frames to Events. It knows nothing about
+//     processes. Lines may be of any size up to a bound (128 MiB by
+//     default); bad lines are reported and skipped, unknown frame types
+//     are ignored.
+//   - TurnOpts.Args builds the argv; FilterEnv builds the environment
+//     (credentials withheld unless allowed by name); FindBinary finds the
+//     CLI.
+//   - Manager and Turn own the process: its own process group, the prompt
+//     on stdin (never argv), stdin kept open for control requests until
+//     the result, stdout and stderr drained, every wait bounded.
+//
+// Event order: session:init first (when the CLI got that far), then
+// deltas, tool starts and results, chat:complete, then exactly one of
+// session:complete or session:error, then exactly one process:exit, last.
+// A result of subtype "success" with is_error set is an error.
+//
+// Stopping: Turn.Interrupt asks over the control protocol, then signals
+// the process group (SIGINT, SIGTERM, SIGKILL) if the CLI does not end the
+// turn in time; Turn.Kill sends SIGTERM then SIGKILL. Once the CLI has
+// exited, whatever is left of its group is killed, so tools it started
+// never outlive the turn.
+//
+// Package claudetest holds the test doubles: a fake Messages API that the
+// real CLI can run against offline, and a transcript replayer.
+package claudecode
