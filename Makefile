@@ -1,0 +1,53 @@
+# harness: run `make demo` to try it, `make test` to test it.
+SHELL := /bin/bash
+CLAUDE := node_modules/.bin/claude
+CLI_STAMP := node_modules/.harness-cli-installed
+GO_TEST_FLAGS ?= -race -count=1 -timeout 15m
+
+.PHONY: all build cli test test-go test-js demo bench fuzz fmt vet clean
+
+all: build
+
+build:
+	go build -o bin/harness ./cmd/harness
+
+# The pinned Claude Code CLI (package.json + package-lock.json), installed
+# into ./node_modules only when missing or not the pinned version.
+# (npm keeps the tarball's old file times, hence the stamp file.)
+cli: $(CLI_STAMP)
+$(CLI_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@$(CLAUDE) --version
+	@touch $@
+
+vet:
+	go vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+test: cli vet test-go test-js
+
+test-go: cli
+	go test $(GO_TEST_FLAGS) ./...
+
+# The TypeScript client and the browser test run against a real
+# `harness serve --demo` (they start it themselves from bin/harness).
+test-js: build cli
+	@if [ -x clients/typescript/run.sh ]; then HARNESS_BIN=$(CURDIR)/bin/harness clients/typescript/run.sh; fi
+	@if [ -x e2e/run.sh ]; then HARNESS_BIN=$(CURDIR)/bin/harness e2e/run.sh; fi
+
+demo: build cli
+	./bin/harness serve --demo
+
+bench: build cli
+	go test -run '^$$' -bench . -benchmem ./claudecode ./session
+	bench/compare.sh
+
+fuzz:
+	go test ./claudecode -run '^$$' -fuzz FuzzDecoder -fuzztime 60s
+	go test ./claudecode -run '^$$' -fuzz FuzzTextValue -fuzztime 60s
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin bench/out

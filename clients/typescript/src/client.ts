@@ -1,0 +1,441 @@
+// Typed functions for every /api/harness route.
+
+import {
+  type CreateSessionRequest,
+  CreateSessionRequestSchema,
+  ErrorBodySchema,
+  type HarnessEvent,
+  type Health,
+  HealthSchema,
+  type Persona,
+  PersonaListSchema,
+  type Session,
+  SessionEnvelopeSchema,
+  SessionListSchema,
+  type SessionSummary,
+  TurnRequestSchema,
+  parseEvent,
+} from "./schemas.js";
+import { readSSE } from "./sse.js";
+
+export interface ReconnectOptions {
+  /** How many reconnections in a row without receiving an event are tried
+   * before giving up (default 5). */
+  maxRetries?: number;
+  /** First delay before reconnecting, doubled on each failure (default
+   * 250 ms; a `retry:` field from the server replaces it). */
+  initialDelayMs?: number;
+  /** Upper bound of the delay (default 5000 ms). */
+  maxDelayMs?: number;
+}
+
+export interface ClientOptions {
+  /** What comes before `/api/harness`: an origin such as
+   * "http://127.0.0.1:7878", or "" for same-origin requests in a browser. */
+  baseUrl?: string;
+  /** Bearer token, sent as `Authorization: Bearer …` on every request. */
+  token?: string;
+  /** The fetch to use (default: globalThis.fetch). */
+  fetch?: typeof fetch;
+  /** Extra headers for every request. */
+  headers?: Record<string, string>;
+  reconnect?: ReconnectOptions;
+}
+
+/** A non-2xx answer from the gateway. `message` is the body's `error`. */
+export class HarnessError extends Error {
+  readonly status: number;
+  readonly body: unknown;
+  constructor(status: number, message: string, body: unknown) {
+    super(message);
+    this.name = "HarnessError";
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export interface StreamOptions {
+  signal?: AbortSignal;
+  /** Called for each SSE comment line, e.g. "heartbeat". */
+  onComment?: (text: string) => void;
+  /** Called before each reconnection, with the error that caused it (null
+   * when the stream ended without one) and the Last-Event-ID sent. */
+  onReconnect?: (info: { attempt: number; lastEventId: number | undefined; error: unknown }) => void;
+}
+
+export interface SessionEventsOptions extends StreamOptions {
+  /** Start after this seq (default 0: the whole stored history). */
+  after?: number;
+}
+
+/** The events of one turn. Iterate it once; breaking out of the loop stops
+ * reading but does not interrupt the turn (use interrupt for that). */
+export interface TurnStream extends AsyncIterable<HarnessEvent> {
+  readonly sessionId: string;
+  /** The seq of the last event received, once one has been. */
+  readonly lastSeq: number | undefined;
+  /** Stops reading (the turn goes on at the gateway). */
+  close(): void;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+
+function isAbort(err: unknown, signal?: AbortSignal): boolean {
+  if (signal?.aborted) return true;
+  return err instanceof Error && err.name === "AbortError";
+}
+
+/** Errors that reconnecting cannot fix: the gateway sent something that is
+ * not the contract, or answered with an HTTP error. */
+function isFatal(err: unknown): boolean {
+  return err instanceof HarnessError || err instanceof SyntaxError || (err instanceof Error && err.name === "EventShapeError");
+}
+
+function linkSignals(outer: AbortSignal | undefined, inner: AbortController): () => void {
+  if (!outer) return () => {};
+  if (outer.aborted) {
+    inner.abort(outer.reason);
+    return () => {};
+  }
+  const f = () => inner.abort(outer.reason);
+  outer.addEventListener("abort", f, { once: true });
+  return () => outer.removeEventListener("abort", f);
+}
+
+export class HarnessClient {
+  readonly baseUrl: string;
+  private readonly token: string | undefined;
+  private readonly fetchFn: typeof fetch;
+  private readonly extraHeaders: Record<string, string>;
+  private readonly reconnect: Required<ReconnectOptions>;
+
+  constructor(opts: ClientOptions = {}) {
+    this.baseUrl = (opts.baseUrl ?? "").replace(/\/+$/, "");
+    this.token = opts.token || undefined;
+    const f = opts.fetch ?? globalThis.fetch;
+    if (typeof f !== "function") throw new Error("harness: no fetch available; pass ClientOptions.fetch");
+    this.fetchFn = f.bind(globalThis);
+    this.extraHeaders = { ...opts.headers };
+    this.reconnect = {
+      maxRetries: opts.reconnect?.maxRetries ?? 5,
+      initialDelayMs: opts.reconnect?.initialDelayMs ?? 250,
+      maxDelayMs: opts.reconnect?.maxDelayMs ?? 5000,
+    };
+  }
+
+  /** The absolute (or same-origin) URL of an /api/harness route. */
+  url(path: string): string {
+    return `${this.baseUrl}/api/harness/${path.replace(/^\/+/, "")}`;
+  }
+
+  private headers(extra?: Record<string, string>): Record<string, string> {
+    const h: Record<string, string> = { ...this.extraHeaders, ...extra };
+    if (this.token) h["Authorization"] = `Bearer ${this.token}`;
+    return h;
+  }
+
+  /** Sends a request and throws HarnessError unless the status is 2xx (or
+   * listed in okStatuses). */
+  private async request(
+    method: string,
+    path: string,
+    opts: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal; okStatuses?: number[] } = {},
+  ): Promise<Response> {
+    const headers = this.headers(opts.headers);
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      body = JSON.stringify(opts.body);
+    }
+    const init: RequestInit = { method, headers };
+    if (body !== undefined) init.body = body;
+    if (opts.signal) init.signal = opts.signal;
+    const res = await this.fetchFn(this.url(path), init);
+    if (!res.ok && !opts.okStatuses?.includes(res.status)) throw await errorFrom(res);
+    return res;
+  }
+
+  private async json(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<unknown> {
+    const opts: { body?: unknown; signal?: AbortSignal } = { body };
+    if (signal) opts.signal = signal;
+    const res = await this.request(method, path, opts);
+    return res.json();
+  }
+
+  /** GET /health */
+  async health(signal?: AbortSignal): Promise<Health> {
+    return HealthSchema.parse(await this.json("GET", "health", undefined, signal));
+  }
+
+  /** GET /personas: the personas a session can be created with. */
+  async listPersonas(signal?: AbortSignal): Promise<Persona[]> {
+    return PersonaListSchema.parse(await this.json("GET", "personas", undefined, signal));
+  }
+
+  /** POST /session/create */
+  async createSession(req: CreateSessionRequest, signal?: AbortSignal): Promise<Session> {
+    const body = CreateSessionRequestSchema.parse(req);
+    return SessionEnvelopeSchema.parse(await this.json("POST", "session/create", body, signal)).session;
+  }
+
+  /** GET /session/list, newest first; every allowed root without projectRoot. */
+  async listSessions(projectRoot?: string, signal?: AbortSignal): Promise<SessionSummary[]> {
+    const q = projectRoot === undefined ? "" : `?projectRoot=${encodeURIComponent(projectRoot)}`;
+    return SessionListSchema.parse(await this.json("GET", `session/list${q}`, undefined, signal));
+  }
+
+  /** GET /session/{id} */
+  async getSession(id: string, signal?: AbortSignal): Promise<Session> {
+    return SessionEnvelopeSchema.parse(await this.json("GET", `session/${encodeURIComponent(id)}`, undefined, signal)).session;
+  }
+
+  /** DELETE /session/{id} (kills a running turn first). */
+  async deleteSession(id: string, signal?: AbortSignal): Promise<void> {
+    const opts: { signal?: AbortSignal } = {};
+    if (signal) opts.signal = signal;
+    const res = await this.request("DELETE", `session/${encodeURIComponent(id)}`, opts);
+    await res.body?.cancel();
+  }
+
+  /** POST /interrupt. Resolves true when a running turn was interrupted,
+   * false when the session had none running. */
+  async interrupt(sessionId: string, signal?: AbortSignal): Promise<boolean> {
+    const opts: { body: unknown; signal?: AbortSignal; okStatuses: number[] } = { body: { sessionId }, okStatuses: [404] };
+    if (signal) opts.signal = signal;
+    const res = await this.request("POST", "interrupt", opts);
+    await res.body?.cancel();
+    return res.status !== 404;
+  }
+
+  /**
+   * POST /turn. Resolves once the gateway accepted the turn (rejects with
+   * HarnessError on 400, 404 or 409), to a stream of the turn's events that
+   * ends after process:exit. If the connection drops before that, the
+   * stream resumes from GET /session/{id}/events with Last-Event-ID.
+   */
+  async startTurn(sessionId: string, message: string, opts: StreamOptions = {}): Promise<TurnStream> {
+    const body = TurnRequestSchema.parse({ sessionId, message });
+    const ctl = new AbortController();
+    const unlink = linkSignals(opts.signal, ctl);
+    let res: Response;
+    try {
+      res = await this.request("POST", "turn", {
+        body,
+        headers: { Accept: "text/event-stream" },
+        signal: ctl.signal,
+      });
+    } catch (err) {
+      unlink();
+      throw err;
+    }
+    const state: { lastSeq: number | undefined } = { lastSeq: undefined };
+    const self = this;
+    let used = false;
+
+    async function* iterate(): AsyncGenerator<HarnessEvent, void, undefined> {
+      if (used) throw new Error("harness: a TurnStream can be iterated only once");
+      used = true;
+      try {
+        let current: Response | null = res;
+        let attempt = 0;
+        let delay = self.reconnect.initialDelayMs;
+        for (;;) {
+          let error: unknown = null;
+          let progressed = false;
+          if (current) {
+            if (state.lastSeq === undefined && current !== res) {
+              // The first stream dropped before any event: we do not know
+              // where this turn starts in the log, so read the whole log and
+              // keep its last turn (see lastTurn).
+              const events: HarnessEvent[] = [];
+              try {
+                for await (const ev of self.eventStream(current, undefined, opts)) events.push(ev);
+              } catch (err) {
+                error = err;
+              }
+              if (error === null) {
+                const turn = lastTurn(events);
+                for (const ev of turn) {
+                  if (ev.seq !== undefined) state.lastSeq = ev.seq;
+                  yield ev;
+                }
+                if (turn.length > 0 && turn[turn.length - 1]!.type === "process:exit") return;
+              }
+            } else {
+              try {
+                for await (const ev of self.eventStream(current, state.lastSeq, opts)) {
+                  progressed = true;
+                  if (ev.seq !== undefined) state.lastSeq = ev.seq;
+                  yield ev;
+                  if (ev.type === "process:exit") return;
+                }
+              } catch (err) {
+                error = err;
+              }
+            }
+          }
+          if (error !== null && (isAbort(error, ctl.signal) || isFatal(error))) throw error;
+          if (progressed) {
+            attempt = 0;
+            delay = self.reconnect.initialDelayMs;
+          }
+          attempt++;
+          if (attempt > self.reconnect.maxRetries) {
+            throw new Error(`harness: turn stream of session ${sessionId} dropped before process:exit and could not be resumed`, {
+              cause: error,
+            });
+          }
+          opts.onReconnect?.({ attempt, lastEventId: state.lastSeq, error });
+          await sleep(delay, ctl.signal);
+          delay = Math.min(delay * 2, self.reconnect.maxDelayMs);
+          try {
+            current = await self.openEvents(sessionId, state.lastSeq ?? 0, ctl.signal);
+          } catch (err) {
+            if (isAbort(err, ctl.signal) || err instanceof HarnessError) throw err;
+            current = null; // network error: try again
+          }
+        }
+      } finally {
+        unlink();
+        ctl.abort();
+      }
+    }
+
+    const gen = iterate();
+    return {
+      sessionId,
+      get lastSeq() {
+        return state.lastSeq;
+      },
+      close() {
+        ctl.abort();
+      },
+      [Symbol.asyncIterator]() {
+        return gen;
+      },
+    };
+  }
+
+  /**
+   * GET /session/{id}/events: the stored events after `after` (default 0,
+   * the whole history), then the live events of a running turn until its
+   * process:exit. Ends when the gateway ends the stream; a dropped
+   * connection is resumed with Last-Event-ID.
+   */
+  async *sessionEvents(sessionId: string, opts: SessionEventsOptions = {}): AsyncGenerator<HarnessEvent, void, undefined> {
+    const ctl = new AbortController();
+    const unlink = linkSignals(opts.signal, ctl);
+    let lastSeq: number = opts.after ?? 0;
+    let attempt = 0;
+    let delay = this.reconnect.initialDelayMs;
+    try {
+      for (;;) {
+        let error: unknown = null;
+        let progressed = false;
+        try {
+          const res = await this.openEvents(sessionId, lastSeq, ctl.signal);
+          for await (const ev of this.eventStream(res, lastSeq, opts)) {
+            progressed = true;
+            if (ev.seq !== undefined) lastSeq = ev.seq;
+            yield ev;
+          }
+          return; // the gateway ended the stream
+        } catch (err) {
+          error = err;
+        }
+        if (isAbort(error, ctl.signal) || isFatal(error)) throw error;
+        if (progressed) {
+          attempt = 0;
+          delay = this.reconnect.initialDelayMs;
+        }
+        attempt++;
+        if (attempt > this.reconnect.maxRetries) {
+          throw new Error(`harness: event stream of session ${sessionId} dropped and could not be resumed`, { cause: error });
+        }
+        opts.onReconnect?.({ attempt, lastEventId: lastSeq, error });
+        await sleep(delay, ctl.signal);
+        delay = Math.min(delay * 2, this.reconnect.maxDelayMs);
+      }
+    } finally {
+      unlink();
+      ctl.abort();
+    }
+  }
+
+  private async openEvents(sessionId: string, after: number, signal: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { Accept: "text/event-stream" };
+    if (after > 0) headers["Last-Event-ID"] = String(after);
+    return this.request("GET", `session/${encodeURIComponent(sessionId)}/events?after=${after}`, { headers, signal });
+  }
+
+  /** Decodes an SSE response into events, skipping any at or before
+   * `after` (a resumed stream must not repeat what was already yielded). */
+  private async *eventStream(res: Response, after: number | undefined, opts: StreamOptions): AsyncGenerator<HarnessEvent> {
+    if (!res.body) throw new Error("harness: event stream response has no body");
+    const sseOpts: { onComment?: (text: string) => void } = {};
+    if (opts.onComment) sseOpts.onComment = opts.onComment;
+    for await (const msg of readSSE(res.body, sseOpts)) {
+      if (msg.event !== "message") continue;
+      const idSeq = /^\d+$/.test(msg.id) ? Number(msg.id) : undefined;
+      const ev = parseEvent(JSON.parse(msg.data), idSeq);
+      if (after !== undefined && ev.seq !== undefined && ev.seq <= after) continue;
+      yield ev;
+    }
+  }
+}
+
+/** The events of the last turn in a log: those after the process:exit that
+ * ends the turn before it. */
+export function lastTurn(events: HarnessEvent[]): HarnessEvent[] {
+  let end = events.length;
+  if (end > 0 && events[end - 1]!.type === "process:exit") end--;
+  let start = 0;
+  for (let i = end - 1; i >= 0; i--) {
+    if (events[i]!.type === "process:exit") {
+      start = i + 1;
+      break;
+    }
+  }
+  return events.slice(start);
+}
+
+async function errorFrom(res: Response): Promise<HarnessError> {
+  const text = await res.text().catch(() => "");
+  let body: unknown = text;
+  let message = `${res.status} ${res.statusText}`.trim();
+  try {
+    body = JSON.parse(text);
+    const parsed = ErrorBodySchema.safeParse(body);
+    if (parsed.success) message = parsed.data.error;
+  } catch {
+    if (text) message = `${message}: ${text.slice(0, 200)}`;
+  }
+  return new HarnessError(res.status, message, body);
+}
+
+// ---------------------------------------------------------------------------
+// The same operations as plain functions taking the options first.
+
+export const health = (o: ClientOptions) => new HarnessClient(o).health();
+export const listPersonas = (o: ClientOptions) => new HarnessClient(o).listPersonas();
+export const createSession = (o: ClientOptions, req: CreateSessionRequest) => new HarnessClient(o).createSession(req);
+export const listSessions = (o: ClientOptions, projectRoot?: string) => new HarnessClient(o).listSessions(projectRoot);
+export const getSession = (o: ClientOptions, id: string) => new HarnessClient(o).getSession(id);
+export const deleteSession = (o: ClientOptions, id: string) => new HarnessClient(o).deleteSession(id);
+export const interrupt = (o: ClientOptions, sessionId: string) => new HarnessClient(o).interrupt(sessionId);
+export const startTurn = (o: ClientOptions, sessionId: string, message: string, s?: StreamOptions) =>
+  new HarnessClient(o).startTurn(sessionId, message, s);
+export const sessionEvents = (o: ClientOptions, sessionId: string, s?: SessionEventsOptions) =>
+  new HarnessClient(o).sessionEvents(sessionId, s);

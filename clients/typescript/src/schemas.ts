@@ -1,0 +1,277 @@
+// Zod schemas and TypeScript types for everything the harness gateway sends
+// and accepts at /api/harness/*.
+//
+// Objects are "loose": fields the gateway adds later pass through instead of
+// failing validation, so a newer gateway does not break an older client.
+
+import { z } from "zod";
+
+// ---------------------------------------------------------------------------
+// Sessions
+
+export const SessionModeSchema = z.enum(["workbench", "pipeline", "direct"]);
+export type SessionMode = z.infer<typeof SessionModeSchema>;
+
+export const SessionSchema = z.looseObject({
+  id: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  projectRoot: z.string(),
+  persona: z.string().nullable(),
+  mode: SessionModeSchema,
+  claudeSessionId: z.string().nullable(),
+  schemaVersion: z.number().int(),
+});
+export type Session = z.infer<typeof SessionSchema>;
+
+export const SessionSummarySchema = z.looseObject({
+  id: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  projectRoot: z.string(),
+  persona: z.string().nullable(),
+  mode: SessionModeSchema,
+});
+export type SessionSummary = z.infer<typeof SessionSummarySchema>;
+
+export const SessionListSchema = z.array(SessionSummarySchema);
+
+/** The body `{session}` answered by create and get. */
+export const SessionEnvelopeSchema = z.looseObject({ session: SessionSchema });
+
+// ---------------------------------------------------------------------------
+// Request bodies
+
+export const CreateSessionRequestSchema = z.object({
+  projectRoot: z.string().min(1),
+  persona: z.string().min(1).nullable().optional(),
+  mode: SessionModeSchema,
+});
+export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
+
+export const TurnRequestSchema = z.object({
+  sessionId: z.string().min(1),
+  message: z.string().min(1),
+});
+export type TurnRequest = z.infer<typeof TurnRequestSchema>;
+
+export const InterruptRequestSchema = z.object({
+  sessionId: z.string().min(1),
+});
+export type InterruptRequest = z.infer<typeof InterruptRequestSchema>;
+
+// ---------------------------------------------------------------------------
+// Other answers
+
+export const ErrorBodySchema = z.looseObject({ error: z.string() });
+export type ErrorBody = z.infer<typeof ErrorBodySchema>;
+
+export const HealthSchema = z.looseObject({
+  ok: z.boolean(),
+  claudeVersion: z.string().optional(),
+});
+export type Health = z.infer<typeof HealthSchema>;
+
+export const PersonaSchema = z.looseObject({
+  id: z.string(),
+  description: z.string().optional(),
+});
+export type Persona = z.infer<typeof PersonaSchema>;
+export const PersonaListSchema = z.array(PersonaSchema);
+
+// ---------------------------------------------------------------------------
+// UI events
+
+/** Fields every UI event carries. `seq` is present on events that come
+ * through SSE or the event log; `parentToolUseId` on events of a subagent. */
+const base = {
+  sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
+  seq: z.number().int().optional(),
+};
+
+export const SessionInitEventSchema = z.looseObject({
+  type: z.literal("session:init"),
+  ...base,
+  claudeSessionId: z.string(),
+  model: z.string(),
+  tools: z.array(z.string()),
+  cliVersion: z.string().optional(),
+  permissionMode: z.string().optional(),
+  cwd: z.string().optional(),
+});
+
+export const ChatDeltaEventSchema = z.looseObject({
+  type: z.literal("chat:delta"),
+  ...base,
+  text: z.string(),
+});
+
+export const ThinkingDeltaEventSchema = z.looseObject({
+  type: z.literal("thinking:delta"),
+  ...base,
+  text: z.string(),
+});
+
+export const ChatCompleteEventSchema = z.looseObject({
+  type: z.literal("chat:complete"),
+  ...base,
+  text: z.string(),
+});
+
+export const ToolStartEventSchema = z.looseObject({
+  type: z.literal("tool:start"),
+  ...base,
+  toolUseId: z.string(),
+  name: z.string(),
+  // The tool's complete input object (null only if the CLI sent none).
+  input: z.record(z.string(), z.unknown()).nullable(),
+});
+
+export const ToolResultEventSchema = z.looseObject({
+  type: z.literal("tool:result"),
+  ...base,
+  toolUseId: z.string(),
+  content: z.string(),
+  isError: z.boolean(),
+});
+
+export const SessionCompleteEventSchema = z.looseObject({
+  type: z.literal("session:complete"),
+  ...base,
+  costUsd: z.number(),
+  usage: z.record(z.string(), z.unknown()).nullable(),
+  numTurns: z.number().int(),
+  durationMs: z.number(),
+});
+
+export const SessionErrorKindSchema = z.enum([
+  "interrupted",
+  "max_turns",
+  "max_budget",
+  "api_error",
+  "not_logged_in",
+  "resume_not_found",
+  "execution",
+  "process",
+  "start",
+]);
+export type SessionErrorKind = z.infer<typeof SessionErrorKindSchema>;
+
+export const SessionErrorEventSchema = z.looseObject({
+  type: z.literal("session:error"),
+  ...base,
+  error: z.string(),
+  // A kind this client does not know yet is kept as a plain string.
+  kind: z.union([SessionErrorKindSchema, z.string()]),
+  subtype: z.string().optional(),
+  apiErrorStatus: z.number().int().optional(),
+  exitCode: z.number().int().optional(),
+  stderrTail: z.string().optional(),
+  costUsd: z.number().optional(),
+});
+
+export const ProcessExitEventSchema = z.looseObject({
+  type: z.literal("process:exit"),
+  ...base,
+  code: z.number().int(),
+  signal: z.string().optional(),
+});
+
+export const KnownEventSchema = z.discriminatedUnion("type", [
+  SessionInitEventSchema,
+  ChatDeltaEventSchema,
+  ThinkingDeltaEventSchema,
+  ChatCompleteEventSchema,
+  ToolStartEventSchema,
+  ToolResultEventSchema,
+  SessionCompleteEventSchema,
+  SessionErrorEventSchema,
+  ProcessExitEventSchema,
+]);
+
+export type SessionInitEvent = z.infer<typeof SessionInitEventSchema>;
+export type ChatDeltaEvent = z.infer<typeof ChatDeltaEventSchema>;
+export type ThinkingDeltaEvent = z.infer<typeof ThinkingDeltaEventSchema>;
+export type ChatCompleteEvent = z.infer<typeof ChatCompleteEventSchema>;
+export type ToolStartEvent = z.infer<typeof ToolStartEventSchema>;
+export type ToolResultEvent = z.infer<typeof ToolResultEventSchema>;
+export type SessionCompleteEvent = z.infer<typeof SessionCompleteEventSchema>;
+export type SessionErrorEvent = z.infer<typeof SessionErrorEventSchema>;
+export type ProcessExitEvent = z.infer<typeof ProcessExitEventSchema>;
+export type KnownEvent = z.infer<typeof KnownEventSchema>;
+
+/** An event whose type this client does not know. It is kept, not dropped:
+ * `originalType` is the type the gateway sent and `data` the whole object. */
+export interface UnknownEvent {
+  type: "unknown";
+  originalType: string;
+  sessionId?: string;
+  seq?: number;
+  data: Record<string, unknown>;
+}
+
+/** What the event iterators yield: a known UI event, or an unknown one. */
+export type HarnessEvent = KnownEvent | UnknownEvent;
+export type HarnessEventType = KnownEvent["type"];
+
+export const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set<HarnessEventType>([
+  "session:init",
+  "chat:delta",
+  "thinking:delta",
+  "chat:complete",
+  "tool:start",
+  "tool:result",
+  "session:complete",
+  "session:error",
+  "process:exit",
+]);
+
+/** Thrown when a known event does not have the shape the contract gives it. */
+export class EventShapeError extends Error {
+  readonly raw: unknown;
+  readonly issues: z.core.$ZodIssue[];
+  constructor(raw: unknown, issues: z.core.$ZodIssue[]) {
+    const type = typeof raw === "object" && raw !== null ? (raw as { type?: unknown }).type : undefined;
+    super(`harness: malformed ${String(type)} event: ${issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    this.name = "EventShapeError";
+    this.raw = raw;
+    this.issues = issues;
+  }
+}
+
+/**
+ * Validates one decoded UI event. A known type is checked against its schema
+ * (throwing EventShapeError when it does not fit); any other object with a
+ * string `type` becomes an UnknownEvent. `seq`, when given (from the SSE
+ * `id:` line), fills in a missing `seq` field.
+ */
+export function parseEvent(raw: unknown, seq?: number): HarnessEvent {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new EventShapeError(raw, [
+      { code: "custom", path: [], message: "event is not a JSON object", input: raw } as z.core.$ZodIssue,
+    ]);
+  }
+  const obj = raw as Record<string, unknown>;
+  const withSeq = obj.seq === undefined && seq !== undefined ? { ...obj, seq } : obj;
+  const type = obj.type;
+  if (typeof type === "string" && KNOWN_EVENT_TYPES.has(type)) {
+    const r = KnownEventSchema.safeParse(withSeq);
+    if (!r.success) throw new EventShapeError(raw, r.error.issues);
+    return r.data;
+  }
+  const unknown: UnknownEvent = {
+    type: "unknown",
+    originalType: typeof type === "string" ? type : String(type),
+    data: withSeq,
+  };
+  if (typeof obj.sessionId === "string") unknown.sessionId = obj.sessionId;
+  const s = withSeq.seq;
+  if (typeof s === "number") unknown.seq = s;
+  return unknown;
+}
+
+/** True for the event that ends every turn. */
+export function isTurnEnd(e: HarnessEvent): e is ProcessExitEvent {
+  return e.type === "process:exit";
+}

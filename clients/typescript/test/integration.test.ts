@@ -1,0 +1,286 @@
+// The client against a real `harness serve --demo` (see harness-server.ts).
+//
+// The demo model answers any message with thinking, streamed markdown, a
+// Bash tool use and its result, then a summary; a message containing
+// "error" gets an API error; one containing "long" a long slow answer.
+
+import { test, before, after, describe } from "node:test";
+import assert from "node:assert/strict";
+import {
+  HarnessClient,
+  HarnessError,
+  type HarnessEvent,
+  type Session,
+  type SessionMode,
+} from "../src/index.js";
+import { harnessServer, type TestServer } from "./harness-server.js";
+
+let srv: TestServer;
+let client: HarnessClient;
+let personas: string[] = [];
+
+before(async () => {
+  srv = await harnessServer();
+  client = new HarnessClient({ baseUrl: srv.url, ...(srv.token ? { token: srv.token } : {}), reconnect: { initialDelayMs: 50 } });
+  try {
+    personas = (await client.listPersonas()).map((p) => p.id);
+  } catch (err) {
+    if (!(err instanceof HarnessError && err.status === 404)) throw err;
+  }
+});
+
+after(async () => {
+  await srv?.stop();
+});
+
+async function newSession(mode: SessionMode = "direct", persona: string | null = null): Promise<Session> {
+  return client.createSession({ projectRoot: srv.root, persona, mode });
+}
+
+async function collect(it: AsyncIterable<HarnessEvent>): Promise<HarnessEvent[]> {
+  const out: HarnessEvent[] = [];
+  for await (const e of it) out.push(e);
+  return out;
+}
+
+/** Raw request, for what the typed client refuses to send. */
+async function raw(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  const h: Record<string, string> = { ...headers };
+  if (srv.token && !("Authorization" in h)) h["Authorization"] = `Bearer ${srv.token}`;
+  if (body !== undefined) h["Content-Type"] = "application/json";
+  const init: RequestInit = { method, headers: h };
+  if (body !== undefined) init.body = typeof body === "string" ? body : JSON.stringify(body);
+  return fetch(`${srv.url}/api/harness/${path}`, init);
+}
+
+function assertSeqs(events: HarnessEvent[]) {
+  let prev = 0;
+  for (const e of events) {
+    assert.equal(typeof e.seq, "number", `event ${e.type} has a seq`);
+    assert.ok(e.seq! > prev, `seq ${e.seq} after ${prev} is increasing`);
+    prev = e.seq!;
+  }
+}
+
+/** Waits until the stream has yielded an event matching pred, then hands
+ * back the iterator so the caller can keep reading. */
+async function readUntil(
+  it: AsyncIterator<HarnessEvent>,
+  pred: (e: HarnessEvent) => boolean,
+  got: HarnessEvent[],
+): Promise<void> {
+  for (;;) {
+    const r = await it.next();
+    if (r.done) assert.fail(`stream ended before the awaited event; got ${got.map((e) => e.type).join(", ")}`);
+    got.push(r.value);
+    if (pred(r.value)) return;
+  }
+}
+
+describe("harness serve --demo", () => {
+  test("health", async () => {
+    const h = await client.health();
+    assert.equal(h.ok, true);
+  });
+
+  test("personas list (when the gateway has the route)", async (t) => {
+    if (personas.length === 0) return t.skip("GET /personas answered 404 or an empty list");
+    for (const id of personas) assert.equal(typeof id, "string");
+  });
+
+  test("create, get, list (newest first), delete", async () => {
+    const a = await newSession();
+    assert.equal(a.projectRoot, srv.root);
+    assert.equal(a.mode, "direct");
+    assert.equal(a.claudeSessionId, null);
+    const b = await newSession();
+    assert.deepEqual((await client.getSession(a.id)).id, a.id);
+
+    const list = await client.listSessions(srv.root);
+    const ids = list.map((s) => s.id);
+    assert.ok(ids.includes(a.id) && ids.includes(b.id));
+    assert.ok(ids.indexOf(b.id) < ids.indexOf(a.id), "newest first");
+    assert.ok((await client.listSessions()).some((s) => s.id === a.id), "listed without projectRoot too");
+
+    await client.deleteSession(a.id);
+    await assert.rejects(client.getSession(a.id), (e: unknown) => e instanceof HarnessError && e.status === 404);
+    await assert.rejects(client.deleteSession(a.id), (e: unknown) => e instanceof HarnessError && e.status === 404);
+    await client.deleteSession(b.id);
+  });
+
+  test("create with a persona from the picker list", async (t) => {
+    if (personas.length === 0) return t.skip("no persona list");
+    const s = await newSession("workbench", personas[0]!);
+    assert.equal(s.persona, personas[0]);
+    await client.deleteSession(s.id);
+  });
+
+  test("route errors: 400, 403, 404", async () => {
+    let r = await raw("POST", "session/create", { projectRoot: srv.root, persona: null, mode: "nonsense" });
+    assert.equal(r.status, 400);
+    assert.equal(typeof ((await r.json()) as { error: unknown }).error, "string");
+    r = await raw("POST", "session/create", "{not json");
+    assert.equal(r.status, 400);
+    r = await raw("POST", "session/create", { projectRoot: "/definitely/not/allowed", persona: null, mode: "direct" });
+    assert.equal(r.status, 403);
+    r = await raw("POST", "session/create", { projectRoot: srv.root, persona: "NO_SUCH_PERSONA", mode: "workbench" });
+    assert.equal(r.status, 404);
+    r = await raw("POST", "turn", { sessionId: "no-such-session", message: "hi" });
+    assert.equal(r.status, 404);
+    const s = await newSession();
+    r = await raw("POST", "turn", { sessionId: s.id, message: "" });
+    assert.equal(r.status, 400);
+    assert.equal(await client.interrupt(s.id), false, "interrupt with no running turn is 404");
+    await assert.rejects(client.getSession("no-such-session"), (e: unknown) => e instanceof HarnessError && e.status === 404);
+    await client.deleteSession(s.id);
+  });
+
+  test("a turn streams thinking, text, a tool use and its result, then completes", async () => {
+    const s = await newSession();
+    const events = await collect(await client.startTurn(s.id, "Hello, what is in this project?"));
+    const types = events.map((e) => e.type);
+    assert.equal(types[0], "session:init", `first event: ${types.join(", ")}`);
+    assert.equal(types.at(-1), "process:exit");
+    assert.equal(types.filter((t) => t === "process:exit").length, 1);
+    assert.ok(types.includes("thinking:delta"), "thinking");
+    assert.ok(types.filter((t) => t === "chat:delta").length > 1, "text streams in several deltas");
+    for (const e of events) if (e.type !== "unknown") assert.equal(e.sessionId, s.id);
+    assertSeqs(events);
+
+    const start = events.find((e) => e.type === "tool:start");
+    const result = events.find((e) => e.type === "tool:result");
+    assert.ok(start && start.type === "tool:start");
+    assert.ok(result && result.type === "tool:result");
+    assert.equal(start.name, "Bash");
+    assert.equal(result.toolUseId, start.toolUseId);
+    assert.equal(result.isError, false);
+    assert.ok(types.indexOf("tool:start") < types.indexOf("tool:result"));
+
+    const complete = events.find((e) => e.type === "chat:complete");
+    assert.ok(complete && complete.type === "chat:complete" && complete.text.length > 0);
+    const done = events.find((e) => e.type === "session:complete");
+    assert.ok(done && done.type === "session:complete");
+    assert.ok(done.costUsd >= 0);
+    const exit = events.at(-1)!;
+    assert.ok(exit.type === "process:exit" && exit.code === 0);
+
+    const init = events[0]!;
+    assert.ok(init.type === "session:init");
+    const after = await client.getSession(s.id);
+    assert.equal(after.claudeSessionId, init.claudeSessionId, "the session remembers Claude's session id");
+
+    // History: /events replays exactly what the turn streamed.
+    const replay = await collect(client.sessionEvents(s.id));
+    assert.deepEqual(replay, events);
+    // ... and after=N gives only the tail.
+    const mid = events[Math.floor(events.length / 2)]!.seq!;
+    const tail = await collect(client.sessionEvents(s.id, { after: mid }));
+    assert.deepEqual(tail, events.filter((e) => e.seq! > mid));
+
+    // A second turn resumes the same conversation and is appended to the log.
+    const second = await collect(await client.startTurn(s.id, "And again?"));
+    assert.equal(second.at(-1)!.type, "process:exit");
+    assert.ok(second[0]!.seq! > events.at(-1)!.seq!);
+    const all = await collect(client.sessionEvents(s.id));
+    assert.equal(all.length, events.length + second.length);
+    await client.deleteSession(s.id);
+  });
+
+  test("a message with 'error' ends in session:error kind api_error", async () => {
+    const s = await newSession();
+    const events = await collect(await client.startTurn(s.id, "please cause an error"));
+    const err = events.find((e) => e.type === "session:error");
+    assert.ok(err && err.type === "session:error", `types: ${events.map((e) => e.type).join(", ")}`);
+    assert.equal(err.kind, "api_error");
+    assert.equal(events.at(-1)!.type, "process:exit");
+    assert.ok(!events.some((e) => e.type === "session:complete"));
+    await client.deleteSession(s.id);
+  });
+
+  test("a long answer can be interrupted; a second turn meanwhile is 409", async () => {
+    const s = await newSession();
+    const stream = await client.startTurn(s.id, "tell me a long story");
+    const it = stream[Symbol.asyncIterator]();
+    const got: HarnessEvent[] = [];
+    await readUntil(it, (e) => e.type === "chat:delta", got);
+
+    await assert.rejects(client.startTurn(s.id, "me too"), (e: unknown) => e instanceof HarnessError && e.status === 409);
+    assert.equal(await client.interrupt(s.id), true);
+
+    const t0 = Date.now();
+    for (;;) {
+      const r = await it.next();
+      if (r.done) break;
+      got.push(r.value);
+    }
+    assert.ok(Date.now() - t0 < 10_000, "the turn ends soon after the interrupt");
+    const err = got.find((e) => e.type === "session:error");
+    assert.ok(err && err.type === "session:error", `types: ${got.map((e) => e.type).join(", ")}`);
+    assert.equal(err.kind, "interrupted");
+    assert.equal(got.at(-1)!.type, "process:exit");
+    assert.equal(await client.interrupt(s.id), false, "nothing left to interrupt");
+
+    // The session is usable again.
+    const next = await collect(await client.startTurn(s.id, "hi again"));
+    assert.equal(next.at(-1)!.type, "process:exit");
+    await client.deleteSession(s.id);
+  });
+
+  test("a dropped turn stream is resumed with Last-Event-ID", async () => {
+    const s = await newSession();
+    // A fetch whose first turn stream dies after ~3 events: the client must
+    // pick up the rest from /session/{id}/events.
+    let cut = false;
+    const lastEventIds: string[] = [];
+    const flaky: typeof fetch = async (input, init) => {
+      const url = String(input);
+      const h = new Headers(init?.headers);
+      if (url.includes("/events")) lastEventIds.push(h.get("Last-Event-ID") ?? "");
+      const res = await fetch(input, init);
+      if (cut || !url.endsWith("/api/harness/turn") || !res.body) return res;
+      cut = true;
+      const reader = res.body.getReader();
+      let frames = 0;
+      const body = new ReadableStream<Uint8Array>({
+        async pull(c) {
+          const { done, value } = await reader.read();
+          if (done) return c.close();
+          c.enqueue(value);
+          frames += new TextDecoder().decode(value).split("\n\n").length - 1;
+          if (frames >= 3) {
+            await reader.cancel();
+            c.error(new TypeError("terminated (simulated network drop)"));
+          }
+        },
+      });
+      return new Response(body, { status: res.status, headers: res.headers });
+    };
+    const c = new HarnessClient({ baseUrl: srv.url, ...(srv.token ? { token: srv.token } : {}), fetch: flaky, reconnect: { initialDelayMs: 50 } });
+    const reconnects: number[] = [];
+    const events = await collect(await c.startTurn(s.id, "hello", { onReconnect: (i) => reconnects.push(i.attempt) }));
+    assert.ok(cut, "the stream was cut");
+    assert.ok(reconnects.length >= 1, "it reconnected");
+    assert.ok(lastEventIds.length >= 1 && lastEventIds[0] !== "", `Last-Event-ID sent: ${JSON.stringify(lastEventIds)}`);
+    assert.equal(events.at(-1)!.type, "process:exit");
+    assertSeqs(events);
+    // Nothing lost: the same as the stored log.
+    assert.deepEqual(events, await collect(client.sessionEvents(s.id)));
+    await client.deleteSession(s.id);
+  });
+
+  test("deleting a session with a running turn kills it", async () => {
+    const s = await newSession();
+    const stream = await client.startTurn(s.id, "a long one please");
+    const it = stream[Symbol.asyncIterator]();
+    await readUntil(it, (e) => e.type === "chat:delta", []);
+    await client.deleteSession(s.id);
+    stream.close();
+    await assert.rejects(client.getSession(s.id), (e: unknown) => e instanceof HarnessError && e.status === 404);
+  });
+
+  test("token auth: a request without the token is 401", async (t) => {
+    if (!srv.token) return t.skip("HARNESS_TOKEN not set");
+    const r = await raw("GET", "session/list", undefined, { Authorization: "" });
+    assert.equal(r.status, 401);
+  });
+});

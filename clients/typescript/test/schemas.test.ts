@@ -1,0 +1,88 @@
+// Unit tests of the event and body schemas (no server needed).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  EventShapeError,
+  SessionSchema,
+  SessionSummarySchema,
+  parseEvent,
+  type HarnessEvent,
+} from "../src/schemas.js";
+
+const sid = "s1";
+
+test("every known event type parses, with seq taken from the SSE id", () => {
+  const samples: Record<string, unknown>[] = [
+    { type: "session:init", sessionId: sid, claudeSessionId: "c", model: "m", tools: ["Bash"], cliVersion: "2.1" },
+    { type: "chat:delta", sessionId: sid, text: "he" },
+    { type: "thinking:delta", sessionId: sid, text: "hm", parentToolUseId: "tu" },
+    { type: "chat:complete", sessionId: sid, text: "hello" },
+    { type: "tool:start", sessionId: sid, toolUseId: "t1", name: "Bash", input: { command: "ls" } },
+    { type: "tool:result", sessionId: sid, toolUseId: "t1", content: "a\nb", isError: false },
+    { type: "session:complete", sessionId: sid, costUsd: 0.01, usage: { input_tokens: 3 }, numTurns: 2, durationMs: 40 },
+    { type: "session:error", sessionId: sid, error: "boom", kind: "api_error", apiErrorStatus: 500 },
+    { type: "process:exit", sessionId: sid, code: -1, signal: "SIGKILL" },
+  ];
+  samples.forEach((raw, i) => {
+    const ev = parseEvent(raw, i + 1);
+    assert.equal(ev.type, raw.type);
+    assert.equal(ev.seq, i + 1);
+  });
+});
+
+test("a seq field in the data wins over the SSE id", () => {
+  assert.equal(parseEvent({ type: "chat:delta", sessionId: sid, text: "x", seq: 9 }, 4).seq, 9);
+});
+
+test("unknown event types are kept as type 'unknown'", () => {
+  const ev = parseEvent({ type: "future:thing", sessionId: sid, foo: 1 }, 3);
+  assert.deepEqual(ev, {
+    type: "unknown",
+    originalType: "future:thing",
+    sessionId: sid,
+    seq: 3,
+    data: { type: "future:thing", sessionId: sid, foo: 1, seq: 3 },
+  });
+});
+
+test("extra fields on known events pass through; unknown error kinds are kept", () => {
+  const ev = parseEvent({ type: "session:error", sessionId: sid, error: "x", kind: "brand_new", extra: true });
+  assert.equal(ev.type, "session:error");
+  if (ev.type === "session:error") {
+    assert.equal(ev.kind, "brand_new");
+    assert.equal((ev as Record<string, unknown>).extra, true);
+  }
+});
+
+test("a malformed known event throws EventShapeError", () => {
+  assert.throws(() => parseEvent({ type: "chat:delta", sessionId: sid }), EventShapeError);
+  assert.throws(() => parseEvent({ type: "process:exit", sessionId: sid, code: "0" }), EventShapeError);
+  assert.throws(() => parseEvent("nope"), EventShapeError);
+});
+
+test("types narrow on the discriminant", () => {
+  const ev: HarnessEvent = parseEvent({ type: "tool:result", sessionId: sid, toolUseId: "t", content: "c", isError: true });
+  switch (ev.type) {
+    case "tool:result":
+      assert.equal(ev.isError, true);
+      break;
+    default:
+      assert.fail("wrong type");
+  }
+});
+
+test("session and summary schemas", () => {
+  const s = {
+    id: "a",
+    createdAt: "2026-01-01T00:00:00Z",
+    updatedAt: "2026-01-01T00:00:00Z",
+    projectRoot: "/p",
+    persona: null,
+    mode: "direct",
+    claudeSessionId: null,
+    schemaVersion: 1,
+  };
+  assert.deepEqual(SessionSchema.parse(s), s);
+  assert.equal(SessionSummarySchema.parse({ ...s, turns: 3 }).id, "a");
+  assert.throws(() => SessionSchema.parse({ ...s, mode: "other" }));
+});

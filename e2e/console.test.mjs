@@ -1,0 +1,321 @@
+// Drives the web console in headless Chromium against `harness serve --demo`:
+// create a session, send a message, see streamed text and a tool card,
+// interrupt a long answer, reload and see the history, delete.
+//
+//   HARNESS_URL   a running gateway (with HARNESS_ROOT, an allowed project
+//                 root, and HARNESS_TOKEN if it wants one), or
+//   HARNESS_BIN   the binary to start as `serve --demo --addr 127.0.0.1:0
+//                 --root <tmp>` (default ../bin/harness from e2e/)
+//   CHROMIUM      the browser (default /usr/bin/chromium)
+//
+// Screenshots go to e2e/artifacts/.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const artifacts = path.join(here, "artifacts");
+const LAPTOP = { width: 1366, height: 820 };
+const PHONE = { width: 390, height: 844 };
+const T = 20_000; // default wait for a UI state
+
+let server; // {url, token, root, stop}
+let browser;
+const pageErrors = [];
+
+async function startServer() {
+  const token = process.env.HARNESS_TOKEN || "";
+  if (process.env.HARNESS_URL) {
+    if (!process.env.HARNESS_ROOT) throw new Error("HARNESS_URL is set: set HARNESS_ROOT to a project root the gateway allows");
+    return { url: process.env.HARNESS_URL.replace(/\/+$/, ""), token, root: process.env.HARNESS_ROOT, stop: async () => {} };
+  }
+  const bin = path.resolve(here, process.env.HARNESS_BIN || "../bin/harness");
+  if (!fs.existsSync(bin)) throw new Error(`harness binary not found at ${bin}: build it (go build -o bin/harness ./cmd/harness) or set HARNESS_BIN / HARNESS_URL`);
+  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "harness-e2e-")));
+  // Something for the demo's `ls` to list.
+  fs.writeFileSync(path.join(root, "README.md"), "# demo project\n");
+  fs.mkdirSync(path.join(root, "src"));
+  fs.writeFileSync(path.join(root, "src", "main.go"), "package main\n");
+  const child = spawn(bin, ["serve", "--demo", "--addr", "127.0.0.1:0", "--root", root], { stdio: ["ignore", "pipe", "pipe"], env: process.env });
+  let stderr = "";
+  child.stderr.on("data", (b) => {
+    stderr += b;
+    if (process.env.HARNESS_TEST_VERBOSE) process.stderr.write(b);
+  });
+  const url = await new Promise((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`no "listening on" line in 30 s\nstdout: ${out}\nstderr: ${stderr}`)), 30_000);
+    child.stdout.on("data", (b) => {
+      out += b;
+      const m = /^harness: listening on (http:\/\/\S+)\s*$/m.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        child.stdout.removeAllListeners("data");
+        child.stdout.resume();
+        resolve(m[1].replace(/\/+$/, ""));
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`harness exited (${code}) before listening\nstdout: ${out}\nstderr: ${stderr}`));
+    });
+  });
+  return {
+    url,
+    token,
+    root,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const gone = new Promise((r) => child.once("exit", r));
+        child.kill("SIGTERM");
+        const k = setTimeout(() => child.kill("SIGKILL"), 5000);
+        await gone;
+        clearTimeout(k);
+      }
+      fs.rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+before(async () => {
+  fs.mkdirSync(artifacts, { recursive: true });
+  server = await startServer();
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function newPage(viewport, { isMobile = false } = {}) {
+  const ctx = await browser.newContext({ viewport, deviceScaleFactor: isMobile ? 2 : 1, isMobile, hasTouch: isMobile });
+  const page = await ctx.newPage();
+  page.on("pageerror", (e) => pageErrors.push(String(e)));
+  page.on("console", (m) => {
+    if (m.type() === "error" && !/status of 40[149]/.test(m.text())) pageErrors.push(m.text());
+  });
+  return page;
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(artifacts, `${name}.png`), fullPage: false });
+}
+
+/** Opens the console; gives it the token first when the gateway wants one. */
+async function open(page, hash = "") {
+  await page.goto(server.url + "/" + hash);
+  if (server.token) {
+    await page.getByTestId("token-input").waitFor({ timeout: T });
+    await page.getByTestId("token-input").fill(server.token);
+    await page.getByTestId("token-save").click();
+  }
+}
+
+const byId = (page, id) => page.getByTestId(id);
+
+test("the console drives a session end to end", async () => {
+  const page = await newPage(LAPTOP);
+  await open(page);
+  await page.getByText("Pick a session").waitFor({ timeout: T });
+
+  // The token never travels in a URL.
+  const requests = [];
+  page.on("request", (r) => requests.push(r.url()));
+
+  // --- create a session
+  await byId(page, "new-session").click();
+  await byId(page, "new-root").fill(server.root);
+  await byId(page, "new-mode").selectOption("direct");
+  await shot(page, "01-new-session-form");
+  await byId(page, "create-session").click();
+  const item = byId(page, "session-item");
+  await item.first().waitFor({ timeout: T });
+  assert.equal(await item.count(), 1);
+  assert.match(await item.first().getAttribute("class"), /active/);
+  const sessionId = await item.first().getAttribute("data-session-id");
+  assert.ok(sessionId);
+  assert.equal(new URL(page.url()).hash, `#s=${encodeURIComponent(sessionId)}`);
+
+  // --- send a message with Enter; Shift+Enter makes a new line
+  const input = byId(page, "message-input");
+  await input.click();
+  await input.type("Hello,");
+  await input.press("Shift+Enter");
+  await input.type("what is in this project?");
+  assert.equal(await input.inputValue(), "Hello,\nwhat is in this project?");
+  await input.press("Enter");
+  await byId(page, "user-message").first().waitFor({ timeout: T });
+  assert.equal(await byId(page, "user-message").first().innerText(), "Hello,\nwhat is in this project?");
+  assert.equal(await input.inputValue(), "", "the box is cleared after sending");
+
+  // Streamed text, a thinking block, a tool card with its result, a cost badge.
+  const answer = byId(page, "assistant-message").first();
+  await answer.locator(".md").first().waitFor({ timeout: T });
+  await byId(page, "tool-card").first().waitFor({ timeout: T });
+  await byId(page, "cost-badge").first().waitFor({ timeout: 60_000 });
+  assert.ok((await answer.locator(".md").first().innerText()).trim().length > 0, "assistant text rendered");
+  assert.ok((await byId(page, "thinking-block").count()) >= 1, "thinking shown");
+  const card = byId(page, "tool-card").first();
+  assert.equal(await card.getByTestId("tool-name").innerText(), "Bash");
+  await card.getByTestId("tool-result").waitFor({ timeout: T });
+  assert.doesNotMatch(await card.getAttribute("class"), /error/);
+  assert.match(await byId(page, "cost-badge").first().innerText(), /\$/);
+  await shot(page, "02-answer-with-tool-card");
+  assert.ok(await byId(page, "interrupt").isHidden(), "no interrupt button once the turn is over");
+
+  // --- interrupt a long answer with Esc
+  await input.fill("Please write a long answer.");
+  await input.press("Enter");
+  await byId(page, "interrupt").waitFor({ state: "visible", timeout: T });
+  const second = byId(page, "assistant-message").nth(1);
+  // Wait for streamed answer text (not just thinking) before stopping it.
+  await page.waitForFunction(
+    (el) => el && [...el.querySelectorAll(".md")].some((m) => m.innerText.trim().length > 20),
+    await second.elementHandle({ timeout: T }),
+    { timeout: 30_000 },
+  );
+  const partial = await second.locator(".md").first().innerText();
+  await shot(page, "03-long-answer-streaming");
+  await page.keyboard.press("Escape");
+  await byId(page, "turn-interrupted").waitFor({ timeout: T });
+  await byId(page, "interrupt").waitFor({ state: "hidden", timeout: T });
+  // The partial answer stays on screen.
+  assert.ok((await second.locator(".md").first().innerText()).startsWith(partial.slice(0, 20)));
+  await shot(page, "04-interrupted");
+
+  // --- an API error shows in red
+  await input.fill("this should be an error");
+  await input.press("Enter");
+  await byId(page, "turn-error").waitFor({ timeout: 30_000 });
+  await shot(page, "05-api-error");
+
+  const before = {
+    assistants: await byId(page, "assistant-message").count(),
+    tools: await byId(page, "tool-card").count(),
+    badges: await byId(page, "cost-badge").count(),
+    text: await answer.locator(".md").first().innerText(),
+  };
+
+  // --- reload: the history comes back from /events
+  await page.reload();
+  if (server.token) {
+    // The token was kept in session storage: no prompt this time.
+    assert.ok(await byId(page, "token-input").isHidden());
+  }
+  await byId(page, "tool-card").first().waitFor({ timeout: T });
+  await byId(page, "turn-error").waitFor({ timeout: T });
+  assert.equal(await byId(page, "assistant-message").count(), before.assistants);
+  assert.equal(await byId(page, "tool-card").count(), before.tools);
+  assert.equal(await byId(page, "cost-badge").count(), before.badges);
+  assert.equal(await byId(page, "turn-interrupted").count(), 1);
+  assert.equal(await byId(page, "assistant-message").first().locator(".md").first().innerText(), before.text);
+  assert.ok((await byId(page, "user-message").count()) >= 3, "the user's messages are shown again");
+  await shot(page, "06-after-reload");
+
+  // --- a phone-sized screen
+  const phone = await newPage(PHONE, { isMobile: true });
+  await open(phone, `#s=${encodeURIComponent(sessionId)}`);
+  await byId(phone, "tool-card").first().waitFor({ timeout: T });
+  await shot(phone, "07-phone-chat");
+  await phone.getByLabel("Show sessions").click();
+  await byId(phone, "session-item").first().waitFor({ state: "visible", timeout: T });
+  await phone.waitForTimeout(300); // drawer animation
+  await shot(phone, "08-phone-sessions");
+  const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `no horizontal scrolling on a phone (${overflow}px)`);
+  await phone.context().close();
+
+  // --- delete (two clicks: arm, confirm)
+  const del = byId(page, "delete-session").first();
+  await del.click();
+  await del.click();
+  await byId(page, "session-item").first().waitFor({ state: "detached", timeout: T });
+  await page.getByText("Pick a session").waitFor({ timeout: T });
+
+  if (server.token) {
+    for (const u of requests) assert.ok(!u.includes(server.token), `token in a URL: ${u}`);
+  }
+  assert.deepEqual(pageErrors, [], "no errors in the page");
+  await page.context().close();
+});
+
+test("a dropped turn stream is resumed with Last-Event-ID", async () => {
+  const page = await newPage(LAPTOP);
+  // Cut the first POST /turn stream after three SSE frames, as a flaky
+  // network would, and record the Last-Event-ID of the requests that follow.
+  await page.addInitScript(() => {
+    const realFetch = window.fetch.bind(window);
+    window.__resumes = [];
+    let cut = false;
+    window.fetch = async (input, init) => {
+      const url = String(input instanceof Request ? input.url : input);
+      const headers = new Headers(init?.headers);
+      if (url.includes("/events")) window.__resumes.push(headers.get("Last-Event-ID") ?? "");
+      const res = await realFetch(input, init);
+      if (cut || !url.endsWith("/api/harness/turn") || !res.ok || !res.body) return res;
+      cut = true;
+      const reader = res.body.getReader();
+      const dec = new TextDecoder();
+      let frames = 0;
+      const body = new ReadableStream({
+        async pull(c) {
+          const { done, value } = await reader.read();
+          if (done) return c.close();
+          c.enqueue(value);
+          frames += dec.decode(value).split("\n\n").length - 1;
+          if (frames >= 3) {
+            await reader.cancel();
+            c.error(new TypeError("network error (simulated)"));
+          }
+        },
+      });
+      return new Response(body, { status: res.status, headers: res.headers });
+    };
+  });
+  await open(page);
+  await byId(page, "new-session").click();
+  await byId(page, "new-root").fill(server.root);
+  await byId(page, "create-session").click();
+  await byId(page, "session-item").first().waitFor({ timeout: T });
+  await page.waitForFunction(() => window.__resumes.length >= 1, null, { timeout: T }); // the history load
+  const input = byId(page, "message-input");
+  await input.fill("hello again");
+  await input.press("Enter");
+  await byId(page, "cost-badge").first().waitFor({ timeout: 60_000 });
+  const resumes = await page.evaluate(() => window.__resumes);
+  assert.ok(resumes.length >= 2, `resumed: ${JSON.stringify(resumes)}`);
+  assert.match(resumes[1], /^\d+$/, "the resume sent Last-Event-ID");
+  assert.equal(await byId(page, "tool-card").count(), 1, "nothing shown twice");
+  assert.equal(await byId(page, "assistant-message").count(), 1);
+  const text = await byId(page, "assistant-message").first().innerText();
+  await shot(page, "09-resumed-after-drop");
+
+  // The same as a fresh load of the history.
+  await page.reload();
+  await byId(page, "cost-badge").first().waitFor({ timeout: T });
+  assert.equal(await byId(page, "assistant-message").first().innerText(), text);
+  assert.deepEqual(pageErrors, []);
+  await byId(page, "delete-session").first().click();
+  await byId(page, "delete-session").first().click();
+  await byId(page, "session-item").first().waitFor({ state: "detached", timeout: T });
+  await page.context().close();
+});

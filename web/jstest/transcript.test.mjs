@@ -1,0 +1,136 @@
+// Unit tests of the console's event model and SSE parser: node --test web/jstest/
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Transcript, truncateLines, toolSummary, formatCost } from "../static/transcript.js";
+import { SSEParser } from "../static/sse.js";
+
+const S = "s1";
+let seq = 0;
+const ev = (type, fields = {}) => ({ type, sessionId: S, seq: ++seq, ...fields });
+
+function turnEvents() {
+  return [
+    ev("session:init", { claudeSessionId: "c1", model: "claude-x", tools: ["Bash"] }),
+    ev("thinking:delta", { text: "Let me " }),
+    ev("thinking:delta", { text: "look." }),
+    ev("chat:delta", { text: "I will **list**" }),
+    ev("chat:delta", { text: " files." }),
+    ev("tool:start", { toolUseId: "t1", name: "Bash", input: { command: "ls -la" } }),
+    ev("tool:result", { toolUseId: "t1", content: "a\nb", isError: false }),
+    ev("chat:delta", { text: "Done." }),
+    ev("chat:complete", { text: "Done." }),
+    ev("future:event", { anything: true }),
+    ev("session:complete", { costUsd: 0.0123, usage: {}, numTurns: 2, durationMs: 1500 }),
+    ev("process:exit", { code: 0 }),
+  ];
+}
+
+test("folds a turn into thinking, text and tool blocks", () => {
+  const t = new Transcript();
+  t.addUser("hello", { local: true });
+  for (const e of turnEvents()) assert.equal(t.apply(e), true);
+  assert.equal(t.turns.length, 1);
+  const turn = t.turns[0];
+  assert.equal(turn.user, "hello");
+  assert.deepEqual(
+    turn.blocks.map((b) => [b.kind, b.text ?? b.name]),
+    [
+      ["thinking", "Let me look."],
+      ["text", "I will **list** files."],
+      ["tool", "Bash"],
+      ["text", "Done."],
+    ],
+  );
+  assert.deepEqual(turn.blocks[2].result, { content: "a\nb", isError: false });
+  assert.equal(turn.cost.costUsd, 0.0123);
+  assert.equal(turn.status, "done");
+  assert.equal(turn.unknown.length, 1);
+  assert.equal(t.running, false);
+});
+
+test("skips replayed events and starts a new turn after process:exit", () => {
+  const t = new Transcript();
+  const first = turnEvents();
+  for (const e of first) t.apply(e);
+  for (const e of first) assert.equal(t.apply(e), false, "a replayed event is skipped");
+  t.apply(ev("chat:delta", { text: "second" }));
+  assert.equal(t.turns.length, 2);
+  assert.equal(t.running, true);
+  t.apply(ev("session:error", { error: "stopped", kind: "interrupted" }));
+  t.apply(ev("process:exit", { code: -1, signal: "SIGINT" }));
+  assert.equal(t.turns[1].status, "interrupted");
+  assert.equal(t.running, false);
+});
+
+test("chat:complete fills in text the deltas missed", () => {
+  const t = new Transcript();
+  t.apply(ev("chat:complete", { text: "whole answer" }));
+  assert.equal(t.turns[0].blocks[0].text, "whole answer");
+  const u = new Transcript();
+  u.apply(ev("chat:delta", { text: "whole" }));
+  u.apply(ev("chat:complete", { text: "whole answer" }));
+  assert.equal(u.turns[0].blocks.length, 1);
+  assert.equal(u.turns[0].blocks[0].text, "whole answer");
+});
+
+test("subagent events go into their Task tool card", () => {
+  const t = new Transcript();
+  t.apply(ev("tool:start", { toolUseId: "task1", name: "Task", input: { prompt: "explore" } }));
+  t.apply(ev("chat:delta", { text: "sub says", parentToolUseId: "task1" }));
+  t.apply(ev("tool:start", { toolUseId: "t2", name: "Read", input: {}, parentToolUseId: "task1" }));
+  t.apply(ev("tool:result", { toolUseId: "t2", content: "x", isError: true, parentToolUseId: "task1" }));
+  const card = t.turns[0].blocks[0];
+  assert.equal(t.turns[0].blocks.length, 1);
+  assert.deepEqual(card.blocks.map((b) => b.kind), ["text", "tool"]);
+  assert.equal(card.blocks[1].result.isError, true);
+});
+
+test("a gateway-logged user event names the turn", () => {
+  const t = new Transcript();
+  t.addUser("local copy", { local: true });
+  t.apply(ev("user:message", { text: "from the log" }));
+  t.apply(ev("chat:delta", { text: "hi" }));
+  assert.equal(t.turns.length, 1);
+  assert.equal(t.turns[0].user, "from the log");
+});
+
+test("malformed events never throw", () => {
+  const t = new Transcript();
+  for (const bad of [null, 1, "x", {}, { type: 5 }, { type: "tool:result", toolUseId: "nope" }, { type: "chat:delta" }]) {
+    t.apply(bad);
+  }
+  assert.ok(t.turns.length <= 1);
+});
+
+test("truncateLines", () => {
+  const lines = Array.from({ length: 250 }, (_, i) => `line ${i + 1}`).join("\n");
+  const r = truncateLines(lines, 100);
+  assert.equal(r.text.split("\n").length, 100);
+  assert.equal(r.more, 150);
+  assert.deepEqual(truncateLines("a\nb", 100), { text: "a\nb", more: 0 });
+  assert.deepEqual(truncateLines(Array(100).fill("x").join("\n") + "\n", 100).more, 0);
+  assert.equal(truncateLines(Array(101).fill("x").join("\n"), 100).more, 1);
+});
+
+test("toolSummary and formatCost", () => {
+  assert.equal(toolSummary("Bash", { command: "ls\n -la" }), "ls -la");
+  assert.equal(toolSummary("Read", { file_path: "/a/b" }), "/a/b");
+  assert.equal(toolSummary("X", null), "");
+  assert.equal(formatCost(0.0123), "$0.01");
+  assert.equal(formatCost(0.001234), "$0.0012");
+  assert.equal(formatCost(1.5), "$1.50");
+});
+
+test("the console's SSE parser handles ids, comments and split CRLF", () => {
+  const text = ': heartbeat\r\n\r\nid: 4\r\ndata: {"a":1}\r\n\r\nid: 5\ndata: x\ndata: y\n\n';
+  for (let cut = 0; cut <= text.length; cut++) {
+    const comments = [];
+    const p = new SSEParser((c) => comments.push(c));
+    const out = [...p.feed(text.slice(0, cut)), ...p.feed(text.slice(cut))];
+    assert.deepEqual(out, [
+      { event: "message", data: '{"a":1}', id: "4" },
+      { event: "message", data: "x\ny", id: "5" },
+    ]);
+    assert.deepEqual(comments, ["heartbeat"]);
+  }
+});

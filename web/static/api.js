@@ -1,0 +1,128 @@
+// Talking to the gateway at /api/harness/*: JSON routes and event streams.
+
+import { readSSE } from "./sse.js";
+
+const BASE = "/api/harness/";
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+  }
+}
+
+export class Api {
+  /** @param {() => string} getToken  the bearer token, or "" */
+  constructor(getToken) {
+    this.getToken = getToken;
+    /** Called with every 401 answer. */
+    this.onUnauthorized = () => {};
+  }
+
+  headers(extra = {}) {
+    const h = { ...extra };
+    const t = this.getToken();
+    if (t) h["Authorization"] = `Bearer ${t}`;
+    return h;
+  }
+
+  async request(method, path, { body, headers, signal, ok = [] } = {}) {
+    const h = this.headers(headers);
+    const init = { method, headers: h, signal, cache: "no-store" };
+    if (body !== undefined) {
+      h["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    const res = await fetch(BASE + path, init);
+    if (!res.ok && !ok.includes(res.status)) {
+      let msg = `${res.status} ${res.statusText}`;
+      try {
+        const j = await res.json();
+        if (j && typeof j.error === "string") msg = j.error;
+      } catch {
+        /* not JSON */
+      }
+      if (res.status === 401) this.onUnauthorized(msg);
+      throw new ApiError(res.status, msg);
+    }
+    return res;
+  }
+
+  async json(method, path, body) {
+    const res = await this.request(method, path, { body });
+    return res.json();
+  }
+
+  health() {
+    return this.json("GET", "health");
+  }
+  personas() {
+    return this.json("GET", "personas");
+  }
+  listSessions() {
+    return this.json("GET", "session/list");
+  }
+  async createSession(projectRoot, persona, mode) {
+    return (await this.json("POST", "session/create", { projectRoot, persona, mode })).session;
+  }
+  async getSession(id) {
+    return (await this.json("GET", `session/${encodeURIComponent(id)}`)).session;
+  }
+  async deleteSession(id) {
+    await this.request("DELETE", `session/${encodeURIComponent(id)}`);
+  }
+  /** true when a running turn was interrupted, false when none ran. */
+  async interrupt(sessionId) {
+    const res = await this.request("POST", "interrupt", { body: { sessionId }, ok: [404] });
+    return res.status === 200;
+  }
+
+  /** POST /turn; resolves to the SSE response once the turn is accepted. */
+  startTurn(sessionId, message, signal) {
+    return this.request("POST", "turn", {
+      body: { sessionId, message },
+      headers: { Accept: "text/event-stream" },
+      signal,
+    });
+  }
+
+  /** GET /session/{id}/events after `after` (Last-Event-ID when > 0). */
+  openEvents(sessionId, after, signal) {
+    const headers = { Accept: "text/event-stream" };
+    if (after > 0) headers["Last-Event-ID"] = String(after);
+    return this.request("GET", `session/${encodeURIComponent(sessionId)}/events?after=${after}`, { headers, signal });
+  }
+}
+
+/** Decodes the UI events of an SSE response. The SSE id fills in a missing
+ * seq. Unparseable data is reported and skipped, never fatal. */
+export async function* eventsOf(res, onComment) {
+  for await (const msg of readSSE(res.body, onComment)) {
+    if (msg.event !== "message") continue;
+    let ev;
+    try {
+      ev = JSON.parse(msg.data);
+    } catch {
+      console.warn("harness: skipped an event that is not JSON", msg.data);
+      continue;
+    }
+    if (!ev || typeof ev !== "object" || typeof ev.type !== "string") continue;
+    if (typeof ev.seq !== "number" && /^\d+$/.test(msg.id)) ev.seq = Number(msg.id);
+    yield ev;
+  }
+}
+
+export const sleep = (ms, signal) =>
+  new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(t);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });

@@ -1,0 +1,732 @@
+// The harness web console: session sidebar, streaming chat, tool cards.
+//
+// Model text reaches the page only through textContent or through
+// renderMarkdown, which escapes it before adding markup.
+
+import { Api, ApiError, eventsOf, sleep } from "./api.js";
+import { Transcript, truncateLines, toolSummary, formatCost, formatDuration } from "./transcript.js";
+import { renderMarkdown } from "./markdown.js";
+
+const $ = (id) => document.getElementById(id);
+const TOKEN_KEY = "harness.token";
+const ROOT_KEY = "harness.lastRoot";
+const USER_KEY = (id) => `harness.user.${id}`;
+const MAX_RESULT_LINES = 100;
+
+// ---------------------------------------------------------------------------
+// State
+
+let token = safeStorage(() => sessionStorage.getItem(TOKEN_KEY)) || "";
+const api = new Api(() => token);
+
+const state = {
+  sessions: [],
+  currentId: null,
+  current: null, // the Session object
+  transcript: new Transcript(),
+  reader: null, // AbortController of the stream being read
+  sending: false,
+  personas: null, // null: not loaded; [] with personaFree: free text
+  personaFree: false,
+  localUsers: [], // user messages remembered by this browser: [{after, text}]
+};
+
+function safeStorage(f) {
+  try {
+    return f();
+  } catch {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Small DOM helpers
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c);
+  return e;
+}
+
+function setStatus(text, kind = "") {
+  const s = $("status");
+  s.textContent = text;
+  s.className = `status ${kind}`;
+  s.hidden = !text;
+}
+
+function toast(text, kind = "error") {
+  const t = el("div", { class: `toast ${kind}`, role: "alert", text });
+  $("toasts").append(t);
+  setTimeout(() => t.remove(), 6000);
+}
+
+function relTime(iso) {
+  const t = Date.parse(iso);
+  if (!isFinite(t)) return "";
+  const s = Math.round((Date.now() - t) / 1000);
+  if (s < 60) return "just now";
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return new Date(t).toLocaleDateString();
+}
+
+function baseName(p) {
+  const parts = String(p || "").split(/[\\/]+/).filter(Boolean);
+  return parts[parts.length - 1] || p || "";
+}
+
+// ---------------------------------------------------------------------------
+// Transcript view
+
+class View {
+  constructor(root) {
+    this.root = root;
+    this.turns = new Map(); // turn.key -> {el, user, body, foot}
+    this.blocks = new Map(); // block.key -> {el, v, parts}
+    this.pending = false;
+  }
+
+  reset() {
+    this.turns.clear();
+    this.blocks.clear();
+    this.root.replaceChildren();
+  }
+
+  schedule() {
+    if (this.pending) return;
+    this.pending = true;
+    requestAnimationFrame(() => {
+      this.pending = false;
+      this.flush();
+    });
+  }
+
+  flush() {
+    const r = this.root;
+    const stick = r.scrollHeight - r.scrollTop - r.clientHeight < 120;
+    for (const turn of state.transcript.takeDirty()) this.renderTurn(turn);
+    $("empty").hidden = state.transcript.turns.length > 0 || !state.currentId;
+    if (stick) r.scrollTop = r.scrollHeight;
+    updateControls();
+  }
+
+  renderTurn(turn) {
+    let v = this.turns.get(turn.key);
+    if (!v) {
+      const user = el("div", { class: "msg user", "data-testid": "user-message" });
+      const body = el("div", { class: "blocks" });
+      const foot = el("div", { class: "turn-foot" });
+      const assistant = el("div", { class: "msg assistant", "data-testid": "assistant-message" }, body, foot);
+      const wrap = el("article", { class: "turn" }, user, assistant);
+      v = { el: wrap, user, body, foot, assistant };
+      this.turns.set(turn.key, v);
+      this.root.append(wrap);
+    }
+    v.user.hidden = turn.user === null;
+    if (turn.user !== null && v.user.textContent !== turn.user) v.user.textContent = turn.user;
+    v.assistant.hidden = !turn.started;
+    this.renderBlocks(v.body, turn.blocks);
+    this.renderFoot(v.foot, turn);
+  }
+
+  renderBlocks(container, blocks) {
+    let prev = null;
+    for (const b of blocks) {
+      let bv = this.blocks.get(b.key);
+      if (!bv) {
+        bv = { el: this.createBlock(b), v: 0 };
+        this.blocks.set(b.key, bv);
+      }
+      if (bv.v !== b.v) {
+        this.updateBlock(b, bv.el);
+        bv.v = b.v;
+      }
+      const want = prev ? prev.nextSibling : container.firstChild;
+      if (want !== bv.el) container.insertBefore(bv.el, want);
+      prev = bv.el;
+    }
+  }
+
+  createBlock(b) {
+    if (b.kind === "text") return el("div", { class: "md" });
+    if (b.kind === "thinking") {
+      const d = el("details", { class: "thinking", "data-testid": "thinking-block", open: true });
+      d.append(el("summary", { text: "Thinking" }), el("div", { class: "thinking-text" }));
+      return d;
+    }
+    // Tool card.
+    const card = el("div", { class: "tool-card", "data-testid": "tool-card" });
+    const head = el(
+      "div",
+      { class: "tool-head" },
+      el("span", { class: "tool-state" }),
+      el("span", { class: "tool-name", "data-testid": "tool-name" }),
+      el("span", { class: "tool-summary" }),
+    );
+    const input = el("details", { class: "tool-input" }, el("summary", { text: "Input" }), el("pre", {}));
+    const result = el("div", { class: "tool-result", "data-testid": "tool-result" }, el("pre", {}), el("div", { class: "more" }));
+    const children = el("div", { class: "subagent" });
+    card.append(head, input, children, result);
+    return card;
+  }
+
+  updateBlock(b, node) {
+    if (b.kind === "text") {
+      node.innerHTML = renderMarkdown(b.text); // escaped by renderMarkdown
+      return;
+    }
+    if (b.kind === "thinking") {
+      node.querySelector(".thinking-text").textContent = b.text;
+      return;
+    }
+    const [state_, name, summary] = node.querySelector(".tool-head").children;
+    name.textContent = b.name;
+    summary.textContent = toolSummary(b.name, b.input);
+    const inputPre = node.querySelector(".tool-input pre");
+    const inputText = b.input === null ? "" : JSON.stringify(b.input, null, 2);
+    if (inputPre.textContent !== inputText) inputPre.textContent = inputText;
+    node.querySelector(".tool-input").hidden = !inputText || inputText === "{}";
+    const res = node.querySelector(".tool-result");
+    node.classList.toggle("error", !!b.result?.isError);
+    node.classList.toggle("pending", !b.result);
+    state_.textContent = !b.result ? "" : b.result.isError ? "✗" : "✓";
+    state_.title = !b.result ? "running" : b.result.isError ? "error" : "done";
+    res.hidden = !b.result;
+    if (b.result) {
+      const { text, more } = truncateLines(b.result.content, MAX_RESULT_LINES);
+      res.querySelector("pre").textContent = text || "(no output)";
+      const m = res.querySelector(".more");
+      m.textContent = more ? `… (${more} more lines)` : "";
+      m.hidden = !more;
+    }
+    const sub = node.querySelector(".subagent");
+    sub.hidden = b.blocks.length === 0;
+    if (b.blocks.length) this.renderBlocks(sub, b.blocks);
+  }
+
+  renderFoot(foot, turn) {
+    const parts = [];
+    if (turn.error) {
+      const interrupted = turn.error.kind === "interrupted";
+      parts.push(
+        el("div", {
+          class: interrupted ? "note interrupted" : "note error",
+          "data-testid": interrupted ? "turn-interrupted" : "turn-error",
+          text: interrupted ? "Interrupted" : errorText(turn.error),
+        }),
+      );
+    }
+    const cost = turn.cost?.costUsd ?? turn.error?.costUsd;
+    if (typeof cost === "number") {
+      const bits = [formatCost(cost)];
+      if (turn.cost?.durationMs) bits.push(formatDuration(turn.cost.durationMs));
+      if (turn.cost?.numTurns) bits.push(`${turn.cost.numTurns} ${turn.cost.numTurns === 1 ? "step" : "steps"}`);
+      const badge = el("span", { class: "badge", "data-testid": "cost-badge", text: bits.join(" · ") });
+      if (turn.init?.model) badge.title = turn.init.model;
+      parts.push(badge);
+    }
+    if (!turn.exit && turn.started) parts.push(el("span", { class: "typing", "aria-label": "working" }, el("i"), el("i"), el("i")));
+    foot.replaceChildren(...parts);
+  }
+}
+
+function errorText(err) {
+  const label = labelOf(err.kind);
+  const msg = String(err.error || "").trim();
+  if (!msg) return label;
+  return msg.toLowerCase().includes(label.toLowerCase()) ? msg : `${label}: ${msg}`;
+}
+
+function labelOf(kind) {
+  return (
+    {
+      api_error: "API error",
+      max_turns: "Turn limit reached",
+      max_budget: "Budget limit reached",
+      not_logged_in: "Not logged in",
+      resume_not_found: "Conversation not found",
+      execution: "Error",
+      process: "Process failed",
+      start: "Could not start",
+    }[kind] || "Error"
+  );
+}
+
+const view = new View($("messages"));
+
+// ---------------------------------------------------------------------------
+// Streams
+
+/** Reads events of the current session until done, resuming a dropped
+ * stream with Last-Event-ID. `res` is an already open response (the POST
+ * /turn stream) or null to open GET /events after what we have. When
+ * `turn` is true the stream is a turn's and is done at its process:exit;
+ * otherwise it is done when the gateway ends it with no turn running. */
+async function follow(sessionId, res, turn) {
+  stopReading();
+  const ctl = new AbortController();
+  state.reader = ctl;
+  let attempt = 0;
+  updateControls();
+  try {
+    for (;;) {
+      let error = null;
+      let progressed = false;
+      let clean = false;
+      try {
+        if (!res) res = await api.openEvents(sessionId, state.transcript.lastSeq, ctl.signal);
+        setStatus(turn || state.transcript.running ? "streaming" : "loading", "live");
+        for await (const ev of eventsOf(res)) {
+          if (ctl.signal.aborted) return;
+          insertLocalUsers(ev.seq);
+          if (state.transcript.apply(ev)) progressed = true;
+          view.schedule();
+          if (turn && ev.type === "process:exit") break;
+        }
+        clean = true;
+      } catch (e) {
+        error = e;
+      }
+      res = null;
+      if (ctl.signal.aborted) return;
+      if (error instanceof ApiError) {
+        toast(error.message);
+        return;
+      }
+      const last = state.transcript.turns[state.transcript.turns.length - 1];
+      const done = turn ? !!last?.exit : clean && !state.transcript.running;
+      if (done) return;
+      if (progressed) attempt = 0;
+      attempt++;
+      if (attempt > 8) {
+        setStatus("connection lost", "bad");
+        toast("Lost the connection to the gateway. Reload to try again.");
+        return;
+      }
+      setStatus("reconnecting…", "warn");
+      await sleep(Math.min(250 * 2 ** attempt, 5000), ctl.signal);
+    }
+  } catch (e) {
+    if (!ctl.signal.aborted) toast(String(e?.message || e));
+  } finally {
+    if (state.reader === ctl) {
+      state.reader = null;
+      if (!ctl.signal.aborted) setStatus("");
+      view.schedule();
+      updateControls();
+      if (turn) refreshSessions();
+    }
+  }
+}
+
+function stopReading() {
+  if (state.reader) {
+    state.reader.abort();
+    state.reader = null;
+  }
+}
+
+// Messages the user sent from this browser, so history shows them even if
+// the gateway's event log holds only the answers.
+function loadLocalUsers(id) {
+  const raw = safeStorage(() => localStorage.getItem(USER_KEY(id)));
+  try {
+    const list = JSON.parse(raw || "[]");
+    return Array.isArray(list) ? list.filter((m) => typeof m?.after === "number" && typeof m?.text === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+function rememberUser(id, after, text) {
+  const list = loadLocalUsers(id);
+  list.push({ after, text: text.slice(0, 20000) });
+  safeStorage(() => localStorage.setItem(USER_KEY(id), JSON.stringify(list.slice(-200))));
+}
+
+function insertLocalUsers(seq) {
+  if (typeof seq !== "number") return;
+  while (state.localUsers.length && state.localUsers[0].after < seq) {
+    state.transcript.addUser(state.localUsers.shift().text, { local: true });
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Actions
+
+async function openSession(id) {
+  stopReading();
+  state.currentId = id;
+  state.current = state.sessions.find((s) => s.id === id) || null;
+  state.transcript = new Transcript();
+  state.localUsers = loadLocalUsers(id).sort((a, b) => a.after - b.after);
+  view.reset();
+  if (location.hash !== `#s=${id}`) history.replaceState(null, "", `#s=${encodeURIComponent(id)}`);
+  renderSessions();
+  renderTitle();
+  closeDrawer();
+  updateControls();
+  view.schedule();
+  try {
+    const s = await api.getSession(id);
+    if (state.currentId !== id) return;
+    state.current = s;
+    renderTitle();
+  } catch (e) {
+    if (state.currentId !== id) return;
+    if (e instanceof ApiError && e.status === 404) {
+      toast("That session no longer exists.");
+      state.currentId = null;
+      state.current = null;
+      history.replaceState(null, "", location.pathname);
+      renderSessions();
+      renderTitle();
+      updateControls();
+      return;
+    }
+    if (!(e instanceof ApiError && e.status === 401)) toast(String(e.message || e));
+    return;
+  }
+  await follow(id, null, false);
+  if (state.currentId === id) $("input").focus({ preventScroll: true });
+}
+
+async function send() {
+  const input = $("input");
+  const text = input.value;
+  const id = state.currentId;
+  if (!id || !text.trim() || state.sending || busy()) return;
+  state.sending = true;
+  updateControls();
+  try {
+    const after = state.transcript.lastSeq;
+    const res = await api.startTurn(id, text);
+    rememberUser(id, after, text);
+    input.value = "";
+    autoGrow();
+    state.transcript.addUser(text, { local: true });
+    view.schedule();
+    state.sending = false;
+    await follow(id, res, true);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 409) {
+      toast("A turn is already running in this session; following it.", "info");
+      follow(id, null, false);
+    } else if (!(e instanceof ApiError && e.status === 401)) {
+      toast(String(e.message || e));
+    }
+  } finally {
+    state.sending = false;
+    updateControls();
+  }
+}
+
+async function interrupt() {
+  const id = state.currentId;
+  if (!id || !busy()) return;
+  $("interrupt").disabled = true;
+  try {
+    const done = await api.interrupt(id);
+    if (!done) toast("Nothing is running.", "info");
+  } catch (e) {
+    toast(String(e.message || e));
+  } finally {
+    setTimeout(updateControls, 300);
+  }
+}
+
+function busy() {
+  return state.sending || state.transcript.running || (!!state.reader && state.transcript.turns.at(-1)?.exit === null);
+}
+
+async function deleteSession(id) {
+  try {
+    await api.deleteSession(id);
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 404)) {
+      toast(String(e.message || e));
+      return;
+    }
+  }
+  safeStorage(() => localStorage.removeItem(USER_KEY(id)));
+  if (state.currentId === id) {
+    stopReading();
+    state.currentId = null;
+    state.current = null;
+    state.transcript = new Transcript();
+    view.reset();
+    history.replaceState(null, "", location.pathname);
+    renderTitle();
+    updateControls();
+    view.schedule();
+  }
+  await refreshSessions();
+}
+
+// ---------------------------------------------------------------------------
+// Sidebar
+
+async function refreshSessions() {
+  try {
+    const list = await api.listSessions();
+    state.sessions = Array.isArray(list) ? list : [];
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 401)) toast(`Could not list sessions: ${e.message}`);
+    return;
+  }
+  if (state.currentId) {
+    const s = state.sessions.find((x) => x.id === state.currentId);
+    if (s && state.current) state.current = { ...state.current, ...s };
+  }
+  renderSessions();
+  renderRoots();
+}
+
+function renderSessions() {
+  const ul = $("session-list");
+  const items = state.sessions.map((s) => {
+    const open = el(
+      "button",
+      { class: "session-open", type: "button", title: s.projectRoot, onclick: () => openSession(s.id) },
+      el("span", { class: "session-title", text: s.persona || s.mode }),
+      el("span", {
+        class: "session-meta",
+        text: [baseName(s.projectRoot), s.persona ? s.mode : null, relTime(s.updatedAt || s.createdAt)].filter(Boolean).join(" · "),
+      }),
+    );
+    let armed = null;
+    const del = el("button", {
+      class: "session-delete",
+      type: "button",
+      "data-testid": "delete-session",
+      "aria-label": "Delete session",
+      title: "Delete session",
+      text: "✕",
+    });
+    del.addEventListener("click", (e) => {
+      e.stopPropagation();
+      if (armed) {
+        clearTimeout(armed);
+        deleteSession(s.id);
+        return;
+      }
+      del.classList.add("armed");
+      del.textContent = "Delete?";
+      armed = setTimeout(() => {
+        armed = null;
+        del.classList.remove("armed");
+        del.textContent = "✕";
+      }, 4000);
+    });
+    return el(
+      "li",
+      {
+        class: s.id === state.currentId ? "session-item active" : "session-item",
+        "data-testid": "session-item",
+        "data-session-id": s.id,
+      },
+      open,
+      del,
+    );
+  });
+  ul.replaceChildren(...items);
+  $("no-sessions").hidden = state.sessions.length > 0;
+}
+
+function renderRoots() {
+  const roots = [...new Set(state.sessions.map((s) => s.projectRoot).filter(Boolean))];
+  $("roots").replaceChildren(...roots.map((r) => el("option", { value: r })));
+}
+
+function renderTitle() {
+  const s = state.current;
+  $("title").textContent = s ? s.persona || `${s.mode} session` : "harness";
+  $("subtitle").textContent = s ? `${s.projectRoot} · ${s.mode}` : "";
+}
+
+function updateControls() {
+  const has = !!state.currentId;
+  const running = busy();
+  $("input").disabled = !has;
+  $("send").disabled = !has || running || state.sending;
+  $("interrupt").hidden = !running;
+  $("interrupt").disabled = false;
+  $("empty").hidden = state.transcript.turns.length > 0 || !has;
+  $("welcome").hidden = has;
+}
+
+// New-session form
+
+async function openNewForm() {
+  const form = $("new-form");
+  form.hidden = false;
+  $("nf-error").textContent = "";
+  const root = $("nf-root");
+  if (!root.value) root.value = safeStorage(() => localStorage.getItem(ROOT_KEY)) || state.sessions[0]?.projectRoot || "";
+  if (state.personas === null) await loadPersonas();
+  (root.value ? $("nf-mode") : root).focus();
+}
+
+async function loadPersonas() {
+  try {
+    const list = await api.personas();
+    state.personas = Array.isArray(list) ? list.filter((p) => p && typeof p.id === "string") : [];
+    state.personaFree = false;
+  } catch (e) {
+    state.personas = [];
+    state.personaFree = true; // no /personas route: free text
+  }
+  const sel = $("nf-persona-select");
+  sel.replaceChildren(
+    el("option", { value: "", text: "(none)" }),
+    ...state.personas.map((p) => el("option", { value: p.id, title: p.description || "", text: p.description ? `${p.id} — ${p.description}` : p.id })),
+  );
+  sel.hidden = state.personaFree;
+  $("nf-persona-text").hidden = !state.personaFree;
+}
+
+async function createFromForm(e) {
+  e.preventDefault();
+  const root = $("nf-root").value.trim();
+  const persona = (state.personaFree ? $("nf-persona-text").value : $("nf-persona-select").value).trim() || null;
+  const mode = $("nf-mode").value;
+  if (!root) {
+    $("nf-error").textContent = "Project root is required.";
+    return;
+  }
+  const btn = $("nf-create");
+  btn.disabled = true;
+  try {
+    const s = await api.createSession(root, persona, mode);
+    safeStorage(() => localStorage.setItem(ROOT_KEY, root));
+    $("new-form").hidden = true;
+    await refreshSessions();
+    if (!state.sessions.some((x) => x.id === s.id)) state.sessions.unshift(s);
+    await openSession(s.id);
+  } catch (err) {
+    const msg =
+      err instanceof ApiError && err.status === 403
+        ? `Not allowed: ${err.message}`
+        : err instanceof ApiError && err.status === 404
+          ? `Unknown persona: ${err.message}`
+          : String(err.message || err);
+    $("nf-error").textContent = msg;
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+// Token
+
+function showTokenPanel(message) {
+  $("token-panel").hidden = false;
+  $("token-msg").textContent = message || "";
+  $("token-input").value = token;
+  $("token-input").focus();
+}
+
+function saveToken(e) {
+  e.preventDefault();
+  token = $("token-input").value.trim();
+  if ($("token-remember").checked && token) safeStorage(() => sessionStorage.setItem(TOKEN_KEY, token));
+  else safeStorage(() => sessionStorage.removeItem(TOKEN_KEY));
+  $("token-panel").hidden = true;
+  boot();
+}
+
+// Drawer (phones)
+
+function openDrawer() {
+  $("app").classList.add("drawer-open");
+}
+function closeDrawer() {
+  $("app").classList.remove("drawer-open");
+}
+
+function autoGrow() {
+  const t = $("input");
+  t.style.height = "auto";
+  t.style.height = Math.min(t.scrollHeight, Math.round(window.innerHeight * 0.4)) + "px";
+}
+
+// ---------------------------------------------------------------------------
+// Wiring
+
+let unauthorizedShown = false;
+api.onUnauthorized = (msg) => {
+  if (unauthorizedShown && !$("token-panel").hidden) return;
+  unauthorizedShown = true;
+  showTokenPanel(token ? `The token was refused (${msg}).` : "This gateway needs an access token.");
+};
+
+$("new-session").addEventListener("click", () => ($("new-form").hidden ? openNewForm() : ($("new-form").hidden = true)));
+$("nf-cancel").addEventListener("click", () => ($("new-form").hidden = true));
+$("new-form").addEventListener("submit", createFromForm);
+$("composer").addEventListener("submit", (e) => {
+  e.preventDefault();
+  send();
+});
+$("interrupt").addEventListener("click", interrupt);
+$("input").addEventListener("input", autoGrow);
+$("input").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing && e.keyCode !== 229) {
+    e.preventDefault();
+    send();
+  }
+});
+document.addEventListener("keydown", (e) => {
+  if (e.key !== "Escape") return;
+  if (busy()) {
+    e.preventDefault();
+    interrupt();
+  } else if ($("app").classList.contains("drawer-open")) closeDrawer();
+  else if (!$("new-form").hidden) $("new-form").hidden = true;
+  else if (!$("token-panel").hidden) $("token-panel").hidden = true;
+});
+$("menu").addEventListener("click", openDrawer);
+$("scrim").addEventListener("click", closeDrawer);
+$("token-btn").addEventListener("click", () => ($("token-panel").hidden ? showTokenPanel("") : ($("token-panel").hidden = true)));
+$("token-form").addEventListener("submit", saveToken);
+$("token-clear").addEventListener("click", () => {
+  $("token-input").value = "";
+  token = "";
+  safeStorage(() => sessionStorage.removeItem(TOKEN_KEY));
+});
+window.addEventListener("hashchange", () => {
+  const id = idFromHash();
+  if (id && id !== state.currentId) openSession(id);
+});
+
+function idFromHash() {
+  const m = /^#s=(.+)$/.exec(location.hash);
+  return m ? decodeURIComponent(m[1]) : null;
+}
+
+async function boot() {
+  unauthorizedShown = false;
+  api
+    .health()
+    .then((h) => {
+      $("health").textContent = h?.claudeVersion ? `Claude Code ${h.claudeVersion}` : h?.ok ? "gateway ok" : "";
+      $("health").className = h?.ok ? "health ok" : "health";
+    })
+    .catch((e) => {
+      $("health").textContent = e instanceof ApiError && e.status === 401 ? "token needed" : "gateway unreachable";
+      $("health").className = "health bad";
+    });
+  await refreshSessions();
+  const id = idFromHash();
+  if (id) await openSession(id);
+  else updateControls();
+}
+
+updateControls();
+boot();

@@ -1,0 +1,259 @@
+// The conversation model: folds UI events into turns and blocks. No DOM
+// here, so it can be unit-tested with node --test.
+//
+// A turn is what one user message caused: the events from its first one up
+// to and including its process:exit. Each block carries a version `v` that
+// goes up when it changes, so a view re-renders only what changed.
+
+let nextKey = 1;
+
+export class Transcript {
+  constructor() {
+    /** @type {Array<Turn>} */
+    this.turns = [];
+    this.lastSeq = 0;
+    /** Turns changed since the last takeDirty(). */
+    this.dirty = new Set();
+  }
+
+  /** The turn events go to: the last one while it has no process:exit. */
+  openTurn() {
+    const last = this.turns[this.turns.length - 1];
+    if (last && !last.exit) return last;
+    const t = newTurn(null);
+    this.turns.push(t);
+    return t;
+  }
+
+  /** True while the last turn has not ended. */
+  get running() {
+    const last = this.turns[this.turns.length - 1];
+    return !!last && !last.exit && last.started;
+  }
+
+  /** Adds the user's message as the start of a new turn (or names the user
+   * message of an open turn that has none yet). */
+  addUser(text, { local = false } = {}) {
+    const last = this.turns[this.turns.length - 1];
+    if (last && !last.exit && !last.started) {
+      if (last.user === null || last.userLocal) {
+        last.user = text;
+        last.userLocal = local;
+        this.dirty.add(last);
+      }
+      return last;
+    }
+    if (last && !last.exit && last.started && last.user !== null) return last;
+    if (last && !last.exit && last.started) {
+      last.user = text;
+      last.userLocal = local;
+      this.dirty.add(last);
+      return last;
+    }
+    const t = newTurn(text);
+    t.userLocal = local;
+    this.turns.push(t);
+    this.dirty.add(t);
+    return t;
+  }
+
+  /** Applies one UI event. Events at or before lastSeq are skipped, so a
+   * resumed stream may safely overlap what was already applied. Returns
+   * false for a skipped event. */
+  apply(ev) {
+    if (!ev || typeof ev !== "object" || typeof ev.type !== "string") return false;
+    if (typeof ev.seq === "number") {
+      if (ev.seq <= this.lastSeq) return false;
+      this.lastSeq = ev.seq;
+    }
+    // A user message logged by the gateway (not in the contract yet; any
+    // "user:…" event with a text or message field is taken as one).
+    if (/^user[:.]/.test(ev.type)) {
+      const text = typeof ev.text === "string" ? ev.text : typeof ev.message === "string" ? ev.message : null;
+      if (text !== null) this.addUser(text);
+      return true;
+    }
+    const turn = this.openTurn();
+    turn.started = true;
+    this.dirty.add(turn);
+    const container = this.containerFor(turn, ev.parentToolUseId);
+    switch (ev.type) {
+      case "session:init":
+        turn.init = { model: ev.model, claudeSessionId: ev.claudeSessionId, cliVersion: ev.cliVersion };
+        break;
+      case "chat:delta":
+      case "thinking:delta": {
+        const kind = ev.type === "chat:delta" ? "text" : "thinking";
+        const last = container.blocks[container.blocks.length - 1];
+        if (last && last.kind === kind) {
+          last.text += ev.text ?? "";
+          last.v++;
+        } else {
+          container.blocks.push(block(kind, { text: ev.text ?? "" }));
+        }
+        container.touch();
+        break;
+      }
+      case "chat:complete":
+        completeText(container, typeof ev.text === "string" ? ev.text : "");
+        container.touch();
+        break;
+      case "tool:start": {
+        const b = block("tool", {
+          id: ev.toolUseId,
+          name: ev.name ?? "tool",
+          input: ev.input ?? null,
+          result: null,
+          blocks: [],
+        });
+        container.blocks.push(b);
+        turn.tools.set(ev.toolUseId, b);
+        container.touch();
+        break;
+      }
+      case "tool:result": {
+        const b = turn.tools.get(ev.toolUseId);
+        const result = { content: typeof ev.content === "string" ? ev.content : JSON.stringify(ev.content ?? ""), isError: !!ev.isError };
+        if (b) {
+          b.result = result;
+          b.v++;
+        } else {
+          const orphan = block("tool", { id: ev.toolUseId, name: "tool", input: null, result, blocks: [] });
+          container.blocks.push(orphan);
+          turn.tools.set(ev.toolUseId, orphan);
+        }
+        container.touch();
+        break;
+      }
+      case "session:complete":
+        turn.cost = { costUsd: ev.costUsd, numTurns: ev.numTurns, durationMs: ev.durationMs, usage: ev.usage ?? null };
+        turn.status = "done";
+        break;
+      case "session:error":
+        turn.error = { error: ev.error, kind: ev.kind, costUsd: ev.costUsd, apiErrorStatus: ev.apiErrorStatus };
+        turn.status = ev.kind === "interrupted" ? "interrupted" : "error";
+        break;
+      case "process:exit":
+        turn.exit = { code: ev.code, signal: ev.signal };
+        if (turn.status === "running") turn.status = ev.code === 0 ? "done" : "error";
+        break;
+      default:
+        // Unknown event types are kept, not shown.
+        turn.unknown.push(ev);
+        break;
+    }
+    return true;
+  }
+
+  /** Where an event goes: the turn itself, or the tool card of the
+   * subagent's Task tool use. */
+  containerFor(turn, parentId) {
+    const parent = parentId ? turn.tools.get(parentId) : undefined;
+    if (!parent) return { blocks: turn.blocks, touch() {} };
+    return {
+      blocks: parent.blocks,
+      touch() {
+        parent.v++;
+      },
+    };
+  }
+
+  takeDirty() {
+    const d = [...this.dirty];
+    this.dirty.clear();
+    return d;
+  }
+}
+
+function newTurn(user) {
+  return {
+    key: nextKey++,
+    user,
+    userLocal: false,
+    started: false,
+    blocks: [],
+    tools: new Map(),
+    init: null,
+    cost: null,
+    error: null,
+    exit: null,
+    status: "running",
+    unknown: [],
+  };
+}
+
+function block(kind, fields) {
+  return { key: nextKey++, kind, v: 1, ...fields };
+}
+
+/** chat:complete carries the full final answer text. Deltas normally
+ * already built it; this fills in what they missed. */
+function completeText(container, text) {
+  if (!text) return;
+  const texts = container.blocks.filter((b) => b.kind === "text");
+  const norm = (s) => s.trim();
+  if (texts.some((b) => norm(b.text) === norm(text))) return;
+  if (norm(texts.map((b) => b.text).join("")) === norm(text)) return;
+  const last = container.blocks[container.blocks.length - 1];
+  if (last && last.kind === "text" && text.startsWith(last.text)) {
+    last.text = text;
+    last.v++;
+    return;
+  }
+  container.blocks.push(block("text", { text }));
+}
+
+/** Cuts text to at most `max` lines; returns {text, more} where more is the
+ * number of lines left out. */
+export function truncateLines(text, max = 100) {
+  const s = String(text ?? "");
+  let count = 0;
+  let idx = -1;
+  for (let i = 0; i < s.length; i++) {
+    if (s.charCodeAt(i) === 10) {
+      count++;
+      if (count === max) {
+        idx = i;
+        break;
+      }
+    }
+  }
+  if (idx < 0) return { text: s, more: 0 };
+  const rest = s.slice(idx + 1);
+  if (rest === "") return { text: s.slice(0, idx), more: 0 };
+  const more = rest.split("\n").length - (rest.endsWith("\n") ? 1 : 0);
+  return { text: s.slice(0, idx), more };
+}
+
+/** A one-line summary of a tool's input for the card header. */
+export function toolSummary(name, input) {
+  if (!input || typeof input !== "object") return "";
+  const pick = (k) => (typeof input[k] === "string" ? input[k] : "");
+  const s =
+    pick("command") ||
+    pick("file_path") ||
+    pick("path") ||
+    pick("pattern") ||
+    pick("url") ||
+    pick("query") ||
+    pick("description") ||
+    pick("prompt");
+  const one = s.replace(/\s+/g, " ").trim();
+  return one.length > 120 ? one.slice(0, 119) + "…" : one;
+}
+
+/** "$0.0123" style cost text. */
+export function formatCost(usd) {
+  if (typeof usd !== "number" || !isFinite(usd)) return "";
+  if (usd === 0) return "$0";
+  if (usd < 0.01) return "$" + usd.toFixed(4);
+  return "$" + usd.toFixed(2);
+}
+
+export function formatDuration(ms) {
+  if (typeof ms !== "number" || !isFinite(ms)) return "";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const m = Math.floor(ms / 60_000);
+  return `${m} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
