@@ -32,6 +32,7 @@ test-go: cli
 # The TypeScript client and the browser test run against a real
 # `harness serve --demo` (they start it themselves from bin/harness).
 test-js: build cli
+	node --test web/jstest/
 	@if [ -x clients/typescript/run.sh ]; then HARNESS_BIN=$(CURDIR)/bin/harness clients/typescript/run.sh; fi
 	@if [ -x e2e/run.sh ]; then HARNESS_BIN=$(CURDIR)/bin/harness e2e/run.sh; fi
 
