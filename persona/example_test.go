@@ -41,7 +41,7 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// embedded:agents/AGENT_REVIEWER.md
-	// --tools Read,Grep,Glob,LS,Bash
+	// --tools Read,Grep,Glob,Bash
 	// --permission-mode default
 	// 2f1c7a52-8d0e-4b7e-9a43-1f6f0e7d9c10-system.txt
 	// You are operating within the Chirality Command Center.
