@@ -26,6 +26,8 @@ type turnFlags struct {
 	tools, allowedTools, disallowedTools                      stringList
 	toolsSet                                                  bool
 	json, verbose                                             bool
+	// The orchestrated path (orchestrate.go): a harness session.
+	session, persona, mode, projectRoot string
 }
 
 func (f *turnFlags) register(fs *flag.FlagSet) {
@@ -44,6 +46,10 @@ func (f *turnFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.promptFile, "append-system-prompt-file", "", "file appended to the system prompt")
 	fs.BoolVar(&f.json, "json", false, "print each event as one JSON line on stdout")
 	fs.BoolVar(&f.verbose, "v", false, "log the driver's diagnostics to stderr")
+	fs.StringVar(&f.session, "session", "", "run the turn in this harness session (persona, prompt and resume as the gateway does)")
+	fs.StringVar(&f.persona, "persona", "", "create a harness session with this persona and run the turn in it")
+	fs.StringVar(&f.mode, "mode", "", "mode of the session --persona creates: workbench (default), pipeline or direct")
+	fs.StringVar(&f.projectRoot, "project-root", "", "project of the session (default: the current directory)")
 }
 
 func (f *turnFlags) opts() claudecode.TurnOpts {
@@ -65,6 +71,7 @@ func runTurn(args []string, stdout, stderr io.Writer) int {
 	f.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: harness turn [flags] MESSAGE")
+		fmt.Fprintln(stderr, "       harness turn --session ID | --persona ID [--mode M] [--project-root DIR] MESSAGE")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -74,6 +81,9 @@ func runTurn(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
 		fmt.Fprintln(stderr, "harness turn: give exactly one non-empty MESSAGE (quote it)")
 		return 2
+	}
+	if f.session != "" || f.persona != "" {
+		return runOrchestrated(&f, pos[0], stdout, stderr)
 	}
 	logger := zerolog.Nop()
 	if f.verbose {

@@ -1,0 +1,168 @@
+package claudetest
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DemoOptions tunes DemoResponder. The zero value gives the defaults.
+type DemoOptions struct {
+	// LongChunks and LongChunkDelay shape the answer to a message that
+	// contains "long": LongChunks pieces (default 600), LongChunkDelay
+	// apart (default 50ms), so the interrupt button can be tried.
+	LongChunks     int
+	LongChunkDelay time.Duration
+	// ChunkDelay paces ordinary answers (default 15ms), so they visibly
+	// stream.
+	ChunkDelay time.Duration
+}
+
+// DemoAllowedTools are the --allowedTools the demo needs: in dontAsk mode
+// the CLI denies any tool no rule allows, and the demo runs `ls -la`.
+var DemoAllowedTools = []string{"Bash(ls:*)"}
+
+// DemoResponder answers like a small, honest model, so the whole UI can
+// be exercised without an API key (`harness serve --demo`):
+//
+//   - a message: a thinking block, streamed markdown (a heading, a list,
+//     code), then a Bash tool use running `ls -la` in the project;
+//   - the follow-up request carrying the tool result: a summary saying
+//     how many entries the listing had;
+//   - a message containing "error": a 400 API error, on every request of
+//     that turn;
+//   - a message containing "long": a long answer streamed slowly.
+//
+// The CLI's own side requests (titles, quota probes) get a short answer.
+// Use it with FakeAPI.SetResponder.
+func DemoResponder(opts DemoOptions) func(*Request) Reply {
+	if opts.LongChunks <= 0 {
+		opts.LongChunks = 600
+	}
+	if opts.LongChunkDelay <= 0 {
+		opts.LongChunkDelay = 50 * time.Millisecond
+	}
+	if opts.ChunkDelay <= 0 {
+		opts.ChunkDelay = 15 * time.Millisecond
+	}
+	return func(req *Request) Reply {
+		if isSideRequest(req) || !req.Stream {
+			return TextReply("Harness demo")
+		}
+		prompt := lastPrompt(req)
+		lower := strings.ToLower(prompt)
+		switch {
+		case strings.Contains(lower, "error"):
+			return Reply{Status: 400, ErrorMessage: "demo: you asked for an error, so here is a 400 from the fake Messages API"}
+		case lastIsToolResult(req):
+			return demoSummary(req, opts)
+		case strings.Contains(lower, "long"):
+			return demoLong(opts)
+		}
+		return Reply{
+			Blocks: []Block{
+				Thinking("The user said: " + oneLine(prompt, 120) + ". I will answer with some markdown, then look at the project with ls -la."),
+				Text("## Demo answer\n\nYou said: *" + oneLine(prompt, 200) + "*\n\nThis answer comes from the harness **demo** model:\n\n" +
+					"- it streams markdown token by token,\n- it thinks first,\n- and it runs a real tool.\n\n" +
+					"```go\nfmt.Println(\"hello from the demo\")\n```\n\nLet me list the project files.\n"),
+				ToolUse("", "Bash", map[string]any{"command": "ls -la", "description": "List the project files"}),
+			},
+			ChunkSize:  6,
+			ChunkDelay: opts.ChunkDelay,
+		}
+	}
+}
+
+// lastPrompt is the text the user typed last: the newest user message
+// with a text block that is not a reminder the CLI inserted.
+func lastPrompt(req *Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := req.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var parts []string
+		for _, c := range m.Content {
+			if c.Type == "text" && !strings.HasPrefix(strings.TrimSpace(c.Text), "<system-reminder>") {
+				parts = append(parts, c.Text)
+			}
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, "\n")
+		}
+	}
+	return ""
+}
+
+func lastIsToolResult(req *Request) bool {
+	if len(req.Messages) == 0 {
+		return false
+	}
+	m := req.Messages[len(req.Messages)-1]
+	if m.Role != "user" {
+		return false
+	}
+	for _, c := range m.Content {
+		if c.Type == "tool_result" {
+			return true
+		}
+	}
+	return false
+}
+
+// demoSummary reports what the last tool result listed.
+func demoSummary(req *Request, opts DemoOptions) Reply {
+	m := req.Messages[len(req.Messages)-1]
+	var out string
+	failed := false
+	for _, c := range m.Content {
+		if c.Type == "tool_result" {
+			out, failed = c.Content, c.IsError
+		}
+	}
+	if failed {
+		return Reply{Blocks: []Block{Text("The listing failed: " + oneLine(out, 200))}, ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
+	}
+	n := CountListingEntries(out)
+	return Reply{
+		Blocks:     []Block{Text(fmt.Sprintf("### Summary\n\nI saw **%d entries** in the project (not counting `.` and `..`).", n))},
+		ChunkSize:  6,
+		ChunkDelay: opts.ChunkDelay,
+	}
+}
+
+// CountListingEntries counts the entries of `ls -la` output, leaving out
+// the "total" line and the . and .. entries.
+func CountListingEntries(out string) int {
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] == "total" {
+			continue
+		}
+		if name := f[len(f)-1]; name == "." || name == ".." {
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+func demoLong(opts DemoOptions) Reply {
+	var b strings.Builder
+	b.WriteString("## A long answer\n\n")
+	for i := 1; b.Len() < opts.LongChunks*8; i++ {
+		fmt.Fprintf(&b, "%d. this line streams slowly; press stop to interrupt it\n", i)
+	}
+	text := b.String()
+	size := len([]rune(text))/opts.LongChunks + 1
+	return Reply{Blocks: []Block{Text(text)}, ChunkSize: size, ChunkDelay: opts.LongChunkDelay}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,107 @@
+package claudetest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/claudecode/claudetest"
+)
+
+// TestDemoResponderRealCLI runs the demo model under the real CLI, the way
+// `harness serve --demo` does: dontAsk with the demo's allowed tools.
+func TestDemoResponderRealCLI(t *testing.T) {
+	bin := claudetest.FindCLI(t)
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	api.SetResponder(claudetest.DemoResponder(claudetest.DemoOptions{LongChunks: 30, LongChunkDelay: time.Millisecond, ChunkDelay: time.Millisecond}))
+	home, project := t.TempDir(), t.TempDir()
+	for _, name := range []string{"README.md", "main.go", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(project, name), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}, api.Env()...)
+	mgr := claudecode.NewManager(claudecode.Config{Binary: bin, Env: env, KillGrace: 2 * time.Second})
+	opts := claudecode.TurnOpts{Cwd: project, PermissionMode: "dontAsk", AllowedTools: claudetest.DemoAllowedTools}
+	run := func(key, msg string) ([]claudecode.Event, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		tr, err := mgr.StartTurn(ctx, key, msg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		var evs []claudecode.Event
+		for tr.Next() {
+			evs = append(evs, tr.Event())
+		}
+		return evs, tr.Err()
+	}
+	count := func(evs []claudecode.Event, typ claudecode.EventType) (n int) {
+		for _, e := range evs {
+			if e.Type == typ {
+				n++
+			}
+		}
+		return n
+	}
+
+	evs, err := run("demo", "show me what you can do")
+	if err != nil {
+		t.Fatalf("demo turn failed: %v", err)
+	}
+	for _, typ := range []claudecode.EventType{claudecode.EventSessionInit, claudecode.EventThinkingDelta, claudecode.EventChatDelta,
+		claudecode.EventChatComplete, claudecode.EventToolStart, claudecode.EventToolResult, claudecode.EventSessionComplete, claudecode.EventProcessExit} {
+		if count(evs, typ) == 0 {
+			t.Errorf("no %s event", typ)
+		}
+	}
+	var text strings.Builder
+	for _, e := range evs {
+		switch e.Type {
+		case claudecode.EventChatDelta:
+			text.WriteString(e.Text)
+		case claudecode.EventToolStart:
+			var in struct{ Command string }
+			if json.Unmarshal(e.ToolStart.Input, &in); e.ToolStart.Name != "Bash" || in.Command != "ls -la" {
+				t.Errorf("tool:start = %s %s", e.ToolStart.Name, e.ToolStart.Input)
+			}
+		case claudecode.EventToolResult:
+			if e.ToolResult.IsError || !strings.Contains(e.ToolResult.Content, "notes.txt") {
+				t.Errorf("tool:result = %+v (dontAsk must allow the demo's ls)", e.ToolResult)
+			}
+		}
+	}
+	for _, want := range []string{"## Demo answer", "- it streams", "```go", "I saw **3 entries**"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("answer lacks %q:\n%s", want, text.String())
+		}
+	}
+
+	evs, err = run("demo-error", "please show an error")
+	if !errors.Is(err, claudecode.ErrAPI) || count(evs, claudecode.EventSessionError) != 1 {
+		t.Errorf("error turn: %v", err)
+	}
+
+	evs, err = run("demo-long", "a long story please")
+	if err != nil || count(evs, claudecode.EventChatDelta) < 20 {
+		t.Errorf("long turn: %v, %d deltas", err, count(evs, claudecode.EventChatDelta))
+	}
+}
+
+func TestCountListingEntries(t *testing.T) {
+	out := "total 12\ndrwxr-xr-x 2 u g 4096 Jan 1 00:00 .\ndrwxr-xr-x 9 u g 4096 Jan 1 00:00 ..\n-rw-r--r-- 1 u g 2 Jan 1 00:00 a b.txt\n-rw-r--r-- 1 u g 2 Jan 1 00:00 c\n"
+	if n := claudetest.CountListingEntries(out); n != 2 {
+		t.Errorf("CountListingEntries = %d, want 2", n)
+	}
+}

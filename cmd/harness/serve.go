@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/gateway"
+	"github.com/chirality/harness/web"
+)
+
+func init() { register("serve", runServe) }
+
+// shutdownGrace is how long running turns get to finish after SIGINT or
+// SIGTERM before what is left is killed.
+const shutdownGrace = 10 * time.Second
+
+type serveFlags struct {
+	addr, claudeBin, token, permissionMode, stateDir string
+	roots, allowOrigins, allowHosts, allowedTools    stringList
+	maxBody                                          int64
+	maxTurns                                         int
+	allowBypass, demo, verbose                       bool
+}
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	return serve(args, stdout, stderr, sigs)
+}
+
+// serve runs the server until stop receives; a second receive cuts the
+// grace period short. The one line on stdout is the ready line.
+func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
+	fs := flag.NewFlagSet("harness serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f serveFlags
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8787", "address to listen on (a non-loopback one needs --token)")
+	fs.Var(&f.roots, "root", "directory project roots must lie in (repeatable; default: the current directory)")
+	fs.StringVar(&f.claudeBin, "claude-bin", "", "claude executable (default: $HARNESS_CLAUDE_BIN, claude on PATH, ./node_modules/.bin/claude)")
+	fs.StringVar(&f.token, "token", "", "bearer token every /api request must carry (default: $HARNESS_TOKEN)")
+	fs.Var(&f.allowOrigins, "allow-origin", "origin allowed to call the API cross-origin (repeatable)")
+	fs.Var(&f.allowHosts, "allow-host", "extra Host header value to accept (repeatable)")
+	fs.Int64Var(&f.maxBody, "max-body", gateway.DefaultMaxBody, "request body limit in bytes")
+	fs.StringVar(&f.permissionMode, "permission-mode", "", "permission mode for every turn, over the personas' (default: the persona's, else dontAsk)")
+	fs.IntVar(&f.maxTurns, "max-turns", 0, "max turns for every turn, over the personas' and the modes'")
+	fs.Var(&f.allowedTools, "allowed-tools", "tools to auto-approve on every turn, e.g. 'Bash(git status:*)' (repeatable)")
+	fs.BoolVar(&f.allowBypass, "allow-bypass", false, "allow the bypassPermissions mode (off: such turns are refused)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "session index directory (default: $XDG_STATE_HOME/harness)")
+	fs.BoolVar(&f.demo, "demo", false, "answer with a built-in demo model instead of the Anthropic API (no key needed)")
+	fs.BoolVar(&f.verbose, "v", false, "debug logging on stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: harness serve [flags]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "harness serve: unexpected argument %q\n", pos[0])
+		return 2
+	}
+	if f.token == "" {
+		f.token = os.Getenv("HARNESS_TOKEN")
+	}
+	host, _, err := net.SplitHostPort(f.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness serve: --addr %q: %v\n", f.addr, err)
+		return 2
+	}
+	if !isLoopbackHost(host) && f.token == "" {
+		fmt.Fprintf(stderr, "harness serve: refusing to listen on %s without a token: anyone who can reach it could run an agent on this machine.\n"+
+			"  Set --token (or HARNESS_TOKEN), or bind 127.0.0.1.\n", f.addr)
+		return 2
+	}
+	if f.permissionMode != "" && !slices.Contains(claudecode.PermissionModes, f.permissionMode) {
+		fmt.Fprintf(stderr, "harness serve: --permission-mode %q is not one of %s\n", f.permissionMode, strings.Join(claudecode.PermissionModes, ", "))
+		return 2
+	}
+	if f.permissionMode == harness.BypassPermissionMode && !f.allowBypass {
+		fmt.Fprintln(stderr, "harness serve: --permission-mode bypassPermissions needs --allow-bypass")
+		return 2
+	}
+
+	level := zerolog.InfoLevel
+	if f.verbose {
+		level = zerolog.DebugLevel
+	}
+	logger := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).
+		Level(level).With().Timestamp().Logger()
+
+	cfg := harness.Config{
+		Roots: f.roots, ClaudeBinary: claudeBinOrNearExecutable(f.claudeBin), StateDir: f.stateDir,
+		PermissionMode: f.permissionMode, AllowBypass: f.allowBypass, MaxTurns: f.maxTurns,
+		AllowedTools: f.allowedTools, Logger: &logger,
+	}
+	var cleanup []func()
+	defer func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}()
+	if f.demo {
+		undo, err := setUpDemo(&cfg, stderr)
+		cleanup = append(cleanup, undo)
+		if err != nil {
+			fmt.Fprintln(stderr, "harness serve --demo:", err)
+			return 1
+		}
+	}
+	h, err := harness.New(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "harness serve:", err)
+		return 1
+	}
+	gw, err := gateway.New(gateway.Config{
+		Harness: h, Addr: f.addr, Token: f.token, AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins,
+		MaxBody: f.maxBody, Console: web.Handler(), Logger: &logger,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "harness serve:", err)
+		_ = h.Shutdown(context.Background())
+		return 2
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "harness serve:", err)
+		_ = h.Shutdown(context.Background())
+		return 1
+	}
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info().Strs("roots", h.Roots()).Bool("token", f.token != "").Bool("demo", f.demo).Msg("serving")
+	fmt.Fprintf(stdout, "harness: listening on http://%s\n", ln.Addr())
+
+	status := 0
+	select {
+	case <-stop:
+		logger.Info().Msg("shutting down: interrupting running turns")
+	case err := <-served:
+		logger.Error().Err(err).Msg("server failed")
+		status = 1
+	}
+	// Stop accepting at once; interrupt turns, wait up to the grace
+	// period (a second signal cuts it short), kill what is left; end the
+	// event streams; then let the server finish.
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			logger.Warn().Msg("second signal: killing running turns")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	srvDone := make(chan struct{})
+	go func() {
+		defer close(srvDone)
+		_ = srv.Shutdown(ctx)
+	}()
+	if err := h.Shutdown(ctx); err != nil {
+		logger.Warn().Err(err).Msg("turns still running after the grace period were killed")
+	}
+	gw.Close()
+	<-srvDone
+	_ = srv.Close()
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) && status == 0 {
+		status = 1
+	}
+	logger.Info().Msg("stopped")
+	return status
+}
+
+// claudeBinOrNearExecutable returns bin, or when it is empty and the
+// usual search finds no CLI, the pinned one of the checkout this binary
+// was built in (bin/harness → node_modules/.bin/claude), so `bin/harness
+// serve` works from any directory.
+func claudeBinOrNearExecutable(bin string) string {
+	if bin != "" {
+		return bin
+	}
+	if _, err := claudecode.FindBinary(""); err == nil {
+		return ""
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	for dir := filepath.Dir(exe); ; dir = filepath.Dir(dir) {
+		p := filepath.Join(dir, "node_modules", ".bin", "claude")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p
+		}
+		if filepath.Dir(dir) == dir || dir == filepath.Dir(filepath.Dir(exe)) {
+			return ""
+		}
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// setUpDemo points every child at an embedded fake Messages API answering
+// with claudetest.DemoResponder, allows the demo's `ls`, and isolates the
+// children's HOME (the CLI's transcripts and settings) in a scratch
+// directory, so the user's own Claude configuration is neither used nor
+// touched. Without --root it also makes a scratch project to play in;
+// without --state-dir a scratch session index. Scratch directories are
+// removed on exit.
+func setUpDemo(cfg *harness.Config, stderr io.Writer) (func(), error) {
+	var undo []func()
+	done := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	scratch, err := os.MkdirTemp("", "harness-demo-")
+	if err != nil {
+		return done, err
+	}
+	undo = append(undo, func() { os.RemoveAll(scratch) })
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		return done, err
+	}
+	undo = append(undo, func() { api.Close() })
+	api.SetResponder(claudetest.DemoResponder(claudetest.DemoOptions{}))
+	home := filepath.Join(scratch, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return done, err
+	}
+	cfg.ChildEnv = append(append(cfg.ChildEnv, api.Env()...), "HOME="+home)
+	cfg.AllowedTools = append(cfg.AllowedTools, claudetest.DemoAllowedTools...)
+	if cfg.StateDir == "" {
+		cfg.StateDir = filepath.Join(scratch, "state")
+	}
+	if len(cfg.Roots) == 0 {
+		project := filepath.Join(scratch, "project")
+		files := map[string]string{
+			"README.md": "# Demo project\n\nA scratch project made by `harness serve --demo`. It is removed when the server stops.\n",
+			"main.go":   "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello from the demo project\") }\n",
+			"notes.txt": "Ask the demo model anything; say \"long\" for a slow answer, \"error\" for an API error.\n",
+		}
+		for name, content := range files {
+			if err := os.MkdirAll(project, 0o755); err != nil {
+				return done, err
+			}
+			if err := os.WriteFile(filepath.Join(project, name), []byte(content), 0o644); err != nil {
+				return done, err
+			}
+		}
+		cfg.Roots = []string{project}
+		fmt.Fprintf(stderr, "harness serve --demo: scratch project root %s (removed on exit)\n", project)
+	}
+	fmt.Fprintf(stderr, "harness serve --demo: demo model at %s; no API key is used\n", api.URL)
+	return done, nil
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/claudecode/claudetest"
+)
+
+func TestTurnJSONFromReplayedCLI(t *testing.T) {
+	script, err := claudetest.WriteReplayerScript(t.TempDir(), "../../claudecode/testdata/transcripts/tool.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"turn", "--json", "--claude-bin", script, "--cwd", t.TempDir(), "hi"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, stderr.String())
+	}
+	var types []claudecode.EventType
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var e claudecode.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		types = append(types, e.Type)
+	}
+	want := []claudecode.EventType{"session:init", "chat:delta", "tool:start", "tool:result", "chat:delta", "chat:complete", "session:complete", "process:exit"}
+	if strings.Join(toStrings(types), ",") != strings.Join(toStrings(want), ",") {
+		t.Errorf("events %v, want %v", types, want)
+	}
+}
+
+func TestTurnTextOutput(t *testing.T) {
+	script, err := claudetest.WriteReplayerScript(t.TempDir(), "../../claudecode/testdata/transcripts/tool.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"turn", "--claude-bin", script, "hi"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if got := stdout.String(); got != "Let me look.Done.\n" {
+		t.Errorf("stdout %q: only the answer belongs there", got)
+	}
+	for _, want := range []string{"⚙ Bash", "✓ hi-from-tool", "· done · $"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+func TestTurnFailures(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"turn"}, &stdout, &stderr); code != 2 {
+		t.Errorf("no message: exit %d, want 2", code)
+	}
+	stderr.Reset()
+	if code := run([]string{"turn", "--claude-bin", "/nonexistent/claude", "hi"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "/nonexistent/claude") {
+		t.Errorf("missing binary: exit %d, stderr %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"turn", "--permission-mode", "yolo", "hi"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "permission mode") {
+		t.Errorf("bad permission mode: exit %d, stderr %q", code, stderr.String())
+	}
+	script, err := claudetest.WriteReplayerScript(t.TempDir(), "../../claudecode/testdata/transcripts/apierr.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := run([]string{"turn", "--claude-bin", script, "hi"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "api_error") {
+		t.Errorf("API error: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestTurnSIGINTInterruptsCleanly runs `harness turn` as a real process
+// with the real CLI against a slow fake model, sends it SIGINT mid-answer,
+// and expects the rest of the stream, an interrupted ending and exit 130.
+func TestTurnSIGINTInterruptsCleanly(t *testing.T) {
+	bin := claudetest.FindCLI(t)
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(strings.Repeat("word ", 500))}, ChunkSize: 5, ChunkDelay: 20 * time.Millisecond})
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "turn", "--json", "--claude-bin", bin, "--cwd", t.TempDir(), "talk")
+	cmd.Env = append([]string{"HARNESS_TEST_MAIN=1", "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, api.Env()...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	signalled := false
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if !signalled && strings.Contains(sc.Text(), `"chat:delta"`) {
+			signalled = true
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d (%v), want 130", code, err)
+	}
+	if !signalled {
+		t.Fatal("no chat:delta arrived")
+	}
+	last := lines[len(lines)-1]
+	if !strings.Contains(last, `"process:exit"`) {
+		t.Errorf("last line %q, want process:exit", last)
+	}
+	joined := strings.Join(lines, "\n")
+	if !strings.Contains(joined, `"kind":"interrupted"`) {
+		t.Error("no session:error of kind interrupted")
+	}
+	if strings.Count(joined, "word ") >= 500 {
+		t.Error("the whole answer streamed: SIGINT did not interrupt")
+	}
+}
+
+func toStrings(ts []claudecode.EventType) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
+}

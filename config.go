@@ -1,0 +1,139 @@
+package harness
+
+import (
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/persona"
+)
+
+// DefaultPermissionMode is the permission mode of every mode unless a
+// persona or the server configuration says otherwise: dontAsk never
+// waits for an answer nobody can give (the CLI runs headless) and denies
+// what no rule allows.
+const DefaultPermissionMode = "dontAsk"
+
+// BypassPermissionMode is the mode that skips every permission check. It is
+// refused unless Config.AllowBypass is set.
+const BypassPermissionMode = "bypassPermissions"
+
+// DefaultSubscriberBuffer is the number of live events a slow reader may
+// lag behind before it is dropped back to the event log.
+const DefaultSubscriberBuffer = 512
+
+// ModeMaxTurns are the --max-turns defaults of each mode. Pipeline mode
+// runs unattended through whole tasks, so it gets a longer leash. A
+// persona's max_turns replaces them; Config.MaxTurns replaces both.
+var ModeMaxTurns = map[persona.Mode]int{
+	persona.ModeWorkbench: 25,
+	persona.ModePipeline:  50,
+	persona.ModeDirect:    25,
+}
+
+// Config configures New. The zero value is usable: the current directory
+// is the only allowed root, the CLI is found by claudecode.FindBinary, the
+// session index lives in session.DefaultStateDir(), turns run in dontAsk
+// mode, and the server logs nothing (project logs are still written).
+// New copies it; later changes have no effect.
+type Config struct {
+	// Roots are the directories a project root must resolve inside
+	// (symlinks followed). Empty means the current directory.
+	Roots []string
+	// ClaudeBinary is the claude executable ("" = claudecode.FindBinary's
+	// search).
+	ClaudeBinary string
+	// StateDir holds the session ID index ("" = session.DefaultStateDir()).
+	StateDir string
+
+	// DefaultPermissionMode is the mode when the persona sets none (""
+	// = DefaultPermissionMode). PermissionMode, when set, overrides the
+	// persona's: precedence is DefaultPermissionMode < persona
+	// permission_mode < PermissionMode.
+	DefaultPermissionMode string
+	PermissionMode        string
+	// AllowBypass lets a turn run in bypassPermissions mode. Without it
+	// such a turn is refused with ErrBypassRefused.
+	AllowBypass bool
+	// MaxTurns, when positive, overrides the persona's and the mode's
+	// --max-turns.
+	MaxTurns int
+	// AllowedTools are auto-approved (--allowedTools) on every turn, in
+	// addition to the persona's auto_approve_tools: operator policy, e.g.
+	// "Bash(ls:*)". Clients can never add to it.
+	AllowedTools []string
+
+	// Env is the environment a child's is filtered from (nil =
+	// os.Environ()); AllowEnv names secret-looking variables to pass
+	// anyway (see claudecode.Config).
+	Env      []string
+	AllowEnv []string
+	// ChildEnv entries (KEY=VALUE) are added to every child's environment
+	// after filtering and win over Env: the demo's fake API URL and key.
+	ChildEnv []string
+
+	// Logger receives the server's own log lines (nil = none). Turn logs
+	// go to each project's .chirality/logs/harness.log unless
+	// NoProjectLogs is set.
+	Logger        *zerolog.Logger
+	NoProjectLogs bool
+
+	// InterruptGrace and KillGrace tune the driver's stop sequence (see
+	// claudecode.Config; 0 = its defaults).
+	InterruptGrace time.Duration
+	KillGrace      time.Duration
+	// SubscriberBuffer is the live-event queue of one reader (0 =
+	// DefaultSubscriberBuffer). See Harness.Follow for the policy.
+	SubscriberBuffer int
+}
+
+func (c *Config) clone() Config {
+	d := *c
+	d.Roots = slices.Clone(c.Roots)
+	d.AllowedTools = slices.Clone(c.AllowedTools)
+	if c.Env != nil {
+		d.Env = slices.Clone(c.Env)
+	}
+	d.AllowEnv = slices.Clone(c.AllowEnv)
+	d.ChildEnv = slices.Clone(c.ChildEnv)
+	if d.DefaultPermissionMode == "" {
+		d.DefaultPermissionMode = DefaultPermissionMode
+	}
+	if d.SubscriberBuffer <= 0 {
+		d.SubscriberBuffer = DefaultSubscriberBuffer
+	}
+	return d
+}
+
+// permissionMode applies the precedence: config default < persona <
+// config override; bypass only when allowed.
+func (c *Config) permissionMode(p *persona.Persona) (string, error) {
+	mode := c.DefaultPermissionMode
+	if p != nil && p.PermissionMode != "" {
+		mode = p.PermissionMode
+	}
+	if c.PermissionMode != "" {
+		mode = c.PermissionMode
+	}
+	if !slices.Contains(claudecode.PermissionModes, mode) {
+		return "", claudecode.ErrInvalidOptions
+	}
+	if mode == BypassPermissionMode && !c.AllowBypass {
+		return "", ErrBypassRefused
+	}
+	return mode, nil
+}
+
+// maxTurns applies the precedence: mode default < persona < config.
+func (c *Config) maxTurns(p *persona.Persona, mode persona.Mode) int {
+	n := ModeMaxTurns[mode]
+	if p != nil && p.MaxTurns > 0 {
+		n = p.MaxTurns
+	}
+	if c.MaxTurns > 0 {
+		n = c.MaxTurns
+	}
+	return n
+}

@@ -1,0 +1,52 @@
+package harness_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/claudecode"
+)
+
+// One turn of a persona session, end to end: the events are stored with
+// their seq and can be followed (or replayed later) by anyone.
+func Example() {
+	root := "/path/to/project"
+	h, err := harness.New(harness.Config{Roots: []string{root}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		h.Shutdown(ctx) // interrupt running turns, wait, kill what is left
+	}()
+	s, err := h.CreateSession(root, "REVIEWER", "workbench")
+	if err != nil {
+		log.Fatal(err)
+	}
+	t, err := h.StartTurn(context.Background(), s.ID, "Review the last commit.")
+	if err != nil {
+		log.Fatal(err) // harness.ErrBusy, ErrNotFound, …
+	}
+	events, err := h.Follow(context.Background(), s.ID, t.StartSeq)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for rec, err := range events {
+		if err != nil {
+			log.Fatal(err)
+		}
+		var ev claudecode.Event
+		if json.Unmarshal(rec.Event, &ev) == nil && ev.Type == claudecode.EventChatDelta {
+			fmt.Print(ev.Text)
+		}
+	}
+	<-t.Done()
+	if err := t.Err(); err != nil {
+		log.Println("turn ended:", err)
+	}
+}

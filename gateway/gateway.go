@@ -1,0 +1,419 @@
+package gateway
+
+import (
+	"context"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxBody   = 1 << 20
+	DefaultHeartbeat = 15 * time.Second
+	// APIPrefix is where the routes live.
+	APIPrefix = "/api/harness"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI returns the OpenAPI document of the routes.
+func OpenAPI() []byte { return slices.Clone(openAPI) }
+
+// Config configures New. Harness is required; the zero value of every
+// other field is the safe default: no token, no extra hosts, no CORS,
+// 1 MiB bodies, 15 s heartbeats. New copies it.
+type Config struct {
+	Harness *harness.Harness
+	// Addr is the address the server is bound to; its host joins the
+	// Host allowlist (unless it is a wildcard such as 0.0.0.0).
+	Addr string
+	// Token, when set, is required as "Authorization: Bearer <Token>" on
+	// every /api route.
+	Token string
+	// AllowHosts are extra Host header values accepted (besides
+	// localhost, 127.0.0.1, [::1] and Addr's host), without port.
+	AllowHosts []string
+	// AllowOrigins are the origins ("https://app.example.com") allowed to
+	// call the API cross-origin. None by default.
+	AllowOrigins []string
+	// MaxBody caps request bodies in bytes (0 = DefaultMaxBody).
+	MaxBody int64
+	// Heartbeat is the interval of SSE heartbeat comments (0 =
+	// DefaultHeartbeat).
+	Heartbeat time.Duration
+	// Console, if set, is served at / (the web console).
+	Console http.Handler
+	// Logger receives request failures (nil = none).
+	Logger *zerolog.Logger
+}
+
+// Gateway is the HTTP handler. It is safe for concurrent use.
+type Gateway struct {
+	cfg     Config
+	h       *harness.Harness
+	log     zerolog.Logger
+	hosts   map[string]bool
+	origins map[string]bool
+	router  *mux.Router
+	handler http.Handler
+
+	closing   chan struct{}
+	closeOnce sync.Once
+	streams   sync.WaitGroup
+}
+
+// New returns a Gateway for cfg.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Harness == nil {
+		return nil, errors.New("gateway: Config.Harness is required")
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	g := &Gateway{cfg: cfg, h: cfg.Harness, log: zerolog.Nop(), closing: make(chan struct{}),
+		hosts: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}, origins: map[string]bool{}}
+	if cfg.Logger != nil {
+		g.log = *cfg.Logger
+	}
+	if cfg.Addr != "" {
+		host, _, err := net.SplitHostPort(cfg.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: addr %q: %w", cfg.Addr, err)
+		}
+		if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+			g.hosts[strings.ToLower(host)] = true
+		}
+	}
+	for _, h := range cfg.AllowHosts {
+		g.hosts[normHost(h)] = true
+	}
+	for _, o := range cfg.AllowOrigins {
+		u, err := url.Parse(o)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fmt.Errorf("gateway: allowed origin %q is not scheme://host[:port]", o)
+		}
+		g.origins[strings.ToLower(u.Scheme+"://"+u.Host)] = true
+	}
+	g.router = g.routes()
+	g.handler = g.checkHost(g.cors(g.dispatch()))
+	return g, nil
+}
+
+// normHost lower-cases a Host value and strips its port and brackets.
+func normHost(h string) string {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	return strings.ToLower(strings.Trim(h, "[]"))
+}
+
+func (g *Gateway) routes() *mux.Router {
+	r := mux.NewRouter()
+	r.Use(g.auth, g.limitBody)
+	route := func(method, path string, h http.HandlerFunc) {
+		r.HandleFunc(APIPrefix+path, h).Methods(method)
+	}
+	route(http.MethodPost, "/session/create", g.createSession)
+	route(http.MethodGet, "/session/list", g.listSessions)
+	route(http.MethodGet, "/session/{id}", g.getSession)
+	route(http.MethodDelete, "/session/{id}", g.deleteSession)
+	route(http.MethodGet, "/session/{id}/events", g.sessionEvents)
+	route(http.MethodPost, "/turn", g.turn)
+	route(http.MethodPost, "/interrupt", g.interrupt)
+	route(http.MethodGet, "/personas", g.personas)
+	route(http.MethodGet, "/health", g.health)
+	route(http.MethodGet, "/openapi.json", g.openapi)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such route"})
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed"})
+	})
+	return r
+}
+
+// dispatch sends /api/ to the router and the rest to the console.
+func (g *Gateway) dispatch() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.cfg.Console != nil && !strings.HasPrefix(r.URL.Path, "/api/") {
+			g.cfg.Console.ServeHTTP(w, r)
+			return
+		}
+		g.router.ServeHTTP(w, r)
+	})
+}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
+
+// Close ends the open event streams (the turns go on) and waits for their
+// handlers to return. Call it when shutting the server down: SSE
+// connections never go idle by themselves. Safe to call more than once.
+func (g *Gateway) Close() {
+	g.closeOnce.Do(func() { close(g.closing) })
+	g.streams.Wait()
+}
+
+// Middleware.
+
+// checkHost refuses requests whose Host header does not name this server:
+// a DNS-rebinding page can reach a loopback port, but its Host is its own
+// domain.
+func (g *Gateway) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.hosts[normHost(r.Host)] {
+			g.writeError(w, r, fmt.Errorf("%w: %q", errBadHost, r.Host))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cors lets same-origin requests and requests from an allowed origin
+// through (answering preflights), and refuses other cross-origin ones.
+func (g *Gateway) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		u, err := url.Parse(origin)
+		sameOrigin := err == nil && strings.EqualFold(u.Host, r.Host)
+		allowed := err == nil && g.origins[strings.ToLower(u.Scheme+"://"+u.Host)]
+		if !sameOrigin && !allowed {
+			g.writeError(w, r, fmt.Errorf("%w: %q", errBadOrigin, origin))
+			return
+		}
+		if allowed {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Expose-Headers", "Content-Type")
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID, Accept")
+				h.Set("Access-Control-Max-Age", "600")
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// auth requires the bearer token when one is configured.
+func (g *Gateway) auth(next http.Handler) http.Handler {
+	if g.cfg.Token == "" {
+		return next
+	}
+	want := []byte("Bearer " + g.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="harness"`)
+			g.writeError(w, r, errUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody caps request bodies.
+func (g *Gateway) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > g.cfg.MaxBody {
+			g.writeError(w, r, errTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, g.cfg.MaxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decodeBody reads one JSON object into v; unknown fields are refused (a
+// client cannot smuggle tool flags in).
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errBadBody, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return fmt.Errorf("%w: more than one JSON value", errBadBody)
+	}
+	return nil
+}
+
+// Handlers.
+
+type createRequest struct {
+	ProjectRoot string  `json:"projectRoot"`
+	Persona     *string `json:"persona"`
+	Mode        string  `json:"mode"`
+}
+
+func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
+	var req createRequest
+	if err := decodeBody(r, &req); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	p := ""
+	if req.Persona != nil {
+		p = *req.Persona
+	}
+	s, err := g.h.CreateSession(req.ProjectRoot, p, req.Mode)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"session": s})
+}
+
+func (g *Gateway) listSessions(w http.ResponseWriter, r *http.Request) {
+	list, err := g.h.ListSessions(r.URL.Query().Get("projectRoot"))
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request) {
+	s, err := g.h.Session(mux.Vars(r)["id"])
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"session": s})
+}
+
+func (g *Gateway) deleteSession(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if err := g.h.DeleteSession(ctx, mux.Vars(r)["id"]); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type turnRequest struct {
+	SessionID string `json:"sessionId"`
+	Message   string `json:"message"`
+}
+
+func (g *Gateway) turn(w http.ResponseWriter, r *http.Request) {
+	var req turnRequest
+	if err := decodeBody(r, &req); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if strings.TrimSpace(req.Message) == "" {
+		g.writeError(w, r, harness.ErrEmptyMessage)
+		return
+	}
+	t, err := g.h.StartTurn(r.Context(), req.SessionID, req.Message)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	g.stream(w, r, req.SessionID, t.StartSeq)
+}
+
+type interruptRequest struct {
+	SessionID string `json:"sessionId"`
+}
+
+func (g *Gateway) interrupt(w http.ResponseWriter, r *http.Request) {
+	var req interruptRequest
+	if err := decodeBody(r, &req); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if err := g.h.Interrupt(req.SessionID); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"interrupted": true})
+}
+
+func (g *Gateway) sessionEvents(w http.ResponseWriter, r *http.Request) {
+	after, err := afterOf(r)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	g.stream(w, r, mux.Vars(r)["id"], after)
+}
+
+// afterOf reads Last-Event-ID, else ?after=, else 0.
+func afterOf(r *http.Request) (int64, error) {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("after")
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %q", errBadAfter, v)
+	}
+	return n, nil
+}
+
+func (g *Gateway) personas(w http.ResponseWriter, r *http.Request) {
+	list, err := g.h.Personas(r.URL.Query().Get("projectRoot"))
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (g *Gateway) health(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	v, err := g.h.CLIVersion(ctx)
+	body := map[string]any{"ok": err == nil, "claudeVersion": v}
+	if err != nil {
+		body["error"] = err.Error()
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (g *Gateway) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPI)
+}

@@ -1,0 +1,485 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/logging"
+	"github.com/chirality/harness/persona"
+	"github.com/chirality/harness/session"
+)
+
+// Harness runs harness sessions: it owns the claudecode.Manager, the
+// session store, the per-project logs and the live fan-out of every
+// running turn. A Harness is safe for concurrent use; the gateway and the
+// CLI each build one with New and end it with Shutdown.
+type Harness struct {
+	cfg   Config
+	roots []string // allowed roots, absolute, symlinks resolved
+	log   zerolog.Logger
+	mgr   *claudecode.Manager
+	store *session.Store
+
+	mu     sync.Mutex
+	live   map[string]*liveTurn // by session ID: running turns and deletions
+	seen   map[string]bool      // project roots used by this process
+	closed bool
+	wg     sync.WaitGroup // turn runners
+
+	logsMu     sync.Mutex
+	logs       map[string]projectLog
+	logsClosed bool
+}
+
+type projectLog struct {
+	log    zerolog.Logger
+	closer io.Closer
+}
+
+// New returns a Harness for cfg. It fails when a root does not exist or
+// the state directory cannot be created. The CLI is looked for when a
+// turn starts, not here.
+func New(cfg Config) (*Harness, error) {
+	c := cfg.clone()
+	if len(c.Roots) == 0 {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("harness: %w", err)
+		}
+		c.Roots = []string{wd}
+	}
+	h := &Harness{cfg: c, log: zerolog.Nop(), live: map[string]*liveTurn{}, seen: map[string]bool{}, logs: map[string]projectLog{}}
+	if c.Logger != nil {
+		h.log = *c.Logger
+	}
+	for _, r := range c.Roots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, fmt.Errorf("harness: root %s: %w", r, err)
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, fmt.Errorf("harness: root %s: %w", r, err)
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("harness: root %s is not a directory", r)
+		}
+		h.roots = append(h.roots, real)
+	}
+	st, err := session.Open(session.Config{StateDir: c.StateDir, Logger: c.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	h.store = st
+	h.mgr = claudecode.NewManager(claudecode.Config{
+		Binary: c.ClaudeBinary, Env: c.Env, AllowEnv: c.AllowEnv, Logger: c.Logger,
+		InterruptGrace: c.InterruptGrace, KillGrace: c.KillGrace,
+	})
+	return h, nil
+}
+
+// Roots returns the allowed roots, absolute with symlinks resolved.
+func (h *Harness) Roots() []string { return append([]string(nil), h.roots...) }
+
+// Manager returns the driver the Harness runs turns with (for `harness
+// replay`, which bypasses the session machinery on purpose).
+func (h *Harness) Manager() *claudecode.Manager { return h.mgr }
+
+// Store returns the session store.
+func (h *Harness) Store() *session.Store { return h.store }
+
+// CLIVersion returns the version of the claude CLI in use.
+func (h *Harness) CLIVersion(ctx context.Context) (string, error) { return h.mgr.CLIVersion(ctx) }
+
+// ResolveRoot returns projectRoot with symlinks resolved when it is an
+// existing directory inside an allowed root. projectRoot must be
+// absolute (ErrInvalidRoot). A path outside every root is
+// ErrRootNotAllowed whether or not it exists, so a client learns nothing
+// about the file system outside the roots.
+func (h *Harness) ResolveRoot(projectRoot string) (string, error) {
+	if projectRoot == "" || !filepath.IsAbs(projectRoot) || strings.ContainsRune(projectRoot, 0) {
+		return "", fmt.Errorf("%w: %q is not an absolute path", ErrInvalidRoot, projectRoot)
+	}
+	clean := filepath.Clean(projectRoot)
+	real, err := filepath.EvalSymlinks(clean)
+	if err != nil {
+		if !h.inside(clean) {
+			return "", ErrRootNotAllowed
+		}
+		return "", fmt.Errorf("%w: %s does not exist", ErrInvalidRoot, clean)
+	}
+	if !h.inside(real) {
+		return "", ErrRootNotAllowed
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%w: %s is not a directory", ErrInvalidRoot, clean)
+	}
+	return real, nil
+}
+
+// inside reports whether the clean absolute path p is an allowed root or
+// below one.
+func (h *Harness) inside(p string) bool {
+	for _, r := range h.roots {
+		if p == r {
+			return true
+		}
+		if rel, err := filepath.Rel(r, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowedSession checks that a stored session lives inside an allowed root.
+func (h *Harness) allowedSession(s *session.Session) error {
+	real, err := filepath.EvalSymlinks(s.ProjectRoot)
+	if err != nil || !h.inside(real) {
+		return ErrRootNotAllowed
+	}
+	return nil
+}
+
+// mapStoreErr turns the store's errors into this package's sentinels,
+// keeping the store's message.
+func mapStoreErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, session.ErrInvalidID):
+		return fmt.Errorf("%w: %w", ErrInvalidID, err)
+	case errors.Is(err, session.ErrNotFound):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return err
+}
+
+func mapPersonaErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, persona.ErrNotFound):
+		return fmt.Errorf("%w: %w", ErrPersonaNotFound, err)
+	case errors.Is(err, persona.ErrInvalidID), errors.Is(err, persona.ErrInvalidPersona):
+		return fmt.Errorf("%w: %w", ErrInvalidPersona, err)
+	}
+	return err
+}
+
+// CreateSession makes a session in the project at projectRoot (absolute,
+// inside an allowed root) with persona personaID ("" for none) and mode.
+// Nothing is written when a check fails.
+func (h *Harness) CreateSession(projectRoot, personaID, mode string) (*session.Session, error) {
+	if !persona.ValidMode(mode) {
+		return nil, fmt.Errorf("%w %q: want workbench, pipeline or direct", ErrInvalidMode, mode)
+	}
+	root, err := h.ResolveRoot(projectRoot)
+	if err != nil {
+		return nil, err
+	}
+	if personaID != "" {
+		if _, err := persona.Load(root, personaID); err != nil {
+			return nil, mapPersonaErr(err)
+		}
+	}
+	s, err := h.store.Create(root, personaID, mode)
+	if err != nil {
+		return nil, mapStoreErr(err)
+	}
+	h.noteRoot(root)
+	h.projectLog(root).Info().Str("sessionId", s.ID).Str("persona", personaID).Str("mode", mode).Msg("session created")
+	return s, nil
+}
+
+func (h *Harness) noteRoot(root string) {
+	h.mu.Lock()
+	h.seen[root] = true
+	h.mu.Unlock()
+}
+
+// Session returns session id. An ID that is not a UUID is ErrInvalidID
+// before any file is read; a session outside the allowed roots is
+// ErrRootNotAllowed.
+func (h *Harness) Session(id string) (*session.Session, error) {
+	if !session.ValidID(id) {
+		return nil, fmt.Errorf("%w %q", ErrInvalidID, id)
+	}
+	s, err := h.store.Get(id)
+	if err != nil {
+		return nil, mapStoreErr(err)
+	}
+	if err := h.allowedSession(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SessionIn returns session id of the project at projectRoot without the
+// ID index (`harness replay --project-root`).
+func (h *Harness) SessionIn(projectRoot, id string) (*session.Session, error) {
+	if !session.ValidID(id) {
+		return nil, fmt.Errorf("%w %q", ErrInvalidID, id)
+	}
+	root, err := h.ResolveRoot(projectRoot)
+	if err != nil {
+		return nil, err
+	}
+	s, err := h.store.GetIn(root, id)
+	return s, mapStoreErr(err)
+}
+
+// SessionSummary is one entry of ListSessions.
+type SessionSummary struct {
+	ID              string    `json:"id"`
+	CreatedAt       time.Time `json:"createdAt"`
+	UpdatedAt       time.Time `json:"updatedAt"`
+	ProjectRoot     string    `json:"projectRoot"`
+	Persona         *string   `json:"persona"`
+	Mode            string    `json:"mode"`
+	ClaudeSessionID *string   `json:"claudeSessionId"`
+	// Running is true while the session has a turn running.
+	Running bool `json:"running"`
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// ListSessions returns the sessions of the project at projectRoot, or
+// with projectRoot "" of every allowed root and every project this
+// process has used, newest first.
+func (h *Harness) ListSessions(projectRoot string) ([]SessionSummary, error) {
+	var roots []string
+	if projectRoot != "" {
+		r, err := h.ResolveRoot(projectRoot)
+		if err != nil {
+			return nil, err
+		}
+		roots = []string{r}
+	} else {
+		set := map[string]bool{}
+		for _, r := range h.roots {
+			set[r] = true
+		}
+		h.mu.Lock()
+		for r := range h.seen {
+			set[r] = true
+		}
+		h.mu.Unlock()
+		for r := range set {
+			roots = append(roots, r)
+		}
+		sort.Strings(roots)
+	}
+	out := []SessionSummary{}
+	for _, r := range roots {
+		list, _, err := h.store.List(r)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range list {
+			out = append(out, SessionSummary{
+				ID: s.ID, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(), ProjectRoot: s.ProjectRoot,
+				Persona: nullable(s.Persona), Mode: s.Mode, ClaudeSessionID: nullable(s.ClaudeSessionID),
+				Running: h.IsRunning(s.ID),
+			})
+		}
+	}
+	if len(roots) > 1 {
+		sort.SliceStable(out, func(i, j int) bool {
+			if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+				return out[i].UpdatedAt.After(out[j].UpdatedAt)
+			}
+			return out[i].ID < out[j].ID
+		})
+	}
+	return out, nil
+}
+
+// DeleteSession removes session id: a running turn is killed first (and
+// waited for, bounded by ctx), then its files and index entry go. While
+// it runs, a new turn of the session is refused with ErrBusy.
+func (h *Harness) DeleteSession(ctx context.Context, id string) error {
+	s, err := h.Session(id)
+	if err != nil {
+		return err
+	}
+	tomb := &liveTurn{id: id, deleting: true, done: make(chan struct{})}
+	for {
+		h.mu.Lock()
+		lt := h.live[id]
+		if lt == nil {
+			h.live[id] = tomb
+			h.mu.Unlock()
+			break
+		}
+		h.mu.Unlock()
+		if lt.deleting {
+			return fmt.Errorf("%w: being deleted", ErrBusy)
+		}
+		lt.kill()
+		select {
+		case <-lt.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer func() {
+		h.mu.Lock()
+		delete(h.live, id)
+		h.mu.Unlock()
+		close(tomb.done)
+	}()
+	if err := h.store.Delete(id); err != nil {
+		return mapStoreErr(err)
+	}
+	h.projectLog(s.ProjectRoot).Info().Str("sessionId", id).Msg("session deleted")
+	return nil
+}
+
+// IsRunning reports whether session id has a turn running.
+func (h *Harness) IsRunning(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lt := h.live[id]
+	return lt != nil && !lt.deleting
+}
+
+// Interrupt asks the running turn of session id to stop (the driver's
+// interrupt sequence); the turn then ends with session:error of kind
+// interrupted. It returns ErrNotRunning when there is none.
+func (h *Harness) Interrupt(id string) error {
+	if !session.ValidID(id) {
+		return fmt.Errorf("%w %q", ErrInvalidID, id)
+	}
+	h.mu.Lock()
+	lt := h.live[id]
+	h.mu.Unlock()
+	if lt == nil || lt.deleting {
+		return ErrNotRunning
+	}
+	lt.interrupt()
+	return nil
+}
+
+// Kill stops the running turn of session id at once (whole process
+// group). It returns ErrNotRunning when there is none.
+func (h *Harness) Kill(id string) error {
+	if !session.ValidID(id) {
+		return fmt.Errorf("%w %q", ErrInvalidID, id)
+	}
+	h.mu.Lock()
+	lt := h.live[id]
+	h.mu.Unlock()
+	if lt == nil || lt.deleting {
+		return ErrNotRunning
+	}
+	lt.kill()
+	return nil
+}
+
+// PersonaInfo is one entry of Personas.
+type PersonaInfo struct {
+	ID             string   `json:"id"`
+	Description    string   `json:"description"`
+	Tools          []string `json:"tools"`
+	Model          string   `json:"model"`
+	PermissionMode string   `json:"permissionMode"`
+	SourceFile     string   `json:"sourceFile"`
+	// Error is set, and the fields above may be empty, for a persona
+	// file that cannot be used.
+	Error string `json:"error,omitempty"`
+}
+
+// Personas lists the personas of the project at projectRoot ("" = the
+// first allowed root), sorted by ID.
+func (h *Harness) Personas(projectRoot string) ([]PersonaInfo, error) {
+	root := h.roots[0]
+	if projectRoot != "" {
+		r, err := h.ResolveRoot(projectRoot)
+		if err != nil {
+			return nil, err
+		}
+		root = r
+	}
+	entries, err := persona.List(root)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PersonaInfo, 0, len(entries))
+	for _, e := range entries {
+		pi := PersonaInfo{ID: e.ID, SourceFile: e.SourceFile, Tools: []string{}}
+		if e.Err != nil {
+			pi.Error = e.Err.Error()
+		} else if p := e.Persona; p != nil {
+			pi.Description, pi.Model, pi.PermissionMode = p.Description, p.Model, p.PermissionMode
+			if p.Tools != nil {
+				pi.Tools = p.Tools
+			}
+		}
+		out = append(out, pi)
+	}
+	return out, nil
+}
+
+// projectLog returns the logger of the project's harness.log, opening it
+// on first use. When it cannot be opened, the server logger is used.
+func (h *Harness) projectLog(root string) *zerolog.Logger {
+	h.logsMu.Lock()
+	defer h.logsMu.Unlock()
+	if pl, ok := h.logs[root]; ok {
+		return &pl.log
+	}
+	if h.logsClosed {
+		return &h.log
+	}
+	pl := projectLog{log: h.log}
+	if !h.cfg.NoProjectLogs {
+		l, c, err := logging.New(root)
+		if err != nil {
+			h.log.Warn().Err(err).Str("projectRoot", root).Msg("project log unavailable; logging to the server log")
+		} else {
+			pl = projectLog{log: l, closer: c}
+		}
+	}
+	h.logs[root] = pl
+	return &pl.log
+}
+
+// Shutdown refuses new turns, interrupts every running turn and waits for
+// them to end; when ctx is done first it kills what is left (whole
+// process groups) and waits for that. Then it flushes and closes the
+// project logs and the event logs. It returns ctx's error if it had to
+// kill. Safe to call more than once.
+func (h *Harness) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	err := h.mgr.Shutdown(ctx)
+	h.wg.Wait() // runners end once their turns are read to the end
+	h.logsMu.Lock()
+	for root, pl := range h.logs {
+		if pl.closer != nil {
+			pl.closer.Close()
+		}
+		delete(h.logs, root)
+	}
+	h.logsClosed = true
+	h.logsMu.Unlock()
+	h.store.Close()
+	return err
+}

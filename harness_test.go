@@ -1,0 +1,513 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/session"
+)
+
+// These tests run the real, pinned Claude Code CLI against the fake
+// Messages API, offline, with a scratch HOME.
+
+type testEnv struct {
+	t     *testing.T
+	api   *claudetest.FakeAPI
+	h     *Harness
+	cfg   Config
+	root  string
+	home  string
+	state string
+}
+
+func newTestEnv(t *testing.T, mutate func(*Config)) *testEnv {
+	t.Helper()
+	bin := claudetest.FindCLI(t)
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.Close() })
+	e := &testEnv{t: t, api: api, root: realDir(t), home: t.TempDir(), state: t.TempDir()}
+	e.cfg = Config{
+		Roots:          []string{e.root},
+		ClaudeBinary:   bin,
+		StateDir:       e.state,
+		Env:            []string{"HOME=" + e.home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"},
+		ChildEnv:       api.Env(),
+		InterruptGrace: time.Second,
+		KillGrace:      2 * time.Second,
+	}
+	if mutate != nil {
+		mutate(&e.cfg)
+	}
+	e.h = e.open()
+	return e
+}
+
+func (e *testEnv) open() *Harness {
+	e.t.Helper()
+	h, err := New(e.cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		h.Shutdown(ctx)
+	})
+	return h
+}
+
+func realDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// event is a decoded stored event.
+type event struct {
+	claudecode.Event
+	Seq int64
+	Raw string
+}
+
+func decode(t *testing.T, rec session.Record) event {
+	t.Helper()
+	var ev claudecode.Event
+	if err := json.Unmarshal(rec.Event, &ev); err != nil {
+		t.Fatalf("event %s: %v", rec.Event, err)
+	}
+	var head struct {
+		Seq int64 `json:"seq"`
+	}
+	_ = json.Unmarshal(rec.Event, &head)
+	if head.Seq != rec.Seq {
+		t.Fatalf("record seq %d, JSON seq %d: %s", rec.Seq, head.Seq, rec.Event)
+	}
+	return event{Event: ev, Seq: rec.Seq, Raw: string(rec.Event)}
+}
+
+// follow reads the session's events after `after` until the stream ends.
+func (e *testEnv) follow(h *Harness, id string, after int64) []event {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	seq, err := h.Follow(ctx, id, after)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []event
+	for rec, err := range seq {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, decode(e.t, rec))
+	}
+	if ctx.Err() != nil {
+		e.t.Fatal("follow timed out")
+	}
+	return out
+}
+
+// turn runs one turn and returns its events.
+func (e *testEnv) turn(id, message string) ([]event, *Turn) {
+	e.t.Helper()
+	tr, err := e.h.StartTurn(context.Background(), id, message)
+	if err != nil {
+		e.t.Fatalf("StartTurn: %v", err)
+	}
+	evs := e.follow(e.h, id, tr.StartSeq)
+	<-tr.Done()
+	checkTurn(e.t, id, tr.StartSeq, evs)
+	return evs, tr
+}
+
+// checkTurn asserts a turn's invariants: consecutive seqs, the harness
+// session ID on every event, exactly one process:exit, last.
+func checkTurn(t *testing.T, id string, startSeq int64, evs []event) {
+	t.Helper()
+	if len(evs) == 0 {
+		t.Fatal("no events")
+	}
+	for i, ev := range evs {
+		if ev.Seq != startSeq+int64(i)+1 {
+			t.Fatalf("event %d has seq %d, want %d", i, ev.Seq, startSeq+int64(i)+1)
+		}
+		if ev.SessionID != id {
+			t.Fatalf("event %s has sessionId %q, want the harness session %q", ev.Type, ev.SessionID, id)
+		}
+		if (ev.Type == claudecode.EventProcessExit) != (i == len(evs)-1) {
+			t.Fatalf("process:exit at %d of %d", i, len(evs))
+		}
+	}
+}
+
+func ofType(evs []event, typ claudecode.EventType) []event {
+	var out []event
+	for _, e := range evs {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func text(evs []event) string {
+	var b strings.Builder
+	for _, e := range ofType(evs, claudecode.EventChatDelta) {
+		b.WriteString(e.Text)
+	}
+	return b.String()
+}
+
+func TestTurnPersonaPromptToolsAndLogs(t *testing.T) {
+	e := newTestEnv(t, nil)
+	writeFile(t, filepath.Join(e.root, "agents", "AGENT_TESTER.md"), "---\ntools: Read,Grep\ndescription: test persona\nmax_turns: 7\n---\nYou are the TESTER persona. Codeword: QUINCE.\n")
+	s, err := e.h.CreateSession(e.root, "TESTER", "workbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api.Script(claudetest.TextReply("hello from the model"))
+	evs, tr := e.turn(s.ID, "first message")
+	if err := tr.Err(); err != nil {
+		t.Fatalf("turn failed: %v", err)
+	}
+	if text(evs) != "hello from the model" {
+		t.Errorf("text = %q", text(evs))
+	}
+	req := e.api.Requests()[len(e.api.Requests())-1]
+	if !strings.Contains(req.SystemText(), "Codeword: QUINCE") {
+		t.Error("the persona prompt did not reach the model")
+	}
+	tools := slices.DeleteFunc(slices.Clone(req.Tools), func(s string) bool { return s == "DeferredToolPlaceholder" })
+	slices.Sort(tools)
+	if !slices.Equal(tools, []string{"Grep", "Read"}) {
+		t.Errorf("tools offered = %v, want [Grep Read]", req.Tools)
+	}
+	init := ofType(evs, claudecode.EventSessionInit)
+	if len(init) != 1 || init[0].Init.PermissionMode != "dontAsk" {
+		t.Fatalf("session:init = %+v", init)
+	}
+	got, err := e.h.Session(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ClaudeSessionID != init[0].Init.ClaudeSessionID || !got.UpdatedAt.After(s.UpdatedAt) {
+		t.Errorf("stored session %+v, want claudeSessionId %s and a newer updatedAt", got, init[0].Init.ClaudeSessionID)
+	}
+	prompt, err := os.ReadFile(filepath.Join(e.root, ".chirality", "prompts", s.ID+"-system.txt"))
+	if err != nil || !strings.Contains(string(prompt), "QUINCE") {
+		t.Errorf("saved prompt: %v %q", err, prompt)
+	}
+	// The whole history replays by seq, from any point.
+	all := e.follow(e.h, s.ID, 0)
+	if len(all) != len(evs) || all[2].Raw != evs[2].Raw {
+		t.Errorf("replay gave %d events, want %d", len(all), len(evs))
+	}
+	if tail := e.follow(e.h, s.ID, 3); len(tail) != len(evs)-3 || tail[0].Seq != 4 {
+		t.Errorf("replay after 3 gave %d events from seq %d", len(tail), tail[0].Seq)
+	}
+	// The project log has the turn.
+	e.h.Shutdown(context.Background())
+	logText, err := os.ReadFile(filepath.Join(e.root, ".chirality", "logs", "harness.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"turn started"`, `"message":"first message"`, `"session:init"`, `"turn completed"`, `"maxTurns":7`} {
+		if !strings.Contains(string(logText), want) {
+			t.Errorf("harness.log lacks %s", want)
+		}
+	}
+	if strings.Contains(string(logText), "sk-ant-fake-for-tests") {
+		t.Error("the API key reached the log")
+	}
+}
+
+func TestResumeContinuesAndFallsBack(t *testing.T) {
+	e := newTestEnv(t, nil)
+	s, err := e.h.CreateSession(e.root, "", "direct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api.Script(claudetest.TextReply("first answer"), claudetest.TextReply("second answer"), claudetest.TextReply("third answer"))
+	evs1, _ := e.turn(s.ID, "remember the word PAPAYA")
+	claude1 := ofType(evs1, claudecode.EventSessionInit)[0].Init.ClaudeSessionID
+
+	evs2, tr2 := e.turn(s.ID, "what was the word?")
+	if tr2.Err() != nil {
+		t.Fatal(tr2.Err())
+	}
+	if got := ofType(evs2, claudecode.EventSessionInit)[0].Init.ClaudeSessionID; got != claude1 {
+		t.Errorf("second turn ran in Claude session %s, want the resumed %s", got, claude1)
+	}
+	history := requestHistory(e.api.Requests()[len(e.api.Requests())-1])
+	if !strings.Contains(history, "PAPAYA") || !strings.Contains(history, "first answer") {
+		t.Errorf("resumed request lacks the earlier conversation: %q", history)
+	}
+
+	// Claude Code loses its storage: the next turn falls back to a fresh
+	// session with the same message.
+	if err := os.RemoveAll(filepath.Join(e.home, ".claude", "projects")); err != nil {
+		t.Fatal(err)
+	}
+	evs3, tr3 := e.turn(s.ID, "message that must not be lost")
+	if err := tr3.Err(); err != nil {
+		t.Fatalf("fallback turn failed: %v", err)
+	}
+	errs := ofType(evs3, claudecode.EventSessionError)
+	if len(errs) != 1 || errs[0].Error.Kind != claudecode.ErrorResumeNotFound || !strings.Contains(errs[0].Error.Error, "fresh conversation") {
+		t.Fatalf("session:error = %+v", errs)
+	}
+	inits := ofType(evs3, claudecode.EventSessionInit)
+	if len(inits) != 1 || inits[0].Init.ClaudeSessionID == claude1 || inits[0].Seq < errs[0].Seq {
+		t.Fatalf("session:init after the fallback = %+v", inits)
+	}
+	if n := len(ofType(evs3, claudecode.EventSessionComplete)); n != 1 || text(evs3) != "third answer" {
+		t.Errorf("%d session:complete, text %q", n, text(evs3))
+	}
+	if last := e.api.Requests()[len(e.api.Requests())-1]; !strings.Contains(last.LastUserText(), "message that must not be lost") {
+		t.Errorf("the fresh session did not get the message: %q", last.LastUserText())
+	}
+	got, _ := e.h.Session(s.ID)
+	if got.ClaudeSessionID != inits[0].Init.ClaudeSessionID {
+		t.Errorf("stored claudeSessionId %s, want the new %s", got.ClaudeSessionID, inits[0].Init.ClaudeSessionID)
+	}
+	logText, _ := os.ReadFile(filepath.Join(e.root, ".chirality", "logs", "harness.log"))
+	if !strings.Contains(string(logText), "resume failed") || !strings.Contains(string(logText), "resume attempted") {
+		t.Error("the log lacks the resume entries")
+	}
+}
+
+func requestHistory(r *claudetest.Request) string {
+	var b strings.Builder
+	for _, m := range r.Messages {
+		for _, c := range m.Content {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
+func slowReply() claudetest.Reply {
+	return claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(strings.Repeat("slow words ", 400))}, ChunkSize: 4, ChunkDelay: 20 * time.Millisecond}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestBusyInterruptAndSlowReader(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.SubscriberBuffer = 2 })
+	s, err := e.h.CreateSession(e.root, "", "workbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api.Script(slowReply())
+	tr, err := e.h.StartTurn(context.Background(), s.ID, "talk slowly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.h.StartTurn(context.Background(), s.ID, "again"); !errors.Is(err, ErrBusy) {
+		t.Errorf("second StartTurn = %v, want ErrBusy", err)
+	}
+	if !e.h.IsRunning(s.ID) {
+		t.Error("IsRunning = false during the turn")
+	}
+	// A reader that does not read: it must not hold the turn back, and
+	// once it reads it must still get every event (from the log).
+	stalled, err := e.h.Follow(context.Background(), s.ID, tr.StartSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, stop := iterPull(stalled)
+	defer stop()
+	first, _ := next() // subscribed, and one event in
+	if first.Seq != tr.StartSeq+1 {
+		t.Fatalf("first event seq %d", first.Seq)
+	}
+	// A second, live reader interrupts on the first delta.
+	evs := []event{}
+	live, _ := e.h.Follow(context.Background(), s.ID, tr.StartSeq)
+	interrupted := false
+	for rec, err := range live {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := decode(t, rec)
+		evs = append(evs, ev)
+		if ev.Type == claudecode.EventChatDelta && !interrupted {
+			interrupted = true
+			if err := e.h.Interrupt(s.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	<-tr.Done()
+	checkTurn(t, s.ID, tr.StartSeq, evs)
+	if !errors.Is(tr.Err(), claudecode.ErrInterrupted) {
+		t.Errorf("Err = %v, want ErrInterrupted", tr.Err())
+	}
+	if se := ofType(evs, claudecode.EventSessionError); len(se) != 1 || se[0].Error.Kind != claudecode.ErrorInterrupted {
+		t.Errorf("session:error = %+v", se)
+	}
+	if err := e.h.Interrupt(s.ID); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Interrupt after the turn = %v, want ErrNotRunning", err)
+	}
+	// The stalled reader now reads: everything, in order, once.
+	got := []event{decode(t, first)}
+	for {
+		rec, ok := next()
+		if !ok {
+			break
+		}
+		got = append(got, decode(t, rec))
+	}
+	checkTurn(t, s.ID, tr.StartSeq, got)
+	if len(got) != len(evs) {
+		t.Errorf("stalled reader got %d events, live reader %d", len(got), len(evs))
+	}
+}
+
+// iterPull pulls records from a Follow sequence, failing on errors.
+func iterPull(seq func(func(session.Record, error) bool)) (func() (session.Record, bool), func()) {
+	ch := make(chan session.Record)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		defer close(ch)
+		for rec, err := range seq {
+			if err != nil {
+				return
+			}
+			select {
+			case ch <- rec:
+			case <-done:
+				return
+			}
+		}
+	}()
+	next := func() (session.Record, bool) {
+		rec, ok := <-ch
+		return rec, ok
+	}
+	stop := func() {
+		close(done)
+		<-finished
+	}
+	return next, stop
+}
+
+func TestShutdownLeavesNoProcess(t *testing.T) {
+	e := newTestEnv(t, nil)
+	s, err := e.h.CreateSession(e.root, "", "workbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api.Script(slowReply())
+	tr, err := e.h.StartTurn(context.Background(), s.ID, "talk slowly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.lt.mu.Lock()
+	pid := tr.lt.cur.Pid()
+	tr.lt.mu.Unlock()
+	waitFor(t, "a streamed delta", func() bool {
+		l, _ := e.h.store.EventLog(s.ID)
+		recs, _ := l.ReadAfter(0)
+		for _, r := range recs {
+			if strings.Contains(string(r.Event), "chat:delta") {
+				return true
+			}
+		}
+		return false
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.h.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+	select {
+	case <-tr.Done():
+	default:
+		t.Fatal("Shutdown returned before the turn ended")
+	}
+	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("process group %d outlived Shutdown (kill -0: %v)", pid, err)
+	}
+	if _, err := e.h.StartTurn(context.Background(), s.ID, "after shutdown"); !errors.Is(err, ErrClosed) {
+		t.Errorf("StartTurn after Shutdown = %v, want ErrClosed", err)
+	}
+	// The turn's ending was stored, and a restarted harness still has the
+	// session and its history.
+	h2 := e.open()
+	got, err := h2.Session(s.ID)
+	if err != nil || got.ClaudeSessionID == "" {
+		t.Fatalf("after restart: %+v, %v", got, err)
+	}
+	evs := e.follow(h2, s.ID, 0)
+	checkTurn(t, s.ID, 0, evs)
+}
+
+func TestDeleteKillsRunningTurn(t *testing.T) {
+	e := newTestEnv(t, nil)
+	s, err := e.h.CreateSession(e.root, "", "workbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api.Script(slowReply())
+	tr, err := e.h.StartTurn(context.Background(), s.ID, "talk slowly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.h.DeleteSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tr.Done():
+	default:
+		t.Fatal("DeleteSession returned while the turn ran")
+	}
+	if _, err := e.h.Session(s.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Session after delete = %v, want ErrNotFound", err)
+	}
+	for _, p := range []string{session.FilePath(e.root, s.ID), session.EventLogPath(e.root, s.ID)} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still exists", p)
+		}
+	}
+}

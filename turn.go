@@ -1,0 +1,518 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/logging"
+	"github.com/chirality/harness/persona"
+	"github.com/chirality/harness/session"
+)
+
+// Plan is how a session's next turn will be run: the persona, the saved
+// system prompt file and the CLI options derived from them and from the
+// server configuration. The client has no say in it.
+type Plan struct {
+	Session *session.Session
+	// Persona is nil for a session without one.
+	Persona *persona.Persona
+	// PromptFile is the saved system prompt (--append-system-prompt-file).
+	PromptFile string
+	Opts       claudecode.TurnOpts
+}
+
+// plan builds the Plan of s. With rebuild the prompt is assembled and
+// saved again (what a turn does); without it the saved file is reused
+// when there is one (what `harness replay` does, to re-run exactly what
+// the model was given).
+func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
+	var p *persona.Persona
+	if s.Persona != "" {
+		var err error
+		if p, err = persona.Load(s.ProjectRoot, s.Persona); err != nil {
+			return nil, mapPersonaErr(err)
+		}
+	}
+	mode, err := persona.ParseMode(s.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidMode, err)
+	}
+	path := persona.PromptPath(s.ProjectRoot, s.ID)
+	if _, statErr := os.Stat(path); rebuild || statErr != nil {
+		prompt, err := persona.BuildSystemPrompt(s.ProjectRoot, p, mode)
+		if err != nil {
+			return nil, err
+		}
+		if path, err = persona.SavePrompt(s.ProjectRoot, s.ID, prompt); err != nil {
+			return nil, err
+		}
+	}
+	perm, err := h.cfg.permissionMode(p)
+	if err != nil {
+		return nil, err
+	}
+	opts := claudecode.TurnOpts{
+		Cwd:                    s.ProjectRoot,
+		Resume:                 s.ClaudeSessionID,
+		AppendSystemPromptFile: path,
+		PermissionMode:         perm,
+		MaxTurns:               h.cfg.maxTurns(p, mode),
+		AllowedTools:           slices.Clone(h.cfg.AllowedTools),
+		Env:                    slices.Clone(h.cfg.ChildEnv),
+	}
+	if p != nil {
+		opts.Tools = p.Tools
+		opts.DisallowedTools = p.DisallowedTools
+		opts.AllowedTools = append(slices.Clone(p.AutoApproveTools), opts.AllowedTools...)
+		opts.Model = p.Model
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &Plan{Session: s, Persona: p, PromptFile: path, Opts: opts}, nil
+}
+
+// ReplayPlan returns the Plan `harness replay` runs for session id: the
+// saved prompt file, --resume of the stored Claude session, the persona's
+// flags and the server's policy, exactly as the gateway would run it.
+func (h *Harness) ReplayPlan(s *session.Session) (*Plan, error) {
+	return h.plan(s, false)
+}
+
+// Turn is a turn started by StartTurn. It runs on a goroutine of the
+// Harness, not of the caller: it goes on when the caller stops reading.
+type Turn struct {
+	// SessionID is the harness session.
+	SessionID string
+	// StartSeq is the seq of the last event stored before this turn:
+	// Follow(ctx, SessionID, StartSeq) yields exactly this turn's events.
+	StartSeq int64
+	lt       *liveTurn
+}
+
+// Done is closed when the turn has ended, its events are stored and the
+// session is saved.
+func (t *Turn) Done() <-chan struct{} { return t.lt.done }
+
+// Err returns, after Done, nil when the turn completed and otherwise how
+// it ended (a *claudecode.TurnError, or the error that kept a resume
+// fallback from starting).
+func (t *Turn) Err() error {
+	select {
+	case <-t.lt.done:
+		return t.lt.err
+	default:
+		return nil
+	}
+}
+
+// liveTurn is the Harness's record of a running turn (or, with deleting,
+// of a session being deleted).
+type liveTurn struct {
+	id       string
+	deleting bool
+	broker   *broker
+	done     chan struct{}
+	err      error // set before done is closed
+
+	mu   sync.Mutex
+	cur  *claudecode.Turn
+	stop int // 0, 1 interrupt, 2 kill
+}
+
+func (lt *liveTurn) interrupt() { lt.request(1) }
+func (lt *liveTurn) kill()      { lt.request(2) }
+
+func (lt *liveTurn) request(level int) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if level > lt.stop {
+		lt.stop = level
+	}
+	if lt.cur == nil || lt.stop == 0 {
+		return
+	}
+	if lt.stop == 2 {
+		_ = lt.cur.Kill()
+	} else {
+		_ = lt.cur.Interrupt()
+	}
+}
+
+// attach makes t the current attempt, applying a stop already requested.
+func (lt *liveTurn) attach(t *claudecode.Turn) {
+	lt.mu.Lock()
+	lt.cur = t
+	lt.mu.Unlock()
+	lt.request(0)
+}
+
+func (lt *liveTurn) stopRequested() bool {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return lt.stop > 0
+}
+
+// StartTurn runs one turn of session id with message: it loads the
+// session and its persona, builds and saves the system prompt, starts the
+// CLI with the persona's tool flags, the mode's defaults and the server's
+// permission policy (resuming the stored Claude session), and returns as
+// soon as the child runs. The events are stored in the session's event log
+// and published to Follow's readers; the session is saved when
+// session:init reports Claude's session ID and after the turn, however it
+// ends.
+//
+// When the stored Claude session cannot be resumed (Claude Code no longer
+// has it), the turn emits a session:error of kind resume_not_found saying
+// so, starts a fresh Claude session with the same message, emits its
+// session:init and stores the new ID: the message is never lost, and the
+// turn still ends with exactly one process:exit.
+//
+// ctx bounds only the start; the turn itself runs until it ends, is
+// interrupted or killed, or the Harness shuts down. It fails with
+// ErrEmptyMessage, ErrInvalidID, ErrNotFound, ErrRootNotAllowed, ErrBusy,
+// ErrBypassRefused, ErrClosed, or the driver's start errors
+// (claudecode.ErrBinaryNotFound, …).
+func (h *Harness) StartTurn(ctx context.Context, id, message string) (*Turn, error) {
+	if strings.TrimSpace(message) == "" {
+		return nil, ErrEmptyMessage
+	}
+	s, err := h.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	lt := &liveTurn{id: id, broker: newBroker(h.cfg.SubscriberBuffer), done: make(chan struct{})}
+	h.mu.Lock()
+	switch {
+	case h.closed:
+		h.mu.Unlock()
+		return nil, ErrClosed
+	case h.live[id] != nil:
+		h.mu.Unlock()
+		return nil, ErrBusy
+	}
+	h.live[id] = lt
+	h.wg.Add(1)
+	h.mu.Unlock()
+	started := false
+	defer func() {
+		if !started {
+			h.release(lt)
+			h.wg.Done()
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	plan, err := h.plan(s, true)
+	if err != nil {
+		return nil, err
+	}
+	elog, err := h.store.EventLog(id)
+	if err != nil {
+		return nil, mapStoreErr(err)
+	}
+	plog := h.projectLog(s.ProjectRoot)
+	h.noteRoot(s.ProjectRoot)
+	plog.Info().Str("sessionId", id).Str("persona", s.Persona).Str("mode", s.Mode).
+		Str("permissionMode", plan.Opts.PermissionMode).Int("maxTurns", plan.Opts.MaxTurns).
+		Str("message", logging.Truncate(message, 200)).Msg("turn started")
+	if plan.Opts.Resume != "" {
+		plog.Info().Str("sessionId", id).Str("claudeSessionId", plan.Opts.Resume).Msg("resume attempted")
+	}
+	startSeq := elog.LastSeq()
+	ct, err := h.mgr.StartTurn(context.Background(), id, message, plan.Opts)
+	if err != nil {
+		plog.Error().Str("sessionId", id).Err(err).Msg("turn could not start")
+		if errors.Is(err, claudecode.ErrBusy) {
+			return nil, ErrBusy
+		}
+		if errors.Is(err, claudecode.ErrClosed) {
+			return nil, ErrClosed
+		}
+		return nil, err
+	}
+	lt.attach(ct)
+	started = true
+	r := &runner{h: h, lt: lt, s: s, message: message, opts: plan.Opts, elog: elog, log: plog, started: time.Now(), tools: map[string]string{}}
+	go r.run(ct)
+	return &Turn{SessionID: id, StartSeq: startSeq, lt: lt}, nil
+}
+
+// release forgets a live turn and wakes its readers.
+func (h *Harness) release(lt *liveTurn) {
+	h.mu.Lock()
+	if h.live[lt.id] == lt {
+		delete(h.live, lt.id)
+	}
+	h.mu.Unlock()
+	lt.broker.finish()
+	close(lt.done)
+}
+
+// runner consumes one harness turn: one CLI attempt, or two with the
+// resume fallback.
+type runner struct {
+	h       *Harness
+	lt      *liveTurn
+	s       *session.Session
+	message string
+	opts    claudecode.TurnOpts
+	elog    *session.EventLog
+	log     *zerolog.Logger
+	started time.Time
+	tools   map[string]string // tool use id → name, for the logs
+	buf     []byte
+}
+
+func (r *runner) run(t *claudecode.Turn) {
+	defer r.h.wg.Done()
+	var err error
+	for t != nil {
+		var next *claudecode.Turn
+		next, err = r.attempt(t)
+		t = next
+	}
+	if serr := r.h.store.Save(r.s); serr != nil && !errors.Is(serr, session.ErrNotFound) {
+		r.log.Error().Str("sessionId", r.s.ID).Err(serr).Msg("session could not be saved after the turn")
+	}
+	r.lt.err = err
+	r.h.release(r.lt)
+}
+
+// attempt reads one CLI run to its end. It returns the fallback attempt to
+// read next, if the resume failed and a fresh session was started.
+func (r *runner) attempt(t *claudecode.Turn) (*claudecode.Turn, error) {
+	defer t.Close()
+	fallback := false
+	var heldExit *claudecode.Event
+	for t.Next() {
+		ev := t.Event()
+		switch ev.Type {
+		case claudecode.EventSessionInit:
+			r.s.ClaudeSessionID = ev.Init.ClaudeSessionID
+			if err := r.h.store.Save(r.s); err != nil {
+				r.log.Error().Str("sessionId", r.s.ID).Err(err).Msg("session could not be saved")
+			}
+			r.log.Info().Str("sessionId", r.s.ID).Str("claudeSessionId", ev.Init.ClaudeSessionID).
+				Str("model", ev.Init.Model).Str("permissionMode", ev.Init.PermissionMode).Strs("tools", ev.Init.Tools).Msg("session:init")
+		case claudecode.EventToolStart:
+			r.tools[ev.ToolStart.ToolUseID] = ev.ToolStart.Name
+			r.log.Info().Str("sessionId", r.s.ID).Str("tool", ev.ToolStart.Name).
+				Str("input", logging.Truncate(string(ev.ToolStart.Input), 200)).Msg("tool invoked")
+		case claudecode.EventToolResult:
+			r.log.Info().Str("sessionId", r.s.ID).Str("tool", r.tools[ev.ToolResult.ToolUseID]).
+				Bool("isError", ev.ToolResult.IsError).Int("length", len(ev.ToolResult.Content)).Msg("tool result")
+		case claudecode.EventSessionComplete:
+			in, out := usageTokens(ev.Complete.Usage)
+			r.log.Info().Str("sessionId", r.s.ID).Float64("costUsd", ev.Complete.CostUSD).Int("inputTokens", in).
+				Int("outputTokens", out).Int("numTurns", ev.Complete.NumTurns).Int64("durationMs", ev.Complete.DurationMS).
+				Dur("wall", time.Since(r.started)).Msg("turn completed")
+		case claudecode.EventSessionError:
+			if ev.Error.Kind == claudecode.ErrorResumeNotFound && r.opts.Resume != "" && !r.lt.stopRequested() {
+				fallback = true
+				r.log.Warn().Str("sessionId", r.s.ID).Str("claudeSessionId", r.opts.Resume).Msg("resume failed: Claude Code no longer has the conversation; starting a fresh one with the same message")
+				e := *ev.Error
+				e.Error = "Claude Code no longer has conversation " + r.opts.Resume +
+					" (its storage was cleared, or the project moved); starting a fresh conversation with the same message"
+				ev.Error = &e
+			} else {
+				r.log.Warn().Str("sessionId", r.s.ID).Str("kind", string(ev.Error.Kind)).Str("error", logging.Truncate(ev.Error.Error, 500)).
+					Dur("wall", time.Since(r.started)).Msg("turn failed")
+			}
+		case claudecode.EventProcessExit:
+			if fallback {
+				held := ev
+				heldExit = &held // the turn is not over: one process:exit per turn
+				continue
+			}
+		}
+		r.emit(ev)
+	}
+	err := t.Err()
+	if !fallback {
+		return nil, err
+	}
+	// The resume fallback: same message, fresh Claude session.
+	r.opts.Resume = ""
+	if r.lt.stopRequested() {
+		return nil, r.endWith(heldExit, claudecode.ErrorInterrupted, "interrupted before a fresh conversation was started")
+	}
+	next, serr := r.h.mgr.StartTurn(context.Background(), r.s.ID, r.message, r.opts)
+	if serr != nil {
+		r.log.Error().Str("sessionId", r.s.ID).Err(serr).Msg("fresh session after a failed resume could not start")
+		return nil, r.endWith(heldExit, claudecode.ErrorStart, "a fresh conversation could not be started: "+serr.Error())
+	}
+	r.lt.attach(next)
+	return next, nil
+}
+
+// endWith ends a turn whose fallback did not run: a session:error, then
+// the held process:exit.
+func (r *runner) endWith(exit *claudecode.Event, kind claudecode.ErrorKind, msg string) error {
+	r.emit(claudecode.Event{Type: claudecode.EventSessionError, SessionID: r.s.ID,
+		Error: &claudecode.SessionError{Error: msg, Kind: kind}})
+	if exit == nil {
+		exit = &claudecode.Event{Type: claudecode.EventProcessExit, SessionID: r.s.ID, Exit: &claudecode.ProcessExit{Code: -1}}
+	}
+	r.emit(*exit)
+	return &claudecode.TurnError{Kind: kind, Message: msg}
+}
+
+// emit stores ev in the event log, then publishes it: a reader that
+// subscribes and then reads the log never misses an event.
+func (r *runner) emit(ev claudecode.Event) {
+	ev.SessionID = r.s.ID
+	r.buf = ev.AppendJSON(r.buf[:0])
+	seq, err := r.elog.Append(r.buf)
+	if err != nil {
+		// Not stored: published without a seq so live readers still see
+		// it; it cannot be replayed.
+		r.log.Error().Str("sessionId", r.s.ID).Err(err).Str("type", string(ev.Type)).Msg("event could not be stored")
+		seq = 0
+	}
+	r.lt.broker.publish(session.Record{Seq: seq, Event: wire(seq, r.buf)}, isTerminal(ev.Type))
+}
+
+// wire is the stored line of an event: its JSON with "seq" first (as
+// session.EventLog writes it). seq 0 leaves the event as is.
+func wire(seq int64, event []byte) []byte {
+	if seq == 0 {
+		return bytes.Clone(event)
+	}
+	b := make([]byte, 0, len(event)+24)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	if len(event) > 2 {
+		b = append(b, ',')
+	}
+	return append(b, event[1:]...)
+}
+
+func isTerminal(t claudecode.EventType) bool {
+	return t == claudecode.EventSessionComplete || t == claudecode.EventSessionError || t == claudecode.EventProcessExit
+}
+
+func usageTokens(raw json.RawMessage) (in, out int) {
+	var u struct {
+		In  int `json:"input_tokens"`
+		Out int `json:"output_tokens"`
+	}
+	_ = json.Unmarshal(raw, &u)
+	return u.In, u.Out
+}
+
+// Follow returns the events of session id with seq > after: the stored
+// ones, then, if a turn is running, its live events until its
+// process:exit; then the sequence ends. Each is yielded once, in seq
+// order. Cancelling ctx ends the sequence (and never the turn).
+//
+// A reader that falls more than Config.SubscriberBuffer events behind
+// the turn is dropped from the live fan-out (the turn never waits for it)
+// and transparently catches up from the event log, then rejoins.
+//
+// Follow checks the session (ErrInvalidID, ErrNotFound,
+// ErrRootNotAllowed) before it returns; errors while reading the log are
+// yielded and end the sequence.
+func (h *Harness) Follow(ctx context.Context, id string, after int64) (iter.Seq2[session.Record, error], error) {
+	if _, err := h.Session(id); err != nil {
+		return nil, err
+	}
+	elog, err := h.store.EventLog(id)
+	if err != nil {
+		return nil, mapStoreErr(err)
+	}
+	h.mu.Lock()
+	var b *broker
+	if lt := h.live[id]; lt != nil && lt.broker != nil {
+		b = lt.broker
+	}
+	h.mu.Unlock()
+	return func(yield func(session.Record, error) bool) {
+		last := after
+		for {
+			var sub *subscription
+			if b != nil {
+				sub = b.subscribe() // before reading the log: nothing falls in between
+			}
+			for rec, err := range elog.Records(last) {
+				if err == nil && ctx.Err() != nil {
+					err = ctx.Err()
+				}
+				if err != nil {
+					if sub != nil {
+						b.unsubscribe(sub)
+					}
+					if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+						yield(session.Record{}, err)
+					}
+					return
+				}
+				if !yield(rec, nil) {
+					if sub != nil {
+						b.unsubscribe(sub)
+					}
+					return
+				}
+				last = rec.Seq
+			}
+			if sub == nil {
+				return
+			}
+			dropped := false
+		live:
+			for {
+				select {
+				case <-ctx.Done():
+					b.unsubscribe(sub)
+					return
+				case rec, ok := <-sub.ch:
+					if !ok {
+						dropped = sub.dropped
+						break live
+					}
+					if rec.Seq != 0 && rec.Seq <= last {
+						continue // already read from the log
+					}
+					if !yield(rec, nil) {
+						b.unsubscribe(sub)
+						return
+					}
+					if rec.Seq != 0 {
+						last = rec.Seq
+					}
+				}
+			}
+			if !dropped {
+				return // the turn ended and every event was delivered
+			}
+			// Dropped for falling behind: catch up from the log, rejoin.
+		}
+	}, nil
+}
+
+// Subscribers returns how many live readers session id's running turn
+// has (0 when none is running). For tests and metrics.
+func (h *Harness) Subscribers(id string) int {
+	h.mu.Lock()
+	lt := h.live[id]
+	h.mu.Unlock()
+	if lt == nil || lt.broker == nil {
+		return 0
+	}
+	return lt.broker.subscribers()
+}
