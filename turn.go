@@ -253,13 +253,18 @@ func (h *Harness) StartTurn(ctx context.Context, id, message string) (*Turn, err
 	return &Turn{SessionID: id, StartSeq: startSeq, lt: lt}, nil
 }
 
-// release forgets a live turn and wakes its readers.
-func (h *Harness) release(lt *liveTurn) {
+// forget removes a live turn from the running set. Safe to call twice.
+func (h *Harness) forget(lt *liveTurn) {
 	h.mu.Lock()
 	if h.live[lt.id] == lt {
 		delete(h.live, lt.id)
 	}
 	h.mu.Unlock()
+}
+
+// release forgets a live turn and wakes its readers.
+func (h *Harness) release(lt *liveTurn) {
+	h.forget(lt)
 	lt.broker.finish()
 	close(lt.done)
 }
@@ -277,6 +282,8 @@ type runner struct {
 	started time.Time
 	tools   map[string]string // tool use id → name, for the logs
 	buf     []byte
+
+	finalized bool
 }
 
 func (r *runner) run(t *claudecode.Turn) {
@@ -287,11 +294,24 @@ func (r *runner) run(t *claudecode.Turn) {
 		next, err = r.attempt(t)
 		t = next
 	}
+	r.finalize()
+	r.lt.err = err
+	r.h.release(r.lt)
+}
+
+// finalize saves the session and takes the turn out of the running set.
+// It runs just before the turn's last process:exit is published, so a
+// client that has seen process:exit finds the session saved and idle (its
+// next turn is not refused with 409). Safe to call twice.
+func (r *runner) finalize() {
+	if r.finalized {
+		return
+	}
+	r.finalized = true
 	if serr := r.h.store.Save(r.s); serr != nil && !errors.Is(serr, session.ErrNotFound) {
 		r.log.Error().Str("sessionId", r.s.ID).Err(serr).Msg("session could not be saved after the turn")
 	}
-	r.lt.err = err
-	r.h.release(r.lt)
+	r.h.forget(r.lt)
 }
 
 // attempt reads one CLI run to its end. It returns the fallback attempt to
@@ -374,7 +394,9 @@ func (r *runner) endWith(exit *claudecode.Event, kind claudecode.ErrorKind, msg 
 }
 
 // emit stores ev in the event log, then publishes it: a reader that
-// subscribes and then reads the log never misses an event.
+// subscribes and then reads the log never misses an event. The turn's last
+// process:exit is stored, then the turn is finalized, then it is
+// published.
 func (r *runner) emit(ev claudecode.Event) {
 	ev.SessionID = r.s.ID
 	r.buf = ev.AppendJSON(r.buf[:0])
@@ -384,6 +406,9 @@ func (r *runner) emit(ev claudecode.Event) {
 		// it; it cannot be replayed.
 		r.log.Error().Str("sessionId", r.s.ID).Err(err).Str("type", string(ev.Type)).Msg("event could not be stored")
 		seq = 0
+	}
+	if ev.Type == claudecode.EventProcessExit {
+		r.finalize()
 	}
 	r.lt.broker.publish(session.Record{Seq: seq, Event: wire(seq, r.buf)}, isTerminal(ev.Type))
 }

@@ -126,12 +126,15 @@ describe("harness serve --demo", () => {
     r = await raw("POST", "session/create", { projectRoot: srv.root, persona: "NO_SUCH_PERSONA", mode: "workbench" });
     assert.equal(r.status, 404);
     r = await raw("POST", "turn", { sessionId: "no-such-session", message: "hi" });
+    assert.equal(r.status, 400, "a session id that is not a UUID is rejected before any lookup");
+    r = await raw("POST", "turn", { sessionId: "0b7e4c8a-1111-4222-8333-944455556666", message: "hi" });
     assert.equal(r.status, 404);
     const s = await newSession();
     r = await raw("POST", "turn", { sessionId: s.id, message: "" });
     assert.equal(r.status, 400);
     assert.equal(await client.interrupt(s.id), false, "interrupt with no running turn is 404");
-    await assert.rejects(client.getSession("no-such-session"), (e: unknown) => e instanceof HarnessError && e.status === 404);
+    await assert.rejects(client.getSession("no-such-session"), (e: unknown) => e instanceof HarnessError && e.status === 400);
+    await assert.rejects(client.getSession("0b7e4c8a-1111-4222-8333-944455556666"), (e: unknown) => e instanceof HarnessError && e.status === 404);
     await client.deleteSession(s.id);
   });
 
