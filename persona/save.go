@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/chirality/harness/internal/atomicfile"
 )
 
 // PromptsDir is the directory, relative to a project root, where the prompt
@@ -31,37 +33,8 @@ func SavePrompt(projectRoot, sessionID, prompt string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("save prompt: %w", err)
 	}
-	if err := writeFileAtomic(path, []byte(prompt)); err != nil {
+	if err := atomicfile.Write(path, []byte(prompt), nil); err != nil {
 		return "", fmt.Errorf("save prompt: %w", err)
 	}
 	return path, nil
-}
-
-// writeFileAtomic writes data to a temporary 0600 file next to path, syncs
-// it and renames it over path.
-func writeFileAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
