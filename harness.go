@@ -363,14 +363,9 @@ func (h *Harness) IsRunning(id string) bool {
 // interrupt sequence); the turn then ends with session:error of kind
 // interrupted. It returns ErrNotRunning when there is none.
 func (h *Harness) Interrupt(id string) error {
-	if !session.ValidID(id) {
-		return fmt.Errorf("%w %q", ErrInvalidID, id)
-	}
-	h.mu.Lock()
-	lt := h.live[id]
-	h.mu.Unlock()
-	if lt == nil || lt.deleting {
-		return ErrNotRunning
+	lt, err := h.running(id)
+	if err != nil {
+		return err
 	}
 	lt.interrupt()
 	return nil
@@ -379,17 +374,26 @@ func (h *Harness) Interrupt(id string) error {
 // Kill stops the running turn of session id at once (whole process
 // group). It returns ErrNotRunning when there is none.
 func (h *Harness) Kill(id string) error {
+	lt, err := h.running(id)
+	if err != nil {
+		return err
+	}
+	lt.kill()
+	return nil
+}
+
+// running returns the running turn of session id.
+func (h *Harness) running(id string) (*liveTurn, error) {
 	if !session.ValidID(id) {
-		return fmt.Errorf("%w %q", ErrInvalidID, id)
+		return nil, fmt.Errorf("%w %q", ErrInvalidID, id)
 	}
 	h.mu.Lock()
 	lt := h.live[id]
 	h.mu.Unlock()
 	if lt == nil || lt.deleting {
-		return ErrNotRunning
+		return nil, ErrNotRunning
 	}
-	lt.kill()
-	return nil
+	return lt, nil
 }
 
 // PersonaInfo is one entry of Personas.
