@@ -237,7 +237,7 @@ func TestTurnPersonaPromptToolsAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"turn started"`, `"message":"first message"`, `"session:init"`, `"turn completed"`, `"maxTurns":7`} {
+	for _, want := range []string{`"turn started"`, `"message":"first message"`, `"session:init"`, `"turn completed"`, `"maxTurns":7`, `"process spawned"`, `"process exited"`} {
 		if !strings.Contains(string(logText), want) {
 			t.Errorf("harness.log lacks %s", want)
 		}

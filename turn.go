@@ -235,6 +235,7 @@ func (h *Harness) StartTurn(ctx context.Context, id, message string) (*Turn, err
 		plog.Info().Str("sessionId", id).Str("claudeSessionId", plan.Opts.Resume).Msg("resume attempted")
 	}
 	startSeq := elog.LastSeq()
+	plan.Opts.Logger = plog // the driver's entries (spawn, stderr, exit) go to the project's log too
 	ct, err := h.mgr.StartTurn(context.Background(), id, message, plan.Opts)
 	if err != nil {
 		plog.Error().Str("sessionId", id).Err(err).Msg("turn could not start")

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rs/zerolog"
 )
 
 // DefaultMaxTurns is the --max-turns given when TurnOpts.MaxTurns is 0.
@@ -53,6 +55,10 @@ type TurnOpts struct {
 	// filtering; they are the caller's explicit choice, so they are not
 	// filtered.
 	Env []string
+	// Logger, when set, receives this turn's driver logs (process spawned,
+	// stderr lines, parse errors, exit) instead of the Manager's logger:
+	// the harness sends them to the project's log file.
+	Logger *zerolog.Logger
 	// OnFrame sees every line the CLI prints, including the ones that make
 	// no event. It runs on the turn's reader goroutine: keep it fast, and
 	// copy Frame.Raw if you keep it.

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // Turn is one running CLI child and its event stream:
@@ -32,6 +34,7 @@ import (
 // ended by the time Next returns false.
 type Turn struct {
 	m    *Manager
+	log  zerolog.Logger
 	key  string
 	bin  string
 	opts TurnOpts
@@ -72,8 +75,12 @@ const (
 )
 
 func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
+	log := m.log
+	if opts.Logger != nil {
+		log = *opts.Logger
+	}
 	return &Turn{
-		m: m, key: key, bin: bin, opts: opts, args: opts.Args(),
+		m: m, log: log, key: key, bin: bin, opts: opts, args: opts.Args(),
 		events:    make(chan Event, 256),
 		exited:    make(chan struct{}),
 		gotResult: make(chan struct{}),
@@ -137,14 +144,14 @@ func (t *Turn) start(ctx context.Context, message string) error {
 	t.cmd, t.pid = cmd, cmd.Process.Pid
 	t.stdin = &stdinWriter{f: stdinW, pending: map[string]chan controlReply{}}
 	t.stdout, t.stderr = stdoutR, stderrR
-	t.m.log.Info().Str("session", t.key).Int("pid", t.pid).Strs("command", t.Command()).Msg("process spawned")
+	t.log.Info().Str("session", t.key).Int("pid", t.pid).Strs("command", t.Command()).Msg("process spawned")
 
 	t.decoder = NewDecoder(stdoutR, DecoderOptions{
 		SessionID:    t.key,
 		MaxLineBytes: t.m.cfg.MaxLineBytes,
 		OnFrame:      t.onFrame,
 		OnLineError: func(e *LineError) {
-			t.m.log.Warn().Str("session", t.key).Int("line", e.Line).Bool("oversize", e.Oversize).
+			t.log.Warn().Str("session", t.key).Int("line", e.Line).Bool("oversize", e.Oversize).
 				Str("prefix", t.m.scrub.clean(e.Prefix)).AnErr("error", e.Err).Msg("parse error, line skipped")
 		},
 	})
@@ -156,7 +163,7 @@ func (t *Turn) start(ctx context.Context, message string) error {
 	go func() {
 		defer t.wg.Done()
 		if err := t.stdin.sendUser(message); err != nil {
-			t.m.log.Warn().Str("session", t.key).Err(err).Msg("could not write the prompt to the CLI")
+			t.log.Warn().Str("session", t.key).Err(err).Msg("could not write the prompt to the CLI")
 		}
 	}()
 	go t.run()
@@ -176,7 +183,7 @@ func (t *Turn) run() {
 		t.events <- t.decoder.Event()
 	}
 	if err := t.decoder.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
-		t.m.log.Warn().Str("session", t.key).Err(err).Msg("reading the CLI's stdout failed")
+		t.log.Warn().Str("session", t.key).Err(err).Msg("reading the CLI's stdout failed")
 	}
 	close(t.readDone)
 	// stdout is closed: the child is exiting or gone. Make sure it goes.
@@ -207,7 +214,7 @@ func (t *Turn) run() {
 		t.events <- e
 	}
 	level := t.stopLevelNow()
-	t.m.log.Info().Str("session", t.key).Int("pid", t.pid).Int("code", t.exitCode).Str("signal", t.exitSig).
+	t.log.Info().Str("session", t.key).Int("pid", t.pid).Int("code", t.exitCode).Str("signal", t.exitSig).
 		Dur("duration", time.Since(t.started)).Bool("result", gotResult).Int("stopRequested", level).Msg("process exited")
 	t.m.release(t.key, t)
 	t.events <- Event{Type: EventProcessExit, SessionID: t.key, Exit: &ProcessExit{Code: t.exitCode, Signal: t.exitSig}}
@@ -269,7 +276,7 @@ func (t *Turn) readStderr() {
 				t.tail.Write([]byte("\n"))
 			}
 			if s := strings.TrimSpace(string(line)); s != "" {
-				t.m.log.Warn().Str("session", t.key).Str("line", t.m.scrub.clean(truncate(s, 500))).Msg("claude stderr")
+				t.log.Warn().Str("session", t.key).Str("line", t.m.scrub.clean(truncate(s, 500))).Msg("claude stderr")
 			}
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
@@ -320,7 +327,7 @@ func (t *Turn) exitAfterResult() {
 	select {
 	case <-t.exited:
 	case <-timer.C:
-		t.m.log.Warn().Str("session", t.key).Msg("claude did not exit after its result; stopping it")
+		t.log.Warn().Str("session", t.key).Msg("claude did not exit after its result; stopping it")
 		t.escalate(stopKill)
 	}
 }
@@ -440,13 +447,13 @@ func (t *Turn) escalate(level int) {
 			// The write may block on a full pipe; it must not hold up
 			// the signals, so it runs on its own.
 			if err := t.stdin.sendInterrupt(); err != nil {
-				t.m.log.Debug().Str("session", t.key).Err(err).Msg("interrupt control request not sent")
+				t.log.Debug().Str("session", t.key).Err(err).Msg("interrupt control request not sent")
 			}
 		}()
 		if t.waitAny(t.m.cfg.InterruptGrace, t.gotResult) {
 			return
 		}
-		t.m.log.Info().Str("session", t.key).Msg("no result after interrupt request; sending SIGINT")
+		t.log.Info().Str("session", t.key).Msg("no result after interrupt request; sending SIGINT")
 		_ = signalGroup(t.pid, sigInterrupt)
 		if t.waitAny(t.m.cfg.InterruptGrace, t.gotResult) {
 			return
@@ -456,7 +463,7 @@ func (t *Turn) escalate(level int) {
 	if t.waitAny(t.m.cfg.KillGrace) {
 		return
 	}
-	t.m.log.Warn().Str("session", t.key).Int("pid", t.pid).Msg("claude ignored SIGTERM; sending SIGKILL")
+	t.log.Warn().Str("session", t.key).Int("pid", t.pid).Msg("claude ignored SIGTERM; sending SIGKILL")
 	_ = signalGroup(t.pid, sigKill)
 }
 
