@@ -92,36 +92,32 @@ func runScenario(t *testing.T, sc scenario) []byte {
 	return stdout.Bytes()
 }
 
-// TestRecordTranscripts rewrites testdata/transcripts from the real CLI.
-// Run it when the pinned CLI changes:
-//
-//	go test ./claudecode -run TestRecordTranscripts -record
-//	go test ./claudecode -run TestGoldenTranscripts -update
-func TestRecordTranscripts(t *testing.T) {
-	if !*record {
-		t.Skip("records only with -record (it rewrites testdata/transcripts)")
-	}
-	for _, sc := range scenarios {
-		out := runScenario(t, sc)
-		if err := os.WriteFile(filepath.Join("testdata", "transcripts", sc.name+".ndjson"), out, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestContractLiveMatchesRecording replays every scenario on the installed
 // CLI and compares it with its recording: the frame kinds it printed and
 // the UI events they map to, with volatile values (ids, costs, timings,
 // paths) masked. It fails loudly when a new CLI version changes its
 // stream: re-record, re-check the mapping, then bump TestedCLIVersion.
+//
+// With -record it writes the live transcripts to testdata/transcripts
+// instead of comparing; then refresh the goldens:
+//
+//	go test ./claudecode -run TestContractLiveMatchesRecording -record
+//	go test ./claudecode -run TestGoldenTranscripts -update
 func TestContractLiveMatchesRecording(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			recorded, err := os.ReadFile(filepath.Join("testdata", "transcripts", sc.name+".ndjson"))
+			path := filepath.Join("testdata", "transcripts", sc.name+".ndjson")
+			live := runScenario(t, sc)
+			if *record {
+				if err := os.WriteFile(path, live, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			recorded, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			live := runScenario(t, sc)
 			wantFrames, wantEvents := shapeOf(t, recorded)
 			gotFrames, gotEvents := shapeOf(t, live)
 			if !slices.Equal(gotFrames, wantFrames) {

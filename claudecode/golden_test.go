@@ -14,7 +14,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files in testdata/golden")
 
 // TestGoldenTranscripts decodes every transcript recorded from the real
-// CLI (testdata/transcripts, see TestRecordTranscripts) and compares the UI
+// CLI (testdata/transcripts, see TestContractLiveMatchesRecording) and compares the UI
 // events with testdata/golden/<name>.events.jsonl.
 func TestGoldenTranscripts(t *testing.T) {
 	paths, err := filepath.Glob("testdata/transcripts/*.ndjson")
