@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/chirality/harness/claudecode"
 )
 
 // Sentinel errors; test with errors.Is.
@@ -107,8 +109,9 @@ func cloneList(s []string) []string {
 	return append([]string{}, s...)
 }
 
-// PermissionModes lists the accepted values of permission_mode.
-var PermissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"}
+// PermissionModes lists the accepted values of permission_mode: the
+// driver's, which are the CLI's.
+var PermissionModes = claudecode.PermissionModes
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
