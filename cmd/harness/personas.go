@@ -81,27 +81,16 @@ func parseSubArgs(fs *flag.FlagSet, args []string, wantPositional int, stderr io
 	return pos, 0, true
 }
 
-// personaJSON is the --json form of a persona. Unset lists are null; an
-// empty list means "none".
+// personaJSON is the --json form of a persona: the persona's own JSON
+// fields (unset lists null, an empty list "none"), plus the body for
+// `show` and the error of a broken file for `list`.
 type personaJSON struct {
-	ID               string   `json:"id"`
-	SourceFile       string   `json:"sourceFile"`
-	Tools            []string `json:"tools"`
-	DisallowedTools  []string `json:"disallowedTools"`
-	AutoApproveTools []string `json:"autoApproveTools"`
-	MaxTurns         int      `json:"maxTurns"`
-	Model            string   `json:"model"`
-	PermissionMode   string   `json:"permissionMode"`
-	Description      string   `json:"description"`
-	Body             *string  `json:"body,omitempty"`
-	Error            string   `json:"error,omitempty"`
+	*persona.Persona
+	Body  *string `json:"body,omitempty"`
+	Error string  `json:"error,omitempty"`
 }
 
-func toPersonaJSON(p *persona.Persona) personaJSON {
-	return personaJSON{ID: p.ID, SourceFile: p.SourceFile, Tools: p.Tools, DisallowedTools: p.DisallowedTools,
-		AutoApproveTools: p.AutoApproveTools, MaxTurns: p.MaxTurns, Model: p.Model,
-		PermissionMode: p.PermissionMode, Description: p.Description}
-}
+func toPersonaJSON(p *persona.Persona) personaJSON { return personaJSON{Persona: p} }
 
 func writeIndentedJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
@@ -131,7 +120,7 @@ func personasList(args []string, stdout, stderr io.Writer) int {
 		out := make([]personaJSON, 0, len(entries))
 		for _, e := range entries {
 			if e.Err != nil {
-				out = append(out, personaJSON{ID: e.ID, SourceFile: e.SourceFile, Error: e.Err.Error()})
+				out = append(out, personaJSON{Persona: &persona.Persona{ID: e.ID, SourceFile: e.SourceFile}, Error: e.Err.Error()})
 				continue
 			}
 			out = append(out, toPersonaJSON(e.Persona))
