@@ -43,7 +43,7 @@ func newTestEnv(t *testing.T, mutate func(*Config)) *testEnv {
 		Roots:          []string{e.root},
 		ClaudeBinary:   bin,
 		StateDir:       e.state,
-		Env:            []string{"HOME=" + e.home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"},
+		Env:            claudetest.BaseEnv(e.home),
 		ChildEnv:       api.Env(),
 		InterruptGrace: time.Second,
 		KillGrace:      2 * time.Second,

@@ -80,7 +80,7 @@ func runScenario(t *testing.T, sc scenario) []byte {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, opts.Args()...)
 	cmd.Dir = cwd
-	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}, api.Env()...)
+	cmd.Env = append(claudetest.BaseEnv(home), api.Env()...)
 	user, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": sc.message}, "parent_tool_use_id": nil, "session_id": ""})
 	cmd.Stdin = bytes.NewReader(append(user, '\n'))
 	var stdout bytes.Buffer

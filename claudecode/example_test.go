@@ -55,7 +55,7 @@ func ExampleManager_StartTurn() {
 	defer os.RemoveAll(home)
 	m := claudecode.NewManager(claudecode.Config{
 		Binary: bin,
-		Env:    append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}, api.Env()...),
+		Env:    append(claudetest.BaseEnv(home), api.Env()...),
 	})
 	t, err := m.StartTurn(context.Background(), "example", "Say hello", claudecode.TurnOpts{Cwd: home})
 	if err != nil {

@@ -39,7 +39,7 @@ func newRealCLI(t *testing.T, extraEnv ...string) *realCLI {
 	t.Cleanup(func() { api.Close() })
 	home := t.TempDir()
 	cwd := t.TempDir()
-	env := append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}, api.Env()...)
+	env := append(claudetest.BaseEnv(home), api.Env()...)
 	env = append(env, extraEnv...)
 	mgr := claudecode.NewManager(claudecode.Config{Binary: bin, Env: env, InterruptGrace: time.Second, KillGrace: 2 * time.Second})
 	return &realCLI{t: t, api: api, mgr: mgr, home: home, cwd: cwd}

@@ -49,7 +49,7 @@ func newServer(t *testing.T, mutate func(*Config)) *testServer {
 		Roots:          []string{root},
 		ClaudeBinary:   bin,
 		StateDir:       t.TempDir(),
-		Env:            []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"},
+		Env:            claudetest.ScratchEnv(t),
 		ChildEnv:       api.Env(),
 		InterruptGrace: time.Second,
 		KillGrace:      2 * time.Second,

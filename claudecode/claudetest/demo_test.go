@@ -30,7 +30,7 @@ func TestDemoResponderRealCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	env := append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}, api.Env()...)
+	env := append(claudetest.BaseEnv(home), api.Env()...)
 	mgr := claudecode.NewManager(claudecode.Config{Binary: bin, Env: env, KillGrace: 2 * time.Second})
 	opts := claudecode.TurnOpts{Cwd: project, PermissionMode: "dontAsk", AllowedTools: claudetest.DemoAllowedTools}
 	run := func(key, msg string) ([]claudecode.Event, error) {

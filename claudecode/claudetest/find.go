@@ -60,3 +60,17 @@ func compact(paths []string) []string {
 	}
 	return append(paths[:4:4], "… "+strings.TrimSpace(paths[len(paths)-1]))
 }
+
+// BaseEnv is the environment the real CLI needs to run in isolation: home
+// (where it keeps its transcripts; --resume reads them from there), PATH
+// for the tools it runs, and a UTF-8 locale. Add [FakeAPI.Env] to point it
+// at a fake.
+func BaseEnv(home string) []string {
+	return []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}
+}
+
+// ScratchEnv is BaseEnv with a fresh temporary home that t removes.
+func ScratchEnv(t testing.TB) []string {
+	t.Helper()
+	return BaseEnv(t.TempDir())
+}

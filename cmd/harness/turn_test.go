@@ -99,7 +99,7 @@ func TestTurnSIGINTInterruptsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "turn", "--json", "--claude-bin", bin, "--cwd", t.TempDir(), "talk")
-	cmd.Env = append([]string{"HARNESS_TEST_MAIN=1", "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, api.Env()...)
+	cmd.Env = append(append(claudetest.ScratchEnv(t), "HARNESS_TEST_MAIN=1"), api.Env()...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
