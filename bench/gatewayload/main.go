@@ -242,33 +242,10 @@ func run(sessions, lines, readers, list int, delay time.Duration) error {
 			return err
 		}
 	}
-	var mu sync.Mutex
-	var all []time.Duration
-	var errs []error
-	var wg sync.WaitGroup
 	t0 := time.Now()
-	for _, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := client.Post(e.url+"/api/harness/turn", "application/json", strings.NewReader(`{"sessionId":"`+id+`","message":"go"}`))
-			if err == nil {
-				defer resp.Body.Close()
-				var lat []time.Duration
-				if lat, err = consume(resp.Body, 0, lines); err == nil {
-					mu.Lock()
-					all = append(all, lat...)
-					mu.Unlock()
-				}
-			}
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	all, errs := streamAll(len(ids), func(i int) (*http.Response, error) {
+		return client.Post(e.url+"/api/harness/turn", "application/json", strings.NewReader(`{"sessionId":"`+ids[i]+`","message":"go"}`))
+	}, lines)
 	if len(errs) > 0 {
 		return fmt.Errorf("%d of %d sessions failed; first: %v", len(errs), sessions, errs[0])
 	}
@@ -294,30 +271,9 @@ func run(sessions, lines, readers, list int, delay time.Duration) error {
 		return err
 	}
 	go func() { io.Copy(io.Discard, resp.Body); resp.Body.Close() }()
-	all = all[:0]
-	errs = errs[:0]
-	for range readers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := client.Get(e.url + "/api/harness/session/" + id + "/events?after=0")
-			if err == nil {
-				defer resp.Body.Close()
-				var lat []time.Duration
-				if lat, err = consume(resp.Body, 0, lines); err == nil {
-					mu.Lock()
-					all = append(all, lat...)
-					mu.Unlock()
-				}
-			}
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	all, errs = streamAll(readers, func(int) (*http.Response, error) {
+		return client.Get(e.url + "/api/harness/session/" + id + "/events?after=0")
+	}, lines)
 	if len(errs) > 0 {
 		return fmt.Errorf("%d of %d readers failed; first: %v", len(errs), readers, errs[0])
 	}
@@ -363,6 +319,36 @@ func run(sessions, lines, readers, list int, delay time.Duration) error {
 
 // baseline runs one turn per session through a bare claudecode.Manager
 // with the same stand-in CLI and returns the delta latencies.
+// streamAll opens n SSE streams at once with open(i), reads each to its
+// end with consume, and gathers every latency and every failure.
+func streamAll(n int, open func(i int) (*http.Response, error), lines int) ([]time.Duration, []error) {
+	var mu sync.Mutex
+	var all []time.Duration
+	var errs []error
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := open(i)
+			var lat []time.Duration
+			if err == nil {
+				lat, err = consume(resp.Body, 0, lines)
+				resp.Body.Close()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			all = append(all, lat...)
+		}()
+	}
+	wg.Wait()
+	return all, errs
+}
+
 func baseline(e *env, ids []string, lines int) ([]time.Duration, error) {
 	mgr := claudecode.NewManager(claudecode.Config{Binary: e.script})
 	var mu sync.Mutex
