@@ -336,52 +336,42 @@ func unescape(dst, body []byte) ([]byte, error) {
 		if i+1 >= len(body) {
 			return dst, errSyntax
 		}
-		switch e := body[i+1]; e {
-		case '"', '\\', '/':
-			dst = append(dst, e)
+		e := body[i+1]
+		if c := simpleEscapes[e]; c != 0 {
+			dst = append(dst, c)
 			i += 2
-		case 'b':
-			dst = append(dst, '\b')
-			i += 2
-		case 'f':
-			dst = append(dst, '\f')
-			i += 2
-		case 'n':
-			dst = append(dst, '\n')
-			i += 2
-		case 'r':
-			dst = append(dst, '\r')
-			i += 2
-		case 't':
-			dst = append(dst, '\t')
-			i += 2
-		case 'u':
-			r, ok := hex4(body, i+2)
-			if !ok {
-				return dst, errSyntax
-			}
-			i += 6
-			if utf16.IsSurrogate(r) {
-				r2, ok2 := rune(-1), false
-				if i+1 < len(body) && body[i] == '\\' && body[i+1] == 'u' {
-					r2, ok2 = hex4(body, i+2)
-				}
-				if ok2 {
-					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-						i += 6
-						dst = utf8.AppendRune(dst, dec)
-						continue
-					}
-				}
-				r = utf8.RuneError
-			}
-			dst = utf8.AppendRune(dst, r)
-		default:
+			continue
+		}
+		if e != 'u' {
 			return dst, errSyntax
 		}
+		r, ok := hex4(body, i+2)
+		if !ok {
+			return dst, errSyntax
+		}
+		i += 6
+		if utf16.IsSurrogate(r) {
+			r2, ok2 := rune(-1), false
+			if i+1 < len(body) && body[i] == '\\' && body[i+1] == 'u' {
+				r2, ok2 = hex4(body, i+2)
+			}
+			if ok2 {
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					i += 6
+					dst = utf8.AppendRune(dst, dec)
+					continue
+				}
+			}
+			r = utf8.RuneError
+		}
+		dst = utf8.AppendRune(dst, r)
 	}
 	return dst, nil
 }
+
+// simpleEscapes maps the byte after a backslash to what it stands for;
+// 0 marks the bytes that are not one-byte escapes (\u, or invalid).
+var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 func hex4(b []byte, i int) (rune, bool) {
 	if i+4 > len(b) {

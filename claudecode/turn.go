@@ -460,26 +460,22 @@ func (t *Turn) escalate(level int) {
 		}
 	}
 	_ = signalGroup(t.pid, sigTerminate)
-	if t.waitAny(t.m.cfg.KillGrace) {
+	if t.waitAny(t.m.cfg.KillGrace, nil) {
 		return
 	}
 	t.log.Warn().Str("session", t.key).Int("pid", t.pid).Msg("claude ignored SIGTERM; sending SIGKILL")
 	_ = signalGroup(t.pid, sigKill)
 }
 
-// waitAny waits up to d for the child to exit or any of chs to close, and
-// reports whether one did.
-func (t *Turn) waitAny(d time.Duration, chs ...chan struct{}) bool {
+// waitAny waits up to d for the child to exit or ch (nil: never) to
+// close, and reports whether one did.
+func (t *Turn) waitAny(d time.Duration, ch chan struct{}) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	var extra chan struct{}
-	if len(chs) > 0 {
-		extra = chs[0]
-	}
 	select {
 	case <-t.exited:
 		return true
-	case <-extra:
+	case <-ch:
 		return true
 	case <-timer.C:
 		return false
