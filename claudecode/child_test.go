@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -323,4 +324,63 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// Shutdown racing with StartTurn: starters keep starting turns until they
+// are refused, and Shutdown is called while they do. Every turn that
+// started, however close to the Shutdown call, has exited by the time
+// Shutdown returns, and later starts are refused.
+func TestShutdownStopsTurnsStartedConcurrently(t *testing.T) {
+	mgr := fastManager()
+	script := fakeChildScript(t, "hang")
+	var mu sync.Mutex
+	var started []*claudecode.Turn
+	first := make(chan struct{})
+	var once sync.Once
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				tr, err := mgr.StartTurn(context.Background(), fmt.Sprintf("s-%d-%d", w, i), "hi", claudecode.TurnOpts{Binary: script})
+				if errors.Is(err, claudecode.ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Errorf("StartTurn: %v", err)
+					return
+				}
+				mu.Lock()
+				started = append(started, tr)
+				mu.Unlock()
+				once.Do(func() { close(first) })
+			}
+		}()
+	}
+	<-first
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_ = mgr.Shutdown(ctx)
+	var leftover []string
+	mu.Lock()
+	for _, tr := range started {
+		select {
+		case <-tr.Exited():
+		default:
+			leftover = append(leftover, tr.SessionKey())
+		}
+	}
+	mu.Unlock()
+	wg.Wait()
+	if len(leftover) > 0 {
+		t.Errorf("%d of %d turns still running after Shutdown returned: %v", len(leftover), len(started), leftover)
+	}
+	for _, tr := range started {
+		_ = tr.Close()
+		assertGroupGone(t, tr.Pid())
+	}
+	if _, err := mgr.StartTurn(context.Background(), "late", "hi", claudecode.TurnOpts{Binary: script}); !errors.Is(err, claudecode.ErrClosed) {
+		t.Errorf("StartTurn after Shutdown = %v, want ErrClosed", err)
+	}
 }

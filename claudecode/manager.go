@@ -39,12 +39,13 @@ type Config struct {
 // Manager runs turns: one child process per turn, at most one running turn
 // per session key. A Manager is safe for concurrent use.
 type Manager struct {
-	cfg    Config
-	log    zerolog.Logger
-	scrub  *scrubber
-	mu     sync.Mutex
-	turns  map[string]*Turn
-	closed bool
+	cfg      Config
+	log      zerolog.Logger
+	scrub    *scrubber
+	mu       sync.Mutex
+	turns    map[string]*Turn
+	closed   bool
+	starting sync.WaitGroup // StartTurn calls between reservation and start
 
 	versionOnce sync.Once
 	versionDone chan struct{}
@@ -112,7 +113,9 @@ func (m *Manager) StartTurn(ctx context.Context, sessionKey, message string, opt
 	}
 	t := newTurn(m, sessionKey, bin, opts)
 	m.turns[sessionKey] = t // reserved before the slow start, so a racing StartTurn sees ErrBusy
+	m.starting.Add(1)       // and so Shutdown waits for this start before it collects turns
 	m.mu.Unlock()
+	defer m.starting.Done()
 
 	m.checkVersionOnce(bin)
 	if err := t.start(ctx, message); err != nil {
@@ -181,6 +184,10 @@ func (m *Manager) Running() []string {
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	m.closed = true
+	m.mu.Unlock()
+	m.starting.Wait() // a turn being started now is collected too
+
+	m.mu.Lock()
 	turns := make([]*Turn, 0, len(m.turns))
 	for _, t := range m.turns {
 		if t.running.Load() {
