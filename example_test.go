@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/event"
 )
 
 // One turn of a persona session, end to end: the events are stored with
@@ -40,8 +40,8 @@ func Example() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		var ev claudecode.Event
-		if json.Unmarshal(rec.Event, &ev) == nil && ev.Type == claudecode.EventChatDelta {
+		var ev event.Event
+		if json.Unmarshal(rec.Event, &ev) == nil && ev.Type == event.TypeChatDelta {
 			fmt.Print(ev.Text)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
 )
 
@@ -88,16 +89,16 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// event is a decoded stored event.
-type event struct {
-	claudecode.Event
+// stored is a decoded stored event.
+type stored struct {
+	event.Event
 	Seq int64
 	Raw string
 }
 
-func decode(t *testing.T, rec session.Record) event {
+func decode(t *testing.T, rec session.Record) stored {
 	t.Helper()
-	var ev claudecode.Event
+	var ev event.Event
 	if err := json.Unmarshal(rec.Event, &ev); err != nil {
 		t.Fatalf("event %s: %v", rec.Event, err)
 	}
@@ -108,11 +109,11 @@ func decode(t *testing.T, rec session.Record) event {
 	if head.Seq != rec.Seq {
 		t.Fatalf("record seq %d, JSON seq %d: %s", rec.Seq, head.Seq, rec.Event)
 	}
-	return event{Event: ev, Seq: rec.Seq, Raw: string(rec.Event)}
+	return stored{Event: ev, Seq: rec.Seq, Raw: string(rec.Event)}
 }
 
 // follow reads the session's events after `after` until the stream ends.
-func (e *testEnv) follow(h *Harness, id string, after int64) []event {
+func (e *testEnv) follow(h *Harness, id string, after int64) []stored {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -120,7 +121,7 @@ func (e *testEnv) follow(h *Harness, id string, after int64) []event {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var out []event
+	var out []stored
 	for rec, err := range seq {
 		if err != nil {
 			e.t.Fatal(err)
@@ -134,7 +135,7 @@ func (e *testEnv) follow(h *Harness, id string, after int64) []event {
 }
 
 // turn runs one turn and returns its events.
-func (e *testEnv) turn(id, message string) ([]event, *Turn) {
+func (e *testEnv) turn(id, message string) ([]stored, *Turn) {
 	e.t.Helper()
 	tr, err := e.h.StartTurn(context.Background(), id, message)
 	if err != nil {
@@ -148,7 +149,7 @@ func (e *testEnv) turn(id, message string) ([]event, *Turn) {
 
 // checkTurn asserts a turn's invariants: consecutive seqs, the harness
 // session ID on every event, exactly one process:exit, last.
-func checkTurn(t *testing.T, id string, startSeq int64, evs []event) {
+func checkTurn(t *testing.T, id string, startSeq int64, evs []stored) {
 	t.Helper()
 	if len(evs) == 0 {
 		t.Fatal("no events")
@@ -160,14 +161,14 @@ func checkTurn(t *testing.T, id string, startSeq int64, evs []event) {
 		if ev.SessionID != id {
 			t.Fatalf("event %s has sessionId %q, want the harness session %q", ev.Type, ev.SessionID, id)
 		}
-		if (ev.Type == claudecode.EventProcessExit) != (i == len(evs)-1) {
+		if (ev.Type == event.TypeProcessExit) != (i == len(evs)-1) {
 			t.Fatalf("process:exit at %d of %d", i, len(evs))
 		}
 	}
 }
 
-func ofType(evs []event, typ claudecode.EventType) []event {
-	var out []event
+func ofType(evs []stored, typ event.Type) []stored {
+	var out []stored
 	for _, e := range evs {
 		if e.Type == typ {
 			out = append(out, e)
@@ -176,9 +177,9 @@ func ofType(evs []event, typ claudecode.EventType) []event {
 	return out
 }
 
-func text(evs []event) string {
+func text(evs []stored) string {
 	var b strings.Builder
-	for _, e := range ofType(evs, claudecode.EventChatDelta) {
+	for _, e := range ofType(evs, event.TypeChatDelta) {
 		b.WriteString(e.Text)
 	}
 	return b.String()
@@ -208,7 +209,7 @@ func TestTurnPersonaPromptToolsAndLogs(t *testing.T) {
 	if !slices.Equal(tools, []string{"Grep", "Read"}) {
 		t.Errorf("tools offered = %v, want [Grep Read]", req.Tools)
 	}
-	init := ofType(evs, claudecode.EventSessionInit)
+	init := ofType(evs, event.TypeSessionInit)
 	if len(init) != 1 || init[0].Init.PermissionMode != "dontAsk" {
 		t.Fatalf("session:init = %+v", init)
 	}
@@ -255,13 +256,13 @@ func TestResumeContinuesAndFallsBack(t *testing.T) {
 	}
 	e.api.Script(claudetest.TextReply("first answer"), claudetest.TextReply("second answer"), claudetest.TextReply("third answer"))
 	evs1, _ := e.turn(s.ID, "remember the word PAPAYA")
-	claude1 := ofType(evs1, claudecode.EventSessionInit)[0].Init.ClaudeSessionID
+	claude1 := ofType(evs1, event.TypeSessionInit)[0].Init.ClaudeSessionID
 
 	evs2, tr2 := e.turn(s.ID, "what was the word?")
 	if tr2.Err() != nil {
 		t.Fatal(tr2.Err())
 	}
-	if got := ofType(evs2, claudecode.EventSessionInit)[0].Init.ClaudeSessionID; got != claude1 {
+	if got := ofType(evs2, event.TypeSessionInit)[0].Init.ClaudeSessionID; got != claude1 {
 		t.Errorf("second turn ran in Claude session %s, want the resumed %s", got, claude1)
 	}
 	history := requestHistory(e.api.Requests()[len(e.api.Requests())-1])
@@ -278,15 +279,15 @@ func TestResumeContinuesAndFallsBack(t *testing.T) {
 	if err := tr3.Err(); err != nil {
 		t.Fatalf("fallback turn failed: %v", err)
 	}
-	errs := ofType(evs3, claudecode.EventSessionError)
-	if len(errs) != 1 || errs[0].Error.Kind != claudecode.ErrorResumeNotFound || !strings.Contains(errs[0].Error.Error, "fresh conversation") {
+	errs := ofType(evs3, event.TypeSessionError)
+	if len(errs) != 1 || errs[0].Error.Kind != event.ErrorResumeNotFound || !strings.Contains(errs[0].Error.Error, "fresh conversation") {
 		t.Fatalf("session:error = %+v", errs)
 	}
-	inits := ofType(evs3, claudecode.EventSessionInit)
+	inits := ofType(evs3, event.TypeSessionInit)
 	if len(inits) != 1 || inits[0].Init.ClaudeSessionID == claude1 || inits[0].Seq < errs[0].Seq {
 		t.Fatalf("session:init after the fallback = %+v", inits)
 	}
-	if n := len(ofType(evs3, claudecode.EventSessionComplete)); n != 1 || text(evs3) != "third answer" {
+	if n := len(ofType(evs3, event.TypeSessionComplete)); n != 1 || text(evs3) != "third answer" {
 		t.Errorf("%d session:complete, text %q", n, text(evs3))
 	}
 	if last := e.api.Requests()[len(e.api.Requests())-1]; !strings.Contains(last.LastUserText(), "message that must not be lost") {
@@ -358,7 +359,7 @@ func TestBusyInterruptAndSlowReader(t *testing.T) {
 		t.Fatalf("first event seq %d", first.Seq)
 	}
 	// A second, live reader interrupts on the first delta.
-	evs := []event{}
+	evs := []stored{}
 	live, _ := e.h.Follow(context.Background(), s.ID, tr.StartSeq)
 	interrupted := false
 	for rec, err := range live {
@@ -367,13 +368,13 @@ func TestBusyInterruptAndSlowReader(t *testing.T) {
 		}
 		ev := decode(t, rec)
 		evs = append(evs, ev)
-		if ev.Type == claudecode.EventChatDelta && !interrupted {
+		if ev.Type == event.TypeChatDelta && !interrupted {
 			interrupted = true
 			if err := e.h.Interrupt(s.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if ev.Type == claudecode.EventProcessExit {
+		if ev.Type == event.TypeProcessExit {
 			// A reader that has just seen process:exit finds the session
 			// idle: a GUI may send the next message straight away.
 			if e.h.IsRunning(s.ID) {
@@ -389,11 +390,11 @@ func TestBusyInterruptAndSlowReader(t *testing.T) {
 	if !errors.Is(tr.Err(), claudecode.ErrInterrupted) {
 		t.Errorf("Err = %v, want ErrInterrupted", tr.Err())
 	}
-	if se := ofType(evs, claudecode.EventSessionError); len(se) != 1 || se[0].Error.Kind != claudecode.ErrorInterrupted {
+	if se := ofType(evs, event.TypeSessionError); len(se) != 1 || se[0].Error.Kind != event.ErrorInterrupted {
 		t.Errorf("session:error = %+v", se)
 	}
 	// The stalled reader now reads: everything, in order, once.
-	got := []event{decode(t, first)}
+	got := []stored{decode(t, first)}
 	for {
 		rec, ok := next()
 		if !ok {

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/session"
@@ -320,31 +321,31 @@ func (r *runner) finalize() {
 func (r *runner) attempt(t *claudecode.Turn) (*claudecode.Turn, error) {
 	defer t.Close()
 	fallback := false
-	var heldExit *claudecode.Event
+	var heldExit *event.Event
 	for t.Next() {
 		ev := t.Event()
 		switch ev.Type {
-		case claudecode.EventSessionInit:
+		case event.TypeSessionInit:
 			r.s.ClaudeSessionID = ev.Init.ClaudeSessionID
 			if err := r.h.store.Save(r.s); err != nil {
 				r.log.Error().Str("sessionId", r.s.ID).Err(err).Msg("session could not be saved")
 			}
 			r.log.Info().Str("sessionId", r.s.ID).Str("claudeSessionId", ev.Init.ClaudeSessionID).
 				Str("model", ev.Init.Model).Str("permissionMode", ev.Init.PermissionMode).Strs("tools", ev.Init.Tools).Msg("session:init")
-		case claudecode.EventToolStart:
+		case event.TypeToolStart:
 			r.tools[ev.ToolStart.ToolUseID] = ev.ToolStart.Name
 			r.log.Info().Str("sessionId", r.s.ID).Str("tool", ev.ToolStart.Name).
 				Str("input", logging.Truncate(string(ev.ToolStart.Input), 200)).Msg("tool invoked")
-		case claudecode.EventToolResult:
+		case event.TypeToolResult:
 			r.log.Info().Str("sessionId", r.s.ID).Str("tool", r.tools[ev.ToolResult.ToolUseID]).
 				Bool("isError", ev.ToolResult.IsError).Int("length", len(ev.ToolResult.Content)).Msg("tool result")
-		case claudecode.EventSessionComplete:
+		case event.TypeSessionComplete:
 			in, out := usageTokens(ev.Complete.Usage)
 			r.log.Info().Str("sessionId", r.s.ID).Float64("costUsd", ev.Complete.CostUSD).Int("inputTokens", in).
 				Int("outputTokens", out).Int("numTurns", ev.Complete.NumTurns).Int64("durationMs", ev.Complete.DurationMS).
 				Dur("wall", time.Since(r.started)).Msg("turn completed")
-		case claudecode.EventSessionError:
-			if ev.Error.Kind == claudecode.ErrorResumeNotFound && r.opts.Resume != "" && !r.lt.stopRequested() {
+		case event.TypeSessionError:
+			if ev.Error.Kind == event.ErrorResumeNotFound && r.opts.Resume != "" && !r.lt.stopRequested() {
 				fallback = true
 				r.log.Warn().Str("sessionId", r.s.ID).Str("claudeSessionId", r.opts.Resume).Msg("resume failed: Claude Code no longer has the conversation; starting a fresh one with the same message")
 				e := *ev.Error
@@ -355,7 +356,7 @@ func (r *runner) attempt(t *claudecode.Turn) (*claudecode.Turn, error) {
 				r.log.Warn().Str("sessionId", r.s.ID).Str("kind", string(ev.Error.Kind)).Str("error", logging.Truncate(ev.Error.Error, 500)).
 					Dur("wall", time.Since(r.started)).Msg("turn failed")
 			}
-		case claudecode.EventProcessExit:
+		case event.TypeProcessExit:
 			if fallback {
 				held := ev
 				heldExit = &held // the turn is not over: one process:exit per turn
@@ -371,12 +372,12 @@ func (r *runner) attempt(t *claudecode.Turn) (*claudecode.Turn, error) {
 	// The resume fallback: same message, fresh Claude session.
 	r.opts.Resume = ""
 	if r.lt.stopRequested() {
-		return nil, r.endWith(heldExit, claudecode.ErrorInterrupted, "interrupted before a fresh conversation was started")
+		return nil, r.endWith(heldExit, event.ErrorInterrupted, "interrupted before a fresh conversation was started")
 	}
 	next, serr := r.h.mgr.StartTurn(context.Background(), r.s.ID, r.message, r.opts)
 	if serr != nil {
 		r.log.Error().Str("sessionId", r.s.ID).Err(serr).Msg("fresh session after a failed resume could not start")
-		return nil, r.endWith(heldExit, claudecode.ErrorStart, "a fresh conversation could not be started: "+serr.Error())
+		return nil, r.endWith(heldExit, event.ErrorStart, "a fresh conversation could not be started: "+serr.Error())
 	}
 	r.lt.attach(next)
 	return next, nil
@@ -384,11 +385,11 @@ func (r *runner) attempt(t *claudecode.Turn) (*claudecode.Turn, error) {
 
 // endWith ends a turn whose fallback did not run: a session:error, then
 // the held process:exit.
-func (r *runner) endWith(exit *claudecode.Event, kind claudecode.ErrorKind, msg string) error {
-	r.emit(claudecode.Event{Type: claudecode.EventSessionError, SessionID: r.s.ID,
-		Error: &claudecode.SessionError{Error: msg, Kind: kind}})
+func (r *runner) endWith(exit *event.Event, kind event.ErrorKind, msg string) error {
+	r.emit(event.Event{Type: event.TypeSessionError, SessionID: r.s.ID,
+		Error: &event.SessionError{Error: msg, Kind: kind}})
 	if exit == nil {
-		exit = &claudecode.Event{Type: claudecode.EventProcessExit, SessionID: r.s.ID, Exit: &claudecode.ProcessExit{Code: -1}}
+		exit = &event.Event{Type: event.TypeProcessExit, SessionID: r.s.ID, Exit: &event.ProcessExit{Code: -1}}
 	}
 	r.emit(*exit)
 	return &claudecode.TurnError{Kind: kind, Message: msg}
@@ -398,7 +399,7 @@ func (r *runner) endWith(exit *claudecode.Event, kind claudecode.ErrorKind, msg 
 // subscribes and then reads the log never misses an event. The turn's last
 // process:exit is stored, then the turn is finalized, then it is
 // published.
-func (r *runner) emit(ev claudecode.Event) {
+func (r *runner) emit(ev event.Event) {
 	ev.SessionID = r.s.ID
 	r.buf = ev.AppendJSON(r.buf[:0])
 	seq, err := r.elog.Append(r.buf)
@@ -408,7 +409,7 @@ func (r *runner) emit(ev claudecode.Event) {
 		r.log.Error().Str("sessionId", r.s.ID).Err(err).Str("type", string(ev.Type)).Msg("event could not be stored")
 		seq = 0
 	}
-	if ev.Type == claudecode.EventProcessExit {
+	if ev.Type == event.TypeProcessExit {
 		r.finalize()
 	}
 	r.lt.broker.publish(session.Record{Seq: seq, Event: wire(seq, r.buf)}, isTerminal(ev.Type))
@@ -429,8 +430,8 @@ func wire(seq int64, event []byte) []byte {
 	return append(b, event[1:]...)
 }
 
-func isTerminal(t claudecode.EventType) bool {
-	return t == claudecode.EventSessionComplete || t == claudecode.EventSessionError || t == claudecode.EventProcessExit
+func isTerminal(t event.Type) bool {
+	return t == event.TypeSessionComplete || t == event.TypeSessionError || t == event.TypeProcessExit
 }
 
 func usageTokens(raw json.RawMessage) (in, out int) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/event"
 )
 
 // benchTranscript is a turn like bench/gentranscript's, built from lines
@@ -99,7 +100,7 @@ func BenchmarkLineToEventLatency(b *testing.B) {
 		}
 		for tr.Next() {
 			e := tr.Event()
-			if e.Type != claudecode.EventChatDelta {
+			if e.Type != event.TypeChatDelta {
 				continue
 			}
 			now := time.Now().UnixNano()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/event"
 )
 
 // Children that misbehave, played by this test binary (see fakeChild).
@@ -29,9 +30,9 @@ func fastManager(env ...string) *claudecode.Manager {
 	})
 }
 
-func collect(t *testing.T, tr *claudecode.Turn) []claudecode.Event {
+func collect(t *testing.T, tr *claudecode.Turn) []event.Event {
 	t.Helper()
-	var evs []claudecode.Event
+	var evs []event.Event
 	for tr.Next() {
 		evs = append(evs, tr.Event())
 	}
@@ -49,8 +50,8 @@ func TestChildDiesWithoutResult(t *testing.T) {
 	if !errors.Is(tr.Err(), claudecode.ErrProcessDied) {
 		t.Fatalf("Err = %v, want ErrProcessDied", tr.Err())
 	}
-	se := ofType(evs, claudecode.EventSessionError)[0].Error
-	if se.Kind != claudecode.ErrorProcess || se.ExitCode == nil || *se.ExitCode != 3 || !strings.Contains(se.StderrTail, "something broke") {
+	se := ofType(evs, event.TypeSessionError)[0].Error
+	if se.Kind != event.ErrorProcess || se.ExitCode == nil || *se.ExitCode != 3 || !strings.Contains(se.StderrTail, "something broke") {
 		t.Errorf("session:error = %+v", se)
 	}
 	if !strings.Contains(se.Error, "exit status 3") || !strings.Contains(se.Error, "something broke") {
@@ -60,7 +61,7 @@ func TestChildDiesWithoutResult(t *testing.T) {
 		t.Errorf("process:exit = %+v", ex)
 	}
 	// session:error comes right before process:exit.
-	if evs[len(evs)-2].Type != claudecode.EventSessionError {
+	if evs[len(evs)-2].Type != event.TypeSessionError {
 		t.Errorf("order: %s before process:exit", evs[len(evs)-2].Type)
 	}
 }
@@ -72,7 +73,7 @@ func TestHangingChildKilledByContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tr.Next() || tr.Event().Type != claudecode.EventSessionInit {
+	if !tr.Next() || tr.Event().Type != event.TypeSessionInit {
 		t.Fatal("expected session:init first")
 	}
 	cancel()
@@ -145,11 +146,11 @@ func TestOversizedLineIsSkipped(t *testing.T) {
 	if tr.Err() != nil {
 		t.Fatalf("Err = %v", tr.Err())
 	}
-	c := ofType(evs, claudecode.EventChatComplete)
+	c := ofType(evs, event.TypeChatComplete)
 	if len(c) != 1 || c[0].Text != "after the big line" {
 		t.Errorf("the line after the oversized one was lost: %+v", c)
 	}
-	if n := len(ofType(evs, claudecode.EventChatDelta)); n != 0 {
+	if n := len(ofType(evs, event.TypeChatDelta)); n != 0 {
 		t.Errorf("%d deltas from an oversized line", n)
 	}
 }
@@ -169,7 +170,7 @@ func TestPromptGoesOnStdinNotArgv(t *testing.T) {
 			t.Errorf("the prompt is on argv: %q", a)
 		}
 	}
-	got := ofType(evs, claudecode.EventChatComplete)[0].Text
+	got := ofType(evs, event.TypeChatComplete)[0].Text
 	var sent struct {
 		Type    string `json:"type"`
 		Message struct {
@@ -198,7 +199,7 @@ func TestChildEnvironmentIsFiltered(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := collect(t, tr)
-	env := ofType(evs, claudecode.EventToolResult)[0].ToolResult.Content
+	env := ofType(evs, event.TypeToolResult)[0].ToolResult.Content
 	for _, want := range []string{"ANTHROPIC_API_KEY=sk-keep", "ANTHROPIC_AUTH_TOKEN=allowed-by-config", "PLAIN=ok", "EXPLICIT_TOKEN=given-by-caller"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("child env lacks %s", want)

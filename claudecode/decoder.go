@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
+
+	"github.com/chirality/harness/event"
 )
 
 // DefaultMaxLineBytes bounds one NDJSON line. The CLI prints whole answers,
@@ -77,9 +79,9 @@ type Decoder struct {
 	lr      *lineReader
 	m       *mapper
 	opts    DecoderOptions
-	pending []Event
+	pending []event.Event
 	next    int
-	cur     Event
+	cur     event.Event
 	err     error
 }
 
@@ -106,7 +108,7 @@ func (d *Decoder) Next() bool {
 		d.step()
 	}
 	d.cur = d.pending[d.next]
-	d.pending[d.next] = Event{}
+	d.pending[d.next] = event.Event{}
 	d.next++
 	return true
 }
@@ -125,7 +127,7 @@ func (d *Decoder) step() {
 		d.err = err
 		return
 	}
-	frame, err := d.m.feed(line, func(e Event) { d.pending = append(d.pending, e) })
+	frame, err := d.m.feed(line, func(e event.Event) { d.pending = append(d.pending, e) })
 	if err != nil && d.opts.OnLineError != nil {
 		d.opts.OnLineError(&LineError{Line: d.lr.lineNo, Prefix: prefix(line, 500), Err: err})
 	}
@@ -135,7 +137,7 @@ func (d *Decoder) step() {
 }
 
 // Event returns the event Next advanced to.
-func (d *Decoder) Event() Event { return d.cur }
+func (d *Decoder) Event() event.Event { return d.cur }
 
 // Err returns the first read error, not counting the end of input.
 func (d *Decoder) Err() error {
@@ -295,7 +297,7 @@ func newMapper(sessionID string) *mapper {
 
 // feed maps one line. It returns the frame's classification (Type empty
 // when the line is not a JSON object) and an error for a malformed line.
-func (m *mapper) feed(line []byte, emit func(Event)) (Frame, error) {
+func (m *mapper) feed(line []byte, emit func(event.Event)) (Frame, error) {
 	f := Frame{Raw: line}
 	var event, message []byte
 	var resultLine bool
@@ -347,11 +349,11 @@ func (m *mapper) feed(line []byte, emit func(Event)) (Frame, error) {
 	return f, nil
 }
 
-func (m *mapper) event(t EventType, parent string) Event {
-	return Event{Type: t, SessionID: m.sessionID, ParentToolUseID: parent}
+func (m *mapper) event(t event.Type, parent string) event.Event {
+	return event.Event{Type: t, SessionID: m.sessionID, ParentToolUseID: parent}
 }
 
-func (m *mapper) streamEvent(f *Frame, raw []byte, emit func(Event)) error {
+func (m *mapper) streamEvent(f *Frame, raw []byte, emit func(event.Event)) error {
 	var typ string
 	var index int
 	var delta, block, message []byte
@@ -411,7 +413,7 @@ func (m *mapper) streamEvent(f *Frame, raw []byte, emit func(Event)) error {
 	return nil
 }
 
-func (m *mapper) blockDelta(parent string, index int, raw []byte, emit func(Event)) error {
+func (m *mapper) blockDelta(parent string, index int, raw []byte, emit func(event.Event)) error {
 	var typ string
 	var text, partial []byte
 	err := eachField(raw, func(key, value []byte) bool {
@@ -438,9 +440,9 @@ func (m *mapper) blockDelta(parent string, index int, raw []byte, emit func(Even
 		if err != nil {
 			return err
 		}
-		t := EventChatDelta
+		t := event.TypeChatDelta
 		if typ == "thinking_delta" {
-			t = EventThinkingDelta
+			t = event.TypeThinkingDelta
 		}
 		e := m.event(t, parent)
 		e.Text = s
@@ -482,7 +484,7 @@ func (m *mapper) blockStart(parent string, index int, raw []byte) error {
 	return nil
 }
 
-func (m *mapper) blockStop(parent string, index int, emit func(Event)) error {
+func (m *mapper) blockStop(parent string, index int, emit func(event.Event)) error {
 	k := blockKey{parent, index}
 	b := m.blocks[k]
 	if b == nil {
@@ -499,7 +501,7 @@ func (m *mapper) blockStop(parent string, index int, emit func(Event)) error {
 
 // toolStart announces a tool use once, whichever of the stream and the
 // assistant frame completes it first.
-func (m *mapper) toolStart(parent, id, name string, input []byte, emit func(Event)) {
+func (m *mapper) toolStart(parent, id, name string, input []byte, emit func(event.Event)) {
 	if id == "" {
 		return
 	}
@@ -507,12 +509,12 @@ func (m *mapper) toolStart(parent, id, name string, input []byte, emit func(Even
 		return
 	}
 	m.started[id] = struct{}{}
-	e := m.event(EventToolStart, parent)
-	e.ToolStart = &ToolStart{ToolUseID: id, Name: name, Input: append(json.RawMessage(nil), input...)}
+	e := m.event(event.TypeToolStart, parent)
+	e.ToolStart = &event.ToolStart{ToolUseID: id, Name: name, Input: append(json.RawMessage(nil), input...)}
 	emit(e)
 }
 
-func (m *mapper) systemInit(line []byte, emit func(Event)) error {
+func (m *mapper) systemInit(line []byte, emit func(event.Event)) error {
 	var f struct {
 		SessionID      string   `json:"session_id"`
 		Model          string   `json:"model"`
@@ -535,8 +537,8 @@ func (m *mapper) systemInit(line []byte, emit func(Event)) error {
 	if parent == "" {
 		m.claudeSessionID = f.SessionID
 	}
-	e := m.event(EventSessionInit, parent)
-	e.Init = &SessionInit{ClaudeSessionID: f.SessionID, Model: f.Model, Tools: f.Tools,
+	e := m.event(event.TypeSessionInit, parent)
+	e.Init = &event.SessionInit{ClaudeSessionID: f.SessionID, Model: f.Model, Tools: f.Tools,
 		CLIVersion: f.Version, PermissionMode: f.PermissionMode, Cwd: f.Cwd}
 	emit(e)
 	return nil
@@ -545,7 +547,7 @@ func (m *mapper) systemInit(line []byte, emit func(Event)) error {
 // assistant reads a completed content block. Its text was already
 // streamed when the message's stream events were seen; tool uses are
 // announced here (the frame has the full input) unless the stream did it.
-func (m *mapper) assistant(parent string, raw []byte, emit func(Event)) error {
+func (m *mapper) assistant(parent string, raw []byte, emit func(event.Event)) error {
 	var id, model string
 	var content []byte
 	err := eachField(raw, func(key, value []byte) bool {
@@ -605,9 +607,9 @@ func (m *mapper) assistant(parent string, raw []byte, emit func(Event)) error {
 				inner = err
 				return false
 			}
-			t := EventChatDelta
+			t := event.TypeChatDelta
 			if typ == "thinking" {
-				t = EventThinkingDelta
+				t = event.TypeThinkingDelta
 			}
 			e := m.event(t, parent)
 			e.Text = s
@@ -621,7 +623,7 @@ func (m *mapper) assistant(parent string, raw []byte, emit func(Event)) error {
 	return inner
 }
 
-func (m *mapper) user(parent string, raw []byte, emit func(Event)) error {
+func (m *mapper) user(parent string, raw []byte, emit func(event.Event)) error {
 	var msg struct {
 		Content json.RawMessage `json:"content"`
 	}
@@ -648,8 +650,8 @@ func (m *mapper) user(parent string, raw []byte, emit func(Event)) error {
 	for _, b := range blocks {
 		switch b.Type {
 		case "tool_result":
-			e := m.event(EventToolResult, parent)
-			e.ToolResult = &ToolResult{ToolUseID: b.ToolUseID, Content: flattenContent(b.Content), IsError: b.IsError}
+			e := m.event(event.TypeToolResult, parent)
+			e.ToolResult = &event.ToolResult{ToolUseID: b.ToolUseID, Content: flattenContent(b.Content), IsError: b.IsError}
 			emit(e)
 		case "text":
 			if strings.HasPrefix(b.Text, "[Request interrupted") {
@@ -690,7 +692,7 @@ func flattenContent(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
-func (m *mapper) resultFrame(line []byte, emit func(Event)) error {
+func (m *mapper) resultFrame(line []byte, emit func(event.Event)) error {
 	var f struct {
 		Subtype        string          `json:"subtype"`
 		IsError        bool            `json:"is_error"`
@@ -720,15 +722,15 @@ func (m *mapper) resultFrame(line []byte, emit func(Event)) error {
 		m.result.APIErrorStatus = *f.APIErrorStatus
 	}
 	if f.Subtype == "success" && !f.IsError {
-		e := m.event(EventChatComplete, "")
+		e := m.event(event.TypeChatComplete, "")
 		e.Text = f.Result
 		emit(e)
-		e = m.event(EventSessionComplete, "")
-		e.Complete = &SessionComplete{CostUSD: f.CostUSD, Usage: f.Usage, NumTurns: f.NumTurns, DurationMS: f.DurationMS}
+		e = m.event(event.TypeSessionComplete, "")
+		e.Complete = &event.SessionComplete{CostUSD: f.CostUSD, Usage: f.Usage, NumTurns: f.NumTurns, DurationMS: f.DurationMS}
 		emit(e)
 		return nil
 	}
-	e := m.event(EventSessionError, "")
+	e := m.event(event.TypeSessionError, "")
 	e.Error = m.classify(m.result)
 	emit(e)
 	return nil
@@ -737,33 +739,33 @@ func (m *mapper) resultFrame(line []byte, emit func(Event)) error {
 // classify says what an error result means. The CLI reports API errors
 // and missing credentials under subtype "success" with is_error set, so
 // the text matters as much as the subtype.
-func (m *mapper) classify(r ResultInfo) *SessionError {
-	se := &SessionError{Subtype: r.Subtype, APIErrorStatus: r.APIErrorStatus, CostUSD: r.CostUSD}
+func (m *mapper) classify(r ResultInfo) *event.SessionError {
+	se := &event.SessionError{Subtype: r.Subtype, APIErrorStatus: r.APIErrorStatus, CostUSD: r.CostUSD}
 	detail := r.Result
 	if detail == "" && len(r.Errors) > 0 {
 		detail = strings.Join(r.Errors, "; ")
 	}
 	switch {
 	case r.Subtype == "error_max_turns" || r.TerminalReason == "max_turns":
-		se.Kind = ErrorMaxTurns
+		se.Kind = event.ErrorMaxTurns
 		se.Error = orDefault(detail, "the turn reached its maximum number of turns")
 	case r.Subtype == "error_max_budget_usd":
-		se.Kind = ErrorMaxBudget
+		se.Kind = event.ErrorMaxBudget
 		se.Error = orDefault(detail, "the turn reached its budget")
 	case m.interruptRequested.Load() || m.sawInterruptMarker:
-		se.Kind = ErrorInterrupted
+		se.Kind = event.ErrorInterrupted
 		se.Error = "interrupted"
 	case strings.Contains(detail, "No conversation found"):
-		se.Kind = ErrorResumeNotFound
+		se.Kind = event.ErrorResumeNotFound
 		se.Error = detail
 	case strings.Contains(detail, "Not logged in") || strings.Contains(detail, "Invalid API key"):
-		se.Kind = ErrorNotLoggedIn
+		se.Kind = event.ErrorNotLoggedIn
 		se.Error = detail
 	case r.APIErrorStatus != 0 || strings.HasPrefix(detail, "API Error") || r.TerminalReason == "api_error":
-		se.Kind = ErrorAPI
+		se.Kind = event.ErrorAPI
 		se.Error = orDefault(detail, "API error")
 	default:
-		se.Kind = ErrorExecution
+		se.Kind = event.ErrorExecution
 		se.Error = orDefault(detail, "the CLI ended the turn with "+orDefault(r.Subtype, "an error"))
 	}
 	return se

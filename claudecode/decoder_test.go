@@ -6,16 +6,17 @@ import (
 	"testing"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/event"
 )
 
-func decodeString(t *testing.T, input string) ([]claudecode.Event, []*claudecode.LineError) {
+func decodeString(t *testing.T, input string) ([]event.Event, []*claudecode.LineError) {
 	t.Helper()
 	var lineErrs []*claudecode.LineError
 	d := claudecode.NewDecoder(strings.NewReader(input), claudecode.DecoderOptions{
 		SessionID:   "s",
 		OnLineError: func(e *claudecode.LineError) { lineErrs = append(lineErrs, e) },
 	})
-	var evs []claudecode.Event
+	var evs []event.Event
 	for d.Next() {
 		evs = append(evs, d.Event())
 	}
@@ -25,7 +26,7 @@ func decodeString(t *testing.T, input string) ([]claudecode.Event, []*claudecode
 	return evs, lineErrs
 }
 
-func eventsJSON(evs []claudecode.Event) string {
+func eventsJSON(evs []event.Event) string {
 	var b strings.Builder
 	for _, e := range evs {
 		b.Write(e.AppendJSON(nil))
@@ -154,35 +155,35 @@ func TestDecoderLongLines(t *testing.T) {
 	var lineErrs []*claudecode.LineError
 	d := claudecode.NewDecoder(strings.NewReader(string(line)+"\n"+`{"type":"result","subtype":"success","result":"ok"}`),
 		claudecode.DecoderOptions{MaxLineBytes: 1 << 20, OnLineError: func(e *claudecode.LineError) { lineErrs = append(lineErrs, e) }})
-	var got []claudecode.EventType
+	var got []event.Type
 	for d.Next() {
 		got = append(got, d.Event().Type)
 	}
 	if len(lineErrs) != 1 || !lineErrs[0].Oversize || lineErrs[0].Line != 1 {
 		t.Errorf("line errors = %v", lineErrs)
 	}
-	if len(got) != 2 || got[0] != claudecode.EventChatComplete {
+	if len(got) != 2 || got[0] != event.TypeChatComplete {
 		t.Errorf("events after the oversized line = %v", got)
 	}
 }
 
 func TestEventJSONRoundTrip(t *testing.T) {
 	code := 3
-	evs := []claudecode.Event{
-		{Type: claudecode.EventSessionInit, SessionID: "s", Init: &claudecode.SessionInit{ClaudeSessionID: "c", Model: "m", Tools: []string{"Bash"}}},
-		{Type: claudecode.EventChatDelta, SessionID: "s", ParentToolUseID: "p", Text: "hi \x00 \t ☃"},
-		{Type: claudecode.EventToolStart, SessionID: "s", ToolStart: &claudecode.ToolStart{ToolUseID: "t", Name: "Bash", Input: json.RawMessage(`{"a":1}`)}},
-		{Type: claudecode.EventToolResult, SessionID: "s", ToolResult: &claudecode.ToolResult{ToolUseID: "t", Content: "out", IsError: false}},
-		{Type: claudecode.EventSessionComplete, SessionID: "s", Complete: &claudecode.SessionComplete{CostUSD: 0, Usage: json.RawMessage(`{}`)}},
-		{Type: claudecode.EventSessionError, SessionID: "s", Error: &claudecode.SessionError{Error: "boom", Kind: claudecode.ErrorProcess, ExitCode: &code}},
-		{Type: claudecode.EventProcessExit, SessionID: "s", Exit: &claudecode.ProcessExit{Code: -1, Signal: "SIGKILL"}},
+	evs := []event.Event{
+		{Type: event.TypeSessionInit, SessionID: "s", Init: &event.SessionInit{ClaudeSessionID: "c", Model: "m", Tools: []string{"Bash"}}},
+		{Type: event.TypeChatDelta, SessionID: "s", ParentToolUseID: "p", Text: "hi \x00 \t ☃"},
+		{Type: event.TypeToolStart, SessionID: "s", ToolStart: &event.ToolStart{ToolUseID: "t", Name: "Bash", Input: json.RawMessage(`{"a":1}`)}},
+		{Type: event.TypeToolResult, SessionID: "s", ToolResult: &event.ToolResult{ToolUseID: "t", Content: "out", IsError: false}},
+		{Type: event.TypeSessionComplete, SessionID: "s", Complete: &event.SessionComplete{CostUSD: 0, Usage: json.RawMessage(`{}`)}},
+		{Type: event.TypeSessionError, SessionID: "s", Error: &event.SessionError{Error: "boom", Kind: event.ErrorProcess, ExitCode: &code}},
+		{Type: event.TypeProcessExit, SessionID: "s", Exit: &event.ProcessExit{Code: -1, Signal: "SIGKILL"}},
 	}
 	for _, e := range evs {
 		b, err := json.Marshal(e)
 		if err != nil || !json.Valid(b) {
 			t.Fatalf("%s: invalid JSON %s (%v)", e.Type, b, err)
 		}
-		var back claudecode.Event
+		var back event.Event
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("%s: %v", e.Type, err)
 		}
@@ -193,7 +194,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 	}
 	// Invalid UTF-8 becomes U+FFFD, as encoding/json does: the output is
 	// always valid JSON.
-	b, _ := json.Marshal(claudecode.Event{Type: claudecode.EventChatDelta, Text: "bad \xff byte"})
+	b, _ := json.Marshal(event.Event{Type: event.TypeChatDelta, Text: "bad \xff byte"})
 	if !json.Valid(b) || !strings.Contains(string(b), `bad \ufffd byte`) {
 		t.Errorf("invalid UTF-8 encoded as %s", b)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/chirality/harness/event"
 )
 
 // Errors callers branch on with errors.Is.
@@ -44,7 +46,7 @@ func (e *BinaryNotFoundError) Is(target error) bool { return target == ErrBinary
 // TurnError is how a turn that did not complete ended. It matches the
 // sentinels above with errors.Is (ErrInterrupted, ErrMaxTurns, …).
 type TurnError struct {
-	Kind    ErrorKind
+	Kind    event.ErrorKind
 	Message string
 	// Subtype is the CLI result's subtype when a result arrived.
 	Subtype string
@@ -56,7 +58,7 @@ type TurnError struct {
 
 func (e *TurnError) Error() string {
 	msg := fmt.Sprintf("claudecode: turn failed (%s): %s", e.Kind, e.Message)
-	if e.StderrTail != "" && e.Kind == ErrorProcess {
+	if e.StderrTail != "" && e.Kind == event.ErrorProcess {
 		msg += "; stderr: " + lastLine(e.StderrTail)
 	}
 	return msg
@@ -64,19 +66,19 @@ func (e *TurnError) Error() string {
 
 func (e *TurnError) Is(target error) bool {
 	switch e.Kind {
-	case ErrorInterrupted:
+	case event.ErrorInterrupted:
 		return target == ErrInterrupted
-	case ErrorKilled:
+	case event.ErrorKilled:
 		return target == ErrKilled
-	case ErrorMaxTurns:
+	case event.ErrorMaxTurns:
 		return target == ErrMaxTurns
-	case ErrorAPI:
+	case event.ErrorAPI:
 		return target == ErrAPI
-	case ErrorNotLoggedIn:
+	case event.ErrorNotLoggedIn:
 		return target == ErrNotLoggedIn
-	case ErrorResumeNotFound:
+	case event.ErrorResumeNotFound:
 		return target == ErrResumeNotFound
-	case ErrorProcess:
+	case event.ErrorProcess:
 		return target == ErrProcessDied
 	}
 	return false

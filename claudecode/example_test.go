@@ -8,6 +8,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/event"
 )
 
 // Decoding a recorded transcript: what the driver does to a child's stdout.
@@ -22,11 +23,11 @@ func ExampleDecoder() {
 	for d.Next() {
 		ev := d.Event()
 		switch ev.Type {
-		case claudecode.EventToolStart:
+		case event.TypeToolStart:
 			fmt.Printf("%s %s %s\n", ev.Type, ev.ToolStart.Name, ev.ToolStart.Input)
-		case claudecode.EventToolResult:
+		case event.TypeToolResult:
 			fmt.Printf("%s %q\n", ev.Type, ev.ToolResult.Content)
-		case claudecode.EventChatComplete:
+		case event.TypeChatComplete:
 			fmt.Printf("%s %q\n", ev.Type, ev.Text)
 		}
 	}
@@ -67,9 +68,9 @@ func ExampleManager_StartTurn() {
 	for t.Next() {
 		ev := t.Event()
 		switch ev.Type {
-		case claudecode.EventChatDelta:
+		case event.TypeChatDelta:
 			text.WriteString(ev.Text)
-		case claudecode.EventProcessExit:
+		case event.TypeProcessExit:
 			fmt.Println("answer:", text.String())
 			fmt.Println("exit code:", ev.Exit.Code)
 		}

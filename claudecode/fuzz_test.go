@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/event"
 )
 
 // addTranscriptSeeds seeds a fuzz target with every line the real CLI
@@ -42,7 +43,7 @@ func FuzzDecoder(f *testing.F) {
 			if !json.Valid(b) {
 				t.Fatalf("invalid event JSON %q", b)
 			}
-			var back claudecode.Event
+			var back event.Event
 			if err := json.Unmarshal(b, &back); err != nil || back.Type != e.Type {
 				t.Fatalf("event %q does not decode back: %v", b, err)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/event"
 )
 
 // These tests run the real, pinned Claude Code CLI against the fake
@@ -46,7 +47,7 @@ func newRealCLI(t *testing.T, extraEnv ...string) *realCLI {
 }
 
 // turn runs one turn to its end and returns its events and final error.
-func (r *realCLI) turn(key, message string, opts claudecode.TurnOpts) ([]claudecode.Event, error) {
+func (r *realCLI) turn(key, message string, opts claudecode.TurnOpts) ([]event.Event, error) {
 	r.t.Helper()
 	if opts.Cwd == "" {
 		opts.Cwd = r.cwd
@@ -58,7 +59,7 @@ func (r *realCLI) turn(key, message string, opts claudecode.TurnOpts) ([]claudec
 		r.t.Fatalf("StartTurn: %v", err)
 	}
 	defer tr.Close()
-	var evs []claudecode.Event
+	var evs []event.Event
 	for tr.Next() {
 		evs = append(evs, tr.Event())
 	}
@@ -69,12 +70,12 @@ func (r *realCLI) turn(key, message string, opts claudecode.TurnOpts) ([]claudec
 // assertWellFormed checks the stream's invariants: process:exit exactly
 // once and last, exactly one terminal session event before it, and every
 // event stamped with the session key.
-func assertWellFormed(t *testing.T, evs []claudecode.Event) {
+func assertWellFormed(t *testing.T, evs []event.Event) {
 	t.Helper()
 	if len(evs) == 0 {
 		t.Fatal("no events")
 	}
-	if evs[len(evs)-1].Type != claudecode.EventProcessExit {
+	if evs[len(evs)-1].Type != event.TypeProcessExit {
 		t.Fatalf("last event is %s, want process:exit", evs[len(evs)-1].Type)
 	}
 	exits, terminals := 0, 0
@@ -83,9 +84,9 @@ func assertWellFormed(t *testing.T, evs []claudecode.Event) {
 			t.Errorf("event %s has sessionId %q", e.Type, e.SessionID)
 		}
 		switch e.Type {
-		case claudecode.EventProcessExit:
+		case event.TypeProcessExit:
 			exits++
-		case claudecode.EventSessionComplete, claudecode.EventSessionError:
+		case event.TypeSessionComplete, event.TypeSessionError:
 			terminals++
 		}
 	}
@@ -94,8 +95,8 @@ func assertWellFormed(t *testing.T, evs []claudecode.Event) {
 	}
 }
 
-func ofType(evs []claudecode.Event, typ claudecode.EventType) []claudecode.Event {
-	var out []claudecode.Event
+func ofType(evs []event.Event, typ event.Type) []event.Event {
+	var out []event.Event
 	for _, e := range evs {
 		if e.Type == typ {
 			out = append(out, e)
@@ -104,7 +105,7 @@ func ofType(evs []claudecode.Event, typ claudecode.EventType) []claudecode.Event
 	return out
 }
 
-func joinText(evs []claudecode.Event, typ claudecode.EventType) string {
+func joinText(evs []event.Event, typ event.Type) string {
 	var b strings.Builder
 	for _, e := range ofType(evs, typ) {
 		b.WriteString(e.Text)
@@ -120,7 +121,7 @@ func TestRealCLIText(t *testing.T) {
 	if err != nil {
 		t.Fatalf("turn failed: %v", err)
 	}
-	if evs[0].Type != claudecode.EventSessionInit {
+	if evs[0].Type != event.TypeSessionInit {
 		t.Fatalf("first event %s, want session:init", evs[0].Type)
 	}
 	init := evs[0].Init
@@ -130,16 +131,16 @@ func TestRealCLIText(t *testing.T) {
 	if init.CLIVersion != claudecode.TestedCLIVersion {
 		t.Errorf("CLI version %q, tested against %q: re-record transcripts and check shapes", init.CLIVersion, claudecode.TestedCLIVersion)
 	}
-	if got := joinText(evs, claudecode.EventChatDelta); got != answer {
+	if got := joinText(evs, event.TypeChatDelta); got != answer {
 		t.Errorf("streamed text = %q, want %q", got, answer)
 	}
-	if n := len(ofType(evs, claudecode.EventChatDelta)); n < 5 {
+	if n := len(ofType(evs, event.TypeChatDelta)); n < 5 {
 		t.Errorf("%d chat:delta events: the answer was not streamed token by token", n)
 	}
-	if c := ofType(evs, claudecode.EventChatComplete); len(c) != 1 || c[0].Text != answer {
+	if c := ofType(evs, event.TypeChatComplete); len(c) != 1 || c[0].Text != answer {
 		t.Errorf("chat:complete = %+v", c)
 	}
-	done := ofType(evs, claudecode.EventSessionComplete)
+	done := ofType(evs, event.TypeSessionComplete)
 	if len(done) != 1 || done[0].Complete.CostUSD <= 0 || !json.Valid(done[0].Complete.Usage) {
 		t.Errorf("session:complete = %+v", done)
 	}
@@ -166,7 +167,7 @@ func TestRealCLIToolRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("turn failed: %v", err)
 	}
-	starts := ofType(evs, claudecode.EventToolStart)
+	starts := ofType(evs, event.TypeToolStart)
 	if len(starts) != 1 {
 		t.Fatalf("%d tool:start events, want exactly 1", len(starts))
 	}
@@ -175,11 +176,11 @@ func TestRealCLIToolRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(ts.Input, &input); err != nil || ts.Name != "Bash" || ts.ToolUseID != "toolu_echo1" || input["command"] != "echo tool-says-hi" {
 		t.Errorf("tool:start = %+v (%s)", ts, ts.Input)
 	}
-	results := ofType(evs, claudecode.EventToolResult)
+	results := ofType(evs, event.TypeToolResult)
 	if len(results) != 1 || results[0].ToolResult.ToolUseID != "toolu_echo1" || !strings.Contains(results[0].ToolResult.Content, "tool-says-hi") || results[0].ToolResult.IsError {
 		t.Errorf("tool:result = %+v", results)
 	}
-	if got := joinText(evs, claudecode.EventChatDelta); got != "Let me check.The tool said hi." {
+	if got := joinText(evs, event.TypeChatDelta); got != "Let me check.The tool said hi." {
 		t.Errorf("text = %q", got)
 	}
 	// The model's second request carried the tool's output.
@@ -203,10 +204,10 @@ func TestRealCLIThinking(t *testing.T) {
 	if err != nil {
 		t.Fatalf("turn failed: %v", err)
 	}
-	if got := joinText(evs, claudecode.EventThinkingDelta); got != "Let me think about this carefully." {
+	if got := joinText(evs, event.TypeThinkingDelta); got != "Let me think about this carefully." {
 		t.Errorf("thinking = %q", got)
 	}
-	if got := joinText(evs, claudecode.EventChatDelta); got != "42" {
+	if got := joinText(evs, event.TypeChatDelta); got != "42" {
 		t.Errorf("text = %q", got)
 	}
 }
@@ -245,8 +246,8 @@ func TestRealCLIResumeUnknownSession(t *testing.T) {
 	if !errors.Is(err, claudecode.ErrResumeNotFound) {
 		t.Fatalf("err = %v, want ErrResumeNotFound", err)
 	}
-	se := ofType(evs, claudecode.EventSessionError)
-	if len(se) != 1 || se[0].Error.Kind != claudecode.ErrorResumeNotFound {
+	se := ofType(evs, event.TypeSessionError)
+	if len(se) != 1 || se[0].Error.Kind != event.ErrorResumeNotFound {
 		t.Errorf("session:error = %+v", se[0].Error)
 	}
 }
@@ -260,12 +261,12 @@ func TestRealCLIAPIError(t *testing.T) {
 	if !errors.Is(err, claudecode.ErrAPI) {
 		t.Fatalf("err = %v, want ErrAPI", err)
 	}
-	se := ofType(evs, claudecode.EventSessionError)[0].Error
-	if se.Kind != claudecode.ErrorAPI || se.APIErrorStatus != 400 || !strings.Contains(se.Error, "fake upstream rejected the request") {
+	se := ofType(evs, event.TypeSessionError)[0].Error
+	if se.Kind != event.ErrorAPI || se.APIErrorStatus != 400 || !strings.Contains(se.Error, "fake upstream rejected the request") {
 		t.Errorf("session:error = %+v", se)
 	}
 	// The CLI reports this under subtype "success": no chat:complete.
-	if len(ofType(evs, claudecode.EventChatComplete)) != 0 || len(ofType(evs, claudecode.EventSessionComplete)) != 0 {
+	if len(ofType(evs, event.TypeChatComplete)) != 0 || len(ofType(evs, event.TypeSessionComplete)) != 0 {
 		t.Error("an API error was reported as a completed turn")
 	}
 }
@@ -279,10 +280,10 @@ func TestRealCLIMaxTurns(t *testing.T) {
 	if !errors.Is(err, claudecode.ErrMaxTurns) {
 		t.Fatalf("err = %v, want ErrMaxTurns", err)
 	}
-	if se := ofType(evs, claudecode.EventSessionError)[0].Error; se.Kind != claudecode.ErrorMaxTurns || se.Subtype != "error_max_turns" {
+	if se := ofType(evs, event.TypeSessionError)[0].Error; se.Kind != event.ErrorMaxTurns || se.Subtype != "error_max_turns" {
 		t.Errorf("session:error = %+v", se)
 	}
-	if n := len(ofType(evs, claudecode.EventToolStart)); n != 2 {
+	if n := len(ofType(evs, event.TypeToolStart)); n != 2 {
 		t.Errorf("%d tool starts, want 2", n)
 	}
 }
@@ -295,10 +296,10 @@ func TestRealCLILargeAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := joinText(evs, claudecode.EventChatDelta); got != big {
+	if got := joinText(evs, event.TypeChatDelta); got != big {
 		t.Errorf("streamed %d bytes, want %d", len(got), len(big))
 	}
-	if c := ofType(evs, claudecode.EventChatComplete); len(c) != 1 || c[0].Text != big {
+	if c := ofType(evs, event.TypeChatComplete); len(c) != 1 || c[0].Text != big {
 		t.Error("chat:complete lost the large answer")
 	}
 }
@@ -319,12 +320,12 @@ func TestRealCLIInterruptMidStream(t *testing.T) {
 	if _, err := r.mgr.StartTurn(ctx, "s-int", "again", claudecode.TurnOpts{Cwd: r.cwd}); !errors.Is(err, claudecode.ErrBusy) {
 		t.Errorf("second StartTurn = %v, want ErrBusy", err)
 	}
-	var evs []claudecode.Event
+	var evs []event.Event
 	interrupted := false
 	for tr.Next() {
 		e := tr.Event()
 		evs = append(evs, e)
-		if e.Type == claudecode.EventChatDelta && !interrupted {
+		if e.Type == event.TypeChatDelta && !interrupted {
 			interrupted = true
 			if err := r.mgr.Interrupt("s-int"); err != nil {
 				t.Fatal(err)
@@ -336,11 +337,11 @@ func TestRealCLIInterruptMidStream(t *testing.T) {
 	if !errors.Is(tr.Err(), claudecode.ErrInterrupted) {
 		t.Fatalf("Err = %v, want ErrInterrupted", tr.Err())
 	}
-	se := ofType(evs, claudecode.EventSessionError)[0].Error
-	if se.Kind != claudecode.ErrorInterrupted {
+	se := ofType(evs, event.TypeSessionError)[0].Error
+	if se.Kind != event.ErrorInterrupted {
 		t.Errorf("session:error kind %q, want interrupted", se.Kind)
 	}
-	if got := joinText(evs, claudecode.EventChatDelta); len(got) >= 4400 {
+	if got := joinText(evs, event.TypeChatDelta); len(got) >= 4400 {
 		t.Errorf("the whole answer streamed (%d bytes): the interrupt did not stop it", len(got))
 	}
 	assertGroupGone(t, tr.Pid())
@@ -362,11 +363,11 @@ func TestRealCLIKillStopsToolChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	var evs []claudecode.Event
+	var evs []event.Event
 	for tr.Next() {
 		e := tr.Event()
 		evs = append(evs, e)
-		if e.Type == claudecode.EventToolStart {
+		if e.Type == event.TypeToolStart {
 			waitForFile(t, marker)
 			_ = tr.Kill()
 		}
@@ -428,7 +429,7 @@ func TestRealCLIEnvironmentFiltered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := ofType(evs, claudecode.EventToolResult)
+	res := ofType(evs, event.TypeToolResult)
 	if len(res) != 1 {
 		t.Fatalf("%d tool results", len(res))
 	}

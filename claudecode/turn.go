@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chirality/harness/event"
 	"github.com/rs/zerolog"
 )
 
@@ -48,8 +49,8 @@ type Turn struct {
 	decoder *Decoder
 	started time.Time
 
-	events chan Event
-	cur    Event
+	events chan event.Event
+	cur    event.Event
 	err    error
 
 	exited    chan struct{} // the child was reaped and its group killed
@@ -81,7 +82,7 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 	}
 	return &Turn{
 		m: m, log: log, key: key, bin: bin, opts: opts, args: opts.Args(),
-		events:    make(chan Event, 256),
+		events:    make(chan event.Event, 256),
 		exited:    make(chan struct{}),
 		gotResult: make(chan struct{}),
 		readDone:  make(chan struct{}),
@@ -207,17 +208,17 @@ func (t *Turn) run() {
 		}
 	} else {
 		t.err = t.noResultError()
-		e := Event{Type: EventSessionError, SessionID: t.key}
+		e := event.Event{Type: event.TypeSessionError, SessionID: t.key}
 		te := t.err.(*TurnError)
 		code := t.exitCode
-		e.Error = &SessionError{Error: te.Message, Kind: te.Kind, ExitCode: &code, StderrTail: te.StderrTail}
+		e.Error = &event.SessionError{Error: te.Message, Kind: te.Kind, ExitCode: &code, StderrTail: te.StderrTail}
 		t.events <- e
 	}
 	level := t.stopLevelNow()
 	t.log.Info().Str("session", t.key).Int("pid", t.pid).Int("code", t.exitCode).Str("signal", t.exitSig).
 		Dur("duration", time.Since(t.started)).Bool("result", gotResult).Int("stopRequested", level).Msg("process exited")
 	t.m.release(t.key, t)
-	t.events <- Event{Type: EventProcessExit, SessionID: t.key, Exit: &ProcessExit{Code: t.exitCode, Signal: t.exitSig}}
+	t.events <- event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{Code: t.exitCode, Signal: t.exitSig}}
 	close(t.events)
 }
 
@@ -229,17 +230,17 @@ func (t *Turn) noResultError() *TurnError {
 	}
 	switch t.stopLevelNow() {
 	case stopKill:
-		te.Kind, te.Message = ErrorKilled, "turn killed ("+how+")"
+		te.Kind, te.Message = event.ErrorKilled, "turn killed ("+how+")"
 	case stopInterrupt:
-		te.Kind, te.Message = ErrorInterrupted, "interrupted ("+how+")"
+		te.Kind, te.Message = event.ErrorInterrupted, "interrupted ("+how+")"
 	default:
-		te.Kind = ErrorProcess
+		te.Kind = event.ErrorProcess
 		te.Message = "claude exited without a result (" + how + ")"
 		if last := lastLine(te.StderrTail); last != "" {
 			te.Message += ": " + last
 		}
 		if strings.Contains(te.StderrTail, "No conversation found") {
-			te.Kind = ErrorResumeNotFound
+			te.Kind = event.ErrorResumeNotFound
 		}
 	}
 	return te
@@ -345,7 +346,7 @@ func (t *Turn) Next() bool {
 }
 
 // Event returns the event Next advanced to.
-func (t *Turn) Event() Event { return t.cur }
+func (t *Turn) Event() event.Event { return t.cur }
 
 // Err returns, once Next has returned false, nil when the turn completed
 // and a *TurnError saying how it ended otherwise.

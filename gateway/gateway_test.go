@@ -21,6 +21,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/event"
 )
 
 // The gateway runs the real, pinned Claude Code CLI against the fake
@@ -155,7 +156,7 @@ type sseEvent struct {
 	ID      int64
 	Data    string
 	Comment string
-	Event   claudecode.Event
+	Event   event.Event
 }
 
 // readSSE parses an event stream until it ends or stop returns true.
@@ -220,7 +221,7 @@ func checkTurnEvents(t *testing.T, id string, after int64, evs []sseEvent) {
 		if e.Event.SessionID != id {
 			t.Fatalf("sessionId %q, want %q", e.Event.SessionID, id)
 		}
-		if (e.Event.Type == claudecode.EventProcessExit) != (i == len(evs)-1) {
+		if (e.Event.Type == event.TypeProcessExit) != (i == len(evs)-1) {
 			t.Fatalf("process:exit at %d of %d", i, len(evs))
 		}
 	}
@@ -339,7 +340,7 @@ func TestTurnStreamBusyInterrupt(t *testing.T) {
 	}
 	interrupted := false
 	all := readSSE(t, resp.Body, func(e sseEvent) bool {
-		if e.Event.Type == claudecode.EventChatDelta && !interrupted {
+		if e.Event.Type == event.TypeChatDelta && !interrupted {
 			interrupted = true
 			if code, body := s.do("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"again"}`); code != 409 {
 				t.Errorf("second turn = %d %s, want 409", code, body)
@@ -355,13 +356,13 @@ func TestTurnStreamBusyInterrupt(t *testing.T) {
 	})
 	evs := events(all)
 	checkTurnEvents(t, id, 0, evs)
-	var se *claudecode.SessionError
+	var se *event.SessionError
 	for _, e := range evs {
-		if e.Event.Type == claudecode.EventSessionError {
+		if e.Event.Type == event.TypeSessionError {
 			se = e.Event.Error
 		}
 	}
-	if se == nil || se.Kind != claudecode.ErrorInterrupted {
+	if se == nil || se.Kind != event.ErrorInterrupted {
 		t.Errorf("session:error = %+v, want interrupted", se)
 	}
 	waitFor(t, "the turn to end", func() bool { return !s.h.IsRunning(id) })
@@ -405,11 +406,11 @@ func TestDisconnectSurvivalAndReplay(t *testing.T) {
 	checkTurnEvents(t, id, 0, all)
 	var text strings.Builder
 	for _, e := range all {
-		if e.Event.Type == claudecode.EventChatDelta {
+		if e.Event.Type == event.TypeChatDelta {
 			text.WriteString(e.Event.Text)
 		}
 	}
-	if text.String() != answer || all[len(all)-2].Event.Type != claudecode.EventSessionComplete {
+	if text.String() != answer || all[len(all)-2].Event.Type != event.TypeSessionComplete {
 		t.Errorf("stored turn: text %q, ending %s", text.String(), all[len(all)-2].Event.Type)
 	}
 	for i, st := range streams {

@@ -43,6 +43,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/gateway"
 )
 
@@ -370,7 +371,7 @@ func baseline(e *env, ids []string, lines int) ([]time.Duration, error) {
 			var lat []time.Duration
 			for t.Next() {
 				ev := t.Event()
-				if ev.Type == claudecode.EventChatDelta {
+				if ev.Type == event.TypeChatDelta {
 					now := time.Now().UnixNano()
 					stamp, _ := strconv.ParseInt(strings.TrimSuffix(ev.Text, ";"), 10, 64)
 					lat = append(lat, time.Duration(now-stamp))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/event"
 )
 
 // TestDemoResponderRealCLI runs the demo model under the real CLI, the way
@@ -33,7 +34,7 @@ func TestDemoResponderRealCLI(t *testing.T) {
 	env := append(claudetest.BaseEnv(home), api.Env()...)
 	mgr := claudecode.NewManager(claudecode.Config{Binary: bin, Env: env, KillGrace: 2 * time.Second})
 	opts := claudecode.TurnOpts{Cwd: project, PermissionMode: "dontAsk", AllowedTools: claudetest.DemoAllowedTools}
-	run := func(key, msg string) ([]claudecode.Event, error) {
+	run := func(key, msg string) ([]event.Event, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		tr, err := mgr.StartTurn(ctx, key, msg, opts)
@@ -41,13 +42,13 @@ func TestDemoResponderRealCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tr.Close()
-		var evs []claudecode.Event
+		var evs []event.Event
 		for tr.Next() {
 			evs = append(evs, tr.Event())
 		}
 		return evs, tr.Err()
 	}
-	count := func(evs []claudecode.Event, typ claudecode.EventType) (n int) {
+	count := func(evs []event.Event, typ event.Type) (n int) {
 		for _, e := range evs {
 			if e.Type == typ {
 				n++
@@ -60,8 +61,8 @@ func TestDemoResponderRealCLI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo turn failed: %v", err)
 	}
-	for _, typ := range []claudecode.EventType{claudecode.EventSessionInit, claudecode.EventThinkingDelta, claudecode.EventChatDelta,
-		claudecode.EventChatComplete, claudecode.EventToolStart, claudecode.EventToolResult, claudecode.EventSessionComplete, claudecode.EventProcessExit} {
+	for _, typ := range []event.Type{event.TypeSessionInit, event.TypeThinkingDelta, event.TypeChatDelta,
+		event.TypeChatComplete, event.TypeToolStart, event.TypeToolResult, event.TypeSessionComplete, event.TypeProcessExit} {
 		if count(evs, typ) == 0 {
 			t.Errorf("no %s event", typ)
 		}
@@ -69,14 +70,14 @@ func TestDemoResponderRealCLI(t *testing.T) {
 	var text strings.Builder
 	for _, e := range evs {
 		switch e.Type {
-		case claudecode.EventChatDelta:
+		case event.TypeChatDelta:
 			text.WriteString(e.Text)
-		case claudecode.EventToolStart:
+		case event.TypeToolStart:
 			var in struct{ Command string }
 			if json.Unmarshal(e.ToolStart.Input, &in); e.ToolStart.Name != "Bash" || in.Command != "ls -la" {
 				t.Errorf("tool:start = %s %s", e.ToolStart.Name, e.ToolStart.Input)
 			}
-		case claudecode.EventToolResult:
+		case event.TypeToolResult:
 			if e.ToolResult.IsError || !strings.Contains(e.ToolResult.Content, "notes.txt") {
 				t.Errorf("tool:result = %+v (dontAsk must allow the demo's ls)", e.ToolResult)
 			}
@@ -89,13 +90,13 @@ func TestDemoResponderRealCLI(t *testing.T) {
 	}
 
 	evs, err = run("demo-error", "please show an error")
-	if !errors.Is(err, claudecode.ErrAPI) || count(evs, claudecode.EventSessionError) != 1 {
+	if !errors.Is(err, claudecode.ErrAPI) || count(evs, event.TypeSessionError) != 1 {
 		t.Errorf("error turn: %v", err)
 	}
 
 	evs, err = run("demo-long", "a long story please")
-	if err != nil || count(evs, claudecode.EventChatDelta) < 20 {
-		t.Errorf("long turn: %v, %d deltas", err, count(evs, claudecode.EventChatDelta))
+	if err != nil || count(evs, event.TypeChatDelta) < 20 {
+		t.Errorf("long turn: %v, %d deltas", err, count(evs, event.TypeChatDelta))
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
 )
 
@@ -149,7 +150,7 @@ func followTurn(h *harness.Harness, id, message string, asJSON bool, stdout, std
 			_, _ = out.Write(rec.Event)
 			_ = out.WriteByte('\n')
 		} else {
-			var ev claudecode.Event
+			var ev event.Event
 			if json.Unmarshal(rec.Event, &ev) == nil {
 				text.print(ev)
 			}

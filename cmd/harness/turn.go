@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/event"
 )
 
 func init() { register("turn", runTurn) }
@@ -154,14 +155,14 @@ func streamTurn(mgr *claudecode.Manager, key, message string, opts claudecode.Tu
 	return 0
 }
 
-type printer interface{ print(claudecode.Event) }
+type printer interface{ print(event.Event) }
 
 type jsonPrinter struct {
 	w   *bufio.Writer
 	buf []byte
 }
 
-func (p *jsonPrinter) print(e claudecode.Event) {
+func (p *jsonPrinter) print(e event.Event) {
 	p.buf = e.AppendJSON(p.buf[:0])
 	p.buf = append(p.buf, '\n')
 	_, _ = p.w.Write(p.buf)
@@ -186,38 +187,38 @@ func (p *textPrinter) side(format string, args ...any) {
 	fmt.Fprintf(p.errw, format, args...)
 }
 
-func (p *textPrinter) print(e claudecode.Event) {
+func (p *textPrinter) print(e event.Event) {
 	switch e.Type {
-	case claudecode.EventSessionInit:
+	case event.TypeSessionInit:
 		p.side("· session %s · %s\n", e.Init.ClaudeSessionID, e.Init.Model)
-	case claudecode.EventChatDelta:
+	case event.TypeChatDelta:
 		if e.ParentToolUseID != "" {
 			return // a subagent's text; its result arrives as a tool result
 		}
 		_, _ = p.out.WriteString(e.Text)
 		p.midLine = !strings.HasSuffix(e.Text, "\n")
-	case claudecode.EventThinkingDelta:
+	case event.TypeThinkingDelta:
 		if !p.thinking {
 			p.side("· thinking…\n")
 			p.thinking = true
 		}
-	case claudecode.EventToolStart:
+	case event.TypeToolStart:
 		p.thinking = false
 		p.side("⚙ %s %s\n", e.ToolStart.Name, oneLine(string(e.ToolStart.Input), 100))
-	case claudecode.EventToolResult:
+	case event.TypeToolResult:
 		mark := "✓"
 		if e.ToolResult.IsError {
 			mark = "✗"
 		}
 		p.side("  %s %s\n", mark, oneLine(e.ToolResult.Content, 100))
-	case claudecode.EventChatComplete:
+	case event.TypeChatComplete:
 		if p.midLine {
 			_, _ = p.out.WriteString("\n")
 			p.midLine = false
 		}
-	case claudecode.EventSessionComplete:
+	case event.TypeSessionComplete:
 		p.side("· done · $%.4f · %d turns · %d ms\n", e.Complete.CostUSD, e.Complete.NumTurns, e.Complete.DurationMS)
-	case claudecode.EventSessionError:
+	case event.TypeSessionError:
 		p.side("· %s: %s\n", e.Error.Kind, e.Error.Error)
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/event"
 )
 
 func TestTurnJSONFromReplayedCLI(t *testing.T) {
@@ -26,15 +26,15 @@ func TestTurnJSONFromReplayedCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, stderr.String())
 	}
-	var types []claudecode.EventType
+	var types []event.Type
 	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
-		var e claudecode.Event
+		var e event.Event
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
 		types = append(types, e.Type)
 	}
-	want := []claudecode.EventType{"session:init", "chat:delta", "tool:start", "tool:result", "chat:delta", "chat:complete", "session:complete", "process:exit"}
+	want := []event.Type{"session:init", "chat:delta", "tool:start", "tool:result", "chat:delta", "chat:complete", "session:complete", "process:exit"}
 	if strings.Join(toStrings(types), ",") != strings.Join(toStrings(want), ",") {
 		t.Errorf("events %v, want %v", types, want)
 	}
@@ -141,7 +141,7 @@ func TestTurnSIGINTInterruptsCleanly(t *testing.T) {
 	}
 }
 
-func toStrings(ts []claudecode.EventType) []string {
+func toStrings(ts []event.Type) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
 		out[i] = string(t)

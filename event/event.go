@@ -1,4 +1,4 @@
-package claudecode
+package event
 
 import (
 	"encoding/json"
@@ -6,23 +6,23 @@ import (
 	"unicode/utf8"
 )
 
-// EventType names a UI event. The values are the wire names the GUI sees.
-type EventType string
+// Type names a UI event. The values are the wire names the GUI sees.
+type Type string
 
 // The UI events of a turn. A turn's stream is, in order: one session:init
 // (when the CLI got that far), any number of deltas, tool starts, tool
 // results and chat:complete, then exactly one of session:complete or
 // session:error, then exactly one process:exit, always last.
 const (
-	EventSessionInit     EventType = "session:init"
-	EventChatDelta       EventType = "chat:delta"
-	EventThinkingDelta   EventType = "thinking:delta"
-	EventChatComplete    EventType = "chat:complete"
-	EventToolStart       EventType = "tool:start"
-	EventToolResult      EventType = "tool:result"
-	EventSessionComplete EventType = "session:complete"
-	EventSessionError    EventType = "session:error"
-	EventProcessExit     EventType = "process:exit"
+	TypeSessionInit     Type = "session:init"
+	TypeChatDelta       Type = "chat:delta"
+	TypeThinkingDelta   Type = "thinking:delta"
+	TypeChatComplete    Type = "chat:complete"
+	TypeToolStart       Type = "tool:start"
+	TypeToolResult      Type = "tool:result"
+	TypeSessionComplete Type = "session:complete"
+	TypeSessionError    Type = "session:error"
+	TypeProcessExit     Type = "process:exit"
 )
 
 // Event is one UI event: a discriminated union on Type. Text is set for
@@ -39,7 +39,7 @@ const (
 // Its JSON form (see MarshalJSON) is flat and camelCase, the shape the GUI
 // consumes: {"type":"chat:delta","sessionId":"…","text":"…"}.
 type Event struct {
-	Type EventType
+	Type Type
 	// SessionID is the caller's session key given to StartTurn, never
 	// Claude's own session id (that is Init.ClaudeSessionID).
 	SessionID string
@@ -151,7 +151,7 @@ func (e Event) AppendJSON(b []byte) []byte {
 		b = appendString(b, e.ParentToolUseID)
 	}
 	switch e.Type {
-	case EventChatDelta, EventThinkingDelta, EventChatComplete:
+	case TypeChatDelta, TypeThinkingDelta, TypeChatComplete:
 		b = append(b, `,"text":`...)
 		b = appendString(b, e.Text)
 	}
@@ -188,10 +188,10 @@ func (e Event) AppendJSON(b []byte) []byte {
 // SSE streams can be decoded into Events.
 func (e *Event) UnmarshalJSON(data []byte) error {
 	var head struct {
-		Type            EventType `json:"type"`
-		SessionID       string    `json:"sessionId"`
-		ParentToolUseID string    `json:"parentToolUseId"`
-		Text            string    `json:"text"`
+		Type            Type   `json:"type"`
+		SessionID       string `json:"sessionId"`
+		ParentToolUseID string `json:"parentToolUseId"`
+		Text            string `json:"text"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
 		return err
@@ -199,22 +199,22 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	*e = Event{Type: head.Type, SessionID: head.SessionID, ParentToolUseID: head.ParentToolUseID, Text: head.Text}
 	var target any
 	switch e.Type {
-	case EventSessionInit:
+	case TypeSessionInit:
 		e.Init = new(SessionInit)
 		target = e.Init
-	case EventToolStart:
+	case TypeToolStart:
 		e.ToolStart = new(ToolStart)
 		target = e.ToolStart
-	case EventToolResult:
+	case TypeToolResult:
 		e.ToolResult = new(ToolResult)
 		target = e.ToolResult
-	case EventSessionComplete:
+	case TypeSessionComplete:
 		e.Complete = new(SessionComplete)
 		target = e.Complete
-	case EventSessionError:
+	case TypeSessionError:
 		e.Error = new(SessionError)
 		target = e.Error
-	case EventProcessExit:
+	case TypeProcessExit:
 		e.Exit = new(ProcessExit)
 		target = e.Exit
 	default:
