@@ -23,6 +23,13 @@ const (
 	TypeSessionComplete Type = "session:complete"
 	TypeSessionError    Type = "session:error"
 	TypeProcessExit     Type = "process:exit"
+
+	// Events of the core, not of an engine: user:message opens every
+	// harness turn (before session:init); approval events bracket a
+	// person's decision on a tool use.
+	TypeUserMessage       Type = "user:message"
+	TypeApprovalRequested Type = "approval:requested"
+	TypeApprovalResolved  Type = "approval:resolved"
 )
 
 // Event is one UI event: a discriminated union on Type. Text is set for
@@ -35,6 +42,10 @@ const (
 //	session:complete  Complete
 //	session:error     Error
 //	process:exit      Exit
+//	approval:requested  Approval
+//	approval:resolved   Resolved
+//
+// user:message carries Text.
 //
 // Its JSON form (see MarshalJSON) is flat and camelCase, the shape the GUI
 // consumes: {"type":"chat:delta","sessionId":"…","text":"…"}.
@@ -54,6 +65,8 @@ type Event struct {
 	Complete   *SessionComplete
 	Error      *SessionError
 	Exit       *ProcessExit
+	Approval   *ApprovalRequested
+	Resolved   *ApprovalResolved
 }
 
 // SessionInit is the payload of session:init.
@@ -65,6 +78,56 @@ type SessionInit struct {
 	CLIVersion     string `json:"cliVersion,omitempty"`
 	PermissionMode string `json:"permissionMode,omitempty"`
 	Cwd            string `json:"cwd,omitempty"`
+	// Engine names the engine that runs the turn; EngineSessionID is its
+	// conversation id when it is not Claude Code's (a Codex thread, an
+	// ACP session, the native loop's history). Both empty from the
+	// Claude Code driver, whose id is ClaudeSessionID.
+	Engine          string `json:"engine,omitempty"`
+	EngineSessionID string `json:"engineSessionId,omitempty"`
+}
+
+// ConversationID is the id a later turn resumes: EngineSessionID when
+// set, else ClaudeSessionID.
+func (s *SessionInit) ConversationID() string {
+	if s.EngineSessionID != "" {
+		return s.EngineSessionID
+	}
+	return s.ClaudeSessionID
+}
+
+// ApprovalRequested is the payload of approval:requested: an agent asks
+// whether a tool may run. RequestID is unique in the session.
+type ApprovalRequested struct {
+	RequestID string          `json:"requestId"`
+	ToolUseID string          `json:"toolUseId"`
+	ToolName  string          `json:"toolName"`
+	Input     json.RawMessage `json:"input"`
+	// Suggestions are the rules an "always allow" would add (Claude's
+	// permission_suggestions), or null.
+	Suggestions json.RawMessage `json:"suggestions"`
+	// ExpiresAt is when the request is denied by timeout (RFC 3339).
+	ExpiresAt string `json:"expiresAt"`
+}
+
+// Decisions and deciders of approval:resolved.
+const (
+	DecisionAllow = "allow"
+	DecisionDeny  = "deny"
+
+	ByUser      = "user"
+	ByRule      = "rule"
+	ByTimeout   = "timeout"
+	ByInterrupt = "interrupt"
+	ByShutdown  = "shutdown"
+)
+
+// ApprovalResolved is the payload of approval:resolved.
+type ApprovalResolved struct {
+	RequestID string `json:"requestId"`
+	// Decision is DecisionAllow or DecisionDeny; By says who decided.
+	Decision string `json:"decision"`
+	By       string `json:"by"`
+	Message  string `json:"message,omitempty"`
 }
 
 // ToolStart is the payload of tool:start; Input is the tool's complete
@@ -151,7 +214,7 @@ func (e Event) AppendJSON(b []byte) []byte {
 		b = appendString(b, e.ParentToolUseID)
 	}
 	switch e.Type {
-	case TypeChatDelta, TypeThinkingDelta, TypeChatComplete:
+	case TypeChatDelta, TypeThinkingDelta, TypeChatComplete, TypeUserMessage:
 		b = append(b, `,"text":`...)
 		b = appendString(b, e.Text)
 	}
@@ -167,6 +230,10 @@ func (e Event) AppendJSON(b []byte) []byte {
 		payload = e.Complete
 	case e.Error != nil:
 		payload = e.Error
+	case e.Approval != nil:
+		payload = e.Approval
+	case e.Resolved != nil:
+		payload = e.Resolved
 	case e.Exit != nil:
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(e.Exit.Code), 10)
@@ -217,6 +284,12 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	case TypeProcessExit:
 		e.Exit = new(ProcessExit)
 		target = e.Exit
+	case TypeApprovalRequested:
+		e.Approval = new(ApprovalRequested)
+		target = e.Approval
+	case TypeApprovalResolved:
+		e.Resolved = new(ApprovalResolved)
+		target = e.Resolved
 	default:
 		return nil
 	}

@@ -1,0 +1,191 @@
+// Package engine is the seam between the harness core and the agents it
+// runs. An Engine starts turns; a Turn is one turn's stream of UI events
+// (package event) with the means to stop it. The Claude Code driver
+// (package claudecode), the native Messages API loop (package native) and
+// the Codex and ACP clients each implement it; the root package harness
+// runs every session through it and never knows which agent answers.
+//
+//	t, err := eng.StartTurn(ctx, engine.Request{SessionKey: id, Message: "hi", Cwd: root})
+//	if err != nil { … }
+//	defer t.Close()
+//	for t.Next() {
+//		ev := t.Event() // session:init first … exactly one process:exit last
+//	}
+//	err = t.Err() // nil when the turn completed
+//
+// # The stream contract (every engine)
+//
+// A turn's stream is: one session:init (when the agent got that far), any
+// number of chat:delta, thinking:delta, chat:complete, tool:start,
+// tool:result (a tool:start exactly once per tool use, before its result),
+// then exactly one of session:complete or session:error, then exactly one
+// process:exit, always last. process:exit is the end-of-turn event of every
+// engine, with or without a child process per turn: an engine without one
+// sends Code 0 when the turn completed and 1 otherwise.
+//
+// Approval events (approval:requested, approval:resolved) are not an
+// engine's: the engine calls Request.Approver and the core publishes them.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/event"
+)
+
+// The engine names sessions store and clients send.
+const (
+	ClaudeCode = "claude-code" // the Claude Code CLI (package claudecode); the default
+	Anthropic  = "anthropic"   // the native loop on the Messages API (package native)
+)
+
+// Engine runs turns of one kind of agent. Implementations are safe for
+// concurrent use; at most one turn runs per Request.SessionKey.
+type Engine interface {
+	// Name is the engine's name as sessions store it (ClaudeCode, …).
+	Name() string
+	// StartTurn starts one turn and returns its stream as soon as the
+	// agent runs. Cancelling ctx kills the turn (its stream still ends
+	// with session:error and process:exit). It fails with ErrBusy while
+	// the key has a running turn, ErrClosed after Shutdown, and the
+	// engine's own start errors (a missing binary, a missing key…).
+	StartTurn(ctx context.Context, req Request) (Turn, error)
+	// Check says whether the engine can run here and, when not, why.
+	Check(ctx context.Context) Status
+	// Shutdown refuses new turns, interrupts the running ones and waits
+	// for them; when ctx is done first it kills what is left. Consumers
+	// must keep reading their turns for them to finish. Safe to call more
+	// than once.
+	Shutdown(ctx context.Context) error
+}
+
+// Turn is one running turn. Next, Event and Err are for one consumer
+// goroutine; Interrupt, Kill and Close may be called from any goroutine,
+// more than once, also after the turn ended.
+type Turn interface {
+	// Next advances to the next event, blocking until there is one; it
+	// returns false after process:exit.
+	Next() bool
+	// Event returns the event Next advanced to.
+	Event() event.Event
+	// Err returns, once Next returned false, nil when the turn completed
+	// and how it ended otherwise.
+	Err() error
+	// Interrupt asks the agent to stop the turn; the stream then ends
+	// with a session:error of kind interrupted. It returns at once.
+	Interrupt() error
+	// Kill stops the turn now. It returns at once.
+	Kill() error
+	// Close kills the turn if it still runs and discards what is left of
+	// the stream, returning once the turn's goroutines have ended.
+	Close() error
+}
+
+// Request is everything a turn is started with. The core builds it from
+// the session, its persona and the server's policy; the client has no
+// say in it. Engines map what they support and document what they do not.
+type Request struct {
+	// SessionKey is the harness session ID; every event carries it.
+	SessionKey string
+	// Message is the user's prompt.
+	Message string
+	// Cwd is the project root the agent works in.
+	Cwd string
+	// Resume is the engine's conversation to continue: what a previous
+	// turn's session:init reported (SessionInit.ConversationID). "" starts
+	// a new one.
+	Resume string
+	// SystemPrompt is the persona prompt; SystemPromptFile the same text
+	// saved to disk (the Claude Code CLI reads the file).
+	SystemPrompt     string
+	SystemPromptFile string
+	// Model is the persona's model ("" = the engine's default).
+	Model string
+	// PermissionMode is one of default, acceptEdits, plan, dontAsk,
+	// bypassPermissions ("" = dontAsk semantics for engines of ours).
+	PermissionMode string
+	// MaxTurns bounds the agentic loop (0 = the engine's default).
+	MaxTurns int
+	// Tools is the set of tools that exist for the model: nil = the
+	// engine's default, empty = none. DisallowedTools are removed.
+	// AllowedTools are approved without asking (they restrict nothing).
+	Tools, DisallowedTools, AllowedTools []string
+	// Env entries (KEY=VALUE) are added to a child's environment.
+	Env []string
+	// StateDir is where an engine may keep this session's own state (the
+	// native loop's history); it is removed with the session.
+	StateDir string
+	// Approver, when set, is asked before a tool runs that no rule
+	// allows; nil means nothing asks (what no rule allows is denied).
+	Approver Approver
+	// Logger receives the engine's logs for this turn (nil = none).
+	Logger *zerolog.Logger
+}
+
+// Approver decides whether a tool may run. The core implements it: it
+// publishes approval:requested, waits for a person (or a rule, a timeout,
+// an interrupt) and publishes approval:resolved.
+type Approver interface {
+	// Ask blocks until the request is decided. Cancelling ctx denies it.
+	// Engines call it from a goroutine of their own, never from the one
+	// that reads the agent's output.
+	Ask(ctx context.Context, req ApprovalRequest) ApprovalDecision
+}
+
+// ApprovalRequest is an agent's question: may this tool run with this
+// input?
+type ApprovalRequest struct {
+	ToolUseID string
+	ToolName  string
+	Input     json.RawMessage
+	// Suggestions are the rules an "always allow" would add, in the
+	// agent's own form (Claude's permission_suggestions); may be nil.
+	Suggestions json.RawMessage
+}
+
+// ApprovalDecision is the answer.
+type ApprovalDecision struct {
+	Allow bool
+	// Message is what the model sees when denied.
+	Message string
+	// UpdatedInput replaces the tool's input when allowed (nil = as asked).
+	UpdatedInput json.RawMessage
+	// Always is set when the user chose "always allow" (the core then
+	// resolves matching requests itself; an engine may pass it on).
+	Always bool
+}
+
+// Status is one engine's entry of GET /api/harness/engines.
+type Status struct {
+	Name string `json:"name"`
+	// Kind is the implementation: claude-code, anthropic, codex, acp.
+	Kind      string `json:"kind"`
+	Available bool   `json:"available"`
+	// Reason says what is missing and how to get it, when not available.
+	Reason  string `json:"reason,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// Errors engines return, for callers to branch on with errors.Is.
+var (
+	ErrBusy   = errors.New("engine: a turn is already running for this session")
+	ErrClosed = errors.New("engine: shut down")
+	// ErrUnavailable: the engine cannot run here (missing binary or key);
+	// the error's text says what is missing.
+	ErrUnavailable = errors.New("engine: not available")
+)
+
+// AsksApproval reports whether a turn in permission mode asks a person
+// before a tool runs (when an Approver is set): default, acceptEdits and
+// plan do; dontAsk and bypassPermissions never do.
+func AsksApproval(mode string) bool {
+	switch mode {
+	case "default", "acceptEdits", "plan":
+		return true
+	}
+	return false
+}
