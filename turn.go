@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"os"
 	"slices"
 	"strconv"
@@ -441,105 +440,4 @@ func usageTokens(raw json.RawMessage) (in, out int) {
 	}
 	_ = json.Unmarshal(raw, &u)
 	return u.In, u.Out
-}
-
-// Follow returns the events of session id with seq > after: the stored
-// ones, then, if a turn is running, its live events until its
-// process:exit; then the sequence ends. Each is yielded once, in seq
-// order. Cancelling ctx ends the sequence (and never the turn).
-//
-// A reader that falls more than Config.SubscriberBuffer events behind
-// the turn is dropped from the live fan-out (the turn never waits for it)
-// and transparently catches up from the event log, then rejoins.
-//
-// Follow checks the session (ErrInvalidID, ErrNotFound,
-// ErrRootNotAllowed) before it returns; errors while reading the log are
-// yielded and end the sequence.
-func (h *Harness) Follow(ctx context.Context, id string, after int64) (iter.Seq2[session.Record, error], error) {
-	if _, err := h.Session(id); err != nil {
-		return nil, err
-	}
-	elog, err := h.store.EventLog(id)
-	if err != nil {
-		return nil, mapStoreErr(err)
-	}
-	h.mu.Lock()
-	var b *broker
-	if lt := h.live[id]; lt != nil && lt.broker != nil {
-		b = lt.broker
-	}
-	h.mu.Unlock()
-	return func(yield func(session.Record, error) bool) {
-		last := after
-		for {
-			var sub *subscription
-			if b != nil {
-				sub = b.subscribe() // before reading the log: nothing falls in between
-			}
-			for rec, err := range elog.Records(last) {
-				if err == nil && ctx.Err() != nil {
-					err = ctx.Err()
-				}
-				if err != nil {
-					if sub != nil {
-						b.unsubscribe(sub)
-					}
-					if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-						yield(session.Record{}, err)
-					}
-					return
-				}
-				if !yield(rec, nil) {
-					if sub != nil {
-						b.unsubscribe(sub)
-					}
-					return
-				}
-				last = rec.Seq
-			}
-			if sub == nil {
-				return
-			}
-			dropped := false
-		live:
-			for {
-				select {
-				case <-ctx.Done():
-					b.unsubscribe(sub)
-					return
-				case rec, ok := <-sub.ch:
-					if !ok {
-						dropped = sub.dropped
-						break live
-					}
-					if rec.Seq != 0 && rec.Seq <= last {
-						continue // already read from the log
-					}
-					if !yield(rec, nil) {
-						b.unsubscribe(sub)
-						return
-					}
-					if rec.Seq != 0 {
-						last = rec.Seq
-					}
-				}
-			}
-			if !dropped {
-				return // the turn ended and every event was delivered
-			}
-			// Dropped for falling behind: catch up from the log, rejoin.
-		}
-	}, nil
-}
-
-// Subscribers returns how many live readers session id's running turn
-// has (0 when none is running). For tests and metrics.
-func (h *Harness) Subscribers(id string) int {
-	h.mu.Lock()
-	lt := h.live[id]
-	h.mu.Unlock()
-	if lt == nil || lt.broker == nil {
-		return 0
-	}
-	return lt.broker.subscribers()
 }
