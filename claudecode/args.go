@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/engine"
 )
 
 // DefaultMaxTurns is the --max-turns given when TurnOpts.MaxTurns is 0.
@@ -59,6 +61,11 @@ type TurnOpts struct {
 	// stderr lines, parse errors, exit) instead of the Manager's logger:
 	// the harness sends them to the project's log file.
 	Logger *zerolog.Logger
+	// Approver, when set, is asked for every tool use the CLI's rules do
+	// not settle (--permission-prompt-tool stdio: the CLI's can_use_tool
+	// control requests). Its answer goes back on stdin. Without one the
+	// CLI decides alone (dontAsk denies what no rule allows).
+	Approver engine.Approver
 	// OnFrame sees every line the CLI prints, including the ones that make
 	// no event. It runs on the turn's reader goroutine: keep it fast, and
 	// copy Frame.Raw if you keep it.
@@ -144,6 +151,9 @@ func (o *TurnOpts) Args() []string {
 		args = append(args, "--allowedTools="+strings.Join(o.AllowedTools, ","))
 	}
 	flag("--permission-mode", o.PermissionMode)
+	if o.Approver != nil {
+		args = append(args, "--permission-prompt-tool=stdio")
+	}
 	flag("--model", o.Model)
 	for _, d := range o.AddDirs {
 		flag("--add-dir", d)

@@ -119,6 +119,7 @@ func (m *Manager) StartTurn(ctx context.Context, sessionKey, message string, opt
 
 	m.checkVersionOnce(bin)
 	if err := t.start(ctx, message); err != nil {
+		t.approvalsCancel()
 		m.release(sessionKey, t)
 		return nil, err
 	}

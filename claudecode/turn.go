@@ -62,6 +62,9 @@ type Turn struct {
 	waitErr   error
 	tail      *tailBuffer
 
+	approvals       context.Context // asked approvals wait on it; cancelled when stdout ends
+	approvalsCancel context.CancelFunc
+
 	resultOnce sync.Once
 	stopMu     sync.Mutex
 	stopLevel  int         // 0 none, 1 interrupt, 2 kill
@@ -80,8 +83,10 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 	if opts.Logger != nil {
 		log = *opts.Logger
 	}
+	actx, acancel := context.WithCancel(context.Background())
 	return &Turn{
 		m: m, log: log, key: key, bin: bin, opts: opts, args: opts.Args(),
+		approvals: actx, approvalsCancel: acancel,
 		events:    make(chan event.Event, 256),
 		exited:    make(chan struct{}),
 		gotResult: make(chan struct{}),
@@ -187,6 +192,7 @@ func (t *Turn) run() {
 		t.log.Warn().Str("session", t.key).Err(err).Msg("reading the CLI's stdout failed")
 	}
 	close(t.readDone)
+	t.approvalsCancel() // a question still open has no one left to answer it
 	// stdout is closed: the child is exiting or gone. Make sure it goes.
 	select {
 	case <-t.exited:
@@ -313,7 +319,13 @@ func (t *Turn) onFrame(f Frame) {
 	case "control_response":
 		t.stdin.deliver(f.Raw)
 	case "control_request":
-		t.stdin.refuse(f.Raw)
+		if t.opts.Approver != nil && isCanUseTool(f.Raw) {
+			raw := append([]byte(nil), f.Raw...)
+			t.wg.Add(1)
+			go t.askApproval(raw)
+		} else {
+			t.stdin.refuse(f.Raw)
+		}
 	}
 	if t.opts.OnFrame != nil {
 		t.opts.OnFrame(f)

@@ -45,10 +45,13 @@ func (e *Error) Unwrap() error { return e.Err }
 //
 //	{"schemaVersion":1,"id":"…","createdAt":"2025-01-02T03:04:05.123456789Z",
 //	 "updatedAt":"…","projectRoot":"/abs/path","persona":null,
-//	 "mode":"workbench","claudeSessionId":null}
+//	 "mode":"workbench","claudeSessionId":null,"engine":"claude-code",
+//	 "title":"…","rules":["Bash(touch marker)"],"costUsd":0.0123}
 //
 // with times in RFC 3339 (UTC, nanoseconds) and persona and claudeSessionId
-// null when empty.
+// null when empty; engine, engineSessionId, model, title, rules and
+// costUsd are left out when empty (files from before they existed read
+// the same).
 type Session struct {
 	ID          string
 	CreatedAt   time.Time
@@ -61,6 +64,31 @@ type Session struct {
 	// ClaudeSessionID is the Claude Code session to resume, "" until the
 	// first turn reported one.
 	ClaudeSessionID string
+	// Engine runs the session's turns ("" = claude-code, for files
+	// written before engines existed). EngineSessionID is the engine's
+	// own conversation id when it is not Claude Code's.
+	Engine          string
+	EngineSessionID string
+	// Model is the model asked for at creation ("" = the persona's, else
+	// the engine's default).
+	Model string
+	// Title names the session in lists: the first user message unless
+	// someone set it.
+	Title string
+	// Rules are the tool rules a person chose to "always allow" in this
+	// session (as Claude's permission rules: "Bash(touch marker)", "Edit").
+	Rules []string
+	// CostUSD is the total cost of the session's turns so far.
+	CostUSD float64
+}
+
+// ResumeID is the conversation a next turn continues: EngineSessionID,
+// else ClaudeSessionID.
+func (s *Session) ResumeID() string {
+	if s.EngineSessionID != "" {
+		return s.EngineSessionID
+	}
+	return s.ClaudeSessionID
 }
 
 type wireSession struct {
@@ -72,6 +100,12 @@ type wireSession struct {
 	Persona         *string   `json:"persona"`
 	Mode            string    `json:"mode"`
 	ClaudeSessionID *string   `json:"claudeSessionId"`
+	Engine          string    `json:"engine,omitempty"`
+	EngineSessionID string    `json:"engineSessionId,omitempty"`
+	Model           string    `json:"model,omitempty"`
+	Title           string    `json:"title,omitempty"`
+	Rules           []string  `json:"rules,omitempty"`
+	CostUSD         float64   `json:"costUsd,omitempty"`
 }
 
 func nullable(s string) *string {
@@ -92,6 +126,12 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Persona:         nullable(s.Persona),
 		Mode:            s.Mode,
 		ClaudeSessionID: nullable(s.ClaudeSessionID),
+		Engine:          s.Engine,
+		EngineSessionID: s.EngineSessionID,
+		Model:           s.Model,
+		Title:           s.Title,
+		Rules:           s.Rules,
+		CostUSD:         s.CostUSD,
 	})
 }
 
@@ -108,7 +148,8 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 	case w.SchemaVersion != SchemaVersion:
 		return fmt.Errorf("schemaVersion %d is not supported (want %d)", w.SchemaVersion, SchemaVersion)
 	}
-	*s = Session{ID: w.ID, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, ProjectRoot: w.ProjectRoot, Mode: w.Mode}
+	*s = Session{ID: w.ID, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, ProjectRoot: w.ProjectRoot, Mode: w.Mode,
+		Engine: w.Engine, EngineSessionID: w.EngineSessionID, Model: w.Model, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD}
 	if w.Persona != nil {
 		s.Persona = *w.Persona
 	}
@@ -140,6 +181,13 @@ const (
 // FilePath returns <projectRoot>/.chirality/sessions/<id>.json.
 func FilePath(projectRoot, id string) string {
 	return filepath.Join(projectRoot, SessionsDir, id+".json")
+}
+
+// StateDir returns <projectRoot>/.chirality/sessions/<id>.d, where an
+// engine keeps the session's own state (the native loop's history). It is
+// removed with the session.
+func StateDir(projectRoot, id string) string {
+	return filepath.Join(projectRoot, SessionsDir, id+".d")
 }
 
 // EventLogPath returns <projectRoot>/.chirality/sessions/<id>.events.jsonl.

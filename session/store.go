@@ -169,13 +169,20 @@ func validate(s *Session) error {
 // its file and indexes it. personaID may be empty; mode must be workbench,
 // pipeline or direct.
 func (st *Store) Create(projectRoot, personaID, mode string) (*Session, error) {
-	root, err := normRoot(projectRoot)
+	return st.Add(Session{ProjectRoot: projectRoot, Persona: personaID, Mode: mode})
+}
+
+// Add makes a new session from tmpl (its ProjectRoot, Persona, Mode,
+// Engine, Model and Title; the ID and times are assigned), writes its
+// file and indexes it, with the checks of Create.
+func (st *Store) Add(tmpl Session) (*Session, error) {
+	root, err := normRoot(tmpl.ProjectRoot)
 	if err != nil {
 		return nil, err
 	}
 	now := st.timestamp()
-	s := &Session{ID: uuid.NewString(), CreatedAt: now, UpdatedAt: now,
-		ProjectRoot: root, Persona: personaID, Mode: mode}
+	s := &tmpl
+	s.ID, s.CreatedAt, s.UpdatedAt, s.ProjectRoot = uuid.NewString(), now, now, root
 	if err := validate(s); err != nil {
 		return nil, err
 	}
@@ -490,6 +497,9 @@ func (st *Store) remove(root, id string) error {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, &Error{ID: id, Path: p, Err: err})
 		}
+	}
+	if err := os.RemoveAll(StateDir(root, id)); err != nil {
+		errs = append(errs, &Error{ID: id, Path: StateDir(root, id), Err: err})
 	}
 	st.removeIndex(id)
 	return errors.Join(errs...)

@@ -1,0 +1,83 @@
+package claudecode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/chirality/harness/engine"
+)
+
+// Engine is the Claude Code CLI behind the engine seam (engine.Engine):
+// each turn is one child of its Manager. Use Manager for what only this
+// driver has (TurnOpts.ExtraArgs, OnFrame, Pid…).
+type Engine struct {
+	m *Manager
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// NewEngine returns an Engine over a new Manager for cfg.
+func NewEngine(cfg Config) *Engine { return &Engine{m: NewManager(cfg)} }
+
+// Manager returns the driver the Engine runs turns with.
+func (e *Engine) Manager() *Manager { return e.m }
+
+// Name is engine.ClaudeCode.
+func (e *Engine) Name() string { return engine.ClaudeCode }
+
+// StartTurn starts one CLI child for req (see OptsFor for the mapping).
+// Its errors match engine.ErrBusy, engine.ErrClosed and, for a missing
+// CLI, engine.ErrUnavailable, as well as this package's own sentinels.
+func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn, error) {
+	opts, err := OptsFor(req)
+	if err != nil {
+		return nil, err
+	}
+	t, err := e.m.StartTurn(ctx, req.SessionKey, req.Message, opts)
+	switch {
+	case err == nil:
+		return t, nil
+	case errors.Is(err, ErrBusy):
+		return nil, fmt.Errorf("%w: %w", engine.ErrBusy, err)
+	case errors.Is(err, ErrClosed):
+		return nil, fmt.Errorf("%w: %w", engine.ErrClosed, err)
+	}
+	return nil, err
+}
+
+// OptsFor maps an engine request onto the CLI's flags: the system prompt
+// file (or, without one, the prompt text) is appended to the built-in
+// prompt, tools, permission mode,
+// model and max turns as given, and the Approver answers the CLI's
+// can_use_tool requests when the mode asks (engine.AsksApproval).
+func OptsFor(req engine.Request) (TurnOpts, error) {
+	opts := TurnOpts{
+		Cwd: req.Cwd, Resume: req.Resume, AppendSystemPromptFile: req.SystemPromptFile,
+		Tools: req.Tools, DisallowedTools: req.DisallowedTools, AllowedTools: req.AllowedTools,
+		PermissionMode: req.PermissionMode, Model: req.Model, MaxTurns: req.MaxTurns,
+		Env: req.Env, Logger: req.Logger,
+	}
+	if opts.AppendSystemPromptFile == "" && req.SystemPrompt != "" {
+		opts.ExtraArgs = []string{"--append-system-prompt=" + req.SystemPrompt}
+	}
+	if req.Approver != nil && engine.AsksApproval(req.PermissionMode) {
+		opts.Approver = req.Approver
+	}
+	return opts, opts.Validate()
+}
+
+// Check finds the CLI and reads its version.
+func (e *Engine) Check(ctx context.Context) engine.Status {
+	st := engine.Status{Name: engine.ClaudeCode, Kind: engine.ClaudeCode}
+	v, err := e.m.CLIVersion(ctx)
+	if err != nil {
+		st.Reason = err.Error()
+		return st
+	}
+	st.Available, st.Version = true, v
+	return st
+}
+
+// Shutdown shuts the Manager down (see Manager.Shutdown).
+func (e *Engine) Shutdown(ctx context.Context) error { return e.m.Shutdown(ctx) }
