@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/persona"
 )
 
@@ -87,7 +88,26 @@ type Config struct {
 	// SubscriberBuffer is the live-event queue of one reader (0 =
 	// DefaultSubscriberBuffer). See Harness.Follow for the policy.
 	SubscriberBuffer int
+
+	// Engines are engines to offer beside the built-in ones (Codex, ACP
+	// agents…), by Name. An entry named like a built-in one replaces it.
+	// The Harness shuts them down with itself.
+	Engines []engine.Engine
+	// DefaultEngine runs sessions whose request and persona name none
+	// ("" = engine.ClaudeCode).
+	DefaultEngine string
+
+	// Approvals makes turns in the permission modes default, acceptEdits
+	// and plan ask a person before a tool runs that no rule allows (see
+	// Harness.Approve). Without it such turns run headless, as dontAsk
+	// does. ApprovalTimeout bounds each question (0 =
+	// DefaultApprovalTimeout); an unanswered one is denied.
+	Approvals       bool
+	ApprovalTimeout time.Duration
 }
+
+// DefaultApprovalTimeout is how long a tool waits for a person.
+const DefaultApprovalTimeout = 10 * time.Minute
 
 func (c *Config) clone() Config {
 	d := *c
@@ -98,6 +118,13 @@ func (c *Config) clone() Config {
 	}
 	d.AllowEnv = slices.Clone(c.AllowEnv)
 	d.ChildEnv = slices.Clone(c.ChildEnv)
+	d.Engines = slices.Clone(c.Engines)
+	if d.DefaultEngine == "" {
+		d.DefaultEngine = engine.ClaudeCode
+	}
+	if d.ApprovalTimeout <= 0 {
+		d.ApprovalTimeout = DefaultApprovalTimeout
+	}
 	if d.DefaultPermissionMode == "" {
 		d.DefaultPermissionMode = DefaultPermissionMode
 	}

@@ -34,4 +34,15 @@ var (
 	ErrBypassRefused = errors.New("permission mode bypassPermissions is not allowed by the server configuration")
 	// ErrClosed: the Harness is shutting down (503).
 	ErrClosed = errors.New("harness is shutting down")
+	// ErrUnknownEngine: no engine of that name is configured (400).
+	ErrUnknownEngine = errors.New("unknown engine")
+	// ErrApprovalNotFound: the session has no approval request of that
+	// ID (404).
+	ErrApprovalNotFound = errors.New("approval request not found")
+	// ErrApprovalResolved: the request was already answered, by someone
+	// else, a rule, a timeout or the end of its turn (409). The first
+	// answer wins, exactly once.
+	ErrApprovalResolved = errors.New("approval request already resolved")
+	// ErrInvalidDecision: a decision is allow, deny or always (400).
+	ErrInvalidDecision = errors.New("invalid decision: want allow, deny or always")
 )

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +16,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/session"
@@ -25,15 +28,18 @@ import (
 // running turn. A Harness is safe for concurrent use; the gateway and the
 // CLI each build one with New and end it with Shutdown.
 type Harness struct {
-	cfg   Config
-	roots []string // allowed roots, absolute, symlinks resolved
-	log   zerolog.Logger
-	mgr   *claudecode.Manager
-	store *session.Store
+	cfg     Config
+	roots   []string // allowed roots, absolute, symlinks resolved
+	log     zerolog.Logger
+	mgr     *claudecode.Manager
+	engines map[string]engine.Engine
+	order   []string // engine names, built-in first
+	store   *session.Store
 
-	mu     sync.Mutex
-	live   map[string]*liveTurn // by session ID: running turns and deletions
-	seen   map[string]bool      // project roots used by this process
+	mu       sync.Mutex
+	live     map[string]*liveTurn       // by session ID: running turns and deletions
+	answered map[string]map[string]bool // by session ID: approval ids of finished turns
+	seen     map[string]bool            // project roots used by this process
 	closed bool
 	wg     sync.WaitGroup // turn runners
 
@@ -59,7 +65,8 @@ func New(cfg Config) (*Harness, error) {
 		}
 		c.Roots = []string{wd}
 	}
-	h := &Harness{cfg: c, log: zerolog.Nop(), live: map[string]*liveTurn{}, seen: map[string]bool{}, logs: map[string]projectLog{}}
+	h := &Harness{cfg: c, log: zerolog.Nop(), live: map[string]*liveTurn{}, answered: map[string]map[string]bool{},
+		seen: map[string]bool{}, logs: map[string]projectLog{}, engines: map[string]engine.Engine{}}
 	if c.Logger != nil {
 		h.log = *c.Logger
 	}
@@ -82,12 +89,72 @@ func New(cfg Config) (*Harness, error) {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	h.store = st
-	h.mgr = claudecode.NewManager(claudecode.Config{
+	cc := claudecode.NewEngine(claudecode.Config{
 		Binary: c.ClaudeBinary, Env: c.Env, AllowEnv: c.AllowEnv, Logger: c.Logger,
 		InterruptGrace: c.InterruptGrace, KillGrace: c.KillGrace,
 	})
+	h.mgr = cc.Manager()
+	h.addEngine(cc)
+	for _, e := range builtinEngines(&c) {
+		h.addEngine(e)
+	}
+	for _, e := range c.Engines {
+		h.addEngine(e)
+	}
+	if _, ok := h.engines[c.DefaultEngine]; !ok {
+		return nil, fmt.Errorf("harness: default engine %q: %w (have %s)", c.DefaultEngine, ErrUnknownEngine, strings.Join(h.order, ", "))
+	}
 	return h, nil
 }
+
+// addEngine registers e under its name; a later one of the same name
+// replaces an earlier one.
+func (h *Harness) addEngine(e engine.Engine) {
+	name := e.Name()
+	if _, ok := h.engines[name]; !ok {
+		h.order = append(h.order, name)
+	}
+	h.engines[name] = e
+}
+
+// engineFor returns the engine called name.
+func (h *Harness) engineFor(name string) (engine.Engine, error) {
+	if e, ok := h.engines[name]; ok {
+		return e, nil
+	}
+	return nil, fmt.Errorf("%w %q (have %s)", ErrUnknownEngine, name, strings.Join(h.order, ", "))
+}
+
+// sessionEngine is the engine s runs on: its own, or (for sessions from
+// before engines existed) Claude Code.
+func (h *Harness) sessionEngine(s *session.Session) string {
+	if s.Engine != "" {
+		return s.Engine
+	}
+	return engine.ClaudeCode
+}
+
+// Engines says, for every engine this Harness offers, whether it can run
+// here and why not (binary missing, no key). Checks run concurrently,
+// bounded by ctx.
+func (h *Harness) Engines(ctx context.Context) []engine.Status {
+	out := make([]engine.Status, len(h.order))
+	var wg sync.WaitGroup
+	for i, name := range h.order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := h.engines[name].Check(ctx)
+			st.Name = name
+			out[i] = st
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// EngineNames lists the engines this Harness offers, built-in first.
+func (h *Harness) EngineNames() []string { return slices.Clone(h.order) }
 
 // Roots returns the allowed roots, absolute with symlinks resolved.
 func (h *Harness) Roots() []string { return append([]string(nil), h.roots...) }
@@ -178,27 +245,94 @@ func mapPersonaErr(err error) error {
 }
 
 // CreateSession makes a session in the project at projectRoot (absolute,
-// inside an allowed root) with persona personaID ("" for none) and mode.
-// Nothing is written when a check fails.
+// inside an allowed root) with persona personaID ("" for none) and mode,
+// on the persona's or the default engine. See NewSession.
 func (h *Harness) CreateSession(projectRoot, personaID, mode string) (*session.Session, error) {
-	if !persona.ValidMode(mode) {
-		return nil, fmt.Errorf("%w %q: want workbench, pipeline or direct", ErrInvalidMode, mode)
+	return h.NewSession(SessionSpec{ProjectRoot: projectRoot, Persona: personaID, Mode: mode})
+}
+
+// SessionSpec is what a new session is made of.
+type SessionSpec struct {
+	// ProjectRoot is absolute and inside an allowed root.
+	ProjectRoot string
+	// Persona is a persona ID ("" = none); Mode is workbench, pipeline or
+	// direct.
+	Persona, Mode string
+	// Engine runs the session's turns: "" = the persona's engine, else
+	// Config.DefaultEngine. It is fixed for the session's life.
+	Engine string
+	// Model overrides the persona's model ("" = the persona's, else the
+	// engine's default).
+	Model string
+	// Title names the session ("" = its first message).
+	Title string
+}
+
+// NewSession makes a session from spec. It fails with ErrInvalidMode,
+// ErrInvalidRoot, ErrRootNotAllowed, ErrPersonaNotFound,
+// ErrInvalidPersona or ErrUnknownEngine; nothing is written when a check
+// fails.
+func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
+	if !persona.ValidMode(spec.Mode) {
+		return nil, fmt.Errorf("%w %q: want workbench, pipeline or direct", ErrInvalidMode, spec.Mode)
 	}
-	root, err := h.ResolveRoot(projectRoot)
+	root, err := h.ResolveRoot(spec.ProjectRoot)
 	if err != nil {
 		return nil, err
 	}
-	if personaID != "" {
-		if _, err := persona.Load(root, personaID); err != nil {
+	name := spec.Engine
+	if spec.Persona != "" {
+		p, err := persona.Load(root, spec.Persona)
+		if err != nil {
 			return nil, mapPersonaErr(err)
 		}
+		if name == "" {
+			name = p.Engine
+		}
 	}
-	s, err := h.store.Create(root, personaID, mode)
+	if name == "" {
+		name = h.cfg.DefaultEngine
+	}
+	if _, err := h.engineFor(name); err != nil {
+		return nil, err
+	}
+	if strings.ContainsRune(spec.Model, 0) || len(spec.Model) > 200 {
+		return nil, fmt.Errorf("%w: model name", ErrInvalidID)
+	}
+	s, err := h.store.Add(session.Session{ProjectRoot: root, Persona: spec.Persona, Mode: spec.Mode,
+		Engine: name, Model: spec.Model, Title: titleOf(spec.Title)})
 	if err != nil {
 		return nil, mapStoreErr(err)
 	}
 	h.noteRoot(root)
-	h.projectLog(root).Info().Str("sessionId", s.ID).Str("persona", personaID).Str("mode", mode).Msg("session created")
+	h.projectLog(root).Info().Str("sessionId", s.ID).Str("persona", spec.Persona).Str("mode", spec.Mode).
+		Str("engine", name).Msg("session created")
+	return s, nil
+}
+
+// SetTitle renames session id. A blank title goes back to the default
+// (the first message) at the next turn.
+func (h *Harness) SetTitle(id, title string) (*session.Session, error) {
+	s, err := h.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	lt := h.live[id]
+	h.mu.Unlock()
+	if r := liveRunner(lt); r != nil {
+		// The running turn owns the session's copy: change it there.
+		r.smu.Lock()
+		r.s.Title = titleOf(title)
+		r.saveLocked("title")
+		c := *r.s
+		r.smu.Unlock()
+		return &c, nil
+	}
+	s.Title = titleOf(title)
+	if err := h.store.Save(s); err != nil {
+		return nil, mapStoreErr(err)
+	}
 	return s, nil
 }
 
@@ -248,8 +382,17 @@ type SessionSummary struct {
 	Persona         *string   `json:"persona"`
 	Mode            string    `json:"mode"`
 	ClaudeSessionID *string   `json:"claudeSessionId"`
-	// Running is true while the session has a turn running.
-	Running bool `json:"running"`
+	// Engine runs the session; Model is the one asked for ("" = default).
+	Engine string `json:"engine"`
+	Model  string `json:"model,omitempty"`
+	// Title is the session's name (its first message unless renamed).
+	Title string `json:"title"`
+	// CostUSD is the total cost of its turns so far.
+	CostUSD float64 `json:"costUsd"`
+	// Running is true while the session has a turn running;
+	// PendingApprovals counts the questions it waits on.
+	Running          bool `json:"running"`
+	PendingApprovals int  `json:"pendingApprovals"`
 }
 
 func nullable(s string) *string {
@@ -295,7 +438,8 @@ func (h *Harness) ListSessions(projectRoot string) ([]SessionSummary, error) {
 			out = append(out, SessionSummary{
 				ID: s.ID, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(), ProjectRoot: s.ProjectRoot,
 				Persona: nullable(s.Persona), Mode: s.Mode, ClaudeSessionID: nullable(s.ClaudeSessionID),
-				Running: h.IsRunning(s.ID),
+				Engine: h.sessionEngine(s), Model: s.Model, Title: s.Title, CostUSD: s.CostUSD,
+				Running: h.IsRunning(s.ID), PendingApprovals: len(h.PendingApprovals(s.ID)),
 			})
 		}
 	}
@@ -347,6 +491,9 @@ func (h *Harness) DeleteSession(ctx context.Context, id string) error {
 	if err := h.store.Delete(id); err != nil {
 		return mapStoreErr(err)
 	}
+	h.mu.Lock()
+	delete(h.answered, id)
+	h.mu.Unlock()
 	h.projectLog(s.ProjectRoot).Info().Str("sessionId", id).Msg("session deleted")
 	return nil
 }
@@ -472,8 +619,27 @@ func (h *Harness) projectLog(root string) *zerolog.Logger {
 func (h *Harness) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
+	var asks []*approvals
+	for _, lt := range h.live {
+		if a := lt.approvals(); a != nil {
+			asks = append(asks, a)
+		}
+	}
 	h.mu.Unlock()
-	err := h.mgr.Shutdown(ctx)
+	for _, a := range asks {
+		a.closeAll(event.ByShutdown)
+	}
+	errs := make([]error, len(h.order))
+	var ewg sync.WaitGroup
+	for i, name := range h.order {
+		ewg.Add(1)
+		go func() {
+			defer ewg.Done()
+			errs[i] = h.engines[name].Shutdown(ctx)
+		}()
+	}
+	ewg.Wait()
+	err := errors.Join(errs...)
 	h.wg.Wait() // runners end once their turns are read to the end
 	h.logsMu.Lock()
 	for root, pl := range h.logs {

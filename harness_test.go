@@ -450,7 +450,7 @@ func TestShutdownLeavesNoProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.lt.mu.Lock()
-	pid := tr.lt.cur.Pid()
+	pid := tr.lt.cur.(*claudecode.Turn).Pid()
 	tr.lt.mu.Unlock()
 	waitFor(t, "a streamed delta", func() bool {
 		l, _ := e.h.store.EventLog(s.ID)

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
@@ -29,9 +30,16 @@ type Plan struct {
 	Session *session.Session
 	// Persona is nil for a session without one.
 	Persona *persona.Persona
+	// Engine names the engine that runs the turn.
+	Engine string
 	// PromptFile is the saved system prompt (--append-system-prompt-file).
 	PromptFile string
-	Opts       claudecode.TurnOpts
+	// Request is what the engine is started with (Message, Approver and
+	// Logger are filled in by StartTurn).
+	Request engine.Request
+	// Opts are the Claude Code CLI's options for Request: what `harness
+	// replay` runs. Zero for sessions of other engines.
+	Opts claudecode.TurnOpts
 }
 
 // plan builds the Plan of s. With rebuild the prompt is assembled and
@@ -51,38 +59,54 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidMode, err)
 	}
 	path := persona.PromptPath(s.ProjectRoot, s.ID)
+	var prompt string
 	if _, statErr := os.Stat(path); rebuild || statErr != nil {
-		prompt, err := persona.BuildSystemPrompt(s.ProjectRoot, p, mode)
-		if err != nil {
+		if prompt, err = persona.BuildSystemPrompt(s.ProjectRoot, p, mode); err != nil {
 			return nil, err
 		}
 		if path, err = persona.SavePrompt(s.ProjectRoot, s.ID, prompt); err != nil {
 			return nil, err
 		}
+	} else {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		prompt = string(b)
 	}
 	perm, err := h.cfg.permissionMode(p)
 	if err != nil {
 		return nil, err
 	}
-	opts := claudecode.TurnOpts{
-		Cwd:                    s.ProjectRoot,
-		Resume:                 s.ClaudeSessionID,
-		AppendSystemPromptFile: path,
-		PermissionMode:         perm,
-		MaxTurns:               h.cfg.maxTurns(p, mode),
-		AllowedTools:           slices.Clone(h.cfg.AllowedTools),
-		Env:                    slices.Clone(h.cfg.ChildEnv),
+	name := h.sessionEngine(s)
+	req := engine.Request{
+		SessionKey:       s.ID,
+		Cwd:              s.ProjectRoot,
+		Resume:           s.ResumeID(),
+		SystemPrompt:     prompt,
+		SystemPromptFile: path,
+		PermissionMode:   perm,
+		MaxTurns:         h.cfg.maxTurns(p, mode),
+		AllowedTools:     slices.Clone(h.cfg.AllowedTools),
+		Env:              slices.Clone(h.cfg.ChildEnv),
+		StateDir:         session.StateDir(s.ProjectRoot, s.ID),
+		Model:            s.Model,
 	}
 	if p != nil {
-		opts.Tools = p.Tools
-		opts.DisallowedTools = p.DisallowedTools
-		opts.AllowedTools = append(slices.Clone(p.AutoApproveTools), opts.AllowedTools...)
-		opts.Model = p.Model
+		req.Tools = p.Tools
+		req.DisallowedTools = p.DisallowedTools
+		req.AllowedTools = append(slices.Clone(p.AutoApproveTools), req.AllowedTools...)
+		if req.Model == "" {
+			req.Model = p.Model
+		}
 	}
-	if err := opts.Validate(); err != nil {
-		return nil, err
+	plan := &Plan{Session: s, Persona: p, Engine: name, PromptFile: path, Request: req}
+	if name == engine.ClaudeCode {
+		if plan.Opts, err = claudecode.OptsFor(req); err != nil {
+			return nil, err
+		}
 	}
-	return &Plan{Session: s, Persona: p, PromptFile: path, Opts: opts}, nil
+	return plan, nil
 }
 
 // ReplayPlan returns the Plan `harness replay` runs for session id: the
@@ -129,14 +153,37 @@ type liveTurn struct {
 	err      error // set before done is closed
 
 	mu   sync.Mutex
-	cur  *claudecode.Turn
+	cur  engine.Turn
 	stop int // 0, 1 interrupt, 2 kill
+	// asks is the turn's Approver (nil when the turn asks nobody); run
+	// reads the turn. Both are set once, before the engine starts.
+	asks *approvals
+	run  *runner
+}
+
+// approvals returns the turn's Approver, or nil.
+func (lt *liveTurn) approvals() *approvals {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return lt.asks
+}
+
+// runner returns the turn's runner, or nil.
+func (lt *liveTurn) runner() *runner {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return lt.run
 }
 
 func (lt *liveTurn) interrupt() { lt.request(1) }
 func (lt *liveTurn) kill()      { lt.request(2) }
 
 func (lt *liveTurn) request(level int) {
+	if a := lt.approvals(); level > 0 && a != nil {
+		// A stopped turn answers nothing more: its open questions are
+		// denied first, so the agent is not left waiting on them.
+		a.closeAll(event.ByInterrupt)
+	}
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
 	if level > lt.stop {
@@ -153,7 +200,7 @@ func (lt *liveTurn) request(level int) {
 }
 
 // attach makes t the current attempt, applying a stop already requested.
-func (lt *liveTurn) attach(t *claudecode.Turn) {
+func (lt *liveTurn) attach(t engine.Turn) {
 	lt.mu.Lock()
 	lt.cur = t
 	lt.mu.Unlock()
@@ -222,35 +269,57 @@ func (h *Harness) StartTurn(ctx context.Context, id, message string) (*Turn, err
 	if err != nil {
 		return nil, err
 	}
+	eng, err := h.engineFor(plan.Engine)
+	if err != nil {
+		return nil, err
+	}
 	elog, err := h.store.EventLog(id)
 	if err != nil {
 		return nil, mapStoreErr(err)
 	}
 	plog := h.projectLog(s.ProjectRoot)
 	h.noteRoot(s.ProjectRoot)
-	plog.Info().Str("sessionId", id).Str("persona", s.Persona).Str("mode", s.Mode).
-		Str("permissionMode", plan.Opts.PermissionMode).Int("maxTurns", plan.Opts.MaxTurns).
+	req := plan.Request
+	req.Message, req.Logger = message, plog // the engine's entries (spawn, stderr, exit) go to the project's log too
+	plog.Info().Str("sessionId", id).Str("engine", plan.Engine).Str("persona", s.Persona).Str("mode", s.Mode).
+		Str("permissionMode", req.PermissionMode).Int("maxTurns", req.MaxTurns).
 		Str("message", logging.Truncate(message, 200)).Msg("turn started")
-	if plan.Opts.Resume != "" {
-		plog.Info().Str("sessionId", id).Str("claudeSessionId", plan.Opts.Resume).Msg("resume attempted")
+	if req.Resume != "" {
+		plog.Info().Str("sessionId", id).Str("conversation", req.Resume).Msg("resume attempted")
+	}
+	if s.Title == "" {
+		s.Title = titleOf(message)
 	}
 	startSeq := elog.LastSeq()
-	plan.Opts.Logger = plog // the driver's entries (spawn, stderr, exit) go to the project's log too
-	ct, err := h.mgr.StartTurn(context.Background(), id, message, plan.Opts)
+	r := &runner{h: h, lt: lt, eng: eng, s: s, req: req, elog: elog, log: plog, started: time.Now(), tools: map[string]string{}}
+	var asks *approvals
+	if h.cfg.Approvals && engine.AsksApproval(req.PermissionMode) {
+		asks = &approvals{r: r, timeout: h.cfg.ApprovalTimeout, byID: map[string]*pendingApproval{}}
+		r.req.Approver = asks
+	}
+	lt.mu.Lock()
+	lt.run, lt.asks = r, asks
+	lt.mu.Unlock()
+	// The turn's first event, before the engine can say anything.
+	r.emit(event.Event{Type: event.TypeUserMessage, Text: message})
+	et, err := eng.StartTurn(context.Background(), r.req)
 	if err != nil {
-		plog.Error().Str("sessionId", id).Err(err).Msg("turn could not start")
-		if errors.Is(err, claudecode.ErrBusy) {
+		plog.Error().Str("sessionId", id).Str("engine", plan.Engine).Err(err).Msg("turn could not start")
+		// The message is in the log: end the turn there too, so the log
+		// never holds a turn without its end.
+		r.emit(event.Event{Type: event.TypeSessionError, Error: &event.SessionError{Error: "the turn could not start: " + err.Error(), Kind: event.ErrorStart}})
+		r.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: -1}})
+		switch {
+		case errors.Is(err, engine.ErrBusy):
 			return nil, ErrBusy
-		}
-		if errors.Is(err, claudecode.ErrClosed) {
+		case errors.Is(err, engine.ErrClosed):
 			return nil, ErrClosed
 		}
 		return nil, err
 	}
-	lt.attach(ct)
+	lt.attach(et)
 	started = true
-	r := &runner{h: h, lt: lt, s: s, message: message, opts: plan.Opts, elog: elog, log: plog, started: time.Now(), tools: map[string]string{}}
-	go r.run(ct)
+	go r.run(et)
 	return &Turn{SessionID: id, StartSeq: startSeq, lt: lt}, nil
 }
 
@@ -275,23 +344,26 @@ func (h *Harness) release(lt *liveTurn) {
 type runner struct {
 	h       *Harness
 	lt      *liveTurn
-	s       *session.Session
-	message string
-	opts    claudecode.TurnOpts
+	eng     engine.Engine
+	req     engine.Request
 	elog    *session.EventLog
 	log     *zerolog.Logger
 	started time.Time
 	tools   map[string]string // tool use id → name, for the logs
-	buf     []byte
 
+	emitMu sync.Mutex // the runner and the turn's approvals both emit
+	buf    []byte
+
+	smu       sync.Mutex // s is saved by the runner and by approvals ("always")
+	s         *session.Session
 	finalized bool
 }
 
-func (r *runner) run(t *claudecode.Turn) {
+func (r *runner) run(t engine.Turn) {
 	defer r.h.wg.Done()
 	var err error
 	for t != nil {
-		var next *claudecode.Turn
+		var next engine.Turn
 		next, err = r.attempt(t)
 		t = next
 	}
@@ -309,15 +381,18 @@ func (r *runner) finalize() {
 		return
 	}
 	r.finalized = true
-	if serr := r.h.store.Save(r.s); serr != nil && !errors.Is(serr, session.ErrNotFound) {
-		r.log.Error().Str("sessionId", r.s.ID).Err(serr).Msg("session could not be saved after the turn")
+	r.smu.Lock()
+	r.saveLocked("turn")
+	r.smu.Unlock()
+	if a := r.lt.approvals(); a != nil {
+		r.h.rememberAnswered(r.s.ID, a.ids())
 	}
 	r.h.forget(r.lt)
 }
 
 // attempt reads one CLI run to its end. It returns the fallback attempt to
 // read next, if the resume failed and a fresh session was started.
-func (r *runner) attempt(t *claudecode.Turn) (*claudecode.Turn, error) {
+func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 	defer t.Close()
 	fallback := false
 	var heldExit *event.Event
@@ -325,11 +400,15 @@ func (r *runner) attempt(t *claudecode.Turn) (*claudecode.Turn, error) {
 		ev := t.Event()
 		switch ev.Type {
 		case event.TypeSessionInit:
-			r.s.ClaudeSessionID = ev.Init.ClaudeSessionID
-			if err := r.h.store.Save(r.s); err != nil {
-				r.log.Error().Str("sessionId", r.s.ID).Err(err).Msg("session could not be saved")
+			r.smu.Lock()
+			if ev.Init.EngineSessionID != "" {
+				r.s.EngineSessionID = ev.Init.EngineSessionID
+			} else {
+				r.s.ClaudeSessionID = ev.Init.ClaudeSessionID
 			}
-			r.log.Info().Str("sessionId", r.s.ID).Str("claudeSessionId", ev.Init.ClaudeSessionID).
+			r.saveLocked("session:init")
+			r.smu.Unlock()
+			r.log.Info().Str("sessionId", r.s.ID).Str("conversation", ev.Init.ConversationID()).
 				Str("model", ev.Init.Model).Str("permissionMode", ev.Init.PermissionMode).Strs("tools", ev.Init.Tools).Msg("session:init")
 		case event.TypeToolStart:
 			r.tools[ev.ToolStart.ToolUseID] = ev.ToolStart.Name
@@ -339,16 +418,19 @@ func (r *runner) attempt(t *claudecode.Turn) (*claudecode.Turn, error) {
 			r.log.Info().Str("sessionId", r.s.ID).Str("tool", r.tools[ev.ToolResult.ToolUseID]).
 				Bool("isError", ev.ToolResult.IsError).Int("length", len(ev.ToolResult.Content)).Msg("tool result")
 		case event.TypeSessionComplete:
+			r.smu.Lock()
+			r.s.CostUSD += ev.Complete.CostUSD
+			r.smu.Unlock()
 			in, out := usageTokens(ev.Complete.Usage)
 			r.log.Info().Str("sessionId", r.s.ID).Float64("costUsd", ev.Complete.CostUSD).Int("inputTokens", in).
 				Int("outputTokens", out).Int("numTurns", ev.Complete.NumTurns).Int64("durationMs", ev.Complete.DurationMS).
 				Dur("wall", time.Since(r.started)).Msg("turn completed")
 		case event.TypeSessionError:
-			if ev.Error.Kind == event.ErrorResumeNotFound && r.opts.Resume != "" && !r.lt.stopRequested() {
+			if ev.Error.Kind == event.ErrorResumeNotFound && r.req.Resume != "" && !r.lt.stopRequested() {
 				fallback = true
-				r.log.Warn().Str("sessionId", r.s.ID).Str("claudeSessionId", r.opts.Resume).Msg("resume failed: Claude Code no longer has the conversation; starting a fresh one with the same message")
+				r.log.Warn().Str("sessionId", r.s.ID).Str("conversation", r.req.Resume).Msg("resume failed: the engine no longer has the conversation; starting a fresh one with the same message")
 				e := *ev.Error
-				e.Error = "Claude Code no longer has conversation " + r.opts.Resume +
+				e.Error = "The " + r.eng.Name() + " engine no longer has conversation " + r.req.Resume +
 					" (its storage was cleared, or the project moved); starting a fresh conversation with the same message"
 				ev.Error = &e
 			} else {
@@ -361,6 +443,10 @@ func (r *runner) attempt(t *claudecode.Turn) (*claudecode.Turn, error) {
 				heldExit = &held // the turn is not over: one process:exit per turn
 				continue
 			}
+			if a := r.lt.approvals(); a != nil {
+				// No question outlives its turn in the log.
+				a.closeAll(event.ByInterrupt)
+			}
 		}
 		r.emit(ev)
 	}
@@ -368,12 +454,12 @@ func (r *runner) attempt(t *claudecode.Turn) (*claudecode.Turn, error) {
 	if !fallback {
 		return nil, err
 	}
-	// The resume fallback: same message, fresh Claude session.
-	r.opts.Resume = ""
+	// The resume fallback: same message, fresh conversation.
+	r.req.Resume = ""
 	if r.lt.stopRequested() {
 		return nil, r.endWith(heldExit, event.ErrorInterrupted, "interrupted before a fresh conversation was started")
 	}
-	next, serr := r.h.mgr.StartTurn(context.Background(), r.s.ID, r.message, r.opts)
+	next, serr := r.eng.StartTurn(context.Background(), r.req)
 	if serr != nil {
 		r.log.Error().Str("sessionId", r.s.ID).Err(serr).Msg("fresh session after a failed resume could not start")
 		return nil, r.endWith(heldExit, event.ErrorStart, "a fresh conversation could not be started: "+serr.Error())
@@ -399,7 +485,9 @@ func (r *runner) endWith(exit *event.Event, kind event.ErrorKind, msg string) er
 // process:exit is stored, then the turn is finalized, then it is
 // published.
 func (r *runner) emit(ev event.Event) {
-	ev.SessionID = r.s.ID
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	ev.SessionID = r.req.SessionKey
 	r.buf = ev.AppendJSON(r.buf[:0])
 	seq, err := r.elog.Append(r.buf)
 	if err != nil {
@@ -431,6 +519,17 @@ func wire(seq int64, event []byte) []byte {
 
 func isTerminal(t event.Type) bool {
 	return t == event.TypeSessionComplete || t == event.TypeSessionError || t == event.TypeProcessExit
+}
+
+// titleOf is a session's default title: the first line of its first
+// message, at most 80 characters.
+func titleOf(message string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(message), "\n")
+	line = strings.TrimSpace(line)
+	if r := []rune(line); len(r) > 80 {
+		line = string(r[:79]) + "…"
+	}
+	return line
 }
 
 func usageTokens(raw json.RawMessage) (in, out int) {

@@ -30,7 +30,7 @@ func isCanUseTool(raw []byte) bool {
 // reader keeps reading) and answers the CLI on stdin:
 // {"behavior":"allow","updatedInput":{…}} or {"behavior":"deny","message":"…"}.
 func (t *Turn) askApproval(raw []byte) {
-	defer t.wg.Done()
+	defer t.asks.Done()
 	var q canUseTool
 	if err := json.Unmarshal(raw, &q); err != nil || q.ID == "" || q.Request.Subtype != "can_use_tool" {
 		t.stdin.refuse(raw)

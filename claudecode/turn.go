@@ -49,7 +49,7 @@ type Turn struct {
 	decoder *Decoder
 	started time.Time
 
-	events chan event.Event
+	events chan item
 	cur    event.Event
 	err    error
 
@@ -64,6 +64,7 @@ type Turn struct {
 
 	approvals       context.Context // asked approvals wait on it; cancelled when stdout ends
 	approvalsCancel context.CancelFunc
+	asks            sync.WaitGroup // askApproval goroutines, joined when the stream ends
 
 	resultOnce sync.Once
 	stopMu     sync.Mutex
@@ -87,7 +88,7 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 	return &Turn{
 		m: m, log: log, key: key, bin: bin, opts: opts, args: opts.Args(),
 		approvals: actx, approvalsCancel: acancel,
-		events:    make(chan event.Event, 256),
+		events:    make(chan item, 256),
 		exited:    make(chan struct{}),
 		gotResult: make(chan struct{}),
 		readDone:  make(chan struct{}),
@@ -186,7 +187,7 @@ func closeAll(fs ...*os.File) {
 // run reads stdout to its end, then ends the stream.
 func (t *Turn) run() {
 	for t.decoder.Next() {
-		t.events <- t.decoder.Event()
+		t.events <- item{ev: t.decoder.Event()}
 	}
 	if err := t.decoder.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
 		t.log.Warn().Str("session", t.key).Err(err).Msg("reading the CLI's stdout failed")
@@ -218,13 +219,13 @@ func (t *Turn) run() {
 		te := t.err.(*TurnError)
 		code := t.exitCode
 		e.Error = &event.SessionError{Error: te.Message, Kind: te.Kind, ExitCode: &code, StderrTail: te.StderrTail}
-		t.events <- e
+		t.events <- item{ev: e}
 	}
 	level := t.stopLevelNow()
 	t.log.Info().Str("session", t.key).Int("pid", t.pid).Int("code", t.exitCode).Str("signal", t.exitSig).
 		Dur("duration", time.Since(t.started)).Bool("result", gotResult).Int("stopRequested", level).Msg("process exited")
 	t.m.release(t.key, t)
-	t.events <- event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{Code: t.exitCode, Signal: t.exitSig}}
+	t.events <- item{ev: event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{Code: t.exitCode, Signal: t.exitSig}}}
 	close(t.events)
 }
 
@@ -320,9 +321,10 @@ func (t *Turn) onFrame(f Frame) {
 		t.stdin.deliver(f.Raw)
 	case "control_request":
 		if t.opts.Approver != nil && isCanUseTool(f.Raw) {
-			raw := append([]byte(nil), f.Raw...)
-			t.wg.Add(1)
-			go t.askApproval(raw)
+			// Asked once the consumer has taken every event before it
+			// (see Next): the question never overtakes the tool:start it
+			// is about.
+			t.events <- item{approval: append([]byte(nil), f.Raw...)}
 		} else {
 			t.stdin.refuse(f.Raw)
 		}
@@ -348,13 +350,28 @@ func (t *Turn) exitAfterResult() {
 // Next advances to the next event, blocking until there is one. It returns
 // false after process:exit.
 func (t *Turn) Next() bool {
-	e, ok := <-t.events
-	if !ok {
-		t.closeOnce.Do(func() { close(t.done) })
-		return false
+	for {
+		it, ok := <-t.events
+		if !ok {
+			t.asks.Wait() // stdout ended, so their context is cancelled
+			t.closeOnce.Do(func() { close(t.done) })
+			return false
+		}
+		if it.approval != nil {
+			t.asks.Add(1)
+			go t.askApproval(it.approval)
+			continue
+		}
+		t.cur = it.ev
+		return true
 	}
-	t.cur = e
-	return true
+}
+
+// item is one entry of a Turn's queue: an event, or a can_use_tool
+// request to ask about once the events before it were consumed.
+type item struct {
+	ev       event.Event
+	approval []byte
 }
 
 // Event returns the event Next advanced to.

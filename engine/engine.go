@@ -132,7 +132,10 @@ type Request struct {
 type Approver interface {
 	// Ask blocks until the request is decided. Cancelling ctx denies it.
 	// Engines call it from a goroutine of their own, never from the one
-	// that reads the agent's output.
+	// that reads the agent's output, and only once every event that
+	// precedes the question in the agent's stream has been returned by
+	// Turn.Next (so approval:requested never overtakes the tool:start it
+	// is about).
 	Ask(ctx context.Context, req ApprovalRequest) ApprovalDecision
 }
 

@@ -86,6 +86,9 @@ type Persona struct {
 	// PermissionMode is --permission-mode; "" means unset. When set it is
 	// one of PermissionModes.
 	PermissionMode string `json:"permissionMode"`
+	// Engine names the engine a new session of this persona runs on
+	// ("claude-code", "anthropic", …); "" means the server's default.
+	Engine string `json:"engine,omitempty"`
 	// Description is a one-line summary for listings.
 	Description string `json:"description"`
 	// Body is the Markdown after the frontmatter: the persona
@@ -259,9 +262,14 @@ func decodeFrontmatter(file, front string, p *Persona) error {
 			}
 		case "description":
 			err = decodeScalar(v, "!!str", &p.Description)
+		case "engine":
+			err = decodeScalar(v, "!!str", &p.Engine)
+			if err == nil && !ValidID(p.Engine) {
+				err = fmt.Errorf("%q is not an engine name (claude-code, anthropic, codex, opencode, …)", p.Engine)
+			}
 		default:
 			return &ParseError{File: file, Line: k.Line + frontmatterLineOffset,
-				Msg: fmt.Sprintf("unknown key %q (known: tools, disallowed_tools, auto_approve_tools, max_turns, model, permission_mode, description)", key)}
+				Msg: fmt.Sprintf("unknown key %q (known: tools, disallowed_tools, auto_approve_tools, max_turns, model, permission_mode, description, engine)", key)}
 		}
 		if err != nil {
 			var le *lineError

@@ -80,7 +80,7 @@ func TestTurnOrchestratedAndReplay(t *testing.T) {
 	}
 	json.Unmarshal([]byte(lines[0]), &first)
 	json.Unmarshal([]byte(lines[len(lines)-1]), &last)
-	if first.Type != "session:init" || first.SessionID != id || first.Seq < 2 || last.Type != "process:exit" {
+	if first.Type != "user:message" || first.SessionID != id || first.Seq < 2 || last.Type != "process:exit" {
 		t.Errorf("json events: first %+v last %+v", first, last)
 	}
 	reqs = api.Requests()

@@ -1,0 +1,377 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/session"
+)
+
+// ApprovalAnswer is a person's answer to an approval request.
+type ApprovalAnswer struct {
+	// Decision is "allow", "deny" or "always" (allow, and remember a rule
+	// so that matching requests of this session are allowed without
+	// asking).
+	Decision string `json:"decision"`
+	// Message is what the model sees when denied ("" = a default).
+	Message string `json:"message,omitempty"`
+	// UpdatedInput replaces the tool's input when allowed.
+	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
+}
+
+// Approve answers approval request requestID of session id. The first
+// answer wins: a request answered before (by anyone, a rule, a timeout
+// or the end of its turn) is ErrApprovalResolved, an unknown one
+// ErrApprovalNotFound, a decision other than allow/deny/always
+// ErrInvalidDecision; a bad session is ErrInvalidID/ErrNotFound. It
+// returns once approval:resolved is stored and published and the engine
+// has the answer.
+func (h *Harness) Approve(id, requestID string, a ApprovalAnswer) error {
+	switch a.Decision {
+	case "allow", "deny", "always":
+	default:
+		return fmt.Errorf("%w (got %q)", ErrInvalidDecision, a.Decision)
+	}
+	if len(a.UpdatedInput) > 0 && !json.Valid(a.UpdatedInput) {
+		return fmt.Errorf("%w: updatedInput is not JSON", ErrInvalidDecision)
+	}
+	if _, err := h.Session(id); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	lt := h.live[id]
+	past := h.answered[id][requestID]
+	h.mu.Unlock()
+	if asks := liveApprovals(lt); asks != nil {
+		return asks.answer(requestID, a)
+	}
+	if past {
+		return ErrApprovalResolved
+	}
+	return ErrApprovalNotFound
+}
+
+// PendingApprovals returns the open approval requests of session id's
+// running turn (none when it has none), oldest first.
+func (h *Harness) PendingApprovals(id string) []event.ApprovalRequested {
+	h.mu.Lock()
+	lt := h.live[id]
+	h.mu.Unlock()
+	if asks := liveApprovals(lt); asks != nil {
+		return asks.pendingList()
+	}
+	return nil
+}
+
+func liveApprovals(lt *liveTurn) *approvals {
+	if lt == nil {
+		return nil
+	}
+	return lt.approvals()
+}
+
+func liveRunner(lt *liveTurn) *runner {
+	if lt == nil {
+		return nil
+	}
+	return lt.runner()
+}
+
+// rememberAnswered keeps the request ids of a finished turn, so a late
+// answer is told "already resolved" rather than "not found" (bounded).
+func (h *Harness) rememberAnswered(id string, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.answered[id]
+	if m == nil || len(m) > 1000 {
+		m = map[string]bool{}
+		h.answered[id] = m
+	}
+	for _, r := range ids {
+		m[r] = true
+	}
+}
+
+// approvals is the engine.Approver of one running turn: it publishes
+// approval:requested through the turn's runner (so the request is in the
+// event log, in order, before anyone can answer it), waits for Approve, a
+// rule, the timeout or the end of the turn, and publishes
+// approval:resolved exactly once.
+type approvals struct {
+	r       *runner
+	timeout time.Duration
+
+	mu       sync.Mutex
+	byID     map[string]*pendingApproval
+	order    []string
+	closedBy string // set once the turn is ending: new questions are denied
+}
+
+type pendingApproval struct {
+	req      event.ApprovalRequested
+	rule     string // what "always" remembers
+	answer   chan engine.ApprovalDecision
+	resolved bool
+}
+
+var _ engine.Approver = (*approvals)(nil)
+
+// Ask implements engine.Approver.
+func (a *approvals) Ask(ctx context.Context, q engine.ApprovalRequest) engine.ApprovalDecision {
+	rule := ruleFor(q)
+	a.mu.Lock()
+	if a.closedBy != "" {
+		a.mu.Unlock()
+		return engine.ApprovalDecision{Message: "The turn is ending; the tool was not run."}
+	}
+	p := &pendingApproval{rule: rule, answer: make(chan engine.ApprovalDecision, 1), req: event.ApprovalRequested{
+		RequestID: "apr_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16],
+		ToolUseID: q.ToolUseID, ToolName: q.ToolName, Input: q.Input, Suggestions: q.Suggestions,
+		ExpiresAt: time.Now().Add(a.timeout).UTC().Format(time.RFC3339Nano),
+	}}
+	if len(p.req.Input) == 0 {
+		p.req.Input = json.RawMessage(`{}`)
+	}
+	if len(p.req.Suggestions) == 0 {
+		p.req.Suggestions = json.RawMessage(`null`)
+	}
+	a.byID[p.req.RequestID] = p
+	a.order = append(a.order, p.req.RequestID)
+	byRule := matchesAny(a.r.rules(), q)
+	// Published under a.mu: no answer can be taken before the request is
+	// in the log, and the end of the turn cannot slip in between.
+	a.r.emit(event.Event{Type: event.TypeApprovalRequested, Approval: &p.req})
+	if byRule {
+		a.resolveLocked(p, engine.ApprovalDecision{Allow: true}, event.ByRule, "")
+	}
+	a.mu.Unlock()
+
+	timer := time.NewTimer(a.timeout)
+	defer timer.Stop()
+	select {
+	case d := <-p.answer:
+		return d
+	case <-timer.C:
+		a.resolve(p, engine.ApprovalDecision{Message: fmt.Sprintf("No one answered within %s, so the tool was not run.", a.timeout)}, event.ByTimeout)
+	case <-ctx.Done():
+		a.resolve(p, engine.ApprovalDecision{Message: "The turn was interrupted; the tool was not run."}, event.ByInterrupt)
+	}
+	return <-p.answer
+}
+
+// answer takes a person's answer.
+func (a *approvals) answer(requestID string, ans ApprovalAnswer) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.byID[requestID]
+	switch {
+	case p == nil:
+		return ErrApprovalNotFound
+	case p.resolved:
+		return ErrApprovalResolved
+	}
+	d := engine.ApprovalDecision{Allow: ans.Decision != "deny", Message: ans.Message,
+		UpdatedInput: ans.UpdatedInput, Always: ans.Decision == "always"}
+	if !d.Allow && d.Message == "" {
+		d.Message = "The user denied this tool use."
+	}
+	if d.Always {
+		a.r.addRule(p.rule)
+	}
+	a.resolveLocked(p, d, event.ByUser, ans.Message)
+	return nil
+}
+
+// resolve settles p unless it is settled already.
+func (a *approvals) resolve(p *pendingApproval, d engine.ApprovalDecision, by string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.resolveLocked(p, d, by, d.Message)
+}
+
+func (a *approvals) resolveLocked(p *pendingApproval, d engine.ApprovalDecision, by, msg string) {
+	if p.resolved {
+		return
+	}
+	p.resolved = true
+	decision := event.DecisionDeny
+	if d.Allow {
+		decision = event.DecisionAllow
+	}
+	a.r.emit(event.Event{Type: event.TypeApprovalResolved,
+		Resolved: &event.ApprovalResolved{RequestID: p.req.RequestID, Decision: decision, By: by, Message: msg}})
+	p.answer <- d
+}
+
+// closeAll denies every open request (by says why: interrupt, shutdown)
+// and every later one: the turn is ending.
+func (a *approvals) closeAll(by string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closedBy == "" {
+		a.closedBy = by
+	}
+	msg := "The turn was interrupted; the tool was not run."
+	if by == event.ByShutdown {
+		msg = "The server is shutting down; the tool was not run."
+	}
+	for _, id := range a.order {
+		a.resolveLocked(a.byID[id], engine.ApprovalDecision{Message: msg}, by, msg)
+	}
+}
+
+func (a *approvals) pendingList() []event.ApprovalRequested {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []event.ApprovalRequested
+	for _, id := range a.order {
+		if p := a.byID[id]; !p.resolved {
+			out = append(out, p.req)
+		}
+	}
+	return out
+}
+
+func (a *approvals) ids() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.order)
+}
+
+// A rule is Claude Code's permission-rule form: "Tool" allows every use
+// of Tool; "Tool(content)" allows the uses whose main input (a Bash
+// command, a file path, else the input's JSON) content matches (see
+// contentMatches).
+
+// ruleFor is the rule "always" remembers for q: the first rule of the
+// agent's own suggestions when it made any, else the exact use.
+func ruleFor(q engine.ApprovalRequest) string {
+	var sugg []struct {
+		Type  string `json:"type"`
+		Rules []struct {
+			ToolName    string `json:"toolName"`
+			RuleContent string `json:"ruleContent"`
+		} `json:"rules"`
+		Behavior string `json:"behavior"`
+	}
+	if json.Unmarshal(q.Suggestions, &sugg) == nil {
+		for _, s := range sugg {
+			if s.Type == "addRules" && (s.Behavior == "" || s.Behavior == "allow") {
+				for _, r := range s.Rules {
+					if r.ToolName == "" {
+						continue
+					}
+					if r.RuleContent == "" {
+						return r.ToolName
+					}
+					return r.ToolName + "(" + r.RuleContent + ")"
+				}
+			}
+		}
+	}
+	return q.ToolName + "(" + mainInput(q.Input) + ")"
+}
+
+// mainInput is what a rule's content is compared with.
+func mainInput(input json.RawMessage) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(input, &m) == nil {
+		for _, k := range []string{"command", "cmd", "file_path", "path", "notebook_path", "url"} {
+			var s string
+			if raw, ok := m[k]; ok && json.Unmarshal(raw, &s) == nil {
+				return s
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, input); err != nil {
+		return string(input)
+	}
+	return buf.String()
+}
+
+// matchesAny reports whether one of rules allows q.
+func matchesAny(rules []string, q engine.ApprovalRequest) bool {
+	for _, r := range rules {
+		name, content, hasContent := strings.Cut(r, "(")
+		if name != q.ToolName {
+			continue
+		}
+		if !hasContent || contentMatches(strings.TrimSuffix(content, ")"), mainInput(q.Input)) {
+			return true
+		}
+	}
+	return false
+}
+
+// contentMatches applies a rule's content to a tool's main input, as
+// Claude Code does: "cmd:*" is a prefix; "*" matches any run of
+// characters, and a trailing " *" also matches the bare command
+// ("touch marker *" allows "touch marker" and "touch marker -a");
+// anything else must be equal.
+func contentMatches(content, in string) bool {
+	if prefix, ok := strings.CutSuffix(content, ":*"); ok {
+		return strings.HasPrefix(in, prefix)
+	}
+	if !strings.Contains(content, "*") {
+		return in == content
+	}
+	if bare, ok := strings.CutSuffix(content, " *"); ok && !strings.Contains(bare, "*") && in == bare {
+		return true
+	}
+	parts := strings.Split(content, "*")
+	if !strings.HasPrefix(in, parts[0]) {
+		return false
+	}
+	in = in[len(parts[0]):]
+	for i, p := range parts[1:] {
+		if i == len(parts)-2 {
+			return strings.HasSuffix(in, p)
+		}
+		k := strings.Index(in, p)
+		if k < 0 {
+			return false
+		}
+		in = in[k+len(p):]
+	}
+	return true
+}
+
+// addRule remembers rule in the session (persisted at once: shown by GET
+// /session/{id}, used by later turns).
+func (r *runner) addRule(rule string) {
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	if slices.Contains(r.s.Rules, rule) {
+		return
+	}
+	r.s.Rules = append(r.s.Rules, rule)
+	r.saveLocked("always-allow rule")
+}
+
+func (r *runner) rules() []string {
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	return slices.Clone(r.s.Rules)
+}
+
+// saveLocked saves the session; the caller holds smu.
+func (r *runner) saveLocked(why string) {
+	if err := r.h.store.Save(r.s); err != nil && !errors.Is(err, session.ErrNotFound) {
+		r.log.Error().Str("sessionId", r.s.ID).Err(err).Str("after", why).Msg("session could not be saved")
+	}
+}
