@@ -255,9 +255,11 @@ func TestApprovalTimeoutInterruptAndRace(t *testing.T) {
 
 func TestApprovalsOffOrDontAskNeverAsk(t *testing.T) {
 	for name, mutate := range map[string]func(*Config){
-		"approvals off":    func(c *Config) { c.PermissionMode = "default" },
-		"dontAsk":          func(c *Config) { c.Approvals, c.PermissionMode = true, "dontAsk" },
-		"rule auto-allows": func(c *Config) { c.Approvals, c.PermissionMode, c.AllowedTools = true, "default", []string{"Bash(touch:*)"} },
+		"approvals off": func(c *Config) { c.PermissionMode = "default" },
+		"dontAsk":       func(c *Config) { c.Approvals, c.PermissionMode = true, "dontAsk" },
+		"rule auto-allows": func(c *Config) {
+			c.Approvals, c.PermissionMode, c.AllowedTools = true, "default", []string{"Bash(touch:*)"}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newTestEnv(t, mutate)

@@ -40,8 +40,8 @@ type Harness struct {
 	live     map[string]*liveTurn       // by session ID: running turns and deletions
 	answered map[string]map[string]bool // by session ID: approval ids of finished turns
 	seen     map[string]bool            // project roots used by this process
-	closed bool
-	wg     sync.WaitGroup // turn runners
+	closed   bool
+	wg       sync.WaitGroup // turn runners
 
 	logsMu     sync.Mutex
 	logs       map[string]projectLog
