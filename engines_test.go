@@ -1,0 +1,103 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
+)
+
+// scriptEngine is an in-process engine: each turn answers "echo: <msg>"
+// and reports conversation "conv-<n>". It records the requests it got.
+type scriptEngine struct {
+	mu   sync.Mutex
+	reqs []engine.Request
+}
+
+func (s *scriptEngine) Name() string { return "script" }
+func (s *scriptEngine) Check(context.Context) engine.Status {
+	return engine.Status{Kind: "script", Available: true}
+}
+func (s *scriptEngine) Shutdown(context.Context) error { return nil }
+
+func (s *scriptEngine) StartTurn(_ context.Context, req engine.Request) (engine.Turn, error) {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	n := len(s.reqs)
+	s.mu.Unlock()
+	k := req.SessionKey
+	return &sliceTurn{evs: []event.Event{
+		{Type: event.TypeSessionInit, SessionID: k, Init: &event.SessionInit{Model: "script-1", Engine: "script", EngineSessionID: "conv-" + string(rune('0'+n))}},
+		{Type: event.TypeChatDelta, SessionID: k, Text: "echo: " + req.Message},
+		{Type: event.TypeSessionComplete, SessionID: k, Complete: &event.SessionComplete{CostUSD: 0.25}},
+		{Type: event.TypeProcessExit, SessionID: k, Exit: &event.ProcessExit{}},
+	}, i: -1}, nil
+}
+
+type sliceTurn struct {
+	evs []event.Event
+	i   int
+}
+
+func (t *sliceTurn) Next() bool         { t.i++; return t.i < len(t.evs) }
+func (t *sliceTurn) Event() event.Event { return t.evs[t.i] }
+func (t *sliceTurn) Err() error         { return nil }
+func (t *sliceTurn) Interrupt() error   { return nil }
+func (t *sliceTurn) Kill() error        { return nil }
+func (t *sliceTurn) Close() error       { return nil }
+
+func TestSessionOnAnotherEngine(t *testing.T) {
+	se := &scriptEngine{}
+	e := newTestEnv(t, func(c *Config) { c.Engines = []engine.Engine{se} })
+
+	if _, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "nope"}); !errors.Is(err, ErrUnknownEngine) {
+		t.Fatalf("unknown engine: %v", err)
+	}
+	// A persona's engine: is the default for its sessions.
+	writeFile(t, filepath.Join(e.root, "agents", "AGENT_SCRIPTED.md"), "---\nengine: script\n---\nBe brief.\n")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Persona: "SCRIPTED", Mode: "direct"})
+	if err != nil || s.Engine != "script" {
+		t.Fatalf("session %+v, %v: want the persona's engine", s, err)
+	}
+
+	evs, _ := e.turn(s.ID, "first words\nsecond line")
+	if evs[0].Type != event.TypeUserMessage || evs[0].Text != "first words\nsecond line" || evs[1].Type != event.TypeSessionInit {
+		t.Fatalf("turn starts %s, %s", evs[0].Type, evs[1].Type)
+	}
+	e.turn(s.ID, "again")
+
+	se.mu.Lock()
+	reqs := slices.Clone(se.reqs)
+	se.mu.Unlock()
+	if len(reqs) != 2 || reqs[0].Resume != "" || reqs[1].Resume != "conv-1" {
+		t.Fatalf("resumes %q, %q: the second turn must continue the engine's conversation", reqs[0].Resume, reqs[1].Resume)
+	}
+	if reqs[0].SystemPrompt == "" || reqs[0].Cwd != e.root || reqs[0].StateDir == "" {
+		t.Fatalf("request %+v lacks the persona prompt, cwd or state dir", reqs[0])
+	}
+	got, _ := e.h.Session(s.ID)
+	if got.Title != "first words" || got.CostUSD != 0.5 || got.EngineSessionID != "conv-2" || got.ClaudeSessionID != "" {
+		t.Fatalf("session after two turns: %+v", got)
+	}
+	list, _ := e.h.ListSessions(e.root)
+	if len(list) != 1 || list[0].Engine != "script" || list[0].Title != "first words" {
+		t.Fatalf("list %+v", list)
+	}
+
+	st := e.h.Engines(context.Background())
+	names := []string{}
+	for _, x := range st {
+		names = append(names, x.Name)
+	}
+	if !slices.Contains(names, engine.ClaudeCode) || !slices.Contains(names, "script") {
+		t.Fatalf("engines %v", names)
+	}
+	if renamed, err := e.h.SetTitle(s.ID, "Renamed"); err != nil || renamed.Title != "Renamed" {
+		t.Fatalf("SetTitle: %+v %v", renamed, err)
+	}
+}

@@ -1,0 +1,53 @@
+package event
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// Every type survives AppendJSON → UnmarshalJSON, and the wire form is
+// flat: payload fields beside type and sessionId.
+func TestRoundTrip(t *testing.T) {
+	code := 3
+	for _, ev := range []Event{
+		{Type: TypeUserMessage, SessionID: "s", Text: "hi <there> & \u2028"},
+		{Type: TypeSessionInit, SessionID: "s", Init: &SessionInit{ClaudeSessionID: "c", Model: "m", Tools: []string{"Bash"}, Engine: "anthropic", EngineSessionID: "conv"}},
+		{Type: TypeChatDelta, SessionID: "s", Text: "tok"},
+		{Type: TypeToolStart, SessionID: "s", ParentToolUseID: "p", ToolStart: &ToolStart{ToolUseID: "t", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}},
+		{Type: TypeApprovalRequested, SessionID: "s", Approval: &ApprovalRequested{RequestID: "apr_1", ToolUseID: "t", ToolName: "Bash",
+			Input: json.RawMessage(`{"command":"touch x"}`), Suggestions: json.RawMessage(`null`), ExpiresAt: "2026-11-22T00:00:00Z"}},
+		{Type: TypeApprovalResolved, SessionID: "s", Resolved: &ApprovalResolved{RequestID: "apr_1", Decision: DecisionDeny, By: ByTimeout, Message: "late"}},
+		{Type: TypeSessionError, SessionID: "s", Error: &SessionError{Error: "x", Kind: ErrorProcess, ExitCode: &code}},
+		{Type: TypeProcessExit, SessionID: "s", Exit: &ProcessExit{Code: -1, Signal: "SIGKILL"}},
+	} {
+		b := ev.AppendJSON(nil)
+		if !json.Valid(b) {
+			t.Fatalf("%s: invalid JSON %s", ev.Type, b)
+		}
+		var back Event
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%s: %v", ev.Type, err)
+		}
+		if !reflect.DeepEqual(back, ev) {
+			t.Errorf("%s: round trip\n got %+v\nwant %+v\nwire %s", ev.Type, back, ev, b)
+		}
+	}
+}
+
+// A type this package does not know is kept, not an error.
+func TestUnknownTypeKept(t *testing.T) {
+	var ev Event
+	if err := json.Unmarshal([]byte(`{"type":"future:thing","sessionId":"s","x":1}`), &ev); err != nil || ev.Type != "future:thing" || ev.SessionID != "s" {
+		t.Fatalf("%+v %v", ev, err)
+	}
+}
+
+func TestConversationID(t *testing.T) {
+	if id := (&SessionInit{ClaudeSessionID: "c"}).ConversationID(); id != "c" {
+		t.Error(id)
+	}
+	if id := (&SessionInit{ClaudeSessionID: "c", EngineSessionID: "e"}).ConversationID(); id != "e" {
+		t.Error(id)
+	}
+}
