@@ -30,7 +30,7 @@ func isCanUseTool(raw []byte) bool {
 // reader keeps reading) and answers the CLI on stdin:
 // {"behavior":"allow","updatedInput":{…}} or {"behavior":"deny","message":"…"}.
 func (t *Turn) askApproval(raw []byte) {
-	defer t.asks.Done()
+	defer t.late.Done()
 	var q canUseTool
 	if err := json.Unmarshal(raw, &q); err != nil || q.ID == "" || q.Request.Subtype != "can_use_tool" {
 		t.stdin.refuse(raw)
@@ -40,7 +40,7 @@ func (t *Turn) askApproval(raw []byte) {
 	if len(input) == 0 || string(input) == "null" {
 		input = json.RawMessage(`{}`)
 	}
-	d := t.opts.Approver.Ask(t.approvals, engine.ApprovalRequest{
+	d := (*t.approver.Load()).Ask(t.approvals, engine.ApprovalRequest{
 		ToolUseID: q.Request.ToolUseID, ToolName: q.Request.ToolName, Input: input, Suggestions: q.Request.Suggestions,
 	})
 	var answer map[string]any

@@ -44,6 +44,7 @@ type Manager struct {
 	scrub    *scrubber
 	mu       sync.Mutex
 	turns    map[string]*Turn
+	warm     map[*Warm]struct{} // prestarted children waiting for their message
 	closed   bool
 	starting sync.WaitGroup // StartTurn calls between reservation and start
 
@@ -78,6 +79,7 @@ func NewManager(cfg Config) *Manager {
 		log:         log,
 		scrub:       newScrubber(WithheldEnvValues(cfg.Env)),
 		turns:       map[string]*Turn{},
+		warm:        map[*Warm]struct{}{},
 		versionDone: make(chan struct{}),
 	}
 }
@@ -178,7 +180,8 @@ func (m *Manager) Running() []string {
 	return keys
 }
 
-// Shutdown refuses new turns, interrupts every running turn and waits for
+// Shutdown refuses new turns, stops every warm child (Prestart),
+// interrupts every running turn and waits for
 // their processes to end; when ctx is done first it kills what is left and
 // waits for that (bounded by KillGrace). It returns ctx's error if it had
 // to kill. Consumers must keep reading their turns for them to finish.
@@ -187,6 +190,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	m.closed = true
 	m.mu.Unlock()
 	m.starting.Wait() // a turn being started now is collected too
+	m.stopWarm()      // nothing waits for a message that cannot come
 
 	m.mu.Lock()
 	turns := make([]*Turn, 0, len(m.turns))

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/rs/zerolog"
 )
@@ -64,7 +65,8 @@ type Turn struct {
 
 	approvals       context.Context // asked approvals wait on it; cancelled when stdout ends
 	approvalsCancel context.CancelFunc
-	asks            sync.WaitGroup // askApproval goroutines, joined when the stream ends
+	late            sync.WaitGroup // the message's writer and askApproval goroutines, joined when the stream ends
+	approver        atomic.Pointer[engine.Approver]
 
 	resultOnce sync.Once
 	stopMu     sync.Mutex
@@ -85,7 +87,7 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 		log = *opts.Logger
 	}
 	actx, acancel := context.WithCancel(context.Background())
-	return &Turn{
+	t := &Turn{
 		m: m, log: log, key: key, bin: bin, opts: opts, args: opts.Args(),
 		approvals: actx, approvalsCancel: acancel,
 		events:    make(chan item, 256),
@@ -95,6 +97,10 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 		done:      make(chan struct{}),
 		tail:      newTailBuffer(16 << 10),
 	}
+	if opts.Approver != nil {
+		t.approver.Store(&opts.Approver)
+	}
+	return t
 }
 
 // SessionKey is the key the turn was started for.
@@ -120,8 +126,33 @@ func (t *Turn) Done() <-chan struct{} { return t.done }
 // Exited is closed once the child and its process group are gone.
 func (t *Turn) Exited() <-chan struct{} { return t.exited }
 
-// start spawns the child and the goroutines that serve it.
+// start spawns the child and the goroutines that serve it, and writes
+// message to it.
 func (t *Turn) start(ctx context.Context, message string) error {
+	if err := t.spawn(ctx); err != nil {
+		return err
+	}
+	t.send(message)
+	return nil
+}
+
+// send writes the user's message to the child on a goroutine (a child
+// that does not read must not block the caller), joined with the others
+// started after spawn.
+func (t *Turn) send(message string) {
+	t.running.Store(true)
+	t.late.Add(1)
+	go func() {
+		defer t.late.Done()
+		if err := t.stdin.sendUser(message); err != nil {
+			t.log.Warn().Str("session", t.key).Err(err).Msg("could not write the prompt to the CLI")
+		}
+	}()
+}
+
+// spawn starts the child and the goroutines that serve it; the child
+// then waits for its message on stdin.
+func (t *Turn) spawn(ctx context.Context) error {
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("claudecode: pipe: %w", err)
@@ -163,18 +194,11 @@ func (t *Turn) start(ctx context.Context, message string) error {
 		},
 	})
 
-	t.wg.Add(4)
+	t.wg.Add(3)
 	go t.wait()
 	go t.readStderr()
 	go t.watchContext(ctx)
-	go func() {
-		defer t.wg.Done()
-		if err := t.stdin.sendUser(message); err != nil {
-			t.log.Warn().Str("session", t.key).Err(err).Msg("could not write the prompt to the CLI")
-		}
-	}()
 	go t.run()
-	t.running.Store(true)
 	return nil
 }
 
@@ -320,7 +344,7 @@ func (t *Turn) onFrame(f Frame) {
 	case "control_response":
 		t.stdin.deliver(f.Raw)
 	case "control_request":
-		if t.opts.Approver != nil && isCanUseTool(f.Raw) {
+		if t.approver.Load() != nil && isCanUseTool(f.Raw) {
 			// Asked once the consumer has taken every event before it
 			// (see Next): the question never overtakes the tool:start it
 			// is about.
@@ -353,12 +377,12 @@ func (t *Turn) Next() bool {
 	for {
 		it, ok := <-t.events
 		if !ok {
-			t.asks.Wait() // stdout ended, so their context is cancelled
+			t.late.Wait() // stdout ended, so their context is cancelled
 			t.closeOnce.Do(func() { close(t.done) })
 			return false
 		}
 		if it.approval != nil {
-			t.asks.Add(1)
+			t.late.Add(1)
 			go t.askApproval(it.approval)
 			continue
 		}

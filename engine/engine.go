@@ -192,3 +192,37 @@ func AsksApproval(mode string) bool {
 	}
 	return false
 }
+
+// Prestarter is an Engine that can start a turn's agent before its
+// message is known, so the message is answered without the agent's
+// start-up cost (warm turns). The core owns the policy (which sessions,
+// how many, how long); the engine only offers the operation.
+type Prestarter interface {
+	Engine
+	// Prestart starts the agent for req (req.Message is ignored; a
+	// non-nil req.Approver only says that the turn will ask, the real
+	// one comes with Warm.Start). The process waits for its message.
+	Prestart(ctx context.Context, req Request) (Warm, error)
+}
+
+// Warm is an agent started ahead by Prestart, waiting for its message.
+// It must end in exactly one of Start (it becomes an ordinary turn) or
+// Stop. Its methods are safe for concurrent use.
+type Warm interface {
+	// Matches reports whether a turn of req would be started exactly as
+	// this agent was (same flags, environment and system prompt content):
+	// only then may it run that turn.
+	Matches(req Request) bool
+	// Alive reports whether the agent is still waiting (not dead).
+	Alive() bool
+	// Start hands the agent its message (req.Message, with req.Approver)
+	// and returns the turn, which from then on is like any other. It
+	// fails with ErrBusy if the session key already has a turn, and with
+	// an error when the agent died meanwhile; the Warm is then stopped.
+	Start(req Request) (Turn, error)
+	// Stop ends the agent and waits for it to go. Safe to call more than
+	// once and after Start (then it does nothing).
+	Stop()
+	// Pid is the agent's process id (0 when it has none).
+	Pid() int
+}
