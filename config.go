@@ -104,6 +104,13 @@ type Config struct {
 	// DefaultApprovalTimeout); an unanswered one is denied.
 	Approvals       bool
 	ApprovalTimeout time.Duration
+
+	// WarmTurns is how many agents may wait, started ahead, for a
+	// session's next message (0 = warm turns off; `harness serve`
+	// defaults to 2). WarmIdle bounds each one's wait (0 =
+	// DefaultWarmIdle). See Harness.Prewarm.
+	WarmTurns int
+	WarmIdle  time.Duration
 }
 
 // DefaultApprovalTimeout is how long a tool waits for a person.

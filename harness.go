@@ -35,6 +35,7 @@ type Harness struct {
 	engines map[string]engine.Engine
 	order   []string // engine names, built-in first
 	store   *session.Store
+	warm    *warmPool
 
 	mu       sync.Mutex
 	live     map[string]*liveTurn       // by session ID: running turns and deletions
@@ -94,6 +95,7 @@ func New(cfg Config) (*Harness, error) {
 		InterruptGrace: c.InterruptGrace, KillGrace: c.KillGrace,
 	})
 	h.mgr = cc.Manager()
+	h.warm = newWarmPool(c.WarmTurns, c.WarmIdle)
 	h.addEngine(cc)
 	for _, e := range builtinEngines(&c) {
 		h.addEngine(e)
@@ -307,6 +309,7 @@ func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
 	h.noteRoot(root)
 	h.projectLog(root).Info().Str("sessionId", s.ID).Str("persona", spec.Persona).Str("mode", spec.Mode).
 		Str("engine", name).Msg("session created")
+	h.Prewarm(s.ID)
 	return s, nil
 }
 
@@ -488,6 +491,10 @@ func (h *Harness) DeleteSession(ctx context.Context, id string) error {
 		h.mu.Unlock()
 		close(tomb.done)
 	}()
+	if w := h.warm.take(id); w != nil {
+		w.Stop()
+		h.log.Info().Str("sessionId", id).Int("pid", w.Pid()).Str("reason", "session deleted").Msg("warm turn discarded")
+	}
 	if err := h.store.Delete(id); err != nil {
 		return mapStoreErr(err)
 	}
@@ -511,6 +518,9 @@ func (h *Harness) IsRunning(id string) bool {
 // interrupted. It returns ErrNotRunning when there is none.
 func (h *Harness) Interrupt(id string) error {
 	lt, err := h.running(id)
+	if errors.Is(err, ErrNotRunning) {
+		h.dropWarm(id, nil, "interrupt while no turn runs")
+	}
 	if err != nil {
 		return err
 	}
@@ -629,6 +639,7 @@ func (h *Harness) Shutdown(ctx context.Context) error {
 	for _, a := range asks {
 		a.closeAll(event.ByShutdown)
 	}
+	h.stopWarm()
 	errs := make([]error, len(h.order))
 	var ewg sync.WaitGroup
 	for i, name := range h.order {

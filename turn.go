@@ -302,7 +302,7 @@ func (h *Harness) StartTurn(ctx context.Context, id, message string) (*Turn, err
 	lt.mu.Unlock()
 	// The turn's first event, before the engine can say anything.
 	r.emit(event.Event{Type: event.TypeUserMessage, Text: message})
-	et, err := eng.StartTurn(context.Background(), r.req)
+	et, err := h.startEngineTurn(eng, r.req)
 	if err != nil {
 		plog.Error().Str("sessionId", id).Str("engine", plan.Engine).Err(err).Msg("turn could not start")
 		// The message is in the log: end the turn there too, so the log
@@ -388,6 +388,7 @@ func (r *runner) finalize() {
 		r.h.rememberAnswered(r.s.ID, a.ids())
 	}
 	r.h.forget(r.lt)
+	r.h.Prewarm(r.s.ID) // the next turn's agent, while the user reads this one
 }
 
 // attempt reads one CLI run to its end. It returns the fallback attempt to

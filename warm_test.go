@@ -1,0 +1,206 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/event"
+)
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func warmEnv(t *testing.T, n int, idle time.Duration) (*testEnv, *lockedBuf) {
+	buf := &lockedBuf{}
+	log := zerolog.New(buf)
+	return newTestEnv(t, func(c *Config) { c.WarmTurns, c.WarmIdle, c.Logger = n, idle, &log }), buf
+}
+
+// waitWarm waits until session id has a warm agent and returns its pid.
+func (e *testEnv) waitWarm(id string) int {
+	e.t.Helper()
+	var pid int
+	waitFor(e.t, "a warm agent for "+id, func() bool {
+		pid = e.h.WarmPids()[id]
+		return pid > 0
+	})
+	return pid
+}
+
+func waitNoProcess(t *testing.T, pid int) {
+	t.Helper()
+	waitFor(t, "the process group to go", func() bool { return !processAlive(pid) })
+}
+
+func shapes(evs []stored) []string {
+	var out []string
+	for _, e := range evs {
+		s := string(e.Type) + ":" + e.Text
+		if e.ToolStart != nil {
+			s += e.ToolStart.Name
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestWarmTurns(t *testing.T) {
+	reply := func(e *testEnv) {
+		e.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Thinking("let me think"), claudetest.Text("the same answer")}})
+	}
+	cold := newTestEnv(t, nil)
+	cs, _ := cold.h.CreateSession(cold.root, "", "direct")
+	reply(cold)
+	coldEvs, _ := cold.turn(cs.ID, "hello")
+
+	e, logs := warmEnv(t, 2, time.Minute)
+	writeFile(t, filepath.Join(e.root, "agents", "AGENT_W.md"), "---\ndescription: w\n---\nCodeword: APRICOT.\n")
+	s, err := e.h.CreateSession(e.root, "W", "direct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := e.waitWarm(s.ID) // created → started ahead
+	reply(e)
+	evs, tr := e.turn(s.ID, "hello")
+	if err := tr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), `"pid":`+itoa(pid)+`,"message":"warm turn used"`) {
+		t.Fatalf("the turn did not run on the warm agent %d:\n%s", pid, logs.String())
+	}
+	if got, want := shapes(evs), shapes(coldEvs); !slices.Equal(got, want) {
+		t.Fatalf("warm events differ from a cold turn's:\n warm %q\n cold %q", got, want)
+	}
+
+	t.Run("a persona edit goes cold", func(t *testing.T) {
+		// (A new session: on --resume CLI 2.1.329 keeps the system prompt
+		// of the conversation's first turn whatever file it is given, so
+		// only a first turn shows the edit reaching the model.)
+		writeFile(t, filepath.Join(e.root, "agents", "AGENT_V.md"), "---\ndescription: v\n---\nCodeword: APRICOT.\n")
+		s2, _ := e.h.CreateSession(e.root, "V", "direct")
+		pid := e.waitWarm(s2.ID)
+		writeFile(t, filepath.Join(e.root, "agents", "AGENT_V.md"), "---\ndescription: v\n---\nCodeword: BLUEBERRY.\n")
+		e.api.Script(claudetest.TextReply("second"))
+		e.turn(s2.ID, "again")
+		reqs := e.api.Requests()
+		if sys := reqs[len(reqs)-1].SystemText(); !strings.Contains(sys, "BLUEBERRY") {
+			t.Fatal("the edited persona did not reach the model")
+		}
+		if !strings.Contains(logs.String(), "system prompt changed") {
+			t.Fatal("the stale warm agent was not discarded for the change")
+		}
+		waitNoProcess(t, pid)
+	})
+
+	t.Run("killed while waiting", func(t *testing.T) {
+		pid := e.waitWarm(s.ID)
+		syscall.Kill(-pid, syscall.SIGKILL)
+		waitNoProcess(t, pid)
+		e.api.Script(claudetest.TextReply("still here"))
+		evs, tr := e.turn(s.ID, "are you there?")
+		if tr.Err() != nil || text(evs) != "still here" {
+			t.Fatalf("turn after the warm agent died: %v %q", tr.Err(), text(evs))
+		}
+	})
+
+	t.Run("delete and shutdown leave no process", func(t *testing.T) {
+		pid := e.waitWarm(s.ID)
+		if err := e.h.DeleteSession(context.Background(), s.ID); err != nil {
+			t.Fatal(err)
+		}
+		waitNoProcess(t, pid)
+		s2, _ := e.h.CreateSession(e.root, "", "direct")
+		pid2 := e.waitWarm(s2.ID)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		e.h.Shutdown(ctx)
+		waitNoProcess(t, pid2)
+	})
+}
+
+func TestWarmBoundsAndIdle(t *testing.T) {
+	e, logs := warmEnv(t, 2, time.Minute)
+	var ids []string
+	var pids []int
+	for range 3 {
+		s, _ := e.h.CreateSession(e.root, "", "direct")
+		ids = append(ids, s.ID)
+		pids = append(pids, e.waitWarm(s.ID))
+	}
+	if n := len(e.h.WarmPids()); n != 2 {
+		t.Fatalf("%d warm agents, want at most 2", n)
+	}
+	if _, ok := e.h.WarmPids()[ids[0]]; ok {
+		t.Fatal("the least recently used warm agent was not the one out")
+	}
+	waitNoProcess(t, pids[0])
+	if !strings.Contains(logs.String(), "least recently used") {
+		t.Fatal("eviction not logged")
+	}
+	// Interrupting a session that runs nothing stops its warm agent.
+	if err := e.h.Interrupt(ids[1]); err == nil {
+		t.Fatal("Interrupt of nothing succeeded")
+	}
+	waitNoProcess(t, pids[1])
+
+	idle, _ := warmEnv(t, 1, 300*time.Millisecond)
+	s, _ := idle.h.CreateSession(idle.root, "", "direct")
+	pid := idle.waitWarm(s.ID)
+	waitFor(t, "idle expiry", func() bool { return len(idle.h.WarmPids()) == 0 })
+	waitNoProcess(t, pid)
+}
+
+// With approvals on, the warm agent is started with the prompt tool and
+// still asks.
+func TestWarmTurnAsks(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) {
+		c.WarmTurns, c.Approvals, c.PermissionMode, c.ApprovalTimeout = 1, true, "default", time.Minute
+	})
+	evs := runApprovalWarm(t, e)
+	if len(ofType(evs, event.TypeApprovalResolved)) != 1 {
+		t.Fatal("the warm turn did not ask")
+	}
+}
+
+func runApprovalWarm(t *testing.T, e *testEnv) []stored {
+	s, _ := e.h.CreateSession(e.root, "", "direct")
+	e.waitWarm(s.ID)
+	e.api.SetResponder(touchResponder(1))
+	tr, err := e.h.StartTurn(context.Background(), s.ID, "make a marker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := e.pending(s.ID)
+	if err := e.h.Approve(s.ID, req.RequestID, ApprovalAnswer{Decision: "deny"}); err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	return e.follow(e.h, s.ID, tr.StartSeq)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
