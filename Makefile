@@ -11,12 +11,16 @@ all: build
 build:
 	go build -o bin/harness ./cmd/harness
 
-# The pinned Claude Code CLI (package.json + package-lock.json), installed
-# into ./node_modules only when missing or not the pinned version.
-# (npm keeps the tarball's old file times, hence the stamp file.)
+# The pinned agents (package.json + package-lock.json: the Claude Code CLI,
+# Codex, OpenCode, claude-agent-acp, Copilot), installed into ./node_modules
+# only when missing or not the pinned versions. (npm keeps the tarball's old
+# file times, hence the stamp file.) `npm install`, not `npm ci`: opencode-ai
+# lists optional platform packages the registry does not serve, which `npm
+# ci` takes for a stale lock; `npm install` installs exactly the lock's
+# versions and leaves the lock unchanged.
 cli: $(CLI_STAMP)
 $(CLI_STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund
+	npm install --no-audit --no-fund
 	@$(CLAUDE) --version
 	@touch $@
 
