@@ -21,6 +21,14 @@ export const SessionSchema = z.looseObject({
   mode: SessionModeSchema,
   claudeSessionId: z.string().nullable(),
   schemaVersion: z.number().int(),
+  /** The engine that runs the session (absent in files from before engines). */
+  engine: z.string().optional(),
+  engineSessionId: z.string().optional(),
+  model: z.string().optional(),
+  title: z.string().optional(),
+  /** Tool rules a person chose to "always allow" in this session. */
+  rules: z.array(z.string()).optional(),
+  costUsd: z.number().optional(),
 });
 export type Session = z.infer<typeof SessionSchema>;
 
@@ -31,6 +39,13 @@ export const SessionSummarySchema = z.looseObject({
   projectRoot: z.string(),
   persona: z.string().nullable(),
   mode: SessionModeSchema,
+  engine: z.string().optional(),
+  model: z.string().optional(),
+  title: z.string().optional(),
+  costUsd: z.number().optional(),
+  running: z.boolean().optional(),
+  /** How many approval requests the session waits on. */
+  pendingApprovals: z.number().int().optional(),
 });
 export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
@@ -90,6 +105,13 @@ const base = {
   seq: z.number().int().optional(),
 };
 
+/** The user's message: the first event of every harness turn. */
+export const UserMessageEventSchema = z.looseObject({
+  type: z.literal("user:message"),
+  ...base,
+  text: z.string(),
+});
+
 export const SessionInitEventSchema = z.looseObject({
   type: z.literal("session:init"),
   ...base,
@@ -99,6 +121,32 @@ export const SessionInitEventSchema = z.looseObject({
   cliVersion: z.string().optional(),
   permissionMode: z.string().optional(),
   cwd: z.string().optional(),
+  /** Set by engines other than Claude Code: their name and conversation id. */
+  engine: z.string().optional(),
+  engineSessionId: z.string().optional(),
+});
+
+/** An agent asks whether a tool may run; answer with approve(). */
+export const ApprovalRequestedEventSchema = z.looseObject({
+  type: z.literal("approval:requested"),
+  ...base,
+  requestId: z.string(),
+  toolUseId: z.string(),
+  toolName: z.string(),
+  input: z.record(z.string(), z.unknown()),
+  /** The rules an "always allow" would add, in the agent's own form. */
+  suggestions: z.unknown().nullable(),
+  /** When the request is denied by timeout (RFC 3339). */
+  expiresAt: z.string(),
+});
+
+export const ApprovalResolvedEventSchema = z.looseObject({
+  type: z.literal("approval:resolved"),
+  ...base,
+  requestId: z.string(),
+  decision: z.enum(["allow", "deny"]),
+  by: z.union([z.enum(["user", "rule", "timeout", "interrupt", "shutdown"]), z.string()]),
+  message: z.string().optional(),
 });
 
 export const ChatDeltaEventSchema = z.looseObject({
@@ -179,6 +227,7 @@ export const ProcessExitEventSchema = z.looseObject({
 });
 
 export const KnownEventSchema = z.discriminatedUnion("type", [
+  UserMessageEventSchema,
   SessionInitEventSchema,
   ChatDeltaEventSchema,
   ThinkingDeltaEventSchema,
@@ -188,9 +237,14 @@ export const KnownEventSchema = z.discriminatedUnion("type", [
   SessionCompleteEventSchema,
   SessionErrorEventSchema,
   ProcessExitEventSchema,
+  ApprovalRequestedEventSchema,
+  ApprovalResolvedEventSchema,
 ]);
 
+export type UserMessageEvent = z.infer<typeof UserMessageEventSchema>;
 export type SessionInitEvent = z.infer<typeof SessionInitEventSchema>;
+export type ApprovalRequestedEvent = z.infer<typeof ApprovalRequestedEventSchema>;
+export type ApprovalResolvedEvent = z.infer<typeof ApprovalResolvedEventSchema>;
 export type ChatDeltaEvent = z.infer<typeof ChatDeltaEventSchema>;
 export type ThinkingDeltaEvent = z.infer<typeof ThinkingDeltaEventSchema>;
 export type ChatCompleteEvent = z.infer<typeof ChatCompleteEventSchema>;
@@ -216,6 +270,7 @@ export type HarnessEvent = KnownEvent | UnknownEvent;
 export type HarnessEventType = KnownEvent["type"];
 
 export const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set<HarnessEventType>([
+  "user:message",
   "session:init",
   "chat:delta",
   "thinking:delta",
@@ -225,6 +280,8 @@ export const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set<HarnessEventType>(
   "session:complete",
   "session:error",
   "process:exit",
+  "approval:requested",
+  "approval:resolved",
 ]);
 
 /** Thrown when a known event does not have the shape the contract gives it. */

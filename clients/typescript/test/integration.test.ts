@@ -142,7 +142,10 @@ describe("harness serve --demo", () => {
     const s = await newSession();
     const events = await collect(await client.startTurn(s.id, "Hello, what is in this project?"));
     const types = events.map((e) => e.type);
-    assert.equal(types[0], "session:init", `first event: ${types.join(", ")}`);
+    assert.equal(types[0], "user:message", `first event: ${types.join(", ")}`);
+    assert.equal(types[1], "session:init", `second event: ${types.join(", ")}`);
+    const first = events[0]!;
+    assert.equal(first.type === "user:message" ? first.text : "", "Hello, what is in this project?");
     assert.equal(types.at(-1), "process:exit");
     assert.equal(types.filter((t) => t === "process:exit").length, 1);
     assert.ok(types.includes("thinking:delta"), "thinking");
@@ -167,7 +170,7 @@ describe("harness serve --demo", () => {
     const exit = events.at(-1)!;
     assert.ok(exit.type === "process:exit" && exit.code === 0);
 
-    const init = events[0]!;
+    const init = events[1]!;
     assert.ok(init.type === "session:init");
     const after = await client.getSession(s.id);
     assert.equal(after.claudeSessionId, init.claudeSessionId, "the session remembers Claude's session id");

@@ -22,6 +22,9 @@ test("every known event type parses, with seq taken from the SSE id", () => {
     { type: "session:complete", sessionId: sid, costUsd: 0.01, usage: { input_tokens: 3 }, numTurns: 2, durationMs: 40 },
     { type: "session:error", sessionId: sid, error: "boom", kind: "api_error", apiErrorStatus: 500 },
     { type: "process:exit", sessionId: sid, code: -1, signal: "SIGKILL" },
+    { type: "user:message", sessionId: sid, text: "hello" },
+    { type: "approval:requested", sessionId: sid, requestId: "apr_1", toolUseId: "t1", toolName: "Bash", input: { command: "touch x" }, suggestions: null, expiresAt: "2026-11-22T00:00:00Z" },
+    { type: "approval:resolved", sessionId: sid, requestId: "apr_1", decision: "deny", by: "timeout", message: "no answer" },
   ];
   samples.forEach((raw, i) => {
     const ev = parseEvent(raw, i + 1);
