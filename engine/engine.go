@@ -226,3 +226,13 @@ type Warm interface {
 	// Pid is the agent's process id (0 when it has none).
 	Pid() int
 }
+
+// TurnError is how a turn that did not complete ended, for engines
+// without an error type of their own (Turn.Err). Kind is the kind of the
+// turn's session:error.
+type TurnError struct {
+	Kind    event.ErrorKind
+	Message string
+}
+
+func (e *TurnError) Error() string { return "turn failed (" + string(e.Kind) + "): " + e.Message }

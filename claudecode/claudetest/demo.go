@@ -1,6 +1,7 @@
 package claudetest
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -65,7 +66,7 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 				Text("## Demo answer\n\nYou said: *" + oneLine(prompt, 200) + "*\n\nThis answer comes from the harness **demo** model:\n\n" +
 					"- it streams markdown token by token,\n- it thinks first,\n- and it runs a real tool.\n\n" +
 					"```go\nfmt.Println(\"hello from the demo\")\n```\n\nLet me list the project files.\n"),
-				ToolUse("", "Bash", map[string]any{"command": "ls -la", "description": "List the project files"}),
+				demoTool(req),
 			},
 			ChunkSize:  6,
 			ChunkDelay: opts.ChunkDelay,
@@ -75,6 +76,17 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 
 // lastPrompt is the text the user typed last: the newest user message
 // with a text block that is not a reminder the CLI inserted.
+// demoTool is the demo's real tool use: Bash `ls -la` for the Claude Code
+// CLI, list_dir for the native engine (whose request offers it).
+func demoTool(req *Request) Block {
+	for _, t := range req.Tools {
+		if t == "list_dir" {
+			return ToolUse("", "list_dir", map[string]any{"path": "."})
+		}
+	}
+	return ToolUse("", "Bash", map[string]any{"command": "ls -la", "description": "List the project files"})
+}
+
 func lastPrompt(req *Request) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		m := req.Messages[i]
@@ -122,6 +134,12 @@ func demoSummary(req *Request, opts DemoOptions) Reply {
 	}
 	if failed {
 		return Reply{Blocks: []Block{Text("The listing failed: " + oneLine(out, 200))}, ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
+	}
+	var listed struct {
+		Entries *string `json:"entries"`
+	}
+	if json.Unmarshal([]byte(out), &listed) == nil && listed.Entries != nil {
+		out = *listed.Entries // the native engine's list_dir answers {"entries": "<ls -al>"}
 	}
 	n := CountListingEntries(out)
 	return Reply{

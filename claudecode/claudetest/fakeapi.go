@@ -272,6 +272,15 @@ func (f *FakeAPI) serveMessages(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
+	if msg := missingToolResult(req); msg != "" {
+		// As the real API does: every tool_use needs its tool_result in
+		// the next user message.
+		f.mu.Lock()
+		f.requests = append(f.requests, req)
+		f.mu.Unlock()
+		writeAPIError(w, http.StatusBadRequest, "invalid_request_error", msg)
+		return
+	}
 
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
@@ -302,6 +311,33 @@ func (f *FakeAPI) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.streamReply(w, r, req, reply)
+}
+
+// missingToolResult names the first tool_use of an assistant message that
+// the next message does not answer with a tool_result ("" when none).
+func missingToolResult(req *Request) string {
+	for i, m := range req.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		for _, c := range m.Content {
+			if c.Type != "tool_use" {
+				continue
+			}
+			answered := false
+			if i+1 < len(req.Messages) && req.Messages[i+1].Role == "user" {
+				for _, r := range req.Messages[i+1].Content {
+					if r.Type == "tool_result" && r.ToolUseID == c.ID {
+						answered = true
+					}
+				}
+			}
+			if !answered {
+				return fmt.Sprintf("messages.%d: tool_use ids were found without tool_result blocks immediately after: %s", i, c.ID)
+			}
+		}
+	}
+	return ""
 }
 
 // isSideRequest tells apart the CLI's own small requests (quota probes,

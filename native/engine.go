@@ -1,0 +1,429 @@
+package native
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/atomicfile"
+	"github.com/chirality/harness/tool"
+)
+
+// EngineConfig configures the native engine. The zero value reads the key
+// and base URL from ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
+type EngineConfig struct {
+	// APIKey and BaseURL reach the Messages API ("" = the environment's).
+	APIKey, BaseURL string
+	// Model is the default model of sessions that name none ("" =
+	// DefaultModel).
+	Model string
+	// Options are added to every request (tests: option.WithMaxRetries(0)).
+	Options []option.RequestOption
+	// Logger receives the engine's logs (nil = none).
+	Logger *zerolog.Logger
+}
+
+// Engine is the native loop behind the engine seam (engine.Engine): a
+// turn is one Prompt of a Harness whose history is loaded from, and saved
+// to, Request.StateDir (one JSON file per conversation, written
+// atomically after every turn, however it ended), so a conversation
+// survives a restart. Its tools are package tool's (read, list_dir, grep),
+// confined to Request.Cwd and selected by Request.Tools and
+// DisallowedTools (Claude Code's names Read, Grep, LS and Glob select
+// their native counterparts). They only read, so the engine never asks an
+// Approver, as Claude Code does not for its read-only tools.
+type Engine struct {
+	cfg EngineConfig
+	log zerolog.Logger
+
+	mu     sync.Mutex
+	turns  map[string]*Turn
+	closed bool
+	wg     sync.WaitGroup
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// NewEngine returns an Engine for cfg.
+func NewEngine(cfg EngineConfig) *Engine {
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv("ANTHROPIC_API_KEY")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = os.Getenv("ANTHROPIC_BASE_URL")
+	}
+	e := &Engine{cfg: cfg, log: zerolog.Nop(), turns: map[string]*Turn{}}
+	if cfg.Logger != nil {
+		e.log = *cfg.Logger
+	}
+	return e
+}
+
+// Name is engine.Anthropic.
+func (e *Engine) Name() string { return engine.Anthropic }
+
+// Check: usable when a key or a base URL (a compatible endpoint, the
+// demo's fake) is set.
+func (e *Engine) Check(context.Context) engine.Status {
+	st := engine.Status{Name: engine.Anthropic, Kind: engine.Anthropic, Version: "anthropic-sdk-go"}
+	if e.cfg.APIKey == "" && e.cfg.BaseURL == "" {
+		st.Reason = "no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a compatible endpoint)"
+		return st
+	}
+	st.Available = true
+	return st
+}
+
+// claudeNames maps Claude Code's tool names onto the native tools, so a
+// persona's tools: line selects among them.
+var claudeNames = map[string]string{"read": "read", "grep": "grep", "ls": "list_dir", "glob": "list_dir", "list_dir": "list_dir"}
+
+// toolsFor returns the native tools req selects.
+func toolsFor(req engine.Request) []Tool {
+	all := tool.All(req.Cwd)
+	pick := func(names []string) map[string]bool {
+		m := map[string]bool{}
+		for _, n := range names {
+			n = strings.ToLower(strings.TrimSpace(n))
+			if n == "default" || n == "*" {
+				for _, t := range all {
+					m[t.Name()] = true
+				}
+			}
+			if native, ok := claudeNames[n]; ok {
+				m[native] = true
+			}
+		}
+		return m
+	}
+	var allow map[string]bool
+	if req.Tools != nil {
+		allow = pick(req.Tools)
+	}
+	deny := pick(req.DisallowedTools)
+	var out []Tool
+	for _, t := range all {
+		if (allow == nil || allow[t.Name()]) && !deny[t.Name()] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+var convPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// StartTurn runs one Prompt for req on a goroutine of the engine. It fails
+// with engine.ErrBusy, engine.ErrClosed, or engine.ErrUnavailable when no
+// key is set.
+func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn, error) {
+	if e.cfg.APIKey == "" && e.cfg.BaseURL == "" {
+		return nil, fmt.Errorf("%w: %s", engine.ErrUnavailable, e.Check(ctx).Reason)
+	}
+	if req.Resume != "" && !convPattern.MatchString(req.Resume) {
+		return nil, fmt.Errorf("native: conversation id %q is not valid", req.Resume)
+	}
+	e.mu.Lock()
+	switch {
+	case e.closed:
+		e.mu.Unlock()
+		return nil, engine.ErrClosed
+	case e.turns[req.SessionKey] != nil:
+		e.mu.Unlock()
+		return nil, engine.ErrBusy
+	}
+	t := &Turn{e: e, req: req, events: make(chan event.Event, 256), done: make(chan struct{})}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	e.turns[req.SessionKey] = t
+	e.wg.Add(2)
+	e.mu.Unlock()
+	go func() { // cancelling ctx kills the turn
+		defer e.wg.Done()
+		select {
+		case <-ctx.Done():
+			t.stop(event.ErrorKilled)
+		case <-t.done:
+		}
+	}()
+	go t.run()
+	return t, nil
+}
+
+// Shutdown refuses new turns, interrupts the running ones and waits; when
+// ctx ends first the turns are killed (they end at once either way: a
+// cancelled request returns).
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	turns := make([]*Turn, 0, len(e.turns))
+	for _, t := range e.turns {
+		turns = append(turns, t)
+	}
+	e.mu.Unlock()
+	for _, t := range turns {
+		t.Interrupt()
+	}
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		for _, t := range turns {
+			t.Kill()
+		}
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Turn is one native turn: its events come from the loop's handler.
+type Turn struct {
+	e      *Engine
+	req    engine.Request
+	ctx    context.Context
+	cancel context.CancelFunc
+	events chan event.Event
+	done   chan struct{}
+	cur    event.Event
+	err    error
+
+	stopMu   sync.Mutex
+	stopKind event.ErrorKind
+	closed   sync.Once
+}
+
+// Next implements engine.Turn.
+func (t *Turn) Next() bool {
+	ev, ok := <-t.events
+	if !ok {
+		return false
+	}
+	t.cur = ev
+	return true
+}
+
+// Event implements engine.Turn.
+func (t *Turn) Event() event.Event { return t.cur }
+
+// Err implements engine.Turn: nil when the turn completed.
+func (t *Turn) Err() error {
+	select {
+	case <-t.done:
+		return t.err
+	default:
+		return nil
+	}
+}
+
+// Interrupt cancels the turn's Prompt: it ends with session:error kind
+// interrupted.
+func (t *Turn) Interrupt() error { t.stop(event.ErrorInterrupted); return nil }
+
+// Kill is Interrupt with kind killed (there is no process to kill).
+func (t *Turn) Kill() error { t.stop(event.ErrorKilled); return nil }
+
+// Close kills the turn if it runs and discards its events.
+func (t *Turn) Close() error {
+	t.Kill()
+	for t.Next() {
+	}
+	return nil
+}
+
+func (t *Turn) stop(kind event.ErrorKind) {
+	t.stopMu.Lock()
+	if t.stopKind == "" || kind == event.ErrorKilled {
+		t.stopKind = kind
+	}
+	t.stopMu.Unlock()
+	t.cancel()
+}
+
+func (t *Turn) emit(ev event.Event) {
+	ev.SessionID = t.req.SessionKey
+	t.events <- ev
+}
+
+// historyPath is where conversation conv of the request is kept.
+func (t *Turn) historyPath(conv string) string {
+	return filepath.Join(t.req.StateDir, "native-"+conv+".json")
+}
+
+func (t *Turn) run() {
+	defer t.e.wg.Done()
+	defer func() {
+		t.e.mu.Lock()
+		delete(t.e.turns, t.req.SessionKey)
+		t.e.mu.Unlock()
+		close(t.done)
+		close(t.events)
+	}()
+	start := time.Now()
+	model := t.req.Model
+	if model == "" {
+		model = t.e.cfg.Model
+	}
+	tools := toolsFor(t.req)
+	key := t.e.cfg.APIKey
+	if key == "" {
+		key = "unused" // a base URL without a key: a compatible endpoint that needs none
+	}
+	h := NewHarness(Config{APIKey: key, Model: model, MaxTurns: t.req.MaxTurns, SystemPrompt: t.req.SystemPrompt,
+		BaseURL: t.e.cfg.BaseURL, Options: t.e.cfg.Options}, tools, nil)
+	conv := t.req.Resume
+	if conv != "" {
+		data, err := os.ReadFile(t.historyPath(conv))
+		if err == nil {
+			err = h.LoadHistory(data)
+		}
+		if err != nil {
+			msg := "conversation " + conv + " is not in " + t.req.StateDir
+			if !errors.Is(err, os.ErrNotExist) {
+				msg = "conversation " + conv + " could not be read: " + err.Error()
+			}
+			t.finish(&event.SessionError{Error: msg, Kind: event.ErrorResumeNotFound}, 0, 0)
+			return
+		}
+	} else {
+		conv = uuid.NewString()
+	}
+	names := make([]string, len(tools))
+	for i, tl := range tools {
+		names[i] = tl.Name()
+	}
+	t.emit(event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{
+		Model: h.Model(), Tools: names, PermissionMode: t.req.PermissionMode, Cwd: t.req.Cwd,
+		Engine: engine.Anthropic, EngineSessionID: conv,
+	}})
+	hd := &handler{t: t}
+	h.handler = hd
+	err := h.Prompt(t.ctx, t.req.Message)
+	if serr := t.save(h, conv); serr != nil {
+		t.e.log.Error().Str("session", t.req.SessionKey).Err(serr).Msg("native history could not be saved")
+	}
+	hd.flushText()
+	if err == nil {
+		t.emit(event.Event{Type: event.TypeSessionComplete, Complete: &event.SessionComplete{
+			CostUSD: hd.cost, Usage: hd.usageJSON(), NumTurns: hd.calls, DurationMS: time.Since(start).Milliseconds()}})
+		t.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: 0}})
+		return
+	}
+	t.finish(t.errorOf(err, hd.cost), hd.cost, hd.calls)
+}
+
+// errorOf classifies how Prompt failed.
+func (t *Turn) errorOf(err error, cost float64) *event.SessionError {
+	se := &event.SessionError{Error: err.Error(), Kind: event.ErrorExecution, CostUSD: cost}
+	var apiErr *anthropic.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		t.stopMu.Lock()
+		se.Kind = t.stopKind
+		t.stopMu.Unlock()
+		if se.Kind == "" {
+			se.Kind = event.ErrorInterrupted
+		}
+		se.Error = "interrupted"
+		if se.Kind == event.ErrorKilled {
+			se.Error = "killed"
+		}
+	case errors.Is(err, ErrMaxTurns):
+		se.Kind = event.ErrorMaxTurns
+	case errors.As(err, &apiErr):
+		se.Kind, se.APIErrorStatus = event.ErrorAPI, apiErr.StatusCode
+		if apiErr.StatusCode == 401 {
+			se.Kind = event.ErrorNotLoggedIn
+			se.Error = "the Messages API refused the key (401): set a valid ANTHROPIC_API_KEY"
+		}
+	}
+	return se
+}
+
+// finish ends a turn that did not complete.
+func (t *Turn) finish(se *event.SessionError, cost float64, calls int) {
+	t.err = &engine.TurnError{Kind: se.Kind, Message: se.Error}
+	t.emit(event.Event{Type: event.TypeSessionError, Error: se})
+	t.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: 1}})
+}
+
+// save writes the conversation's history atomically.
+func (t *Turn) save(h *Harness, conv string) error {
+	if t.req.StateDir == "" {
+		return nil
+	}
+	data, err := h.MarshalHistory()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(t.req.StateDir, 0o700); err != nil {
+		return err
+	}
+	return atomicfile.Write(t.historyPath(conv), data, nil)
+}
+
+// handler turns the loop's callbacks into UI events.
+type handler struct {
+	t     *Turn
+	text  strings.Builder // the text block being streamed
+	cost  float64
+	calls int
+	usage Usage
+}
+
+func (h *handler) OnTextDelta(s string) {
+	h.text.WriteString(s)
+	h.t.emit(event.Event{Type: event.TypeChatDelta, Text: s})
+}
+func (h *handler) OnReasoningDelta(s string) {
+	h.t.emit(event.Event{Type: event.TypeThinkingDelta, Text: s})
+}
+func (h *handler) OnText(text string) {
+	h.text.Reset()
+	h.t.emit(event.Event{Type: event.TypeChatComplete, Text: text})
+}
+func (h *handler) OnReasoning(string) {}
+func (h *handler) OnToolCall(id, name string, input json.RawMessage) {
+	h.t.emit(event.Event{Type: event.TypeToolStart, ToolStart: &event.ToolStart{ToolUseID: id, Name: name, Input: input}})
+}
+func (h *handler) OnToolResult(id, result string, isError bool) {
+	h.t.emit(event.Event{Type: event.TypeToolResult, ToolResult: &event.ToolResult{ToolUseID: id, Content: result, IsError: isError}})
+}
+func (h *handler) OnUsage(model string, u Usage) {
+	h.calls++
+	h.cost += Cost(model, u)
+	h.usage.InputTokens += u.InputTokens
+	h.usage.OutputTokens += u.OutputTokens
+	h.usage.CacheReadTokens += u.CacheReadTokens
+	h.usage.CacheWriteTokens += u.CacheWriteTokens
+}
+
+// flushText completes a text block cut off by a cancel: its deltas were
+// sent, so a chat:complete closes it.
+func (h *handler) flushText() {
+	if h.text.Len() > 0 {
+		h.t.emit(event.Event{Type: event.TypeChatComplete, Text: h.text.String()})
+		h.text.Reset()
+	}
+}
+
+func (h *handler) usageJSON() json.RawMessage {
+	b, _ := json.Marshal(map[string]int64{
+		"input_tokens": h.usage.InputTokens, "output_tokens": h.usage.OutputTokens,
+		"cache_read_input_tokens": h.usage.CacheReadTokens, "cache_creation_input_tokens": h.usage.CacheWriteTokens,
+	})
+	return b
+}
