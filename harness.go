@@ -175,7 +175,8 @@ func (h *Harness) CLIVersion(ctx context.Context) (string, error) { return h.mgr
 // existing directory inside an allowed root. projectRoot must be
 // absolute (ErrInvalidRoot). A path outside every root is
 // ErrRootNotAllowed whether or not it exists, so a client learns nothing
-// about the file system outside the roots.
+// about the file system outside the roots; the error names the allowed
+// roots, so it learns where it may go.
 func (h *Harness) ResolveRoot(projectRoot string) (string, error) {
 	if projectRoot == "" || !filepath.IsAbs(projectRoot) || strings.ContainsRune(projectRoot, 0) {
 		return "", fmt.Errorf("%w: %q is not an absolute path", ErrInvalidRoot, projectRoot)
@@ -184,17 +185,22 @@ func (h *Harness) ResolveRoot(projectRoot string) (string, error) {
 	real, err := filepath.EvalSymlinks(clean)
 	if err != nil {
 		if !h.inside(clean) {
-			return "", ErrRootNotAllowed
+			return "", h.notAllowed(clean)
 		}
 		return "", fmt.Errorf("%w: %s does not exist", ErrInvalidRoot, clean)
 	}
 	if !h.inside(real) {
-		return "", ErrRootNotAllowed
+		return "", h.notAllowed(clean)
 	}
 	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("%w: %s is not a directory", ErrInvalidRoot, clean)
 	}
 	return real, nil
+}
+
+func (h *Harness) notAllowed(p string) error {
+	return fmt.Errorf("%w: %s is outside the allowed roots (%s); choose a project under one of them, or start the server with --root for it",
+		ErrRootNotAllowed, p, strings.Join(h.roots, ", "))
 }
 
 // inside reports whether the clean absolute path p is an allowed root or

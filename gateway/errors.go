@@ -7,6 +7,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/persona"
 )
 
@@ -34,14 +35,16 @@ func statusOf(err error) int {
 	case errors.Is(err, errBadBody), errors.Is(err, errBadAfter),
 		errors.Is(err, harness.ErrInvalidID), errors.Is(err, harness.ErrInvalidMode),
 		errors.Is(err, harness.ErrInvalidRoot), errors.Is(err, harness.ErrEmptyMessage),
-		errors.Is(err, persona.ErrInvalidID):
+		errors.Is(err, persona.ErrInvalidID), errors.Is(err, harness.ErrUnknownEngine),
+		errors.Is(err, harness.ErrInvalidDecision):
 		return http.StatusBadRequest
 	case errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrPersonaNotFound),
-		errors.Is(err, harness.ErrNotRunning):
+		errors.Is(err, harness.ErrNotRunning), errors.Is(err, harness.ErrApprovalNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, harness.ErrBusy):
+	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved):
 		return http.StatusConflict
-	case errors.Is(err, harness.ErrClosed), errors.Is(err, claudecode.ErrBinaryNotFound):
+	case errors.Is(err, harness.ErrClosed), errors.Is(err, claudecode.ErrBinaryNotFound),
+		errors.Is(err, engine.ErrUnavailable), errors.Is(err, engine.ErrBinaryNotFound):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

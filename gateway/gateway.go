@@ -21,6 +21,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/session"
 )
 
 // Defaults of Config.
@@ -61,6 +63,9 @@ type Config struct {
 	Heartbeat time.Duration
 	// Console, if set, is served at / (the web console).
 	Console http.Handler
+	// DemoRoot is the demo project (serve --demo): listed first by GET
+	// /roots, for the console to prefill.
+	DemoRoot string
 	// Logger receives request failures (nil = none).
 	Logger *zerolog.Logger
 }
@@ -130,6 +135,9 @@ func normHost(h string) string {
 
 func (g *Gateway) routes() *mux.Router {
 	r := mux.NewRouter()
+	// No cleaning: mux would answer an unclean path (../, %2e%2e, //) with a
+	// 301 redirect; here it gets a JSON 400 or 404 like any bad path.
+	r.SkipClean(true)
 	r.Use(g.auth, g.limitBody)
 	route := func(method, path string, h http.HandlerFunc) {
 		r.HandleFunc(APIPrefix+path, h).Methods(method)
@@ -138,6 +146,10 @@ func (g *Gateway) routes() *mux.Router {
 	route(http.MethodGet, "/session/list", g.listSessions)
 	route(http.MethodGet, "/session/{id}", g.getSession)
 	route(http.MethodDelete, "/session/{id}", g.deleteSession)
+	route(http.MethodPatch, "/session/{id}", g.patchSession)
+	route(http.MethodPost, "/approval", g.approval)
+	route(http.MethodGet, "/engines", g.engines)
+	route(http.MethodGet, "/roots", g.roots)
 	route(http.MethodGet, "/session/{id}/events", g.sessionEvents)
 	route(http.MethodPost, "/turn", g.turn)
 	route(http.MethodPost, "/interrupt", g.interrupt)
@@ -212,7 +224,7 @@ func (g *Gateway) cors(next http.Handler) http.Handler {
 			h.Add("Vary", "Origin")
 			h.Set("Access-Control-Expose-Headers", "Content-Type")
 			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-				h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+				h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
 				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID, Accept")
 				h.Set("Access-Control-Max-Age", "600")
 				w.WriteHeader(http.StatusNoContent)
@@ -280,6 +292,11 @@ type createRequest struct {
 	ProjectRoot string  `json:"projectRoot"`
 	Persona     *string `json:"persona"`
 	Mode        string  `json:"mode"`
+	// Engine, Model and Title are optional ("" = the persona's engine or
+	// the server's default, the persona's model, the first message).
+	Engine string `json:"engine,omitempty"`
+	Model  string `json:"model,omitempty"`
+	Title  string `json:"title,omitempty"`
 }
 
 func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
@@ -292,12 +309,24 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 	if req.Persona != nil {
 		p = *req.Persona
 	}
-	s, err := g.h.CreateSession(req.ProjectRoot, p, req.Mode)
+	s, err := g.h.NewSession(harness.SessionSpec{ProjectRoot: req.ProjectRoot, Persona: p, Mode: req.Mode,
+		Engine: req.Engine, Model: req.Model, Title: req.Title})
 	if err != nil {
 		g.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"session": s})
+	writeJSON(w, http.StatusCreated, g.envelope(s))
+}
+
+// envelope is {session, pendingApprovals}: the stored session (its
+// engine, title, cost and always-allow rules included) and the approval
+// requests it waits on now.
+func (g *Gateway) envelope(s *session.Session) map[string]any {
+	pending := g.h.PendingApprovals(s.ID)
+	if pending == nil {
+		pending = []event.ApprovalRequested{}
+	}
+	return map[string]any{"session": s, "pendingApprovals": pending}
 }
 
 func (g *Gateway) listSessions(w http.ResponseWriter, r *http.Request) {
@@ -315,7 +344,81 @@ func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"session": s})
+	g.h.Prewarm(s.ID) // opened in a client: its next turn's agent can start now
+	writeJSON(w, http.StatusOK, g.envelope(s))
+}
+
+type patchRequest struct {
+	Title *string `json:"title"`
+}
+
+// patchSession renames a session.
+func (g *Gateway) patchSession(w http.ResponseWriter, r *http.Request) {
+	var req patchRequest
+	if err := decodeBody(r, &req); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if req.Title == nil {
+		g.writeError(w, r, fmt.Errorf("%w: nothing to change (send {\"title\": \"…\"})", errBadBody))
+		return
+	}
+	s, err := g.h.SetTitle(mux.Vars(r)["id"], *req.Title)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, g.envelope(s))
+}
+
+type approvalRequest struct {
+	SessionID    string          `json:"sessionId"`
+	RequestID    string          `json:"requestId"`
+	Decision     string          `json:"decision"`
+	Message      string          `json:"message,omitempty"`
+	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
+}
+
+// approval answers an approval request: the first answer wins.
+func (g *Gateway) approval(w http.ResponseWriter, r *http.Request) {
+	var req approvalRequest
+	if err := decodeBody(r, &req); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if req.RequestID == "" {
+		g.writeError(w, r, fmt.Errorf("%w: requestId is required", errBadBody))
+		return
+	}
+	err := g.h.Approve(req.SessionID, req.RequestID, harness.ApprovalAnswer{Decision: req.Decision, Message: req.Message, UpdatedInput: req.UpdatedInput})
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"resolved": true})
+}
+
+// engines lists the engines and whether each can run here.
+func (g *Gateway) engines(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	writeJSON(w, http.StatusOK, g.h.Engines(ctx))
+}
+
+// roots lists the allowed project roots (the demo project first in demo
+// mode), for the console's project picker.
+func (g *Gateway) roots(w http.ResponseWriter, r *http.Request) {
+	roots := g.h.Roots()
+	if g.cfg.DemoRoot != "" {
+		out := []string{g.cfg.DemoRoot}
+		for _, x := range roots {
+			if x != g.cfg.DemoRoot {
+				out = append(out, x)
+			}
+		}
+		roots = out
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"roots": roots, "demo": g.cfg.DemoRoot != ""})
 }
 
 func (g *Gateway) deleteSession(w http.ResponseWriter, r *http.Request) {

@@ -39,6 +39,13 @@ type testServer struct {
 
 func newServer(t *testing.T, mutate func(*Config)) *testServer {
 	t.Helper()
+	return newServerWith(t, nil, mutate)
+}
+
+// newServerWith is newServer with the Harness's configuration changed by
+// hmut first.
+func newServerWith(t *testing.T, hmut func(*harness.Config), mutate func(*Config)) *testServer {
+	t.Helper()
 	bin := claudetest.FindCLI(t)
 	api, err := claudetest.NewFakeAPI()
 	if err != nil {
@@ -46,7 +53,7 @@ func newServer(t *testing.T, mutate func(*Config)) *testServer {
 	}
 	t.Cleanup(func() { api.Close() })
 	root := realDir(t)
-	h, err := harness.New(harness.Config{
+	hcfg := harness.Config{
 		Roots:          []string{root},
 		ClaudeBinary:   bin,
 		StateDir:       t.TempDir(),
@@ -54,7 +61,11 @@ func newServer(t *testing.T, mutate func(*Config)) *testServer {
 		ChildEnv:       api.Env(),
 		InterruptGrace: time.Second,
 		KillGrace:      2 * time.Second,
-	})
+	}
+	if hmut != nil {
+		hmut(&hcfg)
+	}
+	h, err := harness.New(hcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +134,13 @@ func (s *testServer) send(method, path, body string, header ...string) *http.Res
 			req.Header.Set(header[i], header[i+1])
 		}
 	}
-	resp, err := s.srv.Client().Do(req)
+	client := *s.srv.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := client.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	validateResponse(s.t, req, resp)
 	return resp
 }
 

@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+)
+
+// The OpenAPI document is checked by an independent validator
+// (kin-openapi, pinned), and every response the gateway tests receive is
+// validated against it: status, headers and body.
+
+var (
+	specOnce   sync.Once
+	specRouter routers.Router
+	specErr    error
+)
+
+func loadSpec() (routers.Router, error) {
+	specOnce.Do(func() {
+		loader := openapi3.NewLoader()
+		doc, err := loader.LoadFromData(openAPI)
+		if err != nil {
+			specErr = err
+			return
+		}
+		if err := doc.Validate(context.Background()); err != nil {
+			specErr = err
+			return
+		}
+		specRouter, specErr = gorillamux.NewRouter(doc)
+	})
+	return specRouter, specErr
+}
+
+func TestOpenAPIDocumentIsValid(t *testing.T) {
+	if _, err := loadSpec(); err != nil {
+		t.Fatalf("openapi.json is not a valid OpenAPI document: %v", err)
+	}
+}
+
+// validateResponse checks resp against the document; the body of a JSON
+// response is read and put back for the caller.
+func validateResponse(t *testing.T, req *http.Request, resp *http.Response) {
+	t.Helper()
+	router, err := loadSpec()
+	if err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	if !strings.HasPrefix(req.URL.Path, APIPrefix+"/") {
+		return // the console
+	}
+	// Resolve the request against the document on a copy addressed to
+	// the server it lists.
+	r2 := req.Clone(context.Background())
+	r2.URL.Scheme, r2.URL.Host, r2.Host = "http", "127.0.0.1:8787", "127.0.0.1:8787"
+	route, params, err := router.FindRoute(r2)
+	if err != nil {
+		// A path or method the document does not have: the gateway must
+		// have refused it with a JSON error.
+		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed &&
+			resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnauthorized &&
+			resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusNoContent {
+			t.Errorf("%s %s: %d for a route the document does not have", req.Method, req.URL.Path, resp.StatusCode)
+		}
+		return
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: r2, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+		Status:  resp.StatusCode,
+		Header:  resp.Header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		in.SetBodyBytes(nil)
+		in.Options.ExcludeResponseBody = true
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		in.SetBodyBytes(body)
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Errorf("%s %s → %d does not match openapi.json: %v", req.Method, req.URL.Path, resp.StatusCode, err)
+	}
+}
