@@ -2,13 +2,15 @@ package claudecode
 
 import (
 	"context"
+
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/chirality/harness/engine"
 )
 
 // TestedCLIVersion is the Claude Code version this driver's contract tests
@@ -19,54 +21,22 @@ const TestedCLIVersion = "2.1.329"
 // EnvClaudeBin names the variable consulted for the CLI's path.
 const EnvClaudeBin = "HARNESS_CLAUDE_BIN"
 
-// FindBinary resolves the claude executable: explicit (a path or a name
+// FindBinary resolves the claude executable with the one search every
+// command and engine uses (engine.FindBinary): explicit (a path or a name
 // on PATH) when given, else $HARNESS_CLAUDE_BIN, else claude on PATH, else
-// ./node_modules/.bin/claude. An explicit or configured path that does not
-// exist is an error rather than a silent fallback. The error is a
+// ./node_modules/.bin/claude, else node_modules/.bin/claude beside the
+// running executable (a checkout's bin/harness finds the CLI its `make
+// cli` pinned, from any directory). An explicit or configured path that
+// does not exist is an error rather than a silent fallback. The error is a
 // *BinaryNotFoundError naming every place tried.
 func FindBinary(explicit string) (string, error) {
-	var tried []string
-	if explicit != "" {
-		if p, ok := lookExecutable(explicit); ok {
-			return p, nil
-		}
-		return "", &BinaryNotFoundError{Tried: []string{explicit + " (given)"}}
+	p, err := engine.FindBinary(engine.Binary{Name: "claude", Explicit: explicit, EnvVar: EnvClaudeBin,
+		Install: "npm install @anthropic-ai/claude-code@" + TestedCLIVersion + ", or make cli in a checkout"})
+	var nf *engine.BinaryNotFoundError
+	if errors.As(err, &nf) {
+		return "", &BinaryNotFoundError{Tried: nf.Tried}
 	}
-	if env := os.Getenv(EnvClaudeBin); env != "" {
-		if p, ok := lookExecutable(env); ok {
-			return p, nil
-		}
-		return "", &BinaryNotFoundError{Tried: []string{env + " ($" + EnvClaudeBin + ")"}}
-	}
-	tried = append(tried, "$"+EnvClaudeBin+" (unset)")
-	if p, err := exec.LookPath("claude"); err == nil {
-		return p, nil
-	}
-	tried = append(tried, "claude on $PATH")
-	local := filepath.Join("node_modules", ".bin", "claude")
-	if abs, err := filepath.Abs(local); err == nil {
-		local = abs
-	}
-	if p, ok := lookExecutable(local); ok {
-		return p, nil
-	}
-	tried = append(tried, local)
-	return "", &BinaryNotFoundError{Tried: tried}
-}
-
-func lookExecutable(p string) (string, bool) {
-	if !strings.ContainsRune(p, os.PathSeparator) {
-		found, err := exec.LookPath(p)
-		return found, err == nil
-	}
-	st, err := os.Stat(p)
-	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		return "", false
-	}
-	if abs, err := filepath.Abs(p); err == nil {
-		p = abs
-	}
-	return p, true
+	return p, err
 }
 
 var versionPattern = regexp.MustCompile(`\d+\.\d+\.\d+[0-9A-Za-z.+-]*`)

@@ -59,6 +59,12 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 			return demoSummary(req, opts)
 		case strings.Contains(lower, "long"):
 			return demoLong(opts)
+		case strings.Contains(lower, "touch") && hasTool(req, "Bash"):
+			// A tool that changes the project: in a permission mode that
+			// asks, a person must approve it.
+			return Reply{Blocks: []Block{Text("I will create the file `demo-marker.txt`.\n"),
+				ToolUse("", "Bash", map[string]any{"command": "touch demo-marker.txt", "description": "Create a marker file"})},
+				ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
 		}
 		return Reply{
 			Blocks: []Block{
@@ -76,6 +82,15 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 
 // lastPrompt is the text the user typed last: the newest user message
 // with a text block that is not a reminder the CLI inserted.
+func hasTool(req *Request, name string) bool {
+	for _, t := range req.Tools {
+		if t == name {
+			return true
+		}
+	}
+	return false
+}
+
 // demoTool is the demo's real tool use: Bash `ls -la` for the Claude Code
 // CLI, list_dir for the native engine (whose request offers it).
 func demoTool(req *Request) Block {

@@ -6,8 +6,11 @@
 //	harness replay SESSION_ID MESSAGE     re-run a turn exactly as the gateway would
 //	harness sessions list|show|rm         stored sessions
 //	harness personas list|show|prompt     personas and the prompt they build
+//	harness agent serve [flags]           one conversation over HTTP (what harness tui talks to)
+//	harness version                       versions of harness, the pinned CLI and Go
 //
-// Run `harness COMMAND -h` for a command's flags.
+// Run `harness COMMAND --help` for a command's flags: help goes to stdout
+// and exits 0, for every command.
 package main
 
 import (
@@ -31,11 +34,20 @@ func register(name string, fn func(args []string, stdout, stderr io.Writer) int)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	switch {
+	case len(args) == 0:
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	case args[0] == "-h" || args[0] == "--help":
+		usage(stdout)
+		return 0
+	case args[0] == "help" && len(args) == 1:
+		usage(stdout)
+		return 0
+	case args[0] == "help":
+		return run(append(args[1:2], "--help"), stdout, stderr)
+	case args[0] == "--version" || args[0] == "-version" || args[0] == "version":
+		printVersion(stdout)
 		return 0
 	}
 	fn, ok := commands[args[0]]
@@ -44,7 +56,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
+	if wantsHelp(args[1:]) {
+		// Help is uniform: on stdout, exit 0, whatever the command's own
+		// flag set does with -h.
+		if code := fn(args[1:], stdout, stdout); code != 2 {
+			return code
+		}
+		return 0
+	}
 	return fn(args[1:], stdout, stderr)
+}
+
+// wantsHelp reports whether args ask for help (before any "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "--help", "-help":
+			return true
+		}
+	}
+	return false
 }
 
 func usage(w io.Writer) {
@@ -56,8 +89,10 @@ commands:
   replay    re-run a stored session's turn exactly as the gateway would
   sessions  list, show or remove stored sessions
   personas  list, show personas and print the prompt they build
+  agent     serve one conversation over HTTP (agent serve)
+  version   print the versions of harness, the pinned Claude CLI and Go
 
-Run 'harness COMMAND -h' for a command's flags.
+Run 'harness COMMAND --help' for a command's flags.
 `)
 }
 
@@ -95,3 +130,7 @@ func (s *stringList) Set(v string) error {
 	}
 	return nil
 }
+
+// claudeBinHelp documents the one search for the claude CLI, used by
+// every command.
+const claudeBinHelp = "claude executable (default: $HARNESS_CLAUDE_BIN, then claude on PATH, then ./node_modules/.bin/claude, then node_modules/.bin/claude beside this harness binary)"

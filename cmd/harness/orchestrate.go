@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
 )
@@ -25,7 +28,7 @@ import (
 // gateway's orchestration from the terminal. The session's persona gives
 // the prompt and the tool flags, so the driver-level flags that would
 // contradict it are refused.
-func runOrchestrated(f *turnFlags, message string, stdout, stderr io.Writer) int {
+func runOrchestrated(f *turnFlags, message string, childEnv []string, stdout, stderr io.Writer) int {
 	switch {
 	case f.session != "" && f.persona != "":
 		fmt.Fprintln(stderr, "harness turn: give --session or --persona, not both")
@@ -64,9 +67,14 @@ func runOrchestrated(f *turnFlags, message string, stdout, stderr io.Writer) int
 		}
 		root = s.ProjectRoot
 	}
+	// On a terminal, a tool the rules do not allow waits for the person
+	// at it (in permission modes default, acceptEdits and plan); without
+	// one the turn runs headless, as the gateway's dontAsk does.
+	tty := isTTY(os.Stdin)
 	h, err := harness.New(harness.Config{
 		Roots: []string{root}, ClaudeBinary: f.claudeBin, Logger: &logger,
 		PermissionMode: f.permissionMode, MaxTurns: f.maxTurns,
+		ChildEnv: childEnv, AllowedTools: demoAllowed(f), Approvals: tty,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "harness turn:", err)
@@ -82,13 +90,68 @@ func runOrchestrated(f *turnFlags, message string, stdout, stderr io.Writer) int
 		if mode == "" {
 			mode = "workbench"
 		}
-		if s, err = h.CreateSession(root, f.persona, mode); err != nil {
+		if s, err = h.NewSession(harness.SessionSpec{ProjectRoot: root, Persona: f.persona, Mode: mode, Engine: f.engine}); err != nil {
 			fmt.Fprintln(stderr, "harness turn:", err)
 			return 1
 		}
 		fmt.Fprintf(stderr, "harness: created session %s (continue it with --session %s)\n", s.ID, s.ID)
 	}
-	return followTurn(h, s.ID, message, f.json, stdout, stderr)
+	var ask *asker
+	if tty {
+		ask = &asker{h: h, id: s.ID, in: bufio.NewReader(os.Stdin), out: stderr}
+	}
+	return followTurn(h, s.ID, message, f.json, ask, stdout, stderr)
+}
+
+// demoAllowed are the tools the demo model's answers need (--demo only).
+func demoAllowed(f *turnFlags) []string {
+	if f.demo {
+		return claudetest.DemoAllowedTools
+	}
+	return nil
+}
+
+func isTTY(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// asker puts approval requests to the person at the terminal, one at a
+// time: [a]llow / [d]eny / al[w]ays.
+type asker struct {
+	h   *harness.Harness
+	id  string
+	in  *bufio.Reader
+	out io.Writer
+	mu  sync.Mutex
+}
+
+func (a *asker) ask(req *event.ApprovalRequested) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for {
+		fmt.Fprintf(a.out, "\n%s wants to run: %s\n[a]llow / [d]eny / al[w]ays? ", req.ToolName, oneLine(string(req.Input), 200))
+		line, err := a.in.ReadString('\n')
+		if err != nil && line == "" {
+			return // no more input: the timeout or the end of the turn decides
+		}
+		decision := ""
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "a", "allow", "y", "yes":
+			decision = "allow"
+		case "d", "deny", "n", "no":
+			decision = "deny"
+		case "w", "always":
+			decision = "always"
+		default:
+			fmt.Fprintln(a.out, "answer a, d or w")
+			continue
+		}
+		if err := a.h.Approve(a.id, req.RequestID, harness.ApprovalAnswer{Decision: decision}); err != nil {
+			fmt.Fprintln(a.out, "harness turn:", err)
+		}
+		return
+	}
 }
 
 // findSession finds id through the index, or in the project at root when
@@ -109,7 +172,7 @@ func findSession(id, projectRootFlag, root string) (*session.Session, error) {
 // are stored. SIGINT or SIGTERM interrupts the turn, a second one kills
 // it; the remaining events are still printed. It returns 0 only when the
 // turn completed, 130 when it was interrupted.
-func followTurn(h *harness.Harness, id, message string, asJSON bool, stdout, stderr io.Writer) int {
+func followTurn(h *harness.Harness, id, message string, asJSON bool, ask *asker, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -146,14 +209,19 @@ func followTurn(h *harness.Harness, id, message string, asJSON bool, stdout, std
 			fmt.Fprintln(stderr, "harness turn:", err)
 			break
 		}
+		var ev event.Event
+		if !asJSON || ask != nil {
+			_ = json.Unmarshal(rec.Event, &ev)
+		}
 		if asJSON {
 			_, _ = out.Write(rec.Event)
 			_ = out.WriteByte('\n')
 		} else {
-			var ev event.Event
-			if json.Unmarshal(rec.Event, &ev) == nil {
-				text.print(ev)
-			}
+			text.print(ev)
+		}
+		if ask != nil && ev.Type == event.TypeApprovalRequested {
+			_ = out.Flush()
+			go ask.ask(ev.Approval)
 		}
 		if err := out.Flush(); err != nil {
 			_ = h.Kill(id) // stdout is gone: stop the agent too

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/engine"
 )
 
 func init() { register("replay", runReplay) }
@@ -34,7 +35,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	)
 	fs.StringVar(&projectRoot, "project-root", "", "look the session up in this project instead of the index")
 	fs.BoolVar(&printOnly, "print", false, "print the command (secrets redacted) instead of running it")
-	fs.StringVar(&claudeBin, "claude-bin", "", "claude executable")
+	fs.StringVar(&claudeBin, "claude-bin", "", claudeBinHelp)
 	fs.StringVar(&permissionMode, "permission-mode", "", "the server's permission-mode override, if it had one")
 	fs.IntVar(&maxTurns, "max-turns", 0, "the server's max-turns override, if it had one")
 	fs.BoolVar(&asJSON, "json", false, "print each event as one JSON line on stdout")
@@ -95,7 +96,9 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, replayCommand(bin, plan))
 		return 0
 	}
-	return streamTurn(h.Manager(), s.ID, message, plan.Opts, asJSON, stdout, stderr)
+	return streamTurn(func() (engine.Turn, error) {
+		return h.Manager().StartTurn(context.Background(), s.ID, message, plan.Opts)
+	}, asJSON, stdout, stderr)
 }
 
 // replayCommand renders the plan as a shell command. The message goes on

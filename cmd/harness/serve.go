@@ -37,6 +37,10 @@ type serveFlags struct {
 	maxBody                                          int64
 	maxTurns                                         int
 	allowBypass, demo, verbose                       bool
+	approvals                                        bool
+	approvalTimeout, warmIdle                        time.Duration
+	warm                                             int
+	engine                                           string
 }
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -54,7 +58,7 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	var f serveFlags
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8787", "address to listen on (a non-loopback one needs --token)")
 	fs.Var(&f.roots, "root", "directory project roots must lie in (repeatable; default: the current directory)")
-	fs.StringVar(&f.claudeBin, "claude-bin", "", "claude executable (default: $HARNESS_CLAUDE_BIN, claude on PATH, ./node_modules/.bin/claude)")
+	fs.StringVar(&f.claudeBin, "claude-bin", "", claudeBinHelp)
 	fs.StringVar(&f.token, "token", "", "bearer token every /api request must carry (default: $HARNESS_TOKEN)")
 	fs.Var(&f.allowOrigins, "allow-origin", "origin allowed to call the API cross-origin (repeatable)")
 	fs.Var(&f.allowHosts, "allow-host", "extra Host header value to accept (repeatable)")
@@ -66,6 +70,11 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	fs.StringVar(&f.stateDir, "state-dir", "", "session index directory (default: $XDG_STATE_HOME/harness)")
 	fs.BoolVar(&f.demo, "demo", false, "answer with a built-in demo model instead of the Anthropic API (no key needed)")
 	fs.BoolVar(&f.verbose, "v", false, "debug logging on stderr")
+	fs.BoolVar(&f.approvals, "approvals", true, "in permission modes default, acceptEdits and plan, ask a person before a tool runs that no rule allows")
+	fs.DurationVar(&f.approvalTimeout, "approval-timeout", harness.DefaultApprovalTimeout, "how long a tool waits for an answer before it is denied")
+	fs.IntVar(&f.warm, "warm", 2, "CLI processes kept started ahead for sessions' next turns (0 = off; ~150 MB each)")
+	fs.DurationVar(&f.warmIdle, "warm-idle", harness.DefaultWarmIdle, "how long a warm CLI waits for its message before it is stopped")
+	fs.StringVar(&f.engine, "engine", "claude-code", "engine of sessions that name none: claude-code or anthropic")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: harness serve [flags]")
 		fs.PrintDefaults()
@@ -108,9 +117,11 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		Level(level).With().Timestamp().Logger()
 
 	cfg := harness.Config{
-		Roots: f.roots, ClaudeBinary: claudeBinOrNearExecutable(f.claudeBin), StateDir: f.stateDir,
+		Roots: f.roots, ClaudeBinary: f.claudeBin, StateDir: f.stateDir,
 		PermissionMode: f.permissionMode, AllowBypass: f.allowBypass, MaxTurns: f.maxTurns,
 		AllowedTools: f.allowedTools, Logger: &logger,
+		Approvals: f.approvals, ApprovalTimeout: f.approvalTimeout, WarmTurns: f.warm, WarmIdle: f.warmIdle,
+		DefaultEngine: f.engine,
 	}
 	var cleanup []func()
 	defer func() {
@@ -131,9 +142,13 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		fmt.Fprintln(stderr, "harness serve:", err)
 		return 1
 	}
+	demoRoot := ""
+	if f.demo {
+		demoRoot = h.Roots()[0]
+	}
 	gw, err := gateway.New(gateway.Config{
 		Harness: h, Addr: f.addr, Token: f.token, AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins,
-		MaxBody: f.maxBody, Console: web.Handler(), Logger: &logger,
+		MaxBody: f.maxBody, Console: web.Handler(), Logger: &logger, DemoRoot: demoRoot,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "harness serve:", err)
@@ -189,32 +204,6 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	}
 	logger.Info().Msg("stopped")
 	return status
-}
-
-// claudeBinOrNearExecutable returns bin, or when it is empty and the
-// usual search finds no CLI, the pinned one of the checkout this binary
-// was built in (bin/harness → node_modules/.bin/claude), so `bin/harness
-// serve` works from any directory.
-func claudeBinOrNearExecutable(bin string) string {
-	if bin != "" {
-		return bin
-	}
-	if _, err := claudecode.FindBinary(""); err == nil {
-		return ""
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	for dir := filepath.Dir(exe); ; dir = filepath.Dir(dir) {
-		p := filepath.Join(dir, "node_modules", ".bin", "claude")
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p
-		}
-		if filepath.Dir(dir) == dir || dir == filepath.Dir(filepath.Dir(exe)) {
-			return ""
-		}
-	}
 }
 
 func isTerminal(w io.Writer) bool {

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
 )
 
@@ -87,12 +90,20 @@ func sessionsList(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUPDATED\tMODE\tPERSONA\tCLAUDE SESSION")
+	fmt.Fprintln(tw, "ID\tUPDATED\tENGINE\tMODE\tPERSONA\tCONVERSATION\tTITLE")
 	for _, s := range sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format(time.DateTime), s.Mode, orDash(s.Persona), orDash(s.ClaudeSessionID))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format(time.DateTime), engineOf(s), s.Mode,
+			orDash(s.Persona), orDash(s.ResumeID()), orDash(oneLine(s.Title, 50)))
 	}
 	tw.Flush()
 	return 0
+}
+
+func engineOf(s *session.Session) string {
+	if s.Engine == "" {
+		return "claude-code"
+	}
+	return s.Engine
 }
 
 func orDash(s string) string {
@@ -142,13 +153,73 @@ func sessionsShow(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(tw, "project root:\t%s\n", s.ProjectRoot)
 	fmt.Fprintf(tw, "persona:\t%s\n", orDash(s.Persona))
 	fmt.Fprintf(tw, "mode:\t%s\n", s.Mode)
+	fmt.Fprintf(tw, "engine:\t%s\n", engineOf(s))
+	fmt.Fprintf(tw, "title:\t%s\n", orDash(s.Title))
+	fmt.Fprintf(tw, "cost:\t$%.4f\n", s.CostUSD)
 	fmt.Fprintf(tw, "claude session:\t%s\n", orDash(s.ClaudeSessionID))
+	if len(s.Rules) > 0 {
+		fmt.Fprintf(tw, "always allowed:\t%s\n", strings.Join(s.Rules, ", "))
+	}
 	fmt.Fprintf(tw, "created:\t%s\n", s.CreatedAt.Format(time.RFC3339))
 	fmt.Fprintf(tw, "updated:\t%s\n", s.UpdatedAt.Format(time.RFC3339))
 	fmt.Fprintf(tw, "file:\t%s\n", session.FilePath(s.ProjectRoot, s.ID))
 	fmt.Fprintf(tw, "event log:\t%s\n", session.EventLogPath(s.ProjectRoot, s.ID))
 	tw.Flush()
+	if err := printTranscript(stdout, st, s.ID); err != nil {
+		fmt.Fprintf(stderr, "harness: %v\n", err)
+		return 1
+	}
 	return 0
+}
+
+// printTranscript prints the conversation from the event log, both sides:
+// each turn's user:message, then the answer, tools and how it ended.
+func printTranscript(w io.Writer, st *session.Store, id string) error {
+	log, err := st.EventLog(id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\ntranscript:")
+	var text strings.Builder
+	flush := func() {
+		if t := strings.TrimSpace(text.String()); t != "" {
+			fmt.Fprintf(w, "assistant: %s\n", t)
+		}
+		text.Reset()
+	}
+	for rec, err := range log.Records(0) {
+		if err != nil {
+			return err
+		}
+		var ev event.Event
+		if json.Unmarshal(rec.Event, &ev) != nil || ev.ParentToolUseID != "" {
+			continue
+		}
+		switch ev.Type {
+		case event.TypeUserMessage:
+			flush()
+			fmt.Fprintf(w, "\nuser: %s\n", ev.Text)
+		case event.TypeChatDelta:
+			text.WriteString(ev.Text)
+		case event.TypeChatComplete:
+			if text.Len() == 0 {
+				text.WriteString(ev.Text)
+			}
+			flush()
+		case event.TypeToolStart:
+			flush()
+			fmt.Fprintf(w, "tool: %s %s\n", ev.ToolStart.Name, oneLine(string(ev.ToolStart.Input), 120))
+		case event.TypeApprovalResolved:
+			fmt.Fprintf(w, "approval: %s (%s)\n", ev.Resolved.Decision, ev.Resolved.By)
+		case event.TypeSessionError:
+			flush()
+			fmt.Fprintf(w, "error (%s): %s\n", ev.Error.Kind, ev.Error.Error)
+		case event.TypeProcessExit:
+			flush()
+		}
+	}
+	flush()
+	return nil
 }
 
 func sessionsRm(args []string, stdout, stderr io.Writer) int {

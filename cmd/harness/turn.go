@@ -15,7 +15,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/native"
 )
 
 func init() { register("turn", runTurn) }
@@ -27,12 +30,16 @@ type turnFlags struct {
 	tools, allowedTools, disallowedTools                      stringList
 	toolsSet                                                  bool
 	json, verbose                                             bool
+	// engine runs the turn (claude-code or anthropic); demo answers with
+	// the embedded demo model.
+	engine string
+	demo   bool
 	// The orchestrated path (orchestrate.go): a harness session.
 	session, persona, mode, projectRoot string
 }
 
 func (f *turnFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.claudeBin, "claude-bin", "", "claude executable (default: $HARNESS_CLAUDE_BIN, claude on PATH, ./node_modules/.bin/claude)")
+	fs.StringVar(&f.claudeBin, "claude-bin", "", claudeBinHelp)
 	fs.StringVar(&f.cwd, "cwd", "", "directory to run in (default: the current one)")
 	fs.StringVar(&f.resume, "resume", "", "Claude session id to continue")
 	fs.IntVar(&f.maxTurns, "max-turns", 0, fmt.Sprintf("agentic turns at most (default %d)", claudecode.DefaultMaxTurns))
@@ -51,6 +58,8 @@ func (f *turnFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.persona, "persona", "", "create a harness session with this persona and run the turn in it")
 	fs.StringVar(&f.mode, "mode", "", "mode of the session --persona creates: workbench (default), pipeline or direct")
 	fs.StringVar(&f.projectRoot, "project-root", "", "project of the session (default: the current directory)")
+	fs.StringVar(&f.engine, "engine", "", "engine: claude-code (the Claude Code CLI; default) or anthropic (the native loop on the Messages API)")
+	fs.BoolVar(&f.demo, "demo", false, "answer with the built-in demo model (no account or key needed)")
 }
 
 func (f *turnFlags) opts() claudecode.TurnOpts {
@@ -83,31 +92,128 @@ func runTurn(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "harness turn: give exactly one non-empty MESSAGE (quote it)")
 		return 2
 	}
+	if msg := checkDir("--cwd", f.cwd); msg != "" {
+		fmt.Fprintln(stderr, "harness turn:", msg)
+		return 2
+	}
+	if msg := checkDir("--project-root", f.projectRoot); msg != "" {
+		fmt.Fprintln(stderr, "harness turn:", msg)
+		return 2
+	}
+	if f.engine != "" && f.engine != engine.ClaudeCode && f.engine != engine.Anthropic {
+		fmt.Fprintf(stderr, "harness turn: --engine %q: want %s or %s\n", f.engine, engine.ClaudeCode, engine.Anthropic)
+		return 2
+	}
+	var env []string
+	if f.demo {
+		demoEnv, undo, err := startDemo()
+		if err != nil {
+			fmt.Fprintln(stderr, "harness turn --demo:", err)
+			return 1
+		}
+		defer undo()
+		env = demoEnv
+	}
 	if f.session != "" || f.persona != "" {
-		return runOrchestrated(&f, pos[0], stdout, stderr)
+		return runOrchestrated(&f, pos[0], env, stdout, stderr)
 	}
 	logger := zerolog.Nop()
 	if f.verbose {
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: stderr}).With().Timestamp().Logger()
 	}
+	if f.engine == engine.Anthropic {
+		key, base := os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_BASE_URL")
+		if f.demo {
+			key, base = "demo", envValue(env, "ANTHROPIC_BASE_URL")
+		}
+		eng := native.NewEngine(native.EngineConfig{APIKey: key, BaseURL: base, Logger: &logger})
+		defer eng.Shutdown(context.Background())
+		cwd := f.cwd
+		if cwd == "" {
+			cwd, _ = os.Getwd()
+		}
+		o := f.opts()
+		req := engine.Request{SessionKey: "cli", Message: pos[0], Cwd: cwd, Model: f.model, MaxTurns: f.maxTurns,
+			Tools: o.Tools, DisallowedTools: o.DisallowedTools}
+		if f.promptFile != "" {
+			b, err := os.ReadFile(f.promptFile)
+			if err != nil {
+				fmt.Fprintln(stderr, "harness turn:", err)
+				return 2
+			}
+			req.SystemPrompt = string(b)
+		}
+		return streamTurn(func() (engine.Turn, error) { return eng.StartTurn(context.Background(), req) }, f.json, stdout, stderr)
+	}
 	mgr := claudecode.NewManager(claudecode.Config{Binary: f.claudeBin, Logger: &logger})
-	return streamTurn(mgr, "cli", pos[0], f.opts(), f.json, stdout, stderr)
+	opts := f.opts()
+	opts.Env = env
+	if f.demo {
+		opts.AllowedTools = append(opts.AllowedTools, claudetest.DemoAllowedTools...)
+	}
+	return streamTurn(func() (engine.Turn, error) { return mgr.StartTurn(context.Background(), "cli", pos[0], opts) }, f.json, stdout, stderr)
+}
+
+// checkDir says what is wrong with a directory flag's value ("" = fine or
+// unset), before any agent is started with it.
+func checkDir(flag, dir string) string {
+	if dir == "" {
+		return ""
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Sprintf("%s %s: the directory does not exist", flag, dir)
+	case err != nil:
+		return fmt.Sprintf("%s %s: %v", flag, dir, err)
+	case !fi.IsDir():
+		return fmt.Sprintf("%s %s: not a directory", flag, dir)
+	}
+	return ""
+}
+
+func envValue(env []string, name string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// startDemo starts the embedded demo model and returns the environment
+// that points a child at it (with a scratch HOME, so the user's own Claude
+// configuration is neither used nor touched).
+func startDemo() ([]string, func(), error) {
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		return nil, func() {}, err
+	}
+	api.SetResponder(claudetest.DemoResponder(claudetest.DemoOptions{}))
+	home, err := os.MkdirTemp("", "harness-turn-demo-")
+	if err != nil {
+		api.Close()
+		return nil, func() {}, err
+	}
+	return append(api.Env(), "HOME="+home), func() { api.Close(); os.RemoveAll(home) }, nil
 }
 
 // streamTurn runs one turn and prints it. SIGINT or SIGTERM interrupts the
 // turn (a second one kills it) and the remaining events are still printed.
-// It returns 0 only when the turn completed.
-func streamTurn(mgr *claudecode.Manager, key, message string, opts claudecode.TurnOpts, asJSON bool, stdout, stderr io.Writer) int {
+// It returns 0 only when the turn completed (130 when interrupted).
+func streamTurn(start func() (engine.Turn, error), asJSON bool, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	turn, err := mgr.StartTurn(context.Background(), key, message, opts)
+	turn, err := start()
 	if err != nil {
 		fmt.Fprintln(stderr, "harness turn:", err)
 		return 1
 	}
 	defer turn.Close()
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
 		count := 0
 		for {
@@ -119,11 +225,12 @@ func streamTurn(mgr *claudecode.Manager, key, message string, opts claudecode.Tu
 				} else {
 					_ = turn.Kill()
 				}
-			case <-turn.Done():
+			case <-done:
 				return
 			}
 		}
 	}()
+	buffered, _ := turn.(interface{ Buffered() int })
 
 	out := bufio.NewWriterSize(stdout, 64<<10)
 	var p printer
@@ -136,7 +243,7 @@ func streamTurn(mgr *claudecode.Manager, key, message string, opts claudecode.Tu
 		p.print(turn.Event())
 		// Flush when nothing else is waiting: batches under load, stays
 		// interactive when tokens trickle in.
-		if turn.Buffered() == 0 {
+		if buffered == nil || buffered.Buffered() == 0 {
 			if err := out.Flush(); err != nil {
 				_ = turn.Kill() // stdout is gone (a closed pipe): stop the agent too
 			}
@@ -147,7 +254,8 @@ func streamTurn(mgr *claudecode.Manager, key, message string, opts claudecode.Tu
 		if !asJSON {
 			fmt.Fprintln(stderr, "harness turn:", err)
 		}
-		if errors.Is(err, claudecode.ErrInterrupted) {
+		var te *engine.TurnError
+		if errors.Is(err, claudecode.ErrInterrupted) || errors.As(err, &te) && te.Kind == event.ErrorInterrupted {
 			return 130
 		}
 		return 1
@@ -220,6 +328,15 @@ func (p *textPrinter) print(e event.Event) {
 		p.side("· done · $%.4f · %d turns · %d ms\n", e.Complete.CostUSD, e.Complete.NumTurns, e.Complete.DurationMS)
 	case event.TypeSessionError:
 		p.side("· %s: %s\n", e.Error.Kind, e.Error.Error)
+		if e.Error.Kind == event.ErrorNotLoggedIn {
+			p.side("  to log in: set ANTHROPIC_API_KEY, or run `claude /login` once; to try without an account: harness turn --demo \"…\"\n")
+		}
+	case event.TypeUserMessage:
+		// the prompt the user just typed: not repeated
+	case event.TypeApprovalRequested:
+		p.side("? %s wants to run %s\n", e.Approval.ToolName, oneLine(string(e.Approval.Input), 100))
+	case event.TypeApprovalResolved:
+		p.side("  %s (%s)\n", e.Resolved.Decision, e.Resolved.By)
 	}
 }
 
