@@ -29,9 +29,9 @@ let server; // {url, token, root, stop}
 let browser;
 const pageErrors = [];
 
-async function startServer() {
+async function startServer(extraArgs = []) {
   const token = process.env.HARNESS_TOKEN || "";
-  if (process.env.HARNESS_URL) {
+  if (process.env.HARNESS_URL && extraArgs.length === 0) {
     if (!process.env.HARNESS_ROOT) throw new Error("HARNESS_URL is set: set HARNESS_ROOT to a project root the gateway allows");
     return { url: process.env.HARNESS_URL.replace(/\/+$/, ""), token, root: process.env.HARNESS_ROOT, stop: async () => {} };
   }
@@ -42,7 +42,7 @@ async function startServer() {
   fs.writeFileSync(path.join(root, "README.md"), "# demo project\n");
   fs.mkdirSync(path.join(root, "src"));
   fs.writeFileSync(path.join(root, "src", "main.go"), "package main\n");
-  const child = spawn(bin, ["serve", "--demo", "--addr", "127.0.0.1:0", "--root", root], { stdio: ["ignore", "pipe", "pipe"], env: process.env });
+  const child = spawn(bin, ["serve", "--demo", "--addr", "127.0.0.1:0", "--root", root, ...extraArgs], { stdio: ["ignore", "pipe", "pipe"], env: process.env });
   let stderr = "";
   child.stderr.on("data", (b) => {
     stderr += b;
@@ -318,4 +318,51 @@ test("a dropped turn stream is resumed with Last-Event-ID", async () => {
   await byId(page, "delete-session").first().click();
   await byId(page, "session-item").first().waitFor({ state: "detached", timeout: T });
   await page.context().close();
+});
+
+test("an approval is answered in the console; a reload shows both sides", async () => {
+  // A server whose turns ask before a tool that no rule allows.
+  const asking = await startServer(["--permission-mode", "default"]);
+  const saved = server;
+  server = asking;
+  try {
+    const page = await newPage(LAPTOP);
+    await open(page);
+    await byId(page, "new-session").click();
+    // The allowed root is offered without typing it.
+    await page.waitForFunction((root) => document.getElementById("nf-root")?.value === root, asking.root, { timeout: T });
+    assert.ok((await byId(page, "new-engine").locator("option").count()) >= 2, "the engine picker lists the engines");
+    await byId(page, "create-session").click();
+    await byId(page, "session-item").first().waitFor({ timeout: T });
+
+    const input = byId(page, "message-input");
+    await input.fill("please touch a marker file");
+    await input.press("Enter");
+    const card = byId(page, "approval-card").first();
+    await card.waitFor({ timeout: 60_000 });
+    assert.match(await card.innerText(), /Bash wants to run: touch demo-marker\.txt/);
+    await byId(page, "waiting-badge").first().waitFor({ timeout: T });
+    await shot(page, "10-approval-pending");
+    // The first button has the focus: the keyboard answers.
+    await page.waitForFunction(() => document.activeElement?.dataset?.testid === "approval-allow", null, { timeout: T });
+    await page.keyboard.press("Enter");
+    await card.getByTestId("approval-outcome").filter({ hasText: "Allowed" }).waitFor({ timeout: T });
+    await byId(page, "cost-badge").first().waitFor({ timeout: 60_000 });
+    assert.ok(fs.existsSync(path.join(asking.root, "demo-marker.txt")), "the approved tool ran");
+    await byId(page, "waiting-badge").first().waitFor({ state: "detached", timeout: T });
+    await shot(page, "11-approval-allowed");
+
+    // Another browser, no local copy of anything: the log has both sides.
+    const other = await newPage(LAPTOP);
+    await open(other, new URL(page.url()).hash);
+    await byId(other, "cost-badge").first().waitFor({ timeout: T });
+    assert.equal(await byId(other, "user-message").first().innerText(), "please touch a marker file");
+    assert.match(await byId(other, "approval-outcome").first().innerText(), /Allowed/);
+    assert.deepEqual(pageErrors, []);
+    await other.context().close();
+    await page.context().close();
+  } finally {
+    server = saved;
+    await asking.stop();
+  }
 });

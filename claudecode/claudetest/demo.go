@@ -147,8 +147,14 @@ func demoSummary(req *Request, opts DemoOptions) Reply {
 			out, failed = c.Content, c.IsError
 		}
 	}
-	if failed {
+	touch := strings.Contains(strings.ToLower(lastPrompt(req)), "touch")
+	switch {
+	case failed && touch:
+		return Reply{Blocks: []Block{Text("I could not create the file: " + oneLine(out, 200))}, ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
+	case failed:
 		return Reply{Blocks: []Block{Text("The listing failed: " + oneLine(out, 200))}, ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
+	case touch:
+		return Reply{Blocks: []Block{Text("Done: `demo-marker.txt` exists now.")}, ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
 	}
 	var listed struct {
 		Entries *string `json:"entries"`

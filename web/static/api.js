@@ -34,7 +34,15 @@ export class Api {
       h["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
-    const res = await fetch(BASE + path, init);
+    let res;
+    try {
+      res = await fetch(BASE + path, init);
+    } catch (e) {
+      if (e?.name === "AbortError") throw e;
+      // fetch rejects only when the server cannot be reached at all.
+      this.onUnreachable?.();
+      throw new ApiError(0, "server unreachable, retrying");
+    }
     if (!res.ok && !ok.includes(res.status)) {
       let msg = `${res.status} ${res.statusText}`;
       try {
@@ -63,8 +71,24 @@ export class Api {
   listSessions() {
     return this.json("GET", "session/list");
   }
-  async createSession(projectRoot, persona, mode) {
-    return (await this.json("POST", "session/create", { projectRoot, persona, mode })).session;
+  async createSession(projectRoot, persona, mode, engine) {
+    const body = { projectRoot, persona, mode };
+    if (engine) body.engine = engine;
+    return (await this.json("POST", "session/create", body)).session;
+  }
+  /** Renames a session. */
+  async setTitle(id, title) {
+    return (await this.json("PATCH", `session/${encodeURIComponent(id)}`, { title })).session;
+  }
+  /** Answers an approval request: "allow", "deny" or "always". */
+  answerApproval(sessionId, requestId, decision) {
+    return this.request("POST", "approval", { body: { sessionId, requestId, decision }, ok: [409] });
+  }
+  engines() {
+    return this.json("GET", "engines");
+  }
+  roots() {
+    return this.json("GET", "roots");
   }
   async getSession(id) {
     return (await this.json("GET", `session/${encodeURIComponent(id)}`)).session;

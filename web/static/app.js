@@ -26,6 +26,10 @@ const state = {
   transcript: new Transcript(),
   reader: null, // AbortController of the stream being read
   sending: false,
+  roots: [], // allowed project roots, from GET /roots
+  demo: false, // the server answers with its demo model
+  rootsLoaded: false,
+  enginesLoaded: false,
   personas: null, // null: not loaded; [] with personaFree: free text
   personaFree: false,
   localUsers: [], // user messages remembered by this browser: [{after, text}]
@@ -157,6 +161,7 @@ class View {
 
   createBlock(b) {
     if (b.kind === "text") return el("div", { class: "md" });
+    if (b.kind === "approval") return approvalCard(b);
     if (b.kind === "thinking") {
       const d = el("details", { class: "thinking", "data-testid": "thinking-block", open: true });
       d.append(el("summary", { text: "Thinking" }), el("div", { class: "thinking-text" }));
@@ -179,6 +184,10 @@ class View {
   }
 
   updateBlock(b, node) {
+    if (b.kind === "approval") {
+      updateApprovalCard(b, node);
+      return;
+    }
     if (b.kind === "text") {
       node.innerHTML = renderMarkdown(b.text); // escaped by renderMarkdown
       return;
@@ -289,6 +298,7 @@ async function follow(sessionId, res, turn) {
           insertLocalUsers(ev.seq);
           if (state.transcript.apply(ev)) progressed = true;
           view.schedule();
+          if (ev.type === "approval:requested" || ev.type === "approval:resolved" || ev.type === "process:exit") scheduleRefresh();
           if (turn && ev.type === "process:exit") break;
         }
         clean = true;
@@ -474,6 +484,73 @@ async function deleteSession(id) {
 // ---------------------------------------------------------------------------
 // Sidebar
 
+// Approval cards: a tool waits for a person. Buttons are real buttons (Tab
+// reaches them, Enter/Space press them); the first answer from anywhere
+// wins and the card shows how it was resolved.
+
+function approvalCard(b) {
+  const card = el("div", { class: "approval-card", "data-testid": "approval-card", role: "group", "aria-label": `Approve ${b.toolName}?` });
+  const head = el(
+    "div",
+    { class: "approval-head" },
+    el("span", { class: "approval-icon", "aria-hidden": "true", text: "?" }),
+    el("span", { class: "approval-q" }),
+  );
+  const input = el("details", { class: "tool-input" }, el("summary", { text: "Full input" }), el("pre", {}));
+  const actions = el("div", { class: "approval-actions" });
+  const answer = (decision) => async () => {
+    for (const btn of actions.querySelectorAll("button")) btn.disabled = true;
+    try {
+      const res = await api.answerApproval(state.currentId, b.requestId, decision);
+      if (res.status === 409) toast("Already answered.", "info");
+    } catch (e) {
+      toast(`Could not answer: ${e.message}`);
+      for (const btn of actions.querySelectorAll("button")) btn.disabled = false;
+    }
+  };
+  actions.append(
+    el("button", { type: "button", class: "btn primary", "data-testid": "approval-allow", text: "Allow", onclick: answer("allow") }),
+    el("button", { type: "button", class: "btn danger", "data-testid": "approval-deny", text: "Deny", onclick: answer("deny") }),
+    el("button", { type: "button", class: "btn", "data-testid": "approval-always", text: "Always allow", title: "Allow, and allow matching uses for the rest of this session", onclick: answer("always") }),
+  );
+  const outcome = el("div", { class: "approval-outcome", "data-testid": "approval-outcome" });
+  card.append(head, input, actions, outcome);
+  return card;
+}
+
+function updateApprovalCard(b, node) {
+  const summary = toolSummary(b.toolName, b.input);
+  node.querySelector(".approval-q").textContent = `${b.toolName} wants to run${summary ? `: ${summary}` : ""}`;
+  node.querySelector(".tool-input pre").textContent = b.input === null ? "" : JSON.stringify(b.input, null, 2);
+  const actions = node.querySelector(".approval-actions");
+  const outcome = node.querySelector(".approval-outcome");
+  actions.hidden = !!b.resolved;
+  node.classList.toggle("resolved", !!b.resolved);
+  node.classList.toggle("denied", b.resolved?.decision === "deny");
+  if (b.resolved) {
+    const who = { user: "by a person", rule: "by an always-allow rule", timeout: "no answer in time", interrupt: "the turn was stopped", shutdown: "the server stopped" }[b.resolved.by] || b.resolved.by;
+    outcome.textContent = `${b.resolved.decision === "allow" ? "Allowed" : "Denied"} — ${who}`;
+  } else {
+    outcome.textContent = "";
+    if (!node.dataset.focused) {
+      node.dataset.focused = "1";
+      queueMicrotask(() => actions.querySelector("button")?.focus({ preventScroll: true }));
+    }
+  }
+}
+
+// The sidebar (waiting badges) and the header (model, cost) follow what
+// the stream reports, at most a few times a second.
+let refreshTimer = null;
+function scheduleRefresh() {
+  if (refreshTimer) return;
+  refreshTimer = setTimeout(async () => {
+    refreshTimer = null;
+    await refreshSessions();
+    renderTitle();
+  }, 250);
+}
+
 async function refreshSessions() {
   try {
     const list = await api.listSessions();
@@ -496,10 +573,16 @@ function renderSessions() {
     const open = el(
       "button",
       { class: "session-open", type: "button", title: s.projectRoot, onclick: () => openSession(s.id) },
-      el("span", { class: "session-title", text: s.persona || s.mode }),
+      el(
+        "span",
+        { class: "session-title", text: s.title || s.persona || s.mode },
+        s.pendingApprovals > 0 ? el("span", { class: "waiting", "data-testid": "waiting-badge", title: "waiting for an approval", text: String(s.pendingApprovals) }) : "",
+      ),
       el("span", {
         class: "session-meta",
-        text: [baseName(s.projectRoot), s.persona ? s.mode : null, relTime(s.updatedAt || s.createdAt)].filter(Boolean).join(" · "),
+        text: [s.engine && s.engine !== "claude-code" ? s.engine : null, s.persona || s.mode, baseName(s.projectRoot), relTime(s.updatedAt || s.createdAt)]
+          .filter(Boolean)
+          .join(" · "),
       }),
     );
     let armed = null;
@@ -542,14 +625,68 @@ function renderSessions() {
 }
 
 function renderRoots() {
-  const roots = [...new Set(state.sessions.map((s) => s.projectRoot).filter(Boolean))];
+  const roots = [...new Set([...state.roots, ...state.sessions.map((s) => s.projectRoot)].filter(Boolean))];
   $("roots").replaceChildren(...roots.map((r) => el("option", { value: r })));
+}
+
+async function loadRoots() {
+  try {
+    const r = await api.roots();
+    state.roots = Array.isArray(r?.roots) ? r.roots : [];
+    state.demo = !!r?.demo;
+  } catch {
+    state.roots = [];
+  }
+  $("demo-badge").hidden = !state.demo;
+  renderRoots();
+}
+
+async function loadEngines() {
+  let list = [];
+  try {
+    list = await api.engines();
+  } catch {
+    /* an older gateway: Claude Code only */
+  }
+  const sel = $("nf-engine");
+  const engines = Array.isArray(list) && list.length ? list : [{ name: "claude-code", available: true }];
+  sel.replaceChildren(
+    ...engines.map((e) =>
+      el("option", {
+        value: e.name,
+        disabled: !e.available,
+        title: e.available ? e.version || "" : e.reason || "not available here",
+        text: e.available ? e.name : `${e.name} (not available: ${e.reason || "missing"})`,
+      }),
+    ),
+  );
+  state.enginesLoaded = true;
 }
 
 function renderTitle() {
   const s = state.current;
-  $("title").textContent = s ? s.persona || `${s.mode} session` : "harness";
-  $("subtitle").textContent = s ? `${s.projectRoot} · ${s.mode}` : "";
+  $("title").textContent = s ? s.title || s.persona || `${s.mode} session` : "harness";
+  const model = state.transcript.turns.map((t) => t.init?.model).filter(Boolean).pop() || s?.model || "";
+  const cost = typeof s?.costUsd === "number" && s.costUsd > 0 ? formatCost(s.costUsd) : "";
+  $("subtitle").textContent = s
+    ? [s.engine || "claude-code", model, s.persona ? `${s.persona} · ${s.mode}` : s.mode, baseName(s.projectRoot), cost].filter(Boolean).join(" · ")
+    : "";
+  $("subtitle").title = s ? s.projectRoot : "";
+  $("rename").hidden = !s;
+}
+
+async function renameCurrent() {
+  const s = state.current;
+  if (!s) return;
+  const title = prompt("Session title", s.title || "");
+  if (title === null) return;
+  try {
+    state.current = { ...s, ...(await api.setTitle(s.id, title)) };
+    renderTitle();
+    await refreshSessions();
+  } catch (e) {
+    toast(`Could not rename: ${e.message}`);
+  }
 }
 
 function updateControls() {
@@ -570,8 +707,15 @@ async function openNewForm() {
   form.hidden = false;
   $("nf-error").textContent = "";
   const root = $("nf-root");
-  if (!root.value) root.value = safeStorage(() => localStorage.getItem(ROOT_KEY)) || state.sessions[0]?.projectRoot || "";
+  if (!state.rootsLoaded) {
+    state.rootsLoaded = true;
+    await loadRoots();
+  }
+  // The server's demo project first, else the last one used here.
+  const remembered = safeStorage(() => localStorage.getItem(ROOT_KEY));
+  if (!root.value) root.value = (state.demo && state.roots[0]) || (remembered && state.roots.some((r) => remembered.startsWith(r)) ? remembered : "") || state.roots[0] || state.sessions[0]?.projectRoot || "";
   if (state.personas === null) await loadPersonas();
+  if (!state.enginesLoaded) await loadEngines();
   (root.value ? $("nf-mode") : root).focus();
 }
 
@@ -598,6 +742,7 @@ async function createFromForm(e) {
   const root = $("nf-root").value.trim();
   const persona = (state.personaFree ? $("nf-persona-text").value : $("nf-persona-select").value).trim() || null;
   const mode = $("nf-mode").value;
+  const engine = $("nf-engine").value || undefined;
   if (!root) {
     $("nf-error").textContent = "Project root is required.";
     return;
@@ -605,7 +750,7 @@ async function createFromForm(e) {
   const btn = $("nf-create");
   btn.disabled = true;
   try {
-    const s = await api.createSession(root, persona, mode);
+    const s = await api.createSession(root, persona, mode, engine);
     safeStorage(() => localStorage.setItem(ROOT_KEY, root));
     $("new-form").hidden = true;
     await refreshSessions();
@@ -700,6 +845,7 @@ $("token-clear").addEventListener("click", () => {
   token = "";
   safeStorage(() => sessionStorage.removeItem(TOKEN_KEY));
 });
+$("rename").addEventListener("click", renameCurrent);
 window.addEventListener("hashchange", () => {
   const id = idFromHash();
   if (id && id !== state.currentId) openSession(id);
@@ -710,18 +856,52 @@ function idFromHash() {
   return m ? decodeURIComponent(m[1]) : null;
 }
 
+// Server health: checked at start and every 15 s; when the server cannot be
+// reached the dot turns red and one toast says so, and it is retried every
+// 3 s until it answers again.
+let unreachable = false;
+let healthTimer = null;
+
+async function checkHealth() {
+  clearTimeout(healthTimer);
+  try {
+    const h = await api.health();
+    $("health").textContent = h?.claudeVersion ? `Claude Code ${h.claudeVersion}` : h?.ok ? "gateway ok" : "";
+    $("health").className = h?.ok ? "health ok" : "health";
+    if (unreachable) {
+      unreachable = false;
+      toast("Server reachable again.", "info");
+      await refreshSessions();
+      if (state.currentId && !state.reader) follow(state.currentId, null, false);
+    }
+    healthTimer = setTimeout(checkHealth, 15_000);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) {
+      $("health").textContent = "token needed";
+      $("health").className = "health bad";
+      return;
+    }
+    markUnreachable();
+  }
+}
+
+function markUnreachable() {
+  $("health").textContent = "server unreachable, retrying";
+  $("health").className = "health bad";
+  $("health").dataset.testid = "health";
+  if (!unreachable) {
+    unreachable = true;
+    toast("Server unreachable, retrying…");
+  }
+  clearTimeout(healthTimer);
+  healthTimer = setTimeout(checkHealth, 3_000);
+}
+api.onUnreachable = markUnreachable;
+
 async function boot() {
   unauthorizedShown = false;
-  api
-    .health()
-    .then((h) => {
-      $("health").textContent = h?.claudeVersion ? `Claude Code ${h.claudeVersion}` : h?.ok ? "gateway ok" : "";
-      $("health").className = h?.ok ? "health ok" : "health";
-    })
-    .catch((e) => {
-      $("health").textContent = e instanceof ApiError && e.status === 401 ? "token needed" : "gateway unreachable";
-      $("health").className = "health bad";
-    });
+  checkHealth();
+  loadRoots();
   await refreshSessions();
   const id = idFromHash();
   if (id) await openSession(id);

@@ -125,6 +125,28 @@ export class Transcript {
         container.touch();
         break;
       }
+      case "approval:requested": {
+        const b = block("approval", {
+          requestId: ev.requestId,
+          toolName: ev.toolName ?? "tool",
+          input: ev.input ?? null,
+          expiresAt: ev.expiresAt ?? "",
+          resolved: null,
+        });
+        container.blocks.push(b);
+        turn.approvals.set(ev.requestId, b);
+        container.touch();
+        break;
+      }
+      case "approval:resolved": {
+        const b = turn.approvals.get(ev.requestId);
+        if (b) {
+          b.resolved = { decision: ev.decision, by: ev.by, message: ev.message ?? "" };
+          b.v++;
+          container.touch();
+        }
+        break;
+      }
       case "session:complete":
         turn.cost = { costUsd: ev.costUsd, numTurns: ev.numTurns, durationMs: ev.durationMs, usage: ev.usage ?? null };
         turn.status = "done";
@@ -158,6 +180,13 @@ export class Transcript {
     };
   }
 
+  /** The approval requests no one has answered yet. */
+  pendingApprovals() {
+    const out = [];
+    for (const t of this.turns) for (const b of t.approvals.values()) if (!b.resolved) out.push(b);
+    return out;
+  }
+
   takeDirty() {
     const d = [...this.dirty];
     this.dirty.clear();
@@ -173,6 +202,7 @@ function newTurn(user) {
     started: false,
     blocks: [],
     tools: new Map(),
+    approvals: new Map(),
     init: null,
     cost: null,
     error: null,
