@@ -20,6 +20,10 @@ build:
 # versions and leaves the lock unchanged.
 cli: $(CLI_STAMP)
 $(CLI_STAMP): package.json package-lock.json
+	@command -v node >/dev/null || { echo "make: Node.js and npm are needed to install the pinned agents (Debian: apt-get install nodejs npm)"; exit 1; }
+	@major=$$(node -p 'process.versions.node.split(".")[0]'); \
+	if [ "$$major" -lt 18 ]; then echo "make: Node.js $$(node --version) is too old: 18 or newer is needed to install the agents"; exit 1; fi; \
+	if [ "$$major" -lt 22 ]; then echo "make: note: Node.js $$(node --version): the pinned CLI asks for Node 22 and npm will warn (EBADENGINE); the CLI is a native binary and runs fine, so the warning is expected"; fi
 	npm install --no-audit --no-fund
 	@$(CLAUDE) --version
 	@touch $@

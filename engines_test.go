@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -99,5 +100,24 @@ func TestSessionOnAnotherEngine(t *testing.T) {
 	}
 	if renamed, err := e.h.SetTitle(s.ID, "Renamed"); err != nil || renamed.Title != "Renamed" {
 		t.Fatalf("SetTitle: %+v %v", renamed, err)
+	}
+}
+
+// Errors a newcomer meets read as one sentence that says what to do, and
+// still match their sentinels.
+func TestErrorWording(t *testing.T) {
+	e := newTestEnv(t, nil)
+	_, err := e.h.Session("0b7e4c8a-1111-4222-8333-944455556666")
+	if !errors.Is(err, ErrNotFound) || err.Error() != "session 0b7e4c8a-1111-4222-8333-944455556666 not found; list the sessions with `harness sessions list` (or GET /api/harness/session/list)" {
+		t.Errorf("not found: %v", err)
+	}
+	_, err = e.h.CreateSession(e.root, "reviewer", "direct")
+	if !errors.Is(err, ErrPersonaNotFound) || !strings.Contains(err.Error(), "persona reviewer not found (IDs are case-sensitive: did you mean REVIEWER?)") ||
+		!strings.Contains(err.Error(), "DECOMP, ORCHESTRATOR, REVIEWER") {
+		t.Errorf("persona: %v", err)
+	}
+	_, err = New(Config{Roots: []string{"/does/not/exist"}})
+	if err == nil || err.Error() != "harness: root /does/not/exist does not exist; give an existing directory" {
+		t.Errorf("root: %v", err)
 	}
 }

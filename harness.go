@@ -77,6 +77,9 @@ func New(cfg Config) (*Harness, error) {
 			return nil, fmt.Errorf("harness: root %s: %w", r, err)
 		}
 		real, err := filepath.EvalSymlinks(abs)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("harness: root %s does not exist; give an existing directory", r)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("harness: root %s: %w", r, err)
 		}
@@ -235,15 +238,52 @@ func mapStoreErr(err error) error {
 	case errors.Is(err, session.ErrInvalidID):
 		return fmt.Errorf("%w: %w", ErrInvalidID, err)
 	case errors.Is(err, session.ErrNotFound):
+		var se *session.Error
+		if errors.As(err, &se) {
+			return &sentinelError{sentinel: ErrNotFound, cause: err,
+				msg: "session " + strings.Trim(se.ID, `"`) + " not found; list the sessions with `harness sessions list` (or GET /api/harness/session/list)"}
+		}
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return err
 }
 
+// sentinelError is a one-sentence message that still matches its sentinel
+// (errors.Is) and keeps its cause (errors.As).
+type sentinelError struct {
+	sentinel, cause error
+	msg             string
+}
+
+func (e *sentinelError) Error() string   { return e.msg }
+func (e *sentinelError) Is(t error) bool { return t == e.sentinel }
+func (e *sentinelError) Unwrap() error   { return e.cause }
+
 func mapPersonaErr(err error) error {
+	return mapPersonaErrIn("", err)
+}
+
+// mapPersonaErrIn is mapPersonaErr naming, for an unknown persona, the
+// personas of the project at root (and the one meant, when only the case
+// differs).
+func mapPersonaErrIn(root string, err error) error {
+	var nf *persona.NotFoundError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &nf) && root != "":
+		var ids []string
+		hint := ""
+		if list, lerr := persona.List(root); lerr == nil {
+			for _, e := range list {
+				ids = append(ids, e.ID)
+				if strings.EqualFold(e.ID, nf.ID) {
+					hint = " (IDs are case-sensitive: did you mean " + e.ID + "?)"
+				}
+			}
+		}
+		return &sentinelError{sentinel: ErrPersonaNotFound, cause: err,
+			msg: fmt.Sprintf("persona %s not found%s; the personas here are %s (agents/AGENT_<ID>.md)", nf.ID, hint, strings.Join(ids, ", "))}
 	case errors.Is(err, persona.ErrNotFound):
 		return fmt.Errorf("%w: %w", ErrPersonaNotFound, err)
 	case errors.Is(err, persona.ErrInvalidID), errors.Is(err, persona.ErrInvalidPersona):
@@ -292,7 +332,7 @@ func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
 	if spec.Persona != "" {
 		p, err := persona.Load(root, spec.Persona)
 		if err != nil {
-			return nil, mapPersonaErr(err)
+			return nil, mapPersonaErrIn(root, err)
 		}
 		if name == "" {
 			name = p.Engine

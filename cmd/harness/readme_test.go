@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/chirality/harness/claudecode/claudetest"
+)
+
+// TestREADMECurlSession runs the README's curl session, as written,
+// against a real `harness serve --demo` (only the address is the test
+// server's instead of 127.0.0.1:8787).
+func TestREADMECurlSession(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed by the README's session (install it: apt-get install %s)", tool, tool)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)<!-- readme-curl-session -->\\s*```sh\\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README has no marked curl session")
+	}
+	script := string(m[1])
+	if !strings.Contains(script, "http://127.0.0.1:8787") {
+		t.Fatal("the README's session does not talk to make demo's address")
+	}
+
+	t.Setenv("HARNESS_CLAUDE_BIN", claudetest.FindCLI(t))
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	url, stop, status, errOut := startServe(t, "--demo", "--addr", "127.0.0.1:0")
+	defer func() {
+		stop <- os.Interrupt
+		if code := <-status; code != 0 {
+			t.Errorf("serve exit %d:\n%s", code, errOut.String())
+		}
+	}()
+	script = strings.ReplaceAll(script, "http://127.0.0.1:8787", url)
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README's session failed: %v\n%s", err, out)
+	}
+	got := string(out)
+	for _, want := range []string{`"ok":true`, `"type":"user:message"`, `"type":"session:init"`, `"type":"process:exit"`, `"running":false`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the session's output lacks %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "null") && strings.Contains(got, `invalid session id "null"`) {
+		t.Errorf("the session id was null:\n%s", got)
+	}
+	if strings.Count(got, `"type":"process:exit"`) != 2 {
+		t.Errorf("want the turn's stream and the history, each ending in process:exit:\n%s", got)
+	}
+}
