@@ -386,9 +386,9 @@ func (h *Harness) LoadHistory(data []byte) error {
 
 type silent struct{}
 
-func (silent) OnText(string)                            {}
+func (silent) OnText(string)                              {}
 func (silent) OnToolCall(string, string, json.RawMessage) {}
-func (silent) OnToolResult(string, string, bool)        {}
+func (silent) OnToolResult(string, string, bool)          {}
 
 // trimModel lower-cases and trims a model name.
 func trimModel(m string) string { return strings.ToLower(strings.TrimSpace(m)) }

@@ -47,7 +47,7 @@ type recorder struct {
 	evs []string
 }
 
-func (r *recorder) add(s string) { r.mu.Lock(); r.evs = append(r.evs, s); r.mu.Unlock() }
+func (r *recorder) add(s string)    { r.mu.Lock(); r.evs = append(r.evs, s); r.mu.Unlock() }
 func (r *recorder) OnText(t string) { r.add("text:" + t) }
 func (r *recorder) OnToolCall(id, name string, in json.RawMessage) {
 	r.add("call:" + name + string(in))
