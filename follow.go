@@ -11,7 +11,9 @@ import (
 // Follow returns the events of session id with seq > after: the stored
 // ones, then, if a turn is running, its live events until its
 // process:exit; then the sequence ends. Each is yielded once, in seq
-// order. Cancelling ctx ends the sequence (and never the turn).
+// order, with Record.More set when the next one is already at hand (a
+// writer can flush once per burst). Cancelling ctx ends the sequence (and
+// never the turn).
 //
 // A reader that falls more than Config.SubscriberBuffer events behind
 // the turn is dropped from the live fan-out (the turn never waits for it)
@@ -35,6 +37,29 @@ func (h *Harness) Follow(ctx context.Context, id string, after int64) (iter.Seq2
 	}
 	h.mu.Unlock()
 	return func(yield func(session.Record, error) bool) {
+		// Each record is held until the next one is known to be ready
+		// (More set) or the reader would wait (More clear): a writer
+		// flushes once per burst, not once per event.
+		var held session.Record
+		holding := false
+		push := func(rec session.Record) bool {
+			if holding {
+				held.More = true
+				if !yield(held, nil) {
+					return false
+				}
+			}
+			held, holding = rec, true
+			return true
+		}
+		release := func() bool {
+			if !holding {
+				return true
+			}
+			holding = false
+			held.More = false
+			return yield(held, nil)
+		}
 		last := after
 		for {
 			var sub *subscription
@@ -49,12 +74,12 @@ func (h *Harness) Follow(ctx context.Context, id string, after int64) (iter.Seq2
 					if sub != nil {
 						b.unsubscribe(sub)
 					}
-					if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+					if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && release() {
 						yield(session.Record{}, err)
 					}
 					return
 				}
-				if !yield(rec, nil) {
+				if !push(rec) {
 					if sub != nil {
 						b.unsubscribe(sub)
 					}
@@ -63,33 +88,46 @@ func (h *Harness) Follow(ctx context.Context, id string, after int64) (iter.Seq2
 				last = rec.Seq
 			}
 			if sub == nil {
+				release()
 				return
 			}
 			dropped := false
 		live:
 			for {
+				var rec session.Record
+				var ok bool
 				select {
-				case <-ctx.Done():
-					b.unsubscribe(sub)
-					return
-				case rec, ok := <-sub.ch:
-					if !ok {
-						dropped = sub.dropped
-						break live
-					}
-					if rec.Seq != 0 && rec.Seq <= last {
-						continue // already read from the log
-					}
-					if !yield(rec, nil) {
+				case rec, ok = <-sub.ch:
+				default:
+					// Nothing queued: hand over what is held, then wait.
+					if !release() {
 						b.unsubscribe(sub)
 						return
 					}
-					if rec.Seq != 0 {
-						last = rec.Seq
+					select {
+					case <-ctx.Done():
+						b.unsubscribe(sub)
+						return
+					case rec, ok = <-sub.ch:
 					}
+				}
+				if !ok {
+					dropped = sub.dropped
+					break live
+				}
+				if rec.Seq != 0 && rec.Seq <= last {
+					continue // already read from the log
+				}
+				if !push(rec) {
+					b.unsubscribe(sub)
+					return
+				}
+				if rec.Seq != 0 {
+					last = rec.Seq
 				}
 			}
 			if !dropped {
+				release()
 				return // the turn ended and every event was delivered
 			}
 			// Dropped for falling behind: catch up from the log, rejoin.

@@ -227,7 +227,7 @@ func TestMissingBinaryNamesEveryPath(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	t.Chdir(t.TempDir())
 	_, err = claudecode.FindBinary("")
-	if !errors.As(err, &nf) || len(nf.Tried) != 3 || !strings.Contains(err.Error(), filepath.Join("node_modules", ".bin", "claude")) {
+	if !errors.As(err, &nf) || len(nf.Tried) != 5 || !strings.Contains(err.Error(), filepath.Join("node_modules", ".bin", "claude")) || !strings.Contains(nf.Tried[4], filepath.Join("node_modules", ".bin", "claude")) {
 		t.Errorf("search error = %v", err)
 	}
 }

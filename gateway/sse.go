@@ -68,7 +68,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, id string, afte
 			g.log.Warn().Err(err).Str("sessionId", id).Msg("event stream: reading the log failed")
 			return
 		}
-		if sw.event(rec.Seq, rec.Event) != nil {
+		if sw.event(rec.Seq, rec.Event, !rec.More) != nil {
 			return // the client went away; the turn goes on
 		}
 	}
@@ -98,7 +98,10 @@ type sseWriter struct {
 	err error
 }
 
-func (s *sseWriter) event(seq int64, data []byte) error {
+// event writes one event; it flushes only when flush is set (the last of
+// a burst: under load one write carries many events instead of one
+// flush, one syscall and one TCP segment per event).
+func (s *sseWriter) event(seq int64, data []byte, flush bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -114,7 +117,7 @@ func (s *sseWriter) event(seq int64, data []byte) error {
 	b = append(b, data...)
 	b = append(b, '\n', '\n')
 	s.buf = b
-	if _, s.err = s.w.Write(b); s.err == nil {
+	if _, s.err = s.w.Write(b); s.err == nil && flush {
 		s.err = s.rc.Flush()
 	}
 	return s.err

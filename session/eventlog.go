@@ -19,6 +19,10 @@ import (
 type Record struct {
 	Seq   int64
 	Event json.RawMessage
+	// More is set by readers that know another record is ready right
+	// now (Harness.Follow): a writer may hold its flush until a record
+	// without it, sending a burst in one write.
+	More bool
 }
 
 // ErrInvalidEvent is returned by Append for input that is not a JSON
