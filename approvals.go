@@ -46,15 +46,20 @@ func (h *Harness) Approve(id, requestID string, a ApprovalAnswer) error {
 	if len(a.UpdatedInput) > 0 && !json.Valid(a.UpdatedInput) {
 		return fmt.Errorf("%w: updatedInput is not JSON", ErrInvalidDecision)
 	}
-	if _, err := h.Session(id); err != nil {
-		return err
+	if !session.ValidID(id) {
+		return fmt.Errorf("%w %q", ErrInvalidID, id)
 	}
 	h.mu.Lock()
 	lt := h.live[id]
 	past := h.answered[id][requestID]
 	h.mu.Unlock()
 	if asks := liveApprovals(lt); asks != nil {
+		// A running turn's session passed every check when it started:
+		// the answer goes straight to it, no file is read.
 		return asks.answer(requestID, a)
+	}
+	if _, err := h.Session(id); err != nil {
+		return err
 	}
 	if past {
 		return ErrApprovalResolved
