@@ -1,0 +1,67 @@
+// Package codex runs OpenAI Codex (`codex app-server`, @openai/codex
+// 0.169.0) behind the engine seam (package engine).
+//
+//	eng := codex.NewEngine(codex.Config{Logger: &log})
+//	t, _ := eng.StartTurn(ctx, engine.Request{SessionKey: id, Message: "hi", Cwd: root})
+//	for t.Next() { … } // session:init … session:complete|session:error, process:exit
+//
+// Each turn starts `codex app-server` in its own process group and talks
+// newline-delimited JSON-RPC without the "jsonrpc" member (a small peer of
+// its own: LineReader bounds a line at MaxLineBytes, DecodeMessage parses
+// it, calls are correlated by id, the server's requests are answered).
+// The turn sends initialize + initialized, thread/start (or thread/resume
+// with Request.Resume, the thread id session:init reported as
+// EngineSessionID), then turn/start; Interrupt sends turn/interrupt.
+//
+// # Child per turn, not per session
+//
+// Measured on the loopback fake (2 cores): a child's start, initialize and
+// thread/start take about 0.3–0.8 s before the first request to the model;
+// a child kept per session would save that on later turns. We chose a
+// child per turn anyway: Codex persists threads in $CODEX_HOME, so
+// thread/resume in a fresh child continues the conversation exactly (the
+// tests prove the second request carries the first exchange); nothing can
+// outlive its turn, so DELETE, idle expiry and Shutdown have nothing to
+// reap; and a crashed child costs one turn, never a session. Close(key)
+// stops a session's running turn.
+//
+// # Events
+//
+//	item/agentMessage/delta                 chat:delta
+//	item/reasoning/summaryTextDelta, textDelta  thinking:delta
+//	item/completed agentMessage             chat:complete
+//	commandExecution, fileChange, mcpToolCall items
+//	                                        tool:start once ("shell", "apply_patch",
+//	                                        "mcp__SERVER__TOOL"), tool:result with
+//	                                        aggregatedOutput (else the output deltas)
+//	turn/completed completed                session:complete (usage summed over the turn)
+//	turn/completed interrupted / failed     session:error interrupted / api_error
+//	child gone                              process:exit, always last
+//
+// # Permissions
+//
+//	permission mode           Approver  approvalPolicy  sandbox
+//	dontAsk, ""               any       never           workspace-write
+//	default, acceptEdits      set       untrusted       workspace-write
+//	default, acceptEdits      nil       never           workspace-write
+//	plan                      set / nil untrusted/never read-only
+//	bypassPermissions         any       never           danger-full-access
+//
+// untrusted (0.169.0 also accepts on-request and a granular policy) asks
+// before every command not known to be safe. The approval requests
+// item/commandExecution/requestApproval and item/fileChange/requestApproval
+// go to Request.Approver from a goroutine of their own; the answer is
+// accept, acceptForSession (decision.Always, when offered) or decline.
+// Tool scoping (Request.Tools, DisallowedTools, AllowedTools) and MaxTurns
+// are not supported by the app-server and are ignored.
+//
+// # Environment
+//
+// Children get the caller's environment with secret-looking variables
+// withheld (claudecode.FilterEnv's rules) except OPENAI_API_KEY and
+// CODEX_API_KEY; CODEX_HOME passes through, and the user's provider in
+// $CODEX_HOME/config.toml is never overridden (a model is set only when
+// Request.Model is). stderr goes to the logger, never into the stream.
+//
+// Package codextest is a fake Responses API for offline tests.
+package codex

@@ -1,0 +1,226 @@
+package codex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/engine"
+)
+
+// Name is the engine's name and kind.
+const Name = "codex"
+
+// Install says how to get the pinned Codex.
+const Install = "npm install @openai/codex@0.169.0"
+
+// Config configures an Engine.
+type Config struct {
+	// Binary is an explicit path to codex ("" = engine.FindBinary's search:
+	// $HARNESS_CODEX_BIN, PATH, ./node_modules/.bin).
+	Binary string
+	// Env is the base environment of every child (nil = os.Environ()). It
+	// is filtered: secret-looking variables are withheld except
+	// OPENAI_API_KEY, CODEX_API_KEY and the names in AllowEnv.
+	Env      []string
+	AllowEnv []string
+	// Logger receives the engine's logs and the children's stderr lines
+	// (nil = none; a Request's Logger wins for its turn).
+	Logger *zerolog.Logger
+	// StopGrace is how long a child gets after its stdin closes before
+	// its group is killed (default 3s).
+	StopGrace time.Duration
+}
+
+// Engine runs Codex turns, one `codex app-server` child per turn (see
+// the package doc). Safe for concurrent use.
+type Engine struct {
+	cfg Config
+
+	onMsg func(Message) // tests only
+
+	mu     sync.Mutex
+	turns  map[string]*Turn
+	closed bool
+}
+
+// NewEngine returns an engine; it starts nothing until a turn.
+func NewEngine(cfg Config) *Engine {
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 3 * time.Second
+	}
+	return &Engine{cfg: cfg, turns: map[string]*Turn{}}
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// Name returns "codex".
+func (e *Engine) Name() string { return Name }
+
+func (e *Engine) binary() (string, error) {
+	return engine.FindBinary(engine.Binary{Name: "codex", Explicit: e.cfg.Binary, EnvVar: "HARNESS_CODEX_BIN", Install: Install})
+}
+
+// Check reports whether codex is found, and its version.
+func (e *Engine) Check(ctx context.Context) engine.Status {
+	st := engine.Status{Name: Name, Kind: Name}
+	bin, err := e.binary()
+	if err != nil {
+		st.Reason = err.Error()
+		return st
+	}
+	st.Available = true
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err == nil {
+		f := strings.Fields(string(out))
+		if len(f) > 0 {
+			st.Version = f[len(f)-1]
+		}
+	}
+	return st
+}
+
+// Policy is how a permission mode maps onto Codex.
+type Policy struct {
+	ApprovalPolicy string // untrusted, on-request, never
+	Sandbox        string // read-only, workspace-write, danger-full-access
+}
+
+// PolicyFor maps a Request's permission mode and whether an Approver is
+// set (the package doc's table).
+func PolicyFor(mode string, hasApprover bool) Policy {
+	switch mode {
+	case "bypassPermissions":
+		return Policy{"never", "danger-full-access"}
+	case "plan":
+		if hasApprover {
+			return Policy{"untrusted", "read-only"}
+		}
+		return Policy{"never", "read-only"}
+	case "default", "acceptEdits":
+		if hasApprover {
+			return Policy{"untrusted", "workspace-write"}
+		}
+	}
+	return Policy{"never", "workspace-write"}
+}
+
+// ChildEnv is the environment a child gets: base filtered (secrets
+// withheld but OPENAI_API_KEY, CODEX_API_KEY and allow; the Anthropic
+// key is not Codex's), then extra. CODEX_HOME passes unchanged.
+func ChildEnv(base, extra, allow []string) []string {
+	allow = append([]string{"OPENAI_API_KEY", "CODEX_API_KEY"}, allow...)
+	keepAnthropic := false
+	for _, a := range allow {
+		if a == "ANTHROPIC_API_KEY" {
+			keepAnthropic = true
+		}
+	}
+	var out []string
+	for _, kv := range claudecode.FilterEnv(append(append([]string(nil), base...), extra...), allow) {
+		if !keepAnthropic && strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// StartTurn starts a codex app-server for the turn and returns its stream
+// once the child runs; the handshake and thread start happen in the
+// stream (a failure there ends it with session:error kind start).
+func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn, error) {
+	return e.start(ctx, req)
+}
+
+func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
+	if req.SessionKey == "" {
+		return nil, errors.New("codex: empty session key")
+	}
+	bin, err := e.binary()
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, engine.ErrClosed
+	}
+	if e.turns[req.SessionKey] != nil {
+		e.mu.Unlock()
+		return nil, engine.ErrBusy
+	}
+	t := newTurn(e, req)
+	e.turns[req.SessionKey] = t
+	e.mu.Unlock()
+
+	base := e.cfg.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	log := e.cfg.Logger
+	if req.Logger != nil {
+		log = req.Logger
+	}
+	if err := t.spawn(ctx, bin, ChildEnv(base, req.Env, e.cfg.AllowEnv), log); err != nil {
+		e.remove(t)
+		return nil, fmt.Errorf("codex: start: %w", err)
+	}
+	return t, nil
+}
+
+func (e *Engine) remove(t *Turn) {
+	e.mu.Lock()
+	if e.turns[t.req.SessionKey] == t {
+		delete(e.turns, t.req.SessionKey)
+	}
+	e.mu.Unlock()
+}
+
+// Close ends the session's running turn, if any (its child is killed);
+// with a child per turn nothing else is kept per session.
+func (e *Engine) Close(sessionKey string) {
+	e.mu.Lock()
+	t := e.turns[sessionKey]
+	e.mu.Unlock()
+	if t != nil {
+		_ = t.Kill()
+		<-t.exited
+	}
+}
+
+// Shutdown refuses new turns, interrupts the running ones and waits for
+// their children to exit; when ctx ends first it kills them.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	ts := make([]*Turn, 0, len(e.turns))
+	for _, t := range e.turns {
+		ts = append(ts, t)
+	}
+	e.mu.Unlock()
+	for _, t := range ts {
+		_ = t.Interrupt()
+	}
+	var err error
+	for _, t := range ts {
+		select {
+		case <-t.exited:
+		case <-ctx.Done():
+			err = ctx.Err()
+			_ = t.Kill()
+			<-t.exited
+		}
+	}
+	return err
+}

@@ -1,0 +1,261 @@
+package codex
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
+)
+
+// Tool names the UI sees for Codex's items.
+const (
+	ToolShell      = "shell"       // commandExecution
+	ToolApplyPatch = "apply_patch" // fileChange
+)
+
+// mapper turns the app-server's notifications into UI events and its
+// approval requests into Approver calls. It runs on the turn's goroutine.
+type mapper struct {
+	t       *Turn
+	started map[string]bool
+	inputs  map[string]json.RawMessage
+	names   map[string]string
+	output  map[string]*strings.Builder
+	usage   usage
+	calls   int
+}
+
+type usage struct {
+	InputTokens           int64 `json:"input_tokens"`
+	CachedInputTokens     int64 `json:"cached_input_tokens"`
+	OutputTokens          int64 `json:"output_tokens"`
+	ReasoningOutputTokens int64 `json:"reasoning_output_tokens"`
+	TotalTokens           int64 `json:"total_tokens"`
+}
+
+func newMapper(t *Turn) *mapper {
+	return &mapper{t: t, started: map[string]bool{}, inputs: map[string]json.RawMessage{}, names: map[string]string{}, output: map[string]*strings.Builder{}}
+}
+
+// itemParams is the part of item/started and item/completed we read.
+type itemParams struct {
+	Item struct {
+		Type             string          `json:"type"`
+		ID               string          `json:"id"`
+		Text             string          `json:"text"`
+		Command          string          `json:"command"`
+		Cwd              string          `json:"cwd"`
+		Status           string          `json:"status"`
+		AggregatedOutput *string         `json:"aggregatedOutput"`
+		ExitCode         *int            `json:"exitCode"`
+		Changes          json.RawMessage `json:"changes"`
+		Server           string          `json:"server"`
+		Tool             string          `json:"tool"`
+		Arguments        json.RawMessage `json:"arguments"`
+		Result           json.RawMessage `json:"result"`
+		Error            json.RawMessage `json:"error"`
+	} `json:"item"`
+}
+
+type deltaParams struct {
+	ItemID string `json:"itemId"`
+	Delta  string `json:"delta"`
+}
+
+// handle maps one message; done is true when the turn ended (err nil when
+// it completed).
+func (m *mapper) handle(msg Message) (done bool, err error) {
+	t := m.t
+	if msg.IsRequest() {
+		m.request(msg)
+		return false, nil
+	}
+	switch msg.Method {
+	case "item/agentMessage/delta":
+		var p deltaParams
+		if json.Unmarshal(msg.Params, &p) == nil && p.Delta != "" {
+			t.emit(event.Event{Type: event.TypeChatDelta, Text: p.Delta})
+		}
+	case "item/reasoning/summaryTextDelta", "item/reasoning/textDelta":
+		var p deltaParams
+		if json.Unmarshal(msg.Params, &p) == nil && p.Delta != "" {
+			t.emit(event.Event{Type: event.TypeThinkingDelta, Text: p.Delta})
+		}
+	case "item/commandExecution/outputDelta", "item/fileChange/outputDelta":
+		var p deltaParams
+		if json.Unmarshal(msg.Params, &p) == nil {
+			b := m.output[p.ItemID]
+			if b == nil {
+				b = &strings.Builder{}
+				m.output[p.ItemID] = b
+			}
+			b.WriteString(p.Delta)
+		}
+	case "item/started":
+		var p itemParams
+		if json.Unmarshal(msg.Params, &p) == nil {
+			m.toolStart(&p)
+		}
+	case "item/completed":
+		var p itemParams
+		if json.Unmarshal(msg.Params, &p) != nil {
+			break
+		}
+		switch p.Item.Type {
+		case "agentMessage":
+			t.emit(event.Event{Type: event.TypeChatComplete, Text: p.Item.Text})
+		case "commandExecution", "fileChange", "mcpToolCall":
+			m.toolStart(&p)
+			m.toolResult(&p)
+		}
+	case "thread/tokenUsage/updated":
+		var p struct {
+			TokenUsage struct {
+				Last struct {
+					TotalTokens, InputTokens, CachedInputTokens, OutputTokens, ReasoningOutputTokens int64
+				} `json:"last"`
+			} `json:"tokenUsage"`
+		}
+		if json.Unmarshal(msg.Params, &p) == nil {
+			l := p.TokenUsage.Last
+			m.usage.InputTokens += l.InputTokens
+			m.usage.CachedInputTokens += l.CachedInputTokens
+			m.usage.OutputTokens += l.OutputTokens
+			m.usage.ReasoningOutputTokens += l.ReasoningOutputTokens
+			m.usage.TotalTokens += l.TotalTokens
+			m.calls++
+		}
+	case "error":
+		t.log.Warn().RawJSON("params", msg.Params).Msg("codex: error notification")
+	case "turn/completed":
+		var p struct {
+			Turn struct {
+				Status     string `json:"status"`
+				DurationMS int64  `json:"durationMs"`
+				Error      *struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			} `json:"turn"`
+		}
+		_ = json.Unmarshal(msg.Params, &p)
+		switch p.Turn.Status {
+		case "completed":
+			u, _ := json.Marshal(m.usage)
+			t.emit(event.Event{Type: event.TypeSessionComplete, Complete: &event.SessionComplete{Usage: u, NumTurns: m.calls, DurationMS: p.Turn.DurationMS}})
+			return true, nil
+		case "interrupted":
+			return true, &engine.TurnError{Kind: event.ErrorInterrupted, Message: "the turn was interrupted"}
+		default:
+			msg := "the turn failed"
+			if p.Turn.Error != nil && p.Turn.Error.Message != "" {
+				msg = p.Turn.Error.Message
+			}
+			return true, t.fail(event.ErrorAPI, msg)
+		}
+	}
+	return false, nil
+}
+
+// toolStart emits tool:start once per tool item.
+func (m *mapper) toolStart(p *itemParams) {
+	it := &p.Item
+	var name string
+	var input any
+	switch it.Type {
+	case "commandExecution":
+		name, input = ToolShell, map[string]any{"command": it.Command, "cwd": it.Cwd}
+	case "fileChange":
+		name, input = ToolApplyPatch, map[string]any{"changes": it.Changes}
+	case "mcpToolCall":
+		name, input = "mcp__"+it.Server+"__"+it.Tool, it.Arguments
+	default:
+		return
+	}
+	if m.started[it.ID] {
+		return
+	}
+	m.started[it.ID] = true
+	in, _ := json.Marshal(input)
+	if string(in) == "null" {
+		in = json.RawMessage("{}")
+	}
+	m.inputs[it.ID], m.names[it.ID] = in, name
+	m.t.emit(event.Event{Type: event.TypeToolStart, ToolStart: &event.ToolStart{ToolUseID: it.ID, Name: name, Input: in}})
+}
+
+func (m *mapper) toolResult(p *itemParams) {
+	it := &p.Item
+	var content string
+	switch {
+	case it.AggregatedOutput != nil:
+		content = *it.AggregatedOutput
+	case m.output[it.ID] != nil:
+		content = m.output[it.ID].String()
+	case it.Type == "mcpToolCall" && len(it.Result) > 0 && string(it.Result) != "null":
+		content = string(it.Result)
+	case len(it.Error) > 0 && string(it.Error) != "null":
+		content = string(it.Error)
+	}
+	delete(m.output, it.ID)
+	isErr := it.Status != "completed" || (it.ExitCode != nil && *it.ExitCode != 0)
+	m.t.emit(event.Event{Type: event.TypeToolResult, ToolResult: &event.ToolResult{ToolUseID: it.ID, Content: content, IsError: isErr}})
+}
+
+// request answers a server→client request: approvals through the
+// Approver (from a goroutine of their own, started once the events before
+// the question were read), anything else with an error.
+func (m *mapper) request(msg Message) {
+	t := m.t
+	switch msg.Method {
+	case "item/commandExecution/requestApproval", "item/fileChange/requestApproval":
+	default:
+		_ = t.peer.replyError(msg.ID, -32601, "method not supported by the harness: "+msg.Method)
+		return
+	}
+	var p struct {
+		ItemID             string            `json:"itemId"`
+		Command            string            `json:"command"`
+		Cwd                string            `json:"cwd"`
+		Reason             string            `json:"reason"`
+		AvailableDecisions []json.RawMessage `json:"availableDecisions"`
+	}
+	_ = json.Unmarshal(msg.Params, &p)
+	req := engine.ApprovalRequest{ToolUseID: p.ItemID}
+	if msg.Method == "item/commandExecution/requestApproval" {
+		req.ToolName = ToolShell
+		req.Input, _ = json.Marshal(map[string]any{"command": p.Command, "cwd": p.Cwd, "reason": p.Reason})
+	} else {
+		req.ToolName = ToolApplyPatch
+		req.Input = m.inputs[p.ItemID]
+		if req.Input == nil {
+			req.Input = json.RawMessage("{}")
+		}
+	}
+	sessionOK := len(p.AvailableDecisions) == 0
+	for _, d := range p.AvailableDecisions {
+		if string(d) == `"acceptForSession"` {
+			sessionOK = true
+		}
+	}
+	id := msg.ID
+	approver := t.req.Approver
+	t.approvals.Add(1)
+	t.out <- item{after: func() {
+		go func() {
+			defer t.approvals.Done()
+			dec := engine.ApprovalDecision{Message: "no approver"}
+			if approver != nil && t.ctx.Err() == nil {
+				dec = approver.Ask(t.ctx, req)
+			}
+			answer := "decline"
+			switch {
+			case dec.Allow && dec.Always && sessionOK:
+				answer = "acceptForSession"
+			case dec.Allow:
+				answer = "accept"
+			}
+			_ = t.peer.reply(id, map[string]any{"decision": answer})
+		}()
+	}}
+}
