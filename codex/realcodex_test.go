@@ -418,7 +418,6 @@ func checkContract(t *testing.T, seen map[string]bool) {
 	}
 }
 
-
 // shapeKeys lists params' member paths two levels deep ("turn.status"),
 // and for an item its type ("item.type=commandExecution").
 func shapeKeys(params json.RawMessage) []string {

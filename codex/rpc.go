@@ -90,7 +90,9 @@ type RPCError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
-func (e *RPCError) Error() string { return "codex: rpc error " + strconv.Itoa(e.Code) + ": " + e.Message }
+func (e *RPCError) Error() string {
+	return "codex: rpc error " + strconv.Itoa(e.Code) + ": " + e.Message
+}
 
 // ErrBadMessage is wrapped by DecodeMessage's errors.
 var ErrBadMessage = errors.New("codex: bad message")
