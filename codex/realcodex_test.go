@@ -368,6 +368,68 @@ func TestRealCodex(t *testing.T) {
 		}
 	})
 
+	t.Run("dontAsk runs without asking", func(t *testing.T) {
+		dir := t.TempDir()
+		a := &approver{}
+		g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: "touch free.txt"}}, codextest.Reply{Text: "done"})
+		r := g.turn(t, engine.Request{SessionKey: "s6", Message: "touch", Cwd: dir, PermissionMode: "dontAsk", Approver: a}, nil)
+		if r.err != nil {
+			t.Fatalf("err %v", r.err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "free.txt")); err != nil {
+			t.Errorf("command did not run: %v", err)
+		}
+		if len(a.asked) != 0 {
+			t.Errorf("asked %+v", a.asked)
+		}
+	})
+
+	t.Run("kill, busy and Close", func(t *testing.T) {
+		g.fake.Script(codextest.Reply{Text: strings.Repeat("w ", 200), Deltas: 200, ChunkDelay: 50 * time.Millisecond})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tr, err := g.eng.StartTurn(ctx, engine.Request{SessionKey: "s7", Message: "talk", Cwd: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.eng.StartTurn(ctx, engine.Request{SessionKey: "s7", Message: "again", Cwd: t.TempDir()}); !errors.Is(err, engine.ErrBusy) {
+			t.Errorf("second turn: %v, want ErrBusy", err)
+		}
+		r := &run{pid: tr.(*codex.Turn).Pid()}
+		for tr.Next() {
+			r.events = append(r.events, tr.Event())
+			if tr.Event().Type == event.TypeChatDelta && len(r.find(event.TypeChatDelta)) == 1 {
+				cancel() // a cancelled context kills the turn
+			}
+		}
+		r.err = tr.Err()
+		checkOrder(t, r)
+		var te *engine.TurnError
+		if !errors.As(r.err, &te) || te.Kind != event.ErrorKilled {
+			t.Errorf("err %v, want killed", r.err)
+		}
+		if ex := r.events[len(r.events)-1].Exit; ex.Signal != "SIGKILL" {
+			t.Errorf("exit %+v", ex)
+		}
+		_ = tr.Close()
+		waitGone(t, r.pid)
+
+		// Close(key) ends a running turn; the key is free again after.
+		g.fake.Script(codextest.Reply{Text: "slow", Delay: 30 * time.Second})
+		tr, err = g.eng.StartTurn(context.Background(), engine.Request{SessionKey: "s7", Message: "wait", Cwd: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid := tr.(*codex.Turn).Pid()
+		go func() {
+			for tr.Next() {
+			}
+		}()
+		g.eng.Close("s7")
+		_ = tr.Close()
+		waitGone(t, pid)
+	})
+
 	t.Run("stderr never on stdout", func(t *testing.T) {
 		logs := g.logs.String()
 		if !strings.Contains(logs, `"stderr"`) {
@@ -442,4 +504,49 @@ func shapeKeys(params json.RawMessage) []string {
 		}
 	}
 	return out
+}
+
+// TestShutdown: Shutdown interrupts a running turn, waits for its child,
+// and refuses new turns.
+func TestShutdown(t *testing.T) {
+	g := newRig(t)
+	g.fake.Script(codextest.Reply{Text: strings.Repeat("w ", 400), Deltas: 400, ChunkDelay: 50 * time.Millisecond})
+	tr, err := g.eng.StartTurn(context.Background(), engine.Request{SessionKey: "k", Message: "talk", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	pid := tr.(*codex.Turn).Pid()
+	first := make(chan struct{})
+	ended := make(chan []event.Event)
+	go func() {
+		var evs []event.Event
+		for tr.Next() {
+			evs = append(evs, tr.Event())
+			if tr.Event().Type == event.TypeChatDelta && len(evs) > 0 && evs[len(evs)-2].Type == event.TypeSessionInit {
+				close(first)
+			}
+		}
+		ended <- evs
+	}()
+	select {
+	case <-first:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no delta")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := g.eng.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	evs := <-ended
+	r := &run{events: evs, err: tr.Err()}
+	checkOrder(t, r)
+	if e := r.find(event.TypeSessionError); len(e) != 1 || e[0].Error.Kind != event.ErrorInterrupted {
+		t.Errorf("session:error %+v", e)
+	}
+	waitGone(t, pid)
+	if _, err := g.eng.StartTurn(context.Background(), engine.Request{SessionKey: "k2", Message: "m"}); !errors.Is(err, engine.ErrClosed) {
+		t.Errorf("after Shutdown: %v", err)
+	}
 }
