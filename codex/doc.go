@@ -15,9 +15,10 @@
 //
 // # Child per turn, not per session
 //
-// Measured on the loopback fake (2 cores): a child's start, initialize and
-// thread/start take about 0.3–0.8 s before the first request to the model;
-// a child kept per session would save that on later turns. We chose a
+// Measured on the loopback fake (2 cores, BenchmarkFirstDelta): StartTurn
+// to the first chat:delta is about 360 ms with a fresh child, of which
+// about 270 ms is the child's start, initialize and thread/start; a child
+// kept per session would answer later turns in about 90 ms. We chose a
 // child per turn anyway: Codex persists threads in $CODEX_HOME, so
 // thread/resume in a fresh child continues the conversation exactly (the
 // tests prove the second request carries the first exchange); nothing can
