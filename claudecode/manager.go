@@ -93,14 +93,7 @@ func NewManager(cfg Config) *Manager {
 // session:error and process:exit. The caller must read the Turn to its end
 // or Close it.
 func (m *Manager) StartTurn(ctx context.Context, sessionKey, message string, opts TurnOpts) (*Turn, error) {
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
-	bin := opts.Binary
-	if bin == "" {
-		bin = m.cfg.Binary
-	}
-	bin, err := FindBinary(bin)
+	bin, err := m.prepare(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +119,18 @@ func (m *Manager) StartTurn(ctx context.Context, sessionKey, message string, opt
 		return nil, err
 	}
 	return t, nil
+}
+
+// prepare validates opts and finds the CLI a turn with them runs.
+func (m *Manager) prepare(opts TurnOpts) (string, error) {
+	if err := opts.Validate(); err != nil {
+		return "", err
+	}
+	bin := opts.Binary
+	if bin == "" {
+		bin = m.cfg.Binary
+	}
+	return FindBinary(bin)
 }
 
 func (m *Manager) release(key string, t *Turn) {

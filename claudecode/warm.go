@@ -39,14 +39,7 @@ var ErrWarmDied = errors.New("claudecode: the warm CLI process died before its m
 // Prestart spawns the CLI for a turn of sessionKey with opts whose
 // message comes later (Warm.Start). ctx bounds the spawn only.
 func (m *Manager) Prestart(ctx context.Context, sessionKey string, opts TurnOpts) (*Warm, error) {
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
-	bin := opts.Binary
-	if bin == "" {
-		bin = m.cfg.Binary
-	}
-	bin, err := FindBinary(bin)
+	bin, err := m.prepare(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -125,11 +118,7 @@ func (w *Warm) Alive() bool {
 // MatchesOpts reports whether a turn with opts would be started exactly
 // as this one was.
 func (w *Warm) MatchesOpts(opts TurnOpts) bool {
-	bin := opts.Binary
-	if bin == "" {
-		bin = w.m.cfg.Binary
-	}
-	bin, err := FindBinary(bin)
+	bin, err := w.m.prepare(opts)
 	return err == nil && bin == w.t.bin && fingerprint(bin, opts) == w.print
 }
 
