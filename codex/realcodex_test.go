@@ -73,7 +73,7 @@ func newRig(t testing.TB, extraEnv ...string) *rig {
 	}
 	logs := &syncBuf{}
 	log := zerolog.New(logs).Level(zerolog.DebugLevel)
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + filepath.Join(home, "codex"), "GITHUB_TOKEN=must-not-leak"}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + filepath.Join(home, "codex"), "GITHUB_TOKEN=must-not-leak", "OPENAI_API_KEY=sk-must-not-be-logged"}
 	env = append(env, extraEnv...)
 	eng := codex.NewEngine(codex.Config{Binary: codexBin(t), Env: env, Logger: &log})
 	t.Cleanup(func() {
@@ -291,10 +291,13 @@ func TestRealCodex(t *testing.T) {
 	})
 
 	t.Run("shell tool", func(t *testing.T) {
-		g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: "echo tool-out-42"}}, codextest.Reply{Text: "ran it"})
+		g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: "echo tool-out-42"}, Reasoning: "let me think"}, codextest.Reply{Text: "ran it"})
 		r := g.turn(t, engine.Request{SessionKey: "s2", Message: "run echo"}, nil)
 		if r.err != nil {
 			t.Fatalf("err %v %v", r.err, r.types())
+		}
+		if th := r.find(event.TypeThinkingDelta); len(th) != 1 || th[0].Text != "let me think" {
+			t.Errorf("thinking:delta %+v", th)
 		}
 		st, res := r.find(event.TypeToolStart), r.find(event.TypeToolResult)
 		if len(st) != 1 || st[0].ToolStart.Name != codex.ToolShell || !strings.Contains(string(st[0].ToolStart.Input), "echo tool-out-42") {
@@ -438,7 +441,7 @@ func TestRealCodex(t *testing.T) {
 		if strings.Contains(logs, "undecodable line") {
 			t.Errorf("stdout carried non-protocol lines: %.500s", logs)
 		}
-		if strings.Contains(logs, "must-not-leak") {
+		if strings.Contains(logs, "must-not-leak") || strings.Contains(logs, "sk-must-not-be-logged") {
 			t.Error("a withheld secret reached the logs")
 		}
 	})

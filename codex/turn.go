@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 )
@@ -40,6 +41,7 @@ type Turn struct {
 
 	stderrMu   sync.Mutex
 	stderrTail []string
+	secrets    []string // values scrubbed from stderr lines
 
 	mu          sync.Mutex
 	turnID      string
@@ -79,6 +81,7 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 	}
 	cmd := exec.Command(bin, "app-server")
 	cmd.Env = env
+	t.secrets = secretValues(env)
 	cmd.Dir = t.req.Cwd
 	setProcessGroup(cmd)
 	stdin, err := cmd.StdinPipe()
@@ -118,12 +121,23 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 	return nil
 }
 
+// scrub replaces the values of the child's credentials and of withheld
+// variables in a line of its stderr.
+func (t *Turn) scrub(line string) string {
+	for _, v := range t.secrets {
+		if len(v) >= 4 {
+			line = strings.ReplaceAll(line, v, "[REDACTED]")
+		}
+	}
+	return line
+}
+
 func (t *Turn) readStderr(r io.Reader, done chan struct{}) {
 	defer close(done)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
-		line := sc.Text()
+		line := t.scrub(sc.Text())
 		t.log.Debug().Str("stderr", line).Msg("codex stderr")
 		t.stderrMu.Lock()
 		t.stderrTail = append(t.stderrTail, line)
@@ -186,6 +200,11 @@ func (t *Turn) Kill() error {
 	t.killed = true
 	t.mu.Unlock()
 	t.cancel()
+	select {
+	case <-t.exited:
+		return nil // reaped: the pid may belong to another process now
+	default:
+	}
 	if t.pid > 0 {
 		return signalGroup(t.pid, sigKill)
 	}
@@ -419,4 +438,17 @@ func (t *Turn) converse() error {
 			}
 		}
 	}
+}
+
+// secretValues are the values of env's secret-looking variables (the
+// credentials the child gets).
+func secretValues(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, v, ok := strings.Cut(kv, "=")
+		if ok && v != "" && claudecode.IsSecretEnvName(name) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

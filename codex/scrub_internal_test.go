@@ -1,0 +1,16 @@
+package codex
+
+import "testing"
+
+func TestScrub(t *testing.T) {
+	tr := &Turn{secrets: secretValues([]string{"OPENAI_API_KEY=sk-abcdef", "PATH=/usr/bin", "CODEX_API_KEY=xyz"})}
+	for _, tc := range []struct{ in, want string }{
+		{"auth sk-abcdef failed", "auth [REDACTED] failed"},
+		{"path /usr/bin", "path /usr/bin"},
+		{"short xyz kept", "short xyz kept"}, // values under 4 bytes are not scrubbed (too common)
+	} {
+		if got := tr.scrub(tc.in); got != tc.want {
+			t.Errorf("scrub(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
