@@ -51,8 +51,12 @@
 // untrusted (0.169.0 also accepts on-request and a granular policy) asks
 // before every command not known to be safe. The approval requests
 // item/commandExecution/requestApproval and item/fileChange/requestApproval
-// go to Request.Approver from a goroutine of their own; the answer is
-// accept, acceptForSession (decision.Always, when offered) or decline.
+// go to Request.Approver from a goroutine of their own, once the events
+// before them were read; the answer is accept, acceptForSession
+// (decision.Always, only when the request's availableDecisions offers it —
+// 0.169.0's command approvals offer accept, an execpolicy amendment and
+// cancel) or decline. Other server requests are answered "method not
+// found". The engine is not a Prestarter (no warm turns).
 // Tool scoping (Request.Tools, DisallowedTools, AllowedTools) and MaxTurns
 // are not supported by the app-server and are ignored.
 //

@@ -187,11 +187,17 @@ func (t *Turn) Interrupt() error {
 	tid, th := t.turnID, t.threadID
 	t.mu.Unlock()
 	t.cancel() // pending approvals are denied
-	if tid != "" {
-		_, err := t.peer.call("turn/interrupt", map[string]any{"threadId": th, "turnId": tid})
-		return err
+	select {
+	case <-t.done:
+		return nil // the turn already ended
+	default:
 	}
-	return nil // sent once turn/start answers
+	if tid != "" {
+		if _, err := t.peer.call("turn/interrupt", map[string]any{"threadId": th, "turnId": tid}); err != nil {
+			return t.Kill() // the connection is gone: stop the child instead
+		}
+	}
+	return nil // else sent once turn/start answers
 }
 
 // Kill kills the child's process group now.

@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/chirality/harness/codex"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
 )
 
 func TestPolicyFor(t *testing.T) {
@@ -151,5 +154,38 @@ func TestEngineErrors(t *testing.T) {
 	}
 	if _, err := ok.StartTurn(context.Background(), engine.Request{SessionKey: "k", Message: "m"}); !errors.Is(err, engine.ErrClosed) {
 		t.Errorf("after Shutdown: %v", err)
+	}
+}
+
+// TestChildDiesEarly: a "codex" that dies at once ends the stream with
+// session:error kind start (its stderr's tail kept) and process:exit.
+func TestChildDiesEarly(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "codex")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 'boom on stderr' >&2\necho 'not json on stdout'\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	eng := codex.NewEngine(codex.Config{Binary: bin})
+	tr, err := eng.StartTurn(context.Background(), engine.Request{SessionKey: "k", Message: "m", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var evs []event.Event
+	for tr.Next() {
+		evs = append(evs, tr.Event())
+	}
+	if len(evs) != 2 || evs[0].Type != event.TypeSessionError || evs[1].Type != event.TypeProcessExit {
+		t.Fatalf("events %+v", evs)
+	}
+	se := evs[0].Error
+	if se.Kind != event.ErrorStart || !strings.Contains(se.StderrTail, "boom on stderr") || se.ExitCode == nil || *se.ExitCode != 3 || evs[1].Exit.Code != 3 {
+		t.Errorf("session:error %+v exit %+v", se, evs[1].Exit)
+	}
+	var te *engine.TurnError
+	if !errors.As(tr.Err(), &te) || te.Kind != event.ErrorStart {
+		t.Errorf("Err %v", tr.Err())
+	}
+	if err := tr.Interrupt(); err != nil {
+		t.Errorf("Interrupt after the end: %v", err)
 	}
 }
