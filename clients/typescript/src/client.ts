@@ -1,7 +1,14 @@
 // Typed functions for every /api/harness route.
 
 import {
+  type ApprovalDecision,
+  ApprovalDecisionSchema,
+  type ApprovalRequest,
   type CreateSessionRequest,
+  EngineListSchema,
+  type EngineStatus,
+  type Roots,
+  RootsSchema,
   CreateSessionRequestSchema,
   ErrorBodySchema,
   type HarnessEvent,
@@ -188,6 +195,49 @@ export class HarnessClient {
   async createSession(req: CreateSessionRequest, signal?: AbortSignal): Promise<Session> {
     const body = CreateSessionRequestSchema.parse(req);
     return SessionEnvelopeSchema.parse(await this.json("POST", "session/create", body, signal)).session;
+  }
+
+  /** GET /session/{id} with the approval requests it waits on now. */
+  async getSessionWithApprovals(id: string, signal?: AbortSignal): Promise<{ session: Session; pendingApprovals: ApprovalRequest[] }> {
+    const env = SessionEnvelopeSchema.parse(await this.json("GET", `session/${encodeURIComponent(id)}`, undefined, signal));
+    return { session: env.session, pendingApprovals: env.pendingApprovals ?? [] };
+  }
+
+  /** PATCH /session/{id}: renames a session. */
+  async setTitle(id: string, title: string, signal?: AbortSignal): Promise<Session> {
+    return SessionEnvelopeSchema.parse(await this.json("PATCH", `session/${encodeURIComponent(id)}`, { title }, signal)).session;
+  }
+
+  /**
+   * POST /approval: answers an approval:requested of the session. Resolves
+   * true when this answer decided it, false when another one (a person
+   * elsewhere, a rule, the timeout, the end of the turn) came first (409).
+   * Rejects with HarnessError on an unknown session or request (404).
+   */
+  async approve(
+    sessionId: string,
+    requestId: string,
+    decision: ApprovalDecision,
+    opts: { message?: string; updatedInput?: Record<string, unknown>; signal?: AbortSignal } = {},
+  ): Promise<boolean> {
+    const body: Record<string, unknown> = { sessionId, requestId, decision: ApprovalDecisionSchema.parse(decision) };
+    if (opts.message !== undefined) body.message = opts.message;
+    if (opts.updatedInput !== undefined) body.updatedInput = opts.updatedInput;
+    const req: { body: unknown; signal?: AbortSignal; okStatuses: number[] } = { body, okStatuses: [409] };
+    if (opts.signal) req.signal = opts.signal;
+    const res = await this.request("POST", "approval", req);
+    await res.body?.cancel();
+    return res.status === 200;
+  }
+
+  /** GET /engines: every engine, available here or why not. */
+  async engines(signal?: AbortSignal): Promise<EngineStatus[]> {
+    return EngineListSchema.parse(await this.json("GET", "engines", undefined, signal));
+  }
+
+  /** GET /roots: the project roots sessions may be created in. */
+  async roots(signal?: AbortSignal): Promise<Roots> {
+    return RootsSchema.parse(await this.json("GET", "roots", undefined, signal));
   }
 
   /** GET /session/list, newest first; every allowed root without projectRoot. */

@@ -51,8 +51,40 @@ export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
 export const SessionListSchema = z.array(SessionSummarySchema);
 
-/** The body `{session}` answered by create and get. */
-export const SessionEnvelopeSchema = z.looseObject({ session: SessionSchema });
+/** An open approval request (also the payload of approval:requested). */
+export const ApprovalRequestSchema = z.looseObject({
+  requestId: z.string(),
+  toolUseId: z.string(),
+  toolName: z.string(),
+  input: z.record(z.string(), z.unknown()),
+  suggestions: z.unknown().nullable(),
+  expiresAt: z.string(),
+});
+export type ApprovalRequest = z.infer<typeof ApprovalRequestSchema>;
+
+/** The body `{session, pendingApprovals}` answered by create, get and patch. */
+export const SessionEnvelopeSchema = z.looseObject({
+  session: SessionSchema,
+  pendingApprovals: z.array(ApprovalRequestSchema).optional(),
+});
+
+export const ApprovalDecisionSchema = z.enum(["allow", "deny", "always"]);
+export type ApprovalDecision = z.infer<typeof ApprovalDecisionSchema>;
+
+/** One entry of GET /engines. */
+export const EngineStatusSchema = z.looseObject({
+  name: z.string(),
+  kind: z.string(),
+  available: z.boolean(),
+  reason: z.string().optional(),
+  version: z.string().optional(),
+});
+export type EngineStatus = z.infer<typeof EngineStatusSchema>;
+export const EngineListSchema = z.array(EngineStatusSchema);
+
+/** GET /roots: the allowed project roots, the demo project first. */
+export const RootsSchema = z.looseObject({ roots: z.array(z.string()), demo: z.boolean() });
+export type Roots = z.infer<typeof RootsSchema>;
 
 // ---------------------------------------------------------------------------
 // Request bodies
@@ -61,6 +93,10 @@ export const CreateSessionRequestSchema = z.object({
   projectRoot: z.string().min(1),
   persona: z.string().min(1).nullable().optional(),
   mode: SessionModeSchema,
+  /** claude-code (default), anthropic, codex, … (see engines()). */
+  engine: z.string().min(1).optional(),
+  model: z.string().min(1).optional(),
+  title: z.string().optional(),
 });
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 

@@ -26,9 +26,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 // dist/test -> clients/typescript
 const pkgDir = path.resolve(here, "..", "..");
 
-export async function harnessServer(): Promise<TestServer> {
+export async function harnessServer(extraArgs: string[] = []): Promise<TestServer> {
   const token = process.env.HARNESS_TOKEN || undefined;
-  if (process.env.HARNESS_URL) {
+  if (process.env.HARNESS_URL && extraArgs.length === 0) {
     const root = process.env.HARNESS_ROOT;
     if (!root) throw new Error("HARNESS_URL is set: set HARNESS_ROOT to a project root the gateway allows");
     return { url: process.env.HARNESS_URL.replace(/\/+$/, ""), token, root, stop: async () => {} };
@@ -38,7 +38,7 @@ export async function harnessServer(): Promise<TestServer> {
     throw new Error(`harness binary not found at ${bin}: build it (go build -o bin/harness ./cmd/harness) or set HARNESS_BIN or HARNESS_URL`);
   }
   const root = realpathSync(mkdtempSync(path.join(tmpdir(), "harness-ts-")));
-  const child = spawn(bin, ["serve", "--demo", "--addr", "127.0.0.1:0", "--root", root], {
+  const child = spawn(bin, ["serve", "--demo", "--addr", "127.0.0.1:0", "--root", root, ...extraArgs], {
     stdio: ["ignore", "pipe", "pipe"],
     env: process.env,
   });
