@@ -359,6 +359,24 @@ func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
 	return s, nil
 }
 
+// PermissionMode is the permission mode s's next turn runs in (the
+// server's setting over the persona's over the default), "" when the
+// persona cannot be read.
+func (h *Harness) PermissionMode(s *session.Session) string {
+	var p *persona.Persona
+	if s.Persona != "" {
+		var err error
+		if p, err = persona.Load(s.ProjectRoot, s.Persona); err != nil {
+			return ""
+		}
+	}
+	mode, err := h.cfg.permissionMode(p)
+	if err != nil {
+		return ""
+	}
+	return mode
+}
+
 // SetTitle renames session id. A blank title goes back to the default
 // (the first message) at the next turn.
 func (h *Harness) SetTitle(id, title string) (*session.Session, error) {

@@ -351,6 +351,13 @@ test("an approval is answered in the console; a reload shows both sides", async 
     assert.ok(fs.existsSync(path.join(asking.root, "demo-marker.txt")), "the approved tool ran");
     await byId(page, "waiting-badge").first().waitFor({ state: "detached", timeout: T });
     await shot(page, "11-approval-allowed");
+    // The header names engine, model and permission mode, the session's
+    // cost, and that the demo model answers.
+    await page.waitForFunction(() => document.querySelector('[data-testid="session-subtitle"]')?.textContent.includes("$"), null, { timeout: T });
+    const sub = await byId(page, "session-subtitle").innerText();
+    assert.match(sub, /claude-code · claude-\S+ · direct · default · .* · \$/);
+    assert.ok(await byId(page, "demo-badge").isVisible());
+    assert.equal(await byId(page, "session-title").innerText(), "please touch a marker file");
 
     // Another browser, no local copy of anything: the log has both sides.
     const other = await newPage(LAPTOP);
@@ -360,6 +367,14 @@ test("an approval is answered in the console; a reload shows both sides", async 
     assert.match(await byId(other, "approval-outcome").first().innerText(), /Allowed/);
     assert.deepEqual(pageErrors, []);
     await other.context().close();
+    // The server goes away: the console says so instead of "Failed to fetch".
+    await asking.stop();
+    await page.evaluate(() => window.dispatchEvent(new Event("focus")));
+    await input.fill("are you there?");
+    await input.press("Enter");
+    await page.getByText("server unreachable, retrying").first().waitFor({ timeout: T });
+    assert.match(await byId(page, "health").getAttribute("class"), /bad/);
+    pageErrors.length = 0; // the browser logs the refused connections
     await page.context().close();
   } finally {
     server = saved;

@@ -318,15 +318,16 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, g.envelope(s))
 }
 
-// envelope is {session, pendingApprovals}: the stored session (its
-// engine, title, cost and always-allow rules included) and the approval
-// requests it waits on now.
+// envelope is {session, pendingApprovals, permissionMode}: the stored
+// session (its engine, title, cost and always-allow rules included), the
+// approval requests it waits on now and the permission mode its turns run
+// in.
 func (g *Gateway) envelope(s *session.Session) map[string]any {
 	pending := g.h.PendingApprovals(s.ID)
 	if pending == nil {
 		pending = []event.ApprovalRequested{}
 	}
-	return map[string]any{"session": s, "pendingApprovals": pending}
+	return map[string]any{"session": s, "pendingApprovals": pending, "permissionMode": g.h.PermissionMode(s)}
 }
 
 func (g *Gateway) listSessions(w http.ResponseWriter, r *http.Request) {

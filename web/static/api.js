@@ -91,7 +91,11 @@ export class Api {
     return this.json("GET", "roots");
   }
   async getSession(id) {
-    return (await this.json("GET", `session/${encodeURIComponent(id)}`)).session;
+    return (await this.getSessionEnvelope(id)).session;
+  }
+  /** {session, pendingApprovals, permissionMode} */
+  getSessionEnvelope(id) {
+    return this.json("GET", `session/${encodeURIComponent(id)}`);
   }
   async deleteSession(id) {
     await this.request("DELETE", `session/${encodeURIComponent(id)}`);

@@ -386,9 +386,9 @@ async function openSession(id) {
   updateControls();
   view.schedule();
   try {
-    const s = await api.getSession(id);
+    const env = await api.getSessionEnvelope(id);
     if (state.currentId !== id) return;
-    state.current = s;
+    state.current = { ...env.session, permissionMode: env.permissionMode };
     renderTitle();
   } catch (e) {
     if (state.currentId !== id) return;
@@ -561,7 +561,7 @@ async function refreshSessions() {
   }
   if (state.currentId) {
     const s = state.sessions.find((x) => x.id === state.currentId);
-    if (s && state.current) state.current = { ...state.current, ...s };
+    if (s && state.current) state.current = { ...state.current, ...s, permissionMode: state.current.permissionMode };
   }
   renderSessions();
   renderRoots();
@@ -669,7 +669,7 @@ function renderTitle() {
   const model = state.transcript.turns.map((t) => t.init?.model).filter(Boolean).pop() || s?.model || "";
   const cost = typeof s?.costUsd === "number" && s.costUsd > 0 ? formatCost(s.costUsd) : "";
   $("subtitle").textContent = s
-    ? [s.engine || "claude-code", model, s.persona ? `${s.persona} · ${s.mode}` : s.mode, baseName(s.projectRoot), cost].filter(Boolean).join(" · ")
+    ? [s.engine || "claude-code", model, s.persona ? `${s.persona} · ${s.mode}` : s.mode, s.permissionMode, baseName(s.projectRoot), cost].filter(Boolean).join(" · ")
     : "";
   $("subtitle").title = s ? s.projectRoot : "";
   $("rename").hidden = !s;
