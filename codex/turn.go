@@ -240,9 +240,8 @@ func (t *Turn) emit(ev event.Event) {
 
 // run drives the protocol and produces the stream.
 func (t *Turn) run() {
+	defer close(t.out) // after done: Err is final once Next returned false
 	defer close(t.done)
-	defer close(t.out)
-	defer t.eng.remove(t)
 	endErr := t.converse()
 	// Stop the child: close stdin, grace, then kill the group.
 	_ = t.stdin.Close()
@@ -272,6 +271,7 @@ func (t *Turn) run() {
 			t.emit(event.Event{Type: event.TypeSessionError, Error: se})
 		}
 	}
+	t.eng.remove(t) // the key is free once process:exit is read
 	t.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: code, Signal: ps.signal}})
 }
 
