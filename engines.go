@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/chirality/harness/codex"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/native"
 )
@@ -12,7 +13,7 @@ import (
 // the native loop (engine.Anthropic), with the key and base URL the
 // children would get (Config.ChildEnv over Config.Env, else this
 // process's environment), so `serve --demo` points it at the demo model
-// too.
+// too; and Codex (package codex).
 func builtinEngines(c *Config) []engine.Engine {
 	env := c.Env
 	if env == nil {
@@ -29,7 +30,12 @@ func builtinEngines(c *Config) []engine.Engine {
 		}
 		return v
 	}
-	return []engine.Engine{native.NewEngine(native.EngineConfig{
-		APIKey: look("ANTHROPIC_API_KEY"), BaseURL: look("ANTHROPIC_BASE_URL"), Logger: c.Logger,
-	})}
+	return []engine.Engine{
+		native.NewEngine(native.EngineConfig{
+			APIKey: look("ANTHROPIC_API_KEY"), BaseURL: look("ANTHROPIC_BASE_URL"), Logger: c.Logger,
+		}),
+		// Codex keeps its own configuration ($CODEX_HOME/config.toml, its
+		// provider and credentials): it gets the environment as it is.
+		codex.NewEngine(codex.Config{Env: c.Env, AllowEnv: c.AllowEnv, Logger: c.Logger}),
+	}
 }
