@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/rpc"
+)
+
+func init() { register("rpc", runRPC) }
+
+const rpcUsage = `usage: harness rpc [--cwd DIR] [flags]
+
+Serves one client JSON-RPC 2.0 on stdin/stdout (newline-delimited; stdout
+carries only JSON-RPC, logs go to stderr): threads, turns, items and
+approvals, persisted under DIR/.harness/threads. It ends at the end of its
+input, cancelling running turns, and exits 0. The protocol: rpc/PROTOCOL.md.
+`
+
+func runRPC(args []string, stdout, stderr io.Writer) int {
+	return rpcMain(os.Stdin, args, stdout, stderr)
+}
+
+func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("harness rpc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cwd := fs.String("cwd", "", "project directory (default: the current one)")
+	claudeBin := fs.String("claude-bin", "", claudeBinHelp)
+	perm := fs.String("permission-mode", "default", "permission mode of turns whose persona sets none: default asks through approval.requested; dontAsk never asks")
+	timeout := fs.Duration("approval-timeout", harness.DefaultApprovalTimeout, "how long a tool waits for approval.respond before it is denied")
+	demo := fs.Bool("demo", false, "answer with the built-in demo model (no key needed)")
+	verbose := fs.Bool("v", false, "log to stderr")
+	fs.Usage = func() {
+		fmt.Fprint(stdout, rpcUsage+"\nflags:\n")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err == flag.ErrHelp {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "harness rpc: unexpected argument %q\n", pos[0])
+		return 2
+	}
+	if msg := checkDir("--cwd", *cwd); msg != "" {
+		fmt.Fprintln(stderr, "harness rpc:", msg)
+		return 2
+	}
+	dir := *cwd
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	if dir, err = filepath.Abs(dir); err == nil {
+		dir, err = filepath.EvalSymlinks(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "harness rpc:", err)
+		return 1
+	}
+	logger := zerolog.Nop()
+	if *verbose {
+		logger = zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly}).With().Timestamp().Logger()
+	}
+	cfg := harness.Config{Roots: []string{dir}, ClaudeBinary: *claudeBin, Logger: &logger, DefaultPermissionMode: *perm,
+		Approvals: true, ApprovalTimeout: *timeout}
+	if *demo {
+		env, undo, err := startDemo()
+		if err != nil {
+			fmt.Fprintln(stderr, "harness rpc --demo:", err)
+			return 1
+		}
+		defer undo()
+		cfg.ChildEnv = env
+		cfg.AllowedTools = claudetest.DemoAllowedTools
+	}
+	h, err := harness.New(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "harness rpc:", err)
+		return 1
+	}
+	err = rpc.Serve(context.Background(), h, stdin, stdout, rpc.Options{Cwd: dir, Logger: &logger})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = h.Shutdown(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "harness rpc:", err)
+		return 1
+	}
+	return 0
+}

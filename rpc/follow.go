@@ -1,0 +1,254 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/event"
+)
+
+// follow turns one harness turn's UI events into the protocol's
+// notifications, in order: turn.started, the items, then exactly one of
+// turn.completed (status completed or cancelled) or turn.error.
+func (s *Server) follow(t *thread, at *activeTurn, ht *harness.Turn) {
+	defer s.turns.Done()
+	f := &follower{s: s, t: t, turn: at.turn, tools: map[string]toolItem{}, approvals: map[string]string{}}
+	f.notify("turn.started", map[string]any{"turn": f.turn})
+	t.mu.Lock()
+	sid := t.meta.SessionID
+	t.mu.Unlock()
+	events, err := s.h.Follow(context.Background(), sid, ht.StartSeq)
+	if err == nil {
+		for rec, rerr := range events {
+			if rerr != nil {
+				break
+			}
+			var ev event.Event
+			if json.Unmarshal(rec.Event, &ev) == nil {
+				f.apply(ev)
+			}
+		}
+	}
+	<-ht.Done()
+	f.end("", "the turn ended without a result")
+	t.mu.Lock()
+	t.turn = nil
+	t.meta.Time.Updated = nowMS()
+	if err := t.saveMeta(); err != nil {
+		s.log.Error().Err(err).Msg("meta.json not saved")
+	}
+	t.mu.Unlock()
+	close(at.done)
+}
+
+type toolItem struct {
+	itemID string
+	name   string
+	input  json.RawMessage
+}
+
+type follower struct {
+	s    *Server
+	t    *thread
+	turn Turn
+
+	text, reasoning       string // open items
+	textBuf, reasoningBuf strings.Builder
+	tools                 map[string]toolItem
+	approvals             map[string]string // requestId → itemId
+	ended                 bool
+	lastCost              float64
+	lastUsage             json.RawMessage
+}
+
+func newItemID() string { return "item_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16] }
+
+func (f *follower) notify(method string, p map[string]any) {
+	p["threadId"], p["turnId"] = f.turn.ThreadID, f.turn.TurnID
+	f.s.notify(f.t, method, p)
+}
+
+func (f *follower) item(itemID, typ string, data any) map[string]any {
+	it := map[string]any{"itemId": itemID, "threadId": f.turn.ThreadID, "turnId": f.turn.TurnID, "type": typ}
+	if data != nil {
+		it["data"] = data
+	}
+	return it
+}
+
+func (f *follower) started(itemID, typ string, data any) {
+	f.notify("item.started", map[string]any{"itemId": itemID, "item": f.item(itemID, typ, data)})
+}
+
+func (f *follower) completed(itemID, typ string, data any) {
+	f.notify("item.completed", map[string]any{"itemId": itemID, "item": f.item(itemID, typ, data)})
+}
+
+func (f *follower) delta(itemID, kind, d string) {
+	f.notify("item.delta", map[string]any{"itemId": itemID, "kind": kind, "delta": d})
+}
+
+// closeText ends the open assistant text item.
+func (f *follower) closeText() {
+	if f.text != "" {
+		f.completed(f.text, "assistant_message", map[string]any{"kind": "text", "text": f.textBuf.String()})
+		f.text = ""
+		f.textBuf.Reset()
+	}
+}
+
+func (f *follower) closeReasoning() {
+	if f.reasoning != "" {
+		f.completed(f.reasoning, "assistant_message", map[string]any{"kind": "reasoning", "text": f.reasoningBuf.String()})
+		f.reasoning = ""
+		f.reasoningBuf.Reset()
+	}
+}
+
+// artifactTools are the tools whose input names a file they write.
+var artifactTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
+
+func (f *follower) apply(ev event.Event) {
+	if f.ended {
+		return
+	}
+	switch ev.Type {
+	case event.TypeUserMessage:
+		id := newItemID()
+		f.started(id, "user_message", map[string]any{"text": ev.Text})
+		f.completed(id, "user_message", map[string]any{"text": ev.Text})
+	case event.TypeThinkingDelta:
+		f.closeText()
+		if f.reasoning == "" {
+			f.reasoning = newItemID()
+			f.started(f.reasoning, "assistant_message", map[string]any{"kind": "reasoning"})
+		}
+		f.reasoningBuf.WriteString(ev.Text)
+		f.delta(f.reasoning, "reasoning", ev.Text)
+	case event.TypeChatDelta:
+		f.closeReasoning()
+		if f.text == "" {
+			f.text = newItemID()
+			f.started(f.text, "assistant_message", map[string]any{"kind": "text"})
+		}
+		f.textBuf.WriteString(ev.Text)
+		f.delta(f.text, "text", ev.Text)
+	case event.TypeChatComplete:
+		f.closeReasoning()
+		if f.text == "" && ev.Text != "" { // an engine that did not stream it
+			f.text = newItemID()
+			f.started(f.text, "assistant_message", map[string]any{"kind": "text"})
+			f.textBuf.WriteString(ev.Text)
+		}
+		f.closeText()
+	case event.TypeToolStart:
+		f.closeText()
+		f.closeReasoning()
+		ti := toolItem{itemID: newItemID(), name: ev.ToolStart.Name, input: ev.ToolStart.Input}
+		f.tools[ev.ToolStart.ToolUseID] = ti
+		f.started(ti.itemID, "tool_exec", map[string]any{"toolUseId": ev.ToolStart.ToolUseID, "name": ti.name, "input": ti.input})
+	case event.TypeToolResult:
+		ti, ok := f.tools[ev.ToolResult.ToolUseID]
+		if !ok {
+			ti = toolItem{itemID: newItemID(), name: "tool"}
+			f.started(ti.itemID, "tool_exec", map[string]any{"toolUseId": ev.ToolResult.ToolUseID, "name": ti.name})
+		}
+		// The tool's output as a log (engines that stream it send several
+		// deltas; the Claude Code CLI gives it whole).
+		log := newItemID()
+		f.started(log, "tool_log", map[string]any{"toolItemId": ti.itemID})
+		if ev.ToolResult.Content != "" {
+			f.delta(log, "tool_output", ev.ToolResult.Content)
+		}
+		f.completed(log, "tool_log", map[string]any{"toolItemId": ti.itemID, "output": ev.ToolResult.Content})
+		f.completed(ti.itemID, "tool_exec", map[string]any{"toolUseId": ev.ToolResult.ToolUseID, "name": ti.name, "input": ti.input,
+			"output": ev.ToolResult.Content, "isError": ev.ToolResult.IsError})
+		if artifactTools[ti.name] && !ev.ToolResult.IsError {
+			var in struct {
+				FilePath     string `json:"file_path"`
+				NotebookPath string `json:"notebook_path"`
+			}
+			_ = json.Unmarshal(ti.input, &in)
+			if p := in.FilePath + in.NotebookPath; p != "" {
+				a := newItemID()
+				data := map[string]any{"path": p, "tool": ti.name, "toolItemId": ti.itemID}
+				f.started(a, "artifact", data)
+				f.completed(a, "artifact", data)
+			}
+		}
+	case event.TypeApprovalRequested:
+		f.closeText()
+		f.closeReasoning()
+		a := ev.Approval
+		id := newItemID()
+		f.approvals[a.RequestID] = id
+		f.s.mu.Lock()
+		f.s.approvals[a.RequestID] = f.turn.ThreadID
+		f.s.mu.Unlock()
+		f.started(id, "approval", map[string]any{"requestId": a.RequestID, "tool": a.ToolName, "input": a.Input})
+		f.notify("approval.requested", map[string]any{"requestId": a.RequestID, "itemId": id, "tool": a.ToolName,
+			"input": a.Input, "options": []string{"once", "always", "reject"}})
+	case event.TypeApprovalResolved:
+		r := ev.Resolved
+		id, ok := f.approvals[r.RequestID]
+		f.s.mu.Lock()
+		delete(f.s.approvals, r.RequestID)
+		f.s.mu.Unlock()
+		if ok {
+			f.completed(id, "approval", map[string]any{"requestId": r.RequestID, "decision": r.Decision, "by": r.By, "message": r.Message})
+		}
+	case event.TypeSessionComplete:
+		f.lastCost, f.lastUsage = ev.Complete.CostUSD, ev.Complete.Usage
+		f.end("completed", "")
+	case event.TypeSessionError:
+		switch ev.Error.Kind {
+		case event.ErrorResumeNotFound:
+			// The core starts a fresh conversation with the same message.
+		case event.ErrorInterrupted, event.ErrorKilled:
+			f.end("cancelled", "")
+		default:
+			f.errorEnd(ev.Error)
+		}
+	}
+}
+
+// end sends turn.completed once (status completed or cancelled); with an
+// empty status it is the fallback of a turn that ended with neither.
+func (f *follower) end(status, fallback string) {
+	if f.ended {
+		return
+	}
+	if status == "" {
+		f.errorEnd(&event.SessionError{Error: fallback, Kind: event.ErrorProcess})
+		return
+	}
+	f.closeText()
+	f.closeReasoning()
+	f.ended = true
+	now := nowMS()
+	f.turn.Status, f.turn.Time.Completed = status, &now
+	p := map[string]any{"turn": f.turn}
+	if status == "completed" {
+		p["costUsd"] = f.lastCost
+		if len(f.lastUsage) > 0 {
+			p["usage"] = f.lastUsage
+		}
+	}
+	f.notify("turn.completed", p)
+}
+
+func (f *follower) errorEnd(e *event.SessionError) {
+	if f.ended {
+		return
+	}
+	f.closeText()
+	f.closeReasoning()
+	f.ended = true
+	now := nowMS()
+	f.turn.Status, f.turn.Time.Completed = "error", &now
+	f.notify("turn.error", map[string]any{"turn": f.turn, "error": map[string]any{"message": e.Error, "kind": e.Kind}})
+}

@@ -1,0 +1,660 @@
+package rpc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/atomicfile"
+	"github.com/chirality/harness/session"
+)
+
+// Version is the protocol version initialize answers.
+const Version = "1.0.0"
+
+// DefaultMaxLineBytes bounds one request line.
+const DefaultMaxLineBytes = 16 << 20
+
+// Options configure Serve.
+type Options struct {
+	// Cwd is the project: threads live in Cwd/.harness/threads and run
+	// there (or in a directory below it).
+	Cwd string
+	// MaxLineBytes bounds a request line (0 = DefaultMaxLineBytes).
+	MaxLineBytes int
+	// Logger receives the door's logs (nil = none); never stdout.
+	Logger *zerolog.Logger
+}
+
+// Thread is a conversation: a harness session once its first turn runs.
+type Thread struct {
+	ThreadID  string     `json:"threadId"`
+	Title     string     `json:"title"`
+	Directory string     `json:"directory"`
+	Time      threadTime `json:"time"`
+}
+
+type threadTime struct {
+	Created int64 `json:"created"`
+	Updated int64 `json:"updated"`
+}
+
+// meta is meta.json: the Thread and what runs it.
+type meta struct {
+	Thread
+	SessionID string `json:"sessionId,omitempty"`
+	Engine    string `json:"engine,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Agent     string `json:"agent,omitempty"`
+}
+
+// Turn is a turn of a thread.
+type Turn struct {
+	TurnID   string   `json:"turnId"`
+	ThreadID string   `json:"threadId"`
+	Status   string   `json:"status"` // running | completed | cancelled | error
+	Time     turnTime `json:"time"`
+}
+
+type turnTime struct {
+	Started   int64  `json:"started"`
+	Completed *int64 `json:"completed,omitempty"`
+}
+
+type thread struct {
+	dir string // .harness/threads/<id>
+	log *session.EventLog
+
+	mu   sync.Mutex // meta, the seq of notifications, turn
+	meta meta
+	turn *activeTurn
+}
+
+type activeTurn struct {
+	turn Turn
+	done chan struct{}
+}
+
+// Server is one client's session of the protocol. Serve makes and runs
+// one; it is exported for tests that drive it step by step.
+type Server struct {
+	h    *harness.Harness
+	opts Options
+	log  zerolog.Logger
+	out  *lineWriter
+	root string // .harness/threads
+
+	mu        sync.Mutex
+	threads   map[string]*thread
+	approvals map[string]string // requestId → threadId
+	turns     sync.WaitGroup
+}
+
+// Serve answers JSON-RPC requests read from in on out until in ends, then
+// cancels the running turns, waits for them (bounded by ctx) and returns
+// nil. No input ends it early: a malformed line gets an error response.
+func Serve(ctx context.Context, h *harness.Harness, in io.Reader, out io.Writer, opts Options) error {
+	s, err := NewServer(h, out, opts)
+	if err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := readLine(r, s.opts.MaxLineBytes)
+		if errors.Is(err, ErrLineTooLong) {
+			s.send(nil, nil, errorf(CodeInvalidRequest, fmt.Sprintf("invalid request: the line is longer than %d bytes", s.opts.MaxLineBytes)))
+			continue
+		}
+		if err != nil {
+			break // end of input (or a broken pipe)
+		}
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		s.Handle(ctx, line)
+	}
+	s.Close(ctx)
+	return nil
+}
+
+// NewServer loads the threads of opts.Cwd.
+func NewServer(h *harness.Harness, out io.Writer, opts Options) (*Server, error) {
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if opts.Cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		opts.Cwd = wd
+	}
+	s := &Server{h: h, opts: opts, log: zerolog.Nop(), out: newLineWriter(out), root: filepath.Join(opts.Cwd, ".harness", "threads"),
+		threads: map[string]*thread{}, approvals: map[string]string{}}
+	if opts.Logger != nil {
+		s.log = *opts.Logger
+	}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load reads every thread's meta.json (a thread whose meta cannot be read
+// is logged and skipped).
+func (s *Server) load() error {
+	ents, err := os.ReadDir(s.root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.root, e.Name(), "meta.json"))
+		var m meta
+		if err == nil {
+			err = json.Unmarshal(b, &m)
+		}
+		if err != nil || m.ThreadID != e.Name() {
+			s.log.Warn().Str("thread", e.Name()).AnErr("error", err).Msg("thread skipped: meta.json unreadable")
+			continue
+		}
+		s.threads[m.ThreadID] = &thread{dir: filepath.Join(s.root, e.Name()), meta: m}
+	}
+	return nil
+}
+
+// Close cancels running turns and waits for their ends to be sent.
+func (s *Server) Close(ctx context.Context) {
+	s.mu.Lock()
+	for _, t := range s.threads {
+		t.mu.Lock()
+		if t.turn != nil && t.meta.SessionID != "" {
+			_ = s.h.Interrupt(t.meta.SessionID)
+		}
+		t.mu.Unlock()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.turns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	for _, t := range s.threads {
+		if t.log != nil {
+			t.log.Close()
+		}
+	}
+	s.mu.Unlock()
+}
+
+// Handle answers one line (a request, a notification or a batch).
+func (s *Server) Handle(ctx context.Context, line []byte) {
+	items, batch, perr := DecodeMessage(line)
+	if perr != nil {
+		s.send(nil, nil, perr)
+		return
+	}
+	if !batch {
+		req, id, err := DecodeRequest(items[0])
+		if err != nil {
+			s.send(id, nil, err)
+			return
+		}
+		if req.Method == "thread.get" && !req.IsNotification() {
+			s.threadGetStreaming(req)
+			return
+		}
+		result, rerr := s.dispatch(ctx, req)
+		if !req.IsNotification() {
+			s.send(req.ID, result, rerr)
+		} else if f, ok := result.(deferred); ok {
+			f.then() // a turn.start sent as a notification still runs
+		}
+		return
+	}
+	// A batch: one array of the answers to its requests (none for its
+	// notifications; nothing at all when it held only notifications).
+	var answers []json.RawMessage
+	var after []func()
+	for _, raw := range items {
+		req, id, err := DecodeRequest(raw)
+		if err != nil {
+			b, _ := response(id, nil, err)
+			answers = append(answers, b)
+			continue
+		}
+		result, rerr := s.dispatch(ctx, req)
+		if f, ok := result.(deferred); ok {
+			result = f.result
+			after = append(after, f.then)
+		}
+		if !req.IsNotification() {
+			b, _ := response(req.ID, result, rerr)
+			answers = append(answers, b)
+		}
+	}
+	if len(answers) > 0 {
+		b, _ := json.Marshal(answers)
+		_ = s.out.write(b)
+	}
+	for _, f := range after {
+		f()
+	}
+}
+
+// deferred is a result whose follow-up (a turn's notifications) must wait
+// until the answer was sent.
+type deferred struct {
+	result any
+	then   func()
+}
+
+// send writes one response.
+func (s *Server) send(id json.RawMessage, result any, e *Error) {
+	if f, ok := result.(deferred); ok {
+		s.send(id, f.result, e)
+		f.then()
+		return
+	}
+	b, err := response(id, result, e)
+	if err != nil {
+		b, _ = response(id, nil, errorf(CodeInternalError, "internal error: the result could not be encoded"))
+	}
+	if werr := s.out.write(b); werr != nil {
+		s.log.Debug().Err(werr).Msg("the client is gone")
+	}
+}
+
+// params decodes p into v; unknown fields are ignored (a newer client's
+// additions), a wrong type is InvalidParams.
+func params(p json.RawMessage, v any) *Error {
+	if len(p) == 0 || string(p) == "null" {
+		p = json.RawMessage("{}")
+	}
+	if p[0] != '{' {
+		return errorf(CodeInvalidParams, "invalid params: an object is expected")
+	}
+	if err := json.Unmarshal(p, v); err != nil {
+		return errorf(CodeInvalidParams, "invalid params: "+err.Error())
+	}
+	return nil
+}
+
+func (s *Server) dispatch(ctx context.Context, req *Request) (any, *Error) {
+	switch req.Method {
+	case "initialize":
+		var p struct {
+			ClientInfo *struct {
+				Name    string `json:"name"`
+				Version string `json:"version"`
+			} `json:"clientInfo"`
+		}
+		if err := params(req.Params, &p); err != nil {
+			return nil, err
+		}
+		return map[string]any{"version": Version, "capabilities": map[string]bool{
+			"threads": true, "turns": true, "approvals": true, "streaming": true, "persistence": true}}, nil
+	case "thread.create":
+		return s.threadCreate(req.Params)
+	case "thread.list":
+		var p struct{}
+		if err := params(req.Params, &p); err != nil {
+			return nil, err
+		}
+		return map[string]any{"threads": s.threadList()}, nil
+	case "thread.get":
+		return s.threadGet(req.Params)
+	case "turn.start":
+		return s.turnStart(ctx, req.Params)
+	case "turn.cancel":
+		return s.turnCancel(req.Params)
+	case "approval.respond":
+		return s.approvalRespond(req.Params)
+	}
+	return nil, errorf(CodeMethodNotFound, fmt.Sprintf("method not found: %q (initialize, thread.create, thread.list, thread.get, turn.start, turn.cancel, approval.respond)", req.Method))
+}
+
+func nowMS() int64 { return time.Now().UnixMilli() }
+
+func (s *Server) threadCreate(raw json.RawMessage) (any, *Error) {
+	var p struct {
+		Title     string `json:"title"`
+		Directory string `json:"directory"`
+	}
+	if err := params(raw, &p); err != nil {
+		return nil, err
+	}
+	dir := s.opts.Cwd
+	if p.Directory != "" {
+		d := p.Directory
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(s.opts.Cwd, d)
+		}
+		real, err := s.h.ResolveRoot(d)
+		if err != nil {
+			return nil, errorf(CodeInvalidParams, "invalid params: directory: "+err.Error())
+		}
+		dir = real
+	}
+	now := nowMS()
+	m := meta{Thread: Thread{ThreadID: uuid.NewString(), Title: p.Title, Directory: dir, Time: threadTime{Created: now, Updated: now}}}
+	t := &thread{dir: filepath.Join(s.root, m.ThreadID), meta: m}
+	if err := t.saveMeta(); err != nil {
+		return nil, errorf(CodeInternalError, "internal error: "+err.Error())
+	}
+	s.mu.Lock()
+	s.threads[m.ThreadID] = t
+	s.mu.Unlock()
+	return deferred{result: map[string]any{"thread": m.Thread}, then: func() {
+		s.notify(t, "thread.created", map[string]any{"threadId": m.ThreadID, "thread": m.Thread})
+	}}, nil
+}
+
+func (t *thread) saveMeta() error {
+	if err := os.MkdirAll(t.dir, 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(t.meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(t.dir, "meta.json"), append(b, '\n'), nil)
+}
+
+// events opens the thread's events.jsonl (the caller holds t.mu).
+func (t *thread) events() (*session.EventLog, error) {
+	if t.log == nil {
+		l, err := session.OpenEventLog(filepath.Join(t.dir, "events.jsonl"))
+		if err != nil {
+			return nil, err
+		}
+		t.log = l
+	}
+	return t.log, nil
+}
+
+func (s *Server) threadList() []Thread {
+	s.mu.Lock()
+	out := make([]Thread, 0, len(s.threads))
+	for _, t := range s.threads {
+		t.mu.Lock()
+		out = append(out, t.meta.Thread)
+		t.mu.Unlock()
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Time.Updated != out[j].Time.Updated {
+			return out[i].Time.Updated > out[j].Time.Updated
+		}
+		return out[i].ThreadID < out[j].ThreadID
+	})
+	return out
+}
+
+func (s *Server) thread(raw json.RawMessage) (*thread, *Error) {
+	var p struct {
+		ThreadID string `json:"threadId"`
+	}
+	if err := params(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.ThreadID == "" {
+		return nil, errorf(CodeInvalidParams, "invalid params: threadId is required")
+	}
+	s.mu.Lock()
+	t := s.threads[p.ThreadID]
+	s.mu.Unlock()
+	if t == nil {
+		return nil, errorf(CodeThreadNotFound, "thread not found: "+p.ThreadID)
+	}
+	return t, nil
+}
+
+// threadGet builds {thread, events} in memory (in a batch).
+func (s *Server) threadGet(raw json.RawMessage) (any, *Error) {
+	t, err := s.thread(raw)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	events := []json.RawMessage{}
+	if l, lerr := t.events(); lerr == nil {
+		for rec, rerr := range l.Records(0) {
+			if rerr != nil {
+				return nil, errorf(CodeInternalError, "internal error: "+rerr.Error())
+			}
+			events = append(events, rec.Event)
+		}
+	}
+	return map[string]any{"thread": t.meta.Thread, "events": events}, nil
+}
+
+// threadGetStreaming writes thread.get's answer straight from the event
+// log to the client, one event at a time: a 100k-event history is never
+// held in memory, let alone twice.
+func (s *Server) threadGetStreaming(req *Request) {
+	t, perr := s.thread(req.Params)
+	if perr != nil {
+		s.send(req.ID, nil, perr)
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l, lerr := t.events()
+	if lerr != nil {
+		s.send(req.ID, nil, errorf(CodeInternalError, "internal error: "+lerr.Error()))
+		return
+	}
+	head, _ := json.Marshal(t.meta.Thread)
+	s.out.mu.Lock()
+	defer s.out.mu.Unlock()
+	w := s.out.w
+	if s.out.err != nil {
+		return
+	}
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"thread":%s,"events":[`, idOrNull(req.ID), head)
+	first := true
+	for rec, err := range l.Records(0) {
+		if err != nil {
+			s.log.Error().Err(err).Msg("thread.get: reading the event log failed; the answer is cut short")
+			break
+		}
+		if !first {
+			w.WriteByte(',')
+		}
+		first = false
+		w.Write(rec.Event)
+	}
+	w.WriteString("]}}")
+	_ = s.out.writeLocked(nil, true)
+}
+
+// notify appends a notification to the thread's events.jsonl (its seq is
+// the line's) and sends it.
+func (s *Server) notify(t *thread, method string, p map[string]any) {
+	t.mu.Lock()
+	l, err := t.events()
+	if err != nil {
+		t.mu.Unlock()
+		s.log.Error().Err(err).Msg("notification not stored")
+		return
+	}
+	p["seq"] = l.LastSeq() + 1
+	stored, _ := json.Marshal(map[string]any{"method": method, "params": p})
+	if _, err := l.Append(stored); err != nil {
+		s.log.Error().Err(err).Msg("notification not stored")
+	}
+	t.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": p})
+	_ = s.out.write(b)
+}
+
+// engineFor maps a model's providerID to an engine; "" keeps the
+// thread's (or the server's default).
+func engineFor(providerID string) (string, *Error) {
+	switch strings.ToLower(providerID) {
+	case "":
+		return "", nil
+	case "anthropic", "native":
+		return engine.Anthropic, nil
+	case "claude-code", "claude", "claudecode":
+		return engine.ClaudeCode, nil
+	case "codex", "openai":
+		return "codex", nil
+	}
+	return "", errorf(CodeInvalidParams, fmt.Sprintf("invalid params: model.providerID %q: want anthropic (the native loop), claude-code (the Claude Code CLI) or codex", providerID))
+}
+
+func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Error) {
+	var p struct {
+		ThreadID string `json:"threadId"`
+		Input    []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"input"`
+		Model *struct {
+			ProviderID string `json:"providerID"`
+			ModelID    string `json:"modelID"`
+		} `json:"model"`
+		Agent string `json:"agent"`
+	}
+	if err := params(raw, &p); err != nil {
+		return nil, err
+	}
+	t, terr := s.thread(raw)
+	if terr != nil {
+		return nil, terr
+	}
+	var texts []string
+	for _, in := range p.Input {
+		if in.Type != "text" {
+			return nil, errorf(CodeInvalidParams, fmt.Sprintf("invalid params: input type %q: only text is supported", in.Type))
+		}
+		texts = append(texts, in.Text)
+	}
+	text := strings.Join(texts, "\n\n")
+	if strings.TrimSpace(text) == "" {
+		return nil, errorf(CodeInvalidParams, "invalid params: input needs a non-empty text item")
+	}
+	eng, model := "", ""
+	if p.Model != nil {
+		var eerr *Error
+		if eng, eerr = engineFor(p.Model.ProviderID); eerr != nil {
+			return nil, eerr
+		}
+		model = p.Model.ModelID
+	}
+
+	t.mu.Lock()
+	if t.turn != nil {
+		t.mu.Unlock()
+		return nil, errorf(CodeTurnBusy, "turn busy: thread "+t.meta.ThreadID+" has a turn running ("+t.turn.turn.TurnID+")")
+	}
+	if t.meta.SessionID != "" {
+		switch {
+		case eng != "" && eng != t.meta.Engine:
+			t.mu.Unlock()
+			return nil, errorf(CodeInvalidParams, fmt.Sprintf("invalid params: this thread runs on %s; start a new thread for %s", t.meta.Engine, eng))
+		case p.Agent != "" && p.Agent != t.meta.Agent:
+			t.mu.Unlock()
+			return nil, errorf(CodeInvalidParams, fmt.Sprintf("invalid params: this thread's agent is %q; start a new thread for %q", t.meta.Agent, p.Agent))
+		}
+	} else {
+		sess, err := s.h.NewSession(harness.SessionSpec{ProjectRoot: t.meta.Directory, Persona: p.Agent, Mode: "direct",
+			Engine: eng, Model: model, Title: t.meta.Title})
+		if err != nil {
+			t.mu.Unlock()
+			return nil, errorf(CodeInvalidParams, "invalid params: "+err.Error())
+		}
+		t.meta.SessionID, t.meta.Engine, t.meta.Model, t.meta.Agent = sess.ID, sess.Engine, model, p.Agent
+		if err := t.saveMeta(); err != nil {
+			s.log.Error().Err(err).Msg("meta.json not saved")
+		}
+	}
+	ht, err := s.h.StartTurn(ctx, t.meta.SessionID, text)
+	if err != nil {
+		t.mu.Unlock()
+		if errors.Is(err, harness.ErrBusy) {
+			return nil, errorf(CodeTurnBusy, "turn busy: "+err.Error())
+		}
+		return nil, errorf(CodeInternalError, "internal error: the turn could not start: "+err.Error())
+	}
+	at := &activeTurn{turn: Turn{TurnID: "turn_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16], ThreadID: t.meta.ThreadID,
+		Status: "running", Time: turnTime{Started: nowMS()}}, done: make(chan struct{})}
+	t.turn = at
+	t.mu.Unlock()
+	s.turns.Add(1)
+	return deferred{result: map[string]any{"turnId": at.turn.TurnID}, then: func() {
+		go s.follow(t, at, ht)
+	}}, nil
+}
+
+func (s *Server) turnCancel(raw json.RawMessage) (any, *Error) {
+	t, err := s.thread(raw)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	at, sid := t.turn, t.meta.SessionID
+	t.mu.Unlock()
+	if at == nil {
+		return nil, errorf(CodeTurnNotFound, "turn not found: thread "+t.meta.ThreadID+" has no turn running")
+	}
+	if ierr := s.h.Interrupt(sid); ierr != nil && !errors.Is(ierr, harness.ErrNotRunning) {
+		return nil, errorf(CodeInternalError, "internal error: "+ierr.Error())
+	}
+	return map[string]any{"ok": true}, nil
+}
+
+func (s *Server) approvalRespond(raw json.RawMessage) (any, *Error) {
+	var p struct {
+		RequestID string `json:"requestId"`
+		Decision  string `json:"decision"`
+	}
+	if err := params(raw, &p); err != nil {
+		return nil, err
+	}
+	decision := map[string]string{"once": "allow", "always": "always", "reject": "deny"}[p.Decision]
+	if decision == "" {
+		return nil, errorf(CodeInvalidParams, fmt.Sprintf("invalid params: decision %q: want once, always or reject", p.Decision))
+	}
+	s.mu.Lock()
+	tid := s.approvals[p.RequestID]
+	t := s.threads[tid]
+	s.mu.Unlock()
+	if t == nil {
+		return nil, errorf(CodeApprovalMissing, "approval not found: "+p.RequestID)
+	}
+	t.mu.Lock()
+	sid := t.meta.SessionID
+	t.mu.Unlock()
+	if err := s.h.Approve(sid, p.RequestID, harness.ApprovalAnswer{Decision: decision}); err != nil {
+		if errors.Is(err, harness.ErrApprovalNotFound) || errors.Is(err, harness.ErrApprovalResolved) {
+			return nil, errorf(CodeApprovalMissing, "approval not found: "+p.RequestID+" is not pending ("+err.Error()+")")
+		}
+		return nil, errorf(CodeInternalError, "internal error: "+err.Error())
+	}
+	return map[string]any{"ok": true}, nil
+}
