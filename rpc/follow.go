@@ -33,16 +33,32 @@ func (s *Server) follow(t *thread, at *activeTurn, ht *harness.Turn) {
 			}
 		}
 	}
+	f.finish()
 	<-ht.Done()
-	f.end("", "the turn ended without a result")
-	t.mu.Lock()
-	t.turn = nil
-	t.meta.Time.Updated = nowMS()
-	if err := t.saveMeta(); err != nil {
-		s.log.Error().Err(err).Msg("meta.json not saved")
-	}
-	t.mu.Unlock()
 	close(at.done)
+}
+
+// finish sends the turn's one ending, once the harness turn is over (its
+// process:exit read): the thread is free for turn.start from then on.
+func (f *follower) finish() {
+	if f.ended {
+		return
+	}
+	f.t.mu.Lock()
+	f.t.turn = nil
+	f.t.meta.Time.Updated = nowMS()
+	if err := f.t.saveMeta(); err != nil {
+		f.s.log.Error().Err(err).Msg("meta.json not saved")
+	}
+	f.t.mu.Unlock()
+	switch {
+	case f.status == "completed" || f.status == "cancelled":
+		f.end(f.status)
+	case f.failure != nil:
+		f.errorEnd(f.failure)
+	default:
+		f.errorEnd(&event.SessionError{Error: "the turn ended without a result", Kind: event.ErrorProcess})
+	}
 }
 
 type toolItem struct {
@@ -61,6 +77,8 @@ type follower struct {
 	tools                 map[string]toolItem
 	approvals             map[string]string // requestId → itemId
 	ended                 bool
+	status                string              // completed or cancelled, once known
+	failure               *event.SessionError // how it failed, once known
 	lastCost              float64
 	lastUsage             json.RawMessage
 }
@@ -203,27 +221,24 @@ func (f *follower) apply(ev event.Event) {
 		}
 	case event.TypeSessionComplete:
 		f.lastCost, f.lastUsage = ev.Complete.CostUSD, ev.Complete.Usage
-		f.end("completed", "")
+		f.status = "completed"
 	case event.TypeSessionError:
 		switch ev.Error.Kind {
 		case event.ErrorResumeNotFound:
 			// The core starts a fresh conversation with the same message.
 		case event.ErrorInterrupted, event.ErrorKilled:
-			f.end("cancelled", "")
+			f.status = "cancelled"
 		default:
-			f.errorEnd(ev.Error)
+			f.failure = ev.Error
 		}
+	case event.TypeProcessExit:
+		f.finish()
 	}
 }
 
-// end sends turn.completed once (status completed or cancelled); with an
-// empty status it is the fallback of a turn that ended with neither.
-func (f *follower) end(status, fallback string) {
+// end sends turn.completed (status completed or cancelled).
+func (f *follower) end(status string) {
 	if f.ended {
-		return
-	}
-	if status == "" {
-		f.errorEnd(&event.SessionError{Error: fallback, Kind: event.ErrorProcess})
 		return
 	}
 	f.closeText()
