@@ -3,3 +3,4 @@ export * from "./schemas.js";
 export * from "./sse.js";
 export * from "./client.js";
 export * from "./agent.js";
+export * from "./rpc.js";
