@@ -434,7 +434,13 @@ func keysOf(prefix string, v any, out map[string]bool) {
 // TestProtocolExample replays PROTOCOL.md's example session against a
 // real server and compares every line's method and keys.
 func TestProtocolExample(t *testing.T) {
-	doc, err := os.ReadFile("PROTOCOL.md")
+	for _, file := range []string{"PROTOCOL.md", "../README.md"} {
+		t.Run(filepath.Base(file), func(t *testing.T) { replayExample(t, file) })
+	}
+}
+
+func replayExample(t *testing.T, file string) {
+	doc, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
