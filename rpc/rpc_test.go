@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/event"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -484,4 +486,54 @@ func replayExample(t *testing.T, file string) {
 			t.Fatalf("example line %q", line)
 		}
 	}
+}
+
+// A file a Write or Edit tool changed becomes an artifact item.
+func TestArtifactItems(t *testing.T) {
+	cwd, _ := filepath.EvalSymlinks(t.TempDir())
+	h, _ := harness.New(harness.Config{Roots: []string{cwd}, StateDir: t.TempDir(), NoProjectLogs: true})
+	defer h.Shutdown(context.Background())
+	var out strings.Builder
+	s, _ := NewServer(h, &out, Options{Cwd: cwd})
+	res, _ := s.threadCreate(json.RawMessage(`{}`))
+	tid := res.(deferred).result.(map[string]any)["thread"].(Thread).ThreadID
+	f := &follower{s: s, t: s.threads[tid], turn: Turn{TurnID: "turn_1", ThreadID: tid}, tools: map[string]toolItem{}, approvals: map[string]string{}}
+	for _, ev := range []string{
+		`{"type":"tool:start","toolUseId":"t1","name":"Write","input":{"file_path":"/p/new.go","content":"x"}}`,
+		`{"type":"tool:result","toolUseId":"t1","content":"written","isError":false}`,
+		`{"type":"tool:start","toolUseId":"t2","name":"Edit","input":{"file_path":"/p/bad.go"}}`,
+		`{"type":"tool:result","toolUseId":"t2","content":"no match","isError":true}`,
+	} {
+		var e event.Event
+		json.Unmarshal([]byte(ev), &e)
+		f.apply(e)
+	}
+	got := out.String()
+	if strings.Count(got, `"type":"artifact"`) != 2 || !strings.Contains(got, `"path":"/p/new.go"`) || strings.Contains(got, "bad.go\",\"tool\"") {
+		t.Fatalf("artifacts:\n%s", got)
+	}
+}
+
+// BenchmarkNotify: one core event to its notification on the wire
+// (mapped, appended to events.jsonl, written).
+func BenchmarkNotify(b *testing.B) {
+	cwd, _ := filepath.EvalSymlinks(b.TempDir())
+	h, _ := harness.New(harness.Config{Roots: []string{cwd}, StateDir: b.TempDir(), NoProjectLogs: true})
+	defer h.Shutdown(context.Background())
+	s, _ := NewServer(h, io.Discard, Options{Cwd: cwd})
+	res, _ := s.threadCreate(json.RawMessage(`{}`))
+	tid := res.(deferred).result.(map[string]any)["thread"].(Thread).ThreadID
+	f := &follower{s: s, t: s.threads[tid], turn: Turn{TurnID: "turn_1", ThreadID: tid}, tools: map[string]toolItem{}, approvals: map[string]string{}}
+	ev := event.Event{Type: event.TypeChatDelta, Text: "a token "}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		f.apply(ev)
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
