@@ -331,7 +331,8 @@ test("an approval is answered in the console; a reload shows both sides", async 
     await byId(page, "new-session").click();
     // The allowed root is offered without typing it.
     await page.waitForFunction((root) => document.getElementById("nf-root")?.value === root, asking.root, { timeout: T });
-    assert.ok((await byId(page, "new-engine").locator("option").count()) >= 2, "the engine picker lists the engines");
+    // The engine picker lists the engines (loaded from GET /engines).
+    await page.waitForFunction(() => document.querySelectorAll("#nf-engine option").length >= 2, null, { timeout: T });
     await byId(page, "create-session").click();
     await byId(page, "session-item").first().waitFor({ timeout: T });
 
