@@ -359,19 +359,27 @@ func contentMatches(content, in string) bool {
 // addRule remembers rule in the session (persisted at once: shown by GET
 // /session/{id}, used by later turns).
 func (r *runner) addRule(rule string) {
-	r.smu.Lock()
-	defer r.smu.Unlock()
-	if slices.Contains(r.s.Rules, rule) {
+	r.rulesMu.Lock()
+	if slices.Contains(r.ruleList, rule) {
+		r.rulesMu.Unlock()
 		return
 	}
-	r.s.Rules = append(r.s.Rules, rule)
+	r.ruleList = append(r.ruleList, rule)
+	r.rulesMu.Unlock()
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	if !slices.Contains(r.s.Rules, rule) {
+		r.s.Rules = append(r.s.Rules, rule)
+	}
 	r.saveLocked("always-allow rule")
 }
 
+// rules are the session's always-allow rules. They have a lock of their
+// own: a question must not wait for a session save (an fsync) to read them.
 func (r *runner) rules() []string {
-	r.smu.Lock()
-	defer r.smu.Unlock()
-	return slices.Clone(r.s.Rules)
+	r.rulesMu.Lock()
+	defer r.rulesMu.Unlock()
+	return slices.Clone(r.ruleList)
 }
 
 // saveLocked saves the session; the caller holds smu.

@@ -14,6 +14,7 @@ import (
 // askEngine's turns ask their Approver once, timing both directions: Ask →
 // a Follow reader holding approval:requested, and Approve → Ask returning.
 type askEngine struct {
+	ready    chan struct{}      // the reader is live: ask now
 	asked    chan time.Time     // when Ask was called
 	answered chan time.Duration // Approve → Ask returned
 }
@@ -26,6 +27,7 @@ func (a *askEngine) StartTurn(_ context.Context, req engine.Request) (engine.Tur
 	go func() {
 		k := req.SessionKey
 		t.ch <- event.Event{Type: event.TypeSessionInit, SessionID: k, Init: &event.SessionInit{Engine: "ask", EngineSessionID: "c"}}
+		<-a.ready // as a browser would be: connected before the question comes
 		t0 := time.Now()
 		a.asked <- t0
 		req.Approver.Ask(context.Background(), engine.ApprovalRequest{ToolUseID: "t", ToolName: "Bash", Input: json.RawMessage(`{"command":"touch x"}`)})
@@ -56,10 +58,11 @@ func (t *chanTurn) Close() error {
 }
 
 // BenchmarkApprovalRoundTrip measures what the core adds to an approval:
-// from the engine's question to the request at a live reader, and from
-// Approve to the engine holding the answer (p50/p99 over b.N turns).
+// from the engine's question to the request at a reader already following
+// the turn (a connected browser), and from Approve to the engine holding
+// the answer (p50/p99 over b.N turns).
 func BenchmarkApprovalRoundTrip(b *testing.B) {
-	ae := &askEngine{asked: make(chan time.Time, 1), answered: make(chan time.Duration, 1)}
+	ae := &askEngine{ready: make(chan struct{}, 1), asked: make(chan time.Time, 1), answered: make(chan time.Duration, 1)}
 	root := b.TempDir()
 	h, err := New(Config{Roots: []string{root}, StateDir: b.TempDir(), Engines: []engine.Engine{ae}, DefaultEngine: "ask",
 		Approvals: true, PermissionMode: "default", NoProjectLogs: true})
@@ -78,6 +81,9 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 		for rec := range events {
 			var ev event.Event
 			json.Unmarshal(rec.Event, &ev)
+			if ev.Type == event.TypeSessionInit {
+				ae.ready <- struct{}{}
+			}
 			if ev.Type == event.TypeApprovalRequested {
 				toReader = append(toReader, time.Since(<-ae.asked))
 				answerSent = time.Now()

@@ -291,7 +291,8 @@ func (h *Harness) StartTurn(ctx context.Context, id, message string) (*Turn, err
 		s.Title = titleOf(message)
 	}
 	startSeq := elog.LastSeq()
-	r := &runner{h: h, lt: lt, eng: eng, s: s, req: req, elog: elog, log: plog, started: time.Now(), tools: map[string]string{}}
+	r := &runner{h: h, lt: lt, eng: eng, s: s, req: req, elog: elog, log: plog, started: time.Now(), tools: map[string]string{},
+		ruleList: slices.Clone(s.Rules)}
 	var asks *approvals
 	if h.cfg.Approvals && engine.AsksApproval(req.PermissionMode) {
 		asks = &approvals{r: r, timeout: h.cfg.ApprovalTimeout, byID: map[string]*pendingApproval{}}
@@ -357,6 +358,9 @@ type runner struct {
 	smu       sync.Mutex // s is saved by the runner and by approvals ("always")
 	s         *session.Session
 	finalized bool
+
+	rulesMu  sync.Mutex
+	ruleList []string // s.Rules, readable while s is being saved
 }
 
 func (r *runner) run(t engine.Turn) {
