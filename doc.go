@@ -1,6 +1,9 @@
 // Package harness is the composition point of the harness: one turn of a
-// session, end to end. The gateway (package gateway) and the CLI
-// (cmd/harness) both drive a Harness; nothing here knows about HTTP.
+// session, end to end, on any engine. The doors — the gateway (package
+// gateway), the JSON-RPC door (package rpc), the CLI (cmd/harness) — drive
+// a Harness; the engines (package engine's seam: claudecode, native,
+// codex) run the turns; nothing here knows about HTTP or about which agent
+// answers.
 //
 //	h, err := harness.New(harness.Config{Roots: []string{root}})
 //	s, err := h.CreateSession(root, "REVIEWER", "workbench")
@@ -12,13 +15,30 @@
 //	err = h.Shutdown(ctx)                                 // interrupt, wait, kill what is left
 //
 // A turn: load the session → build the persona's system prompt and save it
-// to <root>/.chirality/prompts/<id>-system.txt → start the CLI with the
-// persona's tool flags, the mode's max turns and the permission policy,
-// resuming the stored Claude session → on session:init store
-// claudeSessionId → append every event to the session's event log (which
-// gives it its seq) and only then publish it to live readers → save the
-// session after the turn, however it ended. Events carry the harness
-// session ID as sessionId, never Claude's.
+// to <root>/.chirality/prompts/<id>-system.txt → emit user:message → start
+// the session's engine (engine.Request: the prompt, the persona's tool
+// flags, the mode's max turns, the permission policy, the conversation to
+// resume; on a warm agent when one waits, see warm.go) → on session:init
+// store the engine's conversation id → append every event to the session's
+// event log (which gives it its seq) and only then publish it to live
+// readers → save the session after the turn, however it ended. Events
+// carry the harness session ID as sessionId, never the engine's.
+//
+// # Engines
+//
+// Claude Code (package claudecode), the native loop on the Messages API
+// (package native) and Codex (package codex) are built in; Config.Engines
+// adds more. A session names its engine at creation (SessionSpec.Engine >
+// the persona's engine: > Config.DefaultEngine) and keeps it.
+//
+// # Approvals
+//
+// With Config.Approvals, turns in permission modes default, acceptEdits
+// and plan get an engine.Approver (approvals.go): approval:requested is
+// stored and published, Approve takes the first answer exactly once,
+// "always" remembers a rule in the session, and a timeout, an interrupt,
+// a kill, a delete or Shutdown denies what is still open before the turn
+// ends.
 //
 // # Permission policy
 //
