@@ -121,3 +121,26 @@ func TestErrorWording(t *testing.T) {
 		t.Errorf("root: %v", err)
 	}
 }
+
+// Follow marks a record More when the next one is already at hand: from
+// the log every record but the last.
+func TestFollowMarksBursts(t *testing.T) {
+	se := &scriptEngine{}
+	e := newTestEnv(t, func(c *Config) { c.Engines = []engine.Engine{se}; c.DefaultEngine = "script" })
+	s, _ := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
+	e.turn(s.ID, "one")
+	seq, err := e.h.Follow(context.Background(), s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var more []bool
+	for rec, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		more = append(more, rec.More)
+	}
+	if len(more) != 5 || slices.Contains(more[:4], false) || more[4] {
+		t.Fatalf("More flags %v: want true for all but the last", more)
+	}
+}
