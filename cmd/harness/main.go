@@ -91,6 +91,7 @@ commands:
   personas  list, show personas and print the prompt they build
   agent     serve one conversation over HTTP (agent serve)
   rpc       JSON-RPC 2.0 on stdin/stdout: threads, turns, approvals
+  tui       a conversation with the agent in the terminal
   version   print the versions of harness, the pinned Claude CLI and Go
 
 Run 'harness COMMAND --help' for a command's flags.

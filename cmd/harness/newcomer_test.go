@@ -24,7 +24,7 @@ func TestHelpAndVersion(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"-h"}, {"help"}, {"help", "turn"},
 		{"turn", "--help"}, {"serve", "--help"}, {"replay", "--help"}, {"sessions", "--help"},
-		{"personas", "--help"}, {"agent", "--help"}, {"agent", "serve", "--help"}, {"turn", "-h"}, {"rpc", "--help"},
+		{"personas", "--help"}, {"agent", "--help"}, {"agent", "serve", "--help"}, {"turn", "-h"}, {"rpc", "--help"}, {"tui", "--help"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(args, &out, &errOut)

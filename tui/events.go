@@ -1,0 +1,57 @@
+package tui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Event is one decoded event of the agent server's stream.
+type Event struct {
+	Type      string          `json:"type"`
+	Timestamp int64           `json:"timestamp"`
+	Content   string          `json:"content"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	Result    *string         `json:"result"`
+	IsError   *bool           `json:"isError"`
+	State     string          `json:"state"`
+	Message   string          `json:"message"`
+}
+
+// ErrInvalidEvent is matched by every decoding error.
+var ErrInvalidEvent = errors.New("tui: invalid event")
+
+// DecodeEvent decodes one data payload strictly: a known type with the
+// fields it needs (an unknown type, a missing field or a bad state is an
+// error, which the TUI logs and skips).
+func DecodeEvent(data []byte) (Event, error) {
+	var ev Event
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return ev, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
+	if ev.Timestamp <= 0 {
+		return ev, fmt.Errorf("%w: no timestamp", ErrInvalidEvent)
+	}
+	switch ev.Type {
+	case "user", "text", "reasoning":
+	case "tool_call":
+		if ev.ID == "" || ev.Name == "" {
+			return ev, fmt.Errorf("%w: tool_call without id or name", ErrInvalidEvent)
+		}
+	case "tool_result":
+		if ev.ID == "" || ev.Result == nil || ev.IsError == nil {
+			return ev, fmt.Errorf("%w: tool_result without id, result or isError", ErrInvalidEvent)
+		}
+	case "status":
+		switch ev.State {
+		case "idle", "thinking", "running_tool", "error":
+		default:
+			return ev, fmt.Errorf("%w: status state %q", ErrInvalidEvent, ev.State)
+		}
+	default:
+		return ev, fmt.Errorf("%w: type %q", ErrInvalidEvent, ev.Type)
+	}
+	return ev, nil
+}

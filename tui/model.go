@@ -1,0 +1,388 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+)
+
+// MaxResultLines is how much of a tool result a tool part shows.
+const MaxResultLines = 100
+
+// part is one block of the conversation.
+type part struct {
+	kind    string // user, text, reasoning, tool
+	text    string
+	id      string
+	name    string
+	input   string
+	result  *string
+	isError bool
+	lines   []string // rendered, cached until the part changes
+	width   int
+}
+
+// Messages the model gets besides keys and sizes.
+type (
+	// EventMsg is a decoded server event.
+	EventMsg Event
+	// ConnMsg reports the event stream's state ("" = connected).
+	ConnMsg string
+	// ErrMsg is a failed request (prompt, cancel).
+	ErrMsg struct{ Err error }
+)
+
+// Actions are what the model asks its runner to do (the HTTP calls).
+type Actions struct {
+	Prompt func(string) tea.Cmd
+	Cancel func() tea.Cmd
+	Copy   func(string) tea.Cmd // OSC 52
+}
+
+// Model is the TUI's state: the conversation, the status, the input.
+type Model struct {
+	th       Theme
+	act      Actions
+	hist     *History
+	parts    []*part
+	status   string // idle, thinking, running_tool, error
+	statusM  string
+	conn     string
+	input    []rune
+	width    int
+	height   int
+	scroll   int  // lines scrolled up from the bottom
+	newBelow bool // content arrived while scrolled up
+	help     bool
+	selected string // text chosen for copying (the last assistant part)
+}
+
+// NewModel returns a model using act for its requests and hist for the
+// prompt history.
+func NewModel(th Theme, act Actions, hist *History) *Model {
+	return &Model{th: th, act: act, hist: hist, status: "idle", width: 80, height: 24}
+}
+
+// Init implements tea.Model.
+func (m *Model) Init() tea.Cmd { return nil }
+
+// Update implements tea.Model.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		for _, p := range m.parts {
+			p.lines = nil
+		}
+	case EventMsg:
+		m.apply(Event(msg))
+	case ConnMsg:
+		m.conn = string(msg)
+	case ErrMsg:
+		m.status, m.statusM = "error", msg.Err.Error()
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	case tea.PasteMsg:
+		m.input = append(m.input, []rune(msg.Content)...)
+	}
+	return m, nil
+}
+
+func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	s := k.String()
+	if m.help {
+		if s == "esc" || s == "?" || s == "f1" || s == "q" {
+			m.help = false
+		}
+		return nil
+	}
+	switch s {
+	case "enter":
+		text := strings.TrimSpace(string(m.input))
+		if text == "" || m.busy() {
+			return nil
+		}
+		m.input = nil
+		m.scroll, m.newBelow = 0, false
+		_ = m.hist.Add(text)
+		if m.act.Prompt != nil {
+			return m.act.Prompt(text)
+		}
+	case "ctrl+enter", "alt+enter", "ctrl+j":
+		m.input = append(m.input, '\n')
+	case "ctrl+c":
+		if m.busy() {
+			if m.act.Cancel != nil {
+				return m.act.Cancel()
+			}
+			return nil
+		}
+		return tea.Quit
+	case "up":
+		if p, ok := m.hist.Prev(string(m.input)); ok {
+			m.input = []rune(p)
+		}
+	case "down":
+		if p, ok := m.hist.Next(); ok || p != "" {
+			m.input = []rune(p)
+		}
+	case "pgup":
+		m.scroll += m.convHeight() - 1
+		if max := m.maxScroll(); m.scroll > max {
+			m.scroll = max
+		}
+	case "pgdown":
+		m.scroll -= m.convHeight() - 1
+		if m.scroll <= 0 {
+			m.scroll, m.newBelow = 0, false
+		}
+	case "ctrl+u":
+		m.input = nil
+	case "ctrl+shift+c":
+		if m.act.Copy != nil && m.selected != "" {
+			return m.act.Copy(m.selected)
+		}
+	case "f1":
+		m.help = true
+	case "?":
+		if len(m.input) == 0 {
+			m.help = true
+			return nil
+		}
+		m.input = append(m.input, '?')
+	case "esc":
+		m.selected = ""
+	case "backspace":
+		if len(m.input) > 0 {
+			m.input = m.input[:len(m.input)-1]
+		}
+	default:
+		if k.Text != "" {
+			m.input = append(m.input, []rune(k.Text)...)
+		}
+	}
+	return nil
+}
+
+func (m *Model) busy() bool { return m.status == "thinking" || m.status == "running_tool" }
+
+// apply adds a server event to the conversation.
+func (m *Model) apply(ev Event) {
+	last := func() *part {
+		if len(m.parts) == 0 {
+			return nil
+		}
+		return m.parts[len(m.parts)-1]
+	}
+	switch ev.Type {
+	case "user":
+		m.parts = append(m.parts, &part{kind: "user", text: ev.Content})
+	case "text", "reasoning":
+		if p := last(); p != nil && p.kind == ev.Type {
+			p.text += ev.Content
+			p.lines = nil
+		} else {
+			m.parts = append(m.parts, &part{kind: ev.Type, text: ev.Content})
+		}
+		if ev.Type == "text" {
+			m.selected = last().text
+		}
+	case "tool_call":
+		in := string(ev.Input)
+		var v any
+		if json.Unmarshal(ev.Input, &v) == nil {
+			if b, err := json.MarshalIndent(v, "", "  "); err == nil {
+				in = string(b)
+			}
+		}
+		m.parts = append(m.parts, &part{kind: "tool", id: ev.ID, name: ev.Name, input: in})
+	case "tool_result":
+		for i := len(m.parts) - 1; i >= 0; i-- {
+			if p := m.parts[i]; p.kind == "tool" && p.id == ev.ID {
+				p.result, p.isError, p.lines = ev.Result, *ev.IsError, nil
+				break
+			}
+		}
+	case "status":
+		m.status, m.statusM = ev.State, ev.Message
+	}
+	if m.scroll > 0 && ev.Type != "status" {
+		m.newBelow = true
+	}
+}
+
+// resultText shows a native tool's one-field JSON answer ({"content": …},
+// {"entries": …}, {"error": …}) as its text; anything else as it is.
+func resultText(r string) string {
+	var m map[string]string
+	if json.Unmarshal([]byte(r), &m) == nil && len(m) == 1 {
+		for _, v := range m {
+			return v
+		}
+	}
+	return r
+}
+
+// StatusLine is the status text the contract gives each state.
+func StatusLine(state, message string) string {
+	switch state {
+	case "thinking":
+		return "Thinking..."
+	case "running_tool":
+		return "Running: " + message + "..."
+	case "error":
+		return "Error: " + message
+	}
+	return ""
+}
+
+func (m *Model) render(p *part) []string {
+	if p.lines != nil && p.width == m.width {
+		return p.lines
+	}
+	w := max(20, m.width-2)
+	wrap := lipgloss.NewStyle().Width(w)
+	var lines []string
+	switch p.kind {
+	case "user":
+		bar := m.th.style(m.th.User).Render("▌ ")
+		for _, l := range strings.Split(wrap.Width(w-2).Render(p.text), "\n") {
+			lines = append(lines, bar+m.th.style(m.th.User).Render(l))
+		}
+	case "text":
+		for _, l := range RenderMarkdown(p.text, m.th) {
+			lines = append(lines, strings.Split(wrap.Render(l), "\n")...)
+		}
+	case "reasoning":
+		st := m.th.style(m.th.Reasoning).Italic(true).Faint(true)
+		for _, l := range strings.Split(wrap.Render(p.text), "\n") {
+			lines = append(lines, st.Render(l))
+		}
+	case "tool":
+		lines = append(lines, m.th.style(m.th.ToolName).Bold(true).Render("⚙ "+p.name))
+		for _, l := range strings.Split(p.input, "\n") {
+			lines = append(lines, "  "+l)
+		}
+		if p.result != nil {
+			st := m.th.style(m.th.Text)
+			if p.isError {
+				st = m.th.style(m.th.Error)
+			}
+			for _, l := range strings.Split(Truncate(resultText(*p.result), MaxResultLines), "\n") {
+				lines = append(lines, st.Render("  │ "+l))
+			}
+		}
+	}
+	p.lines, p.width = append(lines, ""), m.width
+	return p.lines
+}
+
+func (m *Model) convLines() []string {
+	var all []string
+	for _, p := range m.parts {
+		all = append(all, m.render(p)...)
+	}
+	return all
+}
+
+func (m *Model) convHeight() int {
+	h := m.height - 1 - strings.Count(m.inputBox(), "\n") - 1
+	return max(1, h)
+}
+
+// inputBox is the rendered input: the text (or a hint) in a rounded box.
+func (m *Model) inputBox() string {
+	box := lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(lipgloss.Color(m.th.Border)).Width(max(10, m.width))
+	in := string(m.input)
+	if in == "" {
+		in = m.th.style(m.th.Reasoning).Render("Message  (Enter send · Ctrl+J newline · ? help)")
+	}
+	return box.Render(in)
+}
+
+func (m *Model) maxScroll() int { return max(0, len(m.convLines())-m.convHeight()) }
+
+// View implements tea.Model: the conversation (scrolled), the status line,
+// the input box; the help modal over them when open.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.Frame())
+	v.AltScreen = true
+	v.BackgroundColor = lipgloss.Color(m.th.Background)
+	v.ForegroundColor = lipgloss.Color(m.th.Text)
+	return v
+}
+
+// Frame is the whole screen as text (golden tests compare it).
+func (m *Model) Frame() string {
+	lines := m.convLines()
+	h := m.convHeight()
+	end := len(lines) - m.scroll
+	if end < 0 {
+		end = 0
+	}
+	start := max(0, end-h)
+	view := append([]string(nil), lines[start:end]...)
+	for len(view) < h {
+		view = append([]string{""}, view...)
+	}
+	if m.newBelow && m.scroll > 0 {
+		view[len(view)-1] = m.th.style(m.th.Status).Render("↓ New content")
+	}
+	status := StatusLine(m.status, m.statusM)
+	if m.conn != "" {
+		status = strings.TrimSpace(status + "  [" + m.conn + "]")
+	}
+	stStyle := m.th.style(m.th.Status)
+	if m.status == "error" {
+		stStyle = m.th.style(m.th.Error)
+	}
+	frame := strings.Join(view, "\n") + "\n" + stStyle.Render(status) + "\n" + m.inputBox()
+	if m.help {
+		return overlay(frame, m.helpBox(), m.width, m.height)
+	}
+	return frame
+}
+
+// Bindings are the keys, as the help modal lists them.
+var Bindings = [][2]string{
+	{"Enter", "send the message"},
+	{"Ctrl+Enter", "new line (Alt+Enter or Ctrl+J where the"},
+	{"", "terminal cannot send Ctrl+Enter)"},
+	{"Ctrl+C", "stop the running agent; quit when idle"},
+	{"Up / Down", "prompt history"},
+	{"PageUp / PageDown", "scroll the conversation"},
+	{"Ctrl+U", "clear the input"},
+	{"Ctrl+Shift+C", "copy the last answer (OSC 52)"},
+	{"? or F1", "this help"},
+	{"Esc", "close help / cancel the selection"},
+}
+
+func (m *Model) helpBox() string {
+	var b strings.Builder
+	b.WriteString(lipgloss.NewStyle().Bold(true).Render("Keys") + "\n\n")
+	for _, kb := range Bindings {
+		fmt.Fprintf(&b, "%-18s %s\n", kb[0], kb[1])
+	}
+	st := lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1)
+	if w := lipgloss.Width(b.String()); w+4 > m.width {
+		st = st.Width(max(10, m.width-2))
+	}
+	return st.Render(strings.TrimRight(b.String(), "\n"))
+}
+
+// overlay centres box over frame.
+func overlay(frame, box string, width, height int) string {
+	fl := strings.Split(frame, "\n")
+	bl := strings.Split(box, "\n")
+	top := max(0, (len(fl)-len(bl))/2)
+	left := max(0, (width-lipgloss.Width(bl[0]))/2)
+	for i, l := range bl {
+		if top+i < len(fl) {
+			fl[top+i] = strings.Repeat(" ", left) + l
+		}
+	}
+	return strings.Join(fl, "\n")
+}

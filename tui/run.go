@@ -1,0 +1,175 @@
+// Package tui is `harness tui`: a conversation with an agent in the
+// terminal, a client of `harness agent serve` (GET /events, POST /prompt,
+// POST /cancel; package agentserver).
+//
+//	err := tui.Run(ctx, tui.Options{URL: "http://127.0.0.1:8788"})
+//
+// The screen is the conversation (user parts, markdown answers, tool parts
+// with their results, reasoning), a status line and an input box. Events
+// are decoded strictly (DecodeEvent); an invalid one is written to the log
+// file and skipped. The event stream reconnects by itself with back-off,
+// and the status line says so. Model is the Bubble Tea model; Frame is the
+// screen as text.
+package tui
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// Options configure Run.
+type Options struct {
+	// URL of the agent server; Token its bearer token ("" = none).
+	URL, Token string
+	// HistoryFile ("" = ~/.harness/prompt_history) and LogFile ("" = no
+	// log) are the prompt history and where invalid events are logged.
+	HistoryFile, LogFile string
+	// In and Out are the terminal (nil = stdin, stdout).
+	In  io.Reader
+	Out io.Writer
+}
+
+// DefaultHistoryFile is ~/.harness/prompt_history.
+func DefaultHistoryFile() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".harness", "prompt_history")
+}
+
+// Run shows the TUI until the user quits or ctx ends.
+func Run(ctx context.Context, opts Options) error {
+	if opts.HistoryFile == "" {
+		opts.HistoryFile = DefaultHistoryFile()
+	}
+	logger := log.New(io.Discard, "", log.LstdFlags)
+	if opts.LogFile != "" {
+		f, err := os.OpenFile(opts.LogFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		logger.SetOutput(f)
+	}
+	c := &client{url: strings.TrimRight(opts.URL, "/"), token: opts.Token, http: &http.Client{}}
+	m := NewModel(DefaultTheme, Actions{Prompt: c.prompt, Cancel: c.cancel, Copy: copyOSC52}, LoadHistory(opts.HistoryFile))
+	popts := []tea.ProgramOption{tea.WithContext(ctx)}
+	if opts.In != nil {
+		popts = append(popts, tea.WithInput(opts.In))
+	}
+	if opts.Out != nil {
+		popts = append(popts, tea.WithOutput(opts.Out))
+	}
+	p := tea.NewProgram(m, popts...)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go c.stream(sctx, p.Send, logger)
+	_, err := p.Run()
+	if err == tea.ErrProgramKilled && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+type client struct {
+	url, token string
+	http       *http.Client
+}
+
+func (c *client) req(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	r, err := http.NewRequestWithContext(ctx, method, c.url+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if c.token != "" {
+		r.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return c.http.Do(r)
+}
+
+func (c *client) prompt(text string) tea.Cmd {
+	return func() tea.Msg {
+		b, _ := json.Marshal(map[string]string{"content": text})
+		resp, err := c.req(context.Background(), "POST", "/prompt", b)
+		if err != nil {
+			return ErrMsg{err}
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			return ErrMsg{fmt.Errorf("prompt refused (%d): %s", resp.StatusCode, strings.TrimSpace(string(msg)))}
+		}
+		return nil
+	}
+}
+
+func (c *client) cancel() tea.Cmd {
+	return func() tea.Msg {
+		resp, err := c.req(context.Background(), "POST", "/cancel", nil)
+		if err != nil {
+			return ErrMsg{err}
+		}
+		resp.Body.Close()
+		return nil
+	}
+}
+
+// stream reads /events until ctx ends, reconnecting with back-off (0.5 s
+// doubling to 10 s); the status line shows the state.
+func (c *client) stream(ctx context.Context, send func(tea.Msg), logger *log.Logger) {
+	backoff := 500 * time.Millisecond
+	for ctx.Err() == nil {
+		resp, err := c.req(ctx, "GET", "/events", nil)
+		if err == nil && resp.StatusCode == 200 {
+			send(ConnMsg(""))
+			backoff = 500 * time.Millisecond
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 64<<10), 64<<20)
+			for sc.Scan() {
+				line := sc.Text()
+				data, ok := strings.CutPrefix(line, "data: ")
+				if !ok {
+					continue
+				}
+				ev, derr := DecodeEvent([]byte(data))
+				if derr != nil {
+					logger.Printf("skipped: %v: %s", derr, data)
+					continue
+				}
+				send(EventMsg(ev))
+			}
+			resp.Body.Close()
+		} else if resp != nil {
+			resp.Body.Close()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		send(ConnMsg(fmt.Sprintf("disconnected, retrying in %s", backoff)))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// copyOSC52 puts text on the terminal's clipboard (OSC 52).
+func copyOSC52(text string) tea.Cmd {
+	return tea.Raw("\x1b]52;c;" + base64.StdEncoding.EncodeToString([]byte(text)) + "\a")
+}

@@ -1,0 +1,114 @@
+package tui
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRealTerminal runs `harness tui --demo` in tmux, types, and reads
+// the screen: a streamed answer with a tool, Ctrl+C stopping a long
+// answer, Up recalling a prompt, ? opening the help, and a resize.
+func TestRealTerminal(t *testing.T) {
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal("tmux is needed for the real-terminal test (Debian: apt-get install tmux; .ci/run installs it)")
+	}
+	bin := filepath.Join(t.TempDir(), "harness")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/harness").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cwd := t.TempDir()
+	os.WriteFile(filepath.Join(cwd, "main.go"), []byte("package main\n"), 0o644)
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	errFile := filepath.Join(t.TempDir(), "stderr")
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			b, _ := os.ReadFile(errFile)
+			t.Fatalf("tmux %v: %v\n%s\nthe TUI's stderr:\n%s", args, err, out, b)
+		}
+		return string(out)
+	}
+	cmd := "HOME=" + t.TempDir() + " " + bin + " tui --demo --cwd " + cwd + " 2>" + errFile
+	run("new-session", "-d", "-s", "t", "-x", "100", "-y", "60", cmd)
+	t.Cleanup(func() {
+		if b, _ := os.ReadFile(errFile); len(b) > 0 && t.Failed() {
+			t.Logf("the TUI's stderr:\n%s", b)
+		}
+	})
+	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
+	screen := func() string { return run("capture-pane", "-t", "t", "-p") }
+	waitFor := func(what string, ok func(string) bool) string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			s := screen()
+			if ok(s) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s on the screen:\n%s", what, s)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	has := func(sub string) func(string) bool { return func(s string) bool { return strings.Contains(s, sub) } }
+	waitFor("the input box", has("Message  (Enter send"))
+
+	run("send-keys", "-t", "t", "-l", "what is in this project")
+	run("send-keys", "-t", "t", "Enter")
+	idle := func(s string) bool { return strings.Contains(s, "entries in the project") && !strings.Contains(s, "Thinking...") && !strings.Contains(s, "Running:") }
+	s := waitFor("the answer's end", idle)
+	for _, want := range []string{"▌ what is in this project", "Demo answer", "• it thinks first", "⚙ list_dir", "main.go"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("screen lacks %q:\n%s", want, s)
+		}
+	}
+
+	// Ctrl+C stops a long answer mid-stream; the TUI stays.
+	run("send-keys", "-t", "t", "-l", "a long one please")
+	run("send-keys", "-t", "t", "Enter")
+	waitFor("the long answer streaming", func(s string) bool {
+		return strings.Contains(s, "Thinking...") && strings.Contains(s, "streams slowly")
+	})
+	run("send-keys", "-t", "t", "C-c")
+	waitFor("the stop", func(s string) bool { return !strings.Contains(s, "Thinking...") && strings.Contains(s, "Message  (Enter send") })
+
+	// Up recalls the last prompt.
+	run("send-keys", "-t", "t", "Up")
+	waitFor("the recalled prompt", func(s string) bool { return strings.Contains(s, "│a long one please") })
+	run("send-keys", "-t", "t", "C-u")
+
+	// ? opens the help; Esc closes it.
+	run("send-keys", "-t", "t", "-l", "?")
+	waitFor("the help", has("PageUp / PageDown"))
+	run("send-keys", "-t", "t", "Escape")
+	waitFor("the help closed", func(s string) bool { return !strings.Contains(s, "PageUp / PageDown") })
+
+	// A narrower window reflows.
+	run("resize-window", "-t", "t", "-x", "50", "-y", "60")
+	waitFor("the reflow", func(s string) bool {
+		for _, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(l, "╭") && len([]rune(strings.TrimRight(l, " "))) == 50 {
+				return true
+			}
+		}
+		return false
+	})
+	os.WriteFile(filepath.Join("testdata", "screen.txt"), []byte(screen()), 0o644)
+
+	// Ctrl+C when idle quits.
+	run("send-keys", "-t", "t", "C-c")
+	deadline := time.Now().Add(10 * time.Second)
+	for exec.Command(tmux, "-S", sock, "has-session", "-t", "t").Run() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("Ctrl+C when idle did not quit")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

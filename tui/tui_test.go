@@ -1,0 +1,336 @@
+package tui
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden frames in testdata/")
+
+var ansi = regexp.MustCompile(`\x1b\[[0-9;:]*m`)
+
+func plain(s string) string { return ansi.ReplaceAllString(s, "") }
+
+// sgr reports whether s renders text with the SGR attribute code (1 bold,
+// 3 italic, 2 faint, 4 underline) or a background colour ("48").
+func sgr(s, text, code string) bool {
+	i := strings.Index(s, text)
+	if i < 0 {
+		return false
+	}
+	before := s[:i]
+	j := strings.LastIndex(before, "\x1b[")
+	if j < 0 {
+		return false
+	}
+	params := strings.Split(strings.TrimSuffix(before[j+2:], "m"), ";")
+	for k, p := range params {
+		if p == code || (code == "48" && p == "48" && k+1 < len(params)) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMarkdownTable(t *testing.T) {
+	th := DefaultTheme
+	one := func(md string) string { return strings.Join(RenderMarkdown(md, th), "\n") }
+	cases := []struct {
+		name, md, text string
+		check          func(out string) bool
+	}{
+		{"bold", "a **strong** b", "a strong b", func(o string) bool { return sgr(o, "strong", "1") }},
+		{"italic is dim italic", "a *soft* b", "a soft b", func(o string) bool { return sgr(o, "soft", "3") && sgr(o, "soft", "2") }},
+		{"inline code", "run `go test` now", "run go test now", func(o string) bool { return sgr(o, "go test", "48") }},
+		{"fenced block", "```go\nfmt.Println(1)\n```", "fmt.Println(1)", func(o string) bool { return strings.Contains(o, "48;2;61;58;40") }},
+		{"dash item", "- first", "• first", nil},
+		{"star item", "* second", "• second", nil},
+		{"numbered", "1. one\n2. two", "1. one\n2. two", nil},
+		{"link", "see [the docs](https://x.example/y) here", "see the docs here", func(o string) bool { return strings.Contains(o, "\x1b[4;4mt") }},
+		{"heading", "# Title", "Title", func(o string) bool { return sgr(o, "Title", "1") }},
+		{"nested bold italic", "**bold *italic***", "bold italic", func(o string) bool { return sgr(o, "bold", "1") && sgr(o, "italic", "1") && sgr(o, "italic", "3") }},
+		{"unknown passes through", "> quote | table |", "> quote | table |", nil},
+		{"unmatched marker is text", "a * b ** c", "a * b ** c", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := one(c.md)
+			if got := plain(out); got != c.text {
+				t.Fatalf("text %q, want %q", got, c.text)
+			}
+			if c.check != nil && !c.check(out) {
+				t.Fatalf("styles wrong: %q", out)
+			}
+		})
+	}
+}
+
+func TestHistory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "prompt_history")
+	h := LoadHistory(path)
+	if _, ok := h.Prev("draft"); ok {
+		t.Fatal("an empty history moved")
+	}
+	for i := range 105 {
+		h.Add("prompt " + strconv.Itoa(i))
+	}
+	h.Add("multi\nline \\ prompt")
+	h2 := LoadHistory(path) // survives a restart
+	e := h2.Entries()
+	if len(e) != HistoryMax || e[0] != "prompt 6" || e[len(e)-1] != "multi\nline \\ prompt" {
+		t.Fatalf("%d entries, first %q last %q", len(e), e[0], e[len(e)-1])
+	}
+	p, _ := h2.Prev("my draft")
+	if p != "multi\nline \\ prompt" {
+		t.Fatalf("Prev %q", p)
+	}
+	for range 200 {
+		p, _ = h2.Prev("")
+	}
+	if p != "prompt 6" {
+		t.Fatalf("the oldest is %q", p)
+	}
+	for range 200 {
+		p, _ = h2.Next()
+	}
+	if p != "my draft" {
+		t.Fatalf("past the newest: %q, want the draft back", p)
+	}
+}
+
+func TestTruncateAndStatus(t *testing.T) {
+	var lines []string
+	for i := range 150 {
+		lines = append(lines, "l"+strconv.Itoa(i))
+	}
+	out := Truncate(strings.Join(lines, "\n"), 100)
+	if strings.Count(out, "\n") != 100 || !strings.HasSuffix(out, "... (50 more lines)") || Truncate("a\nb", 100) != "a\nb" {
+		t.Fatalf("truncate: %q", out[len(out)-40:])
+	}
+	for state, want := range map[string]string{"idle": "", "thinking": "Thinking...", "running_tool": "Running: grep...", "error": "Error: boom"} {
+		msg := map[string]string{"running_tool": "grep", "error": "boom"}[state]
+		if got := StatusLine(state, msg); got != want {
+			t.Errorf("%s: %q", state, got)
+		}
+	}
+	m := NewModel(DefaultTheme, Actions{}, LoadHistory(""))
+	for _, st := range []string{"thinking", "running_tool", "thinking", "idle", "error"} {
+		m.Update(EventMsg{Type: "status", Timestamp: 1, State: st, Message: "x"})
+		if m.status != st || m.busy() != (st == "thinking" || st == "running_tool") {
+			t.Fatalf("after %s: status %s busy %v", st, m.status, m.busy())
+		}
+	}
+}
+
+func TestDecodeEvent(t *testing.T) {
+	good := []string{
+		`{"type":"user","timestamp":1,"content":"hi"}`,
+		`{"type":"text","timestamp":1,"content":"a"}`,
+		`{"type":"reasoning","timestamp":1,"content":"r"}`,
+		`{"type":"tool_call","timestamp":1,"id":"t","name":"grep","input":{"pattern":"x"}}`,
+		`{"type":"tool_result","timestamp":1,"id":"t","result":"","isError":false}`,
+		`{"type":"status","timestamp":1,"state":"running_tool","message":"grep"}`,
+	}
+	for _, g := range good {
+		if _, err := DecodeEvent([]byte(g)); err != nil {
+			t.Errorf("%s: %v", g, err)
+		}
+	}
+	for _, b := range []string{`{`, `{"type":"text","content":"a"}`, `{"type":"nope","timestamp":1}`,
+		`{"type":"tool_call","timestamp":1,"name":"x"}`, `{"type":"tool_result","timestamp":1,"id":"t"}`,
+		`{"type":"status","timestamp":1,"state":"dancing"}`, `{"type":"text","timestamp":"x"}`} {
+		if _, err := DecodeEvent([]byte(b)); err == nil {
+			t.Errorf("%s decoded", b)
+		}
+	}
+}
+
+func TestKeys(t *testing.T) {
+	var sent, cancelled []string
+	m := NewModel(DefaultTheme, Actions{
+		Prompt: func(s string) tea.Cmd { sent = append(sent, s); return nil },
+		Cancel: func() tea.Cmd { cancelled = append(cancelled, "x"); return nil },
+	}, LoadHistory(""))
+	typeText := func(s string) {
+		for _, r := range s {
+			m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+		}
+	}
+	press := func(code rune, mod tea.KeyMod) tea.Cmd {
+		_, cmd := m.Update(tea.KeyPressMsg{Code: code, Mod: mod})
+		return cmd
+	}
+	typeText("what? ")
+	press('j', tea.ModCtrl) // newline
+	typeText("line two")
+	if string(m.input) != "what? \nline two" || m.help {
+		t.Fatalf("input %q help %v: ? inside a message is text", string(m.input), m.help)
+	}
+	press(tea.KeyEnter, 0)
+	if len(sent) != 1 || sent[0] != "what? \nline two" || len(m.input) != 0 {
+		t.Fatalf("sent %q", sent)
+	}
+	press(tea.KeyUp, 0)
+	if string(m.input) != "what? \nline two" {
+		t.Fatalf("Up recalled %q", string(m.input))
+	}
+	press('u', tea.ModCtrl)
+	if len(m.input) != 0 {
+		t.Fatal("Ctrl+U did not clear")
+	}
+	typeText("?")
+	if !m.help {
+		t.Fatal("? on an empty input opens help")
+	}
+	press(tea.KeyEscape, 0)
+	press(tea.KeyF1, 0)
+	if !m.help {
+		t.Fatal("F1 opens help")
+	}
+	press(tea.KeyEscape, 0)
+	m.Update(EventMsg{Type: "status", Timestamp: 1, State: "thinking"})
+	if cmd := press('c', tea.ModCtrl); cmd != nil || len(cancelled) != 1 {
+		t.Fatal("Ctrl+C while running should cancel, not quit")
+	}
+	m.Update(EventMsg{Type: "status", Timestamp: 1, State: "idle"})
+	if cmd := press('c', tea.ModCtrl); cmd == nil {
+		t.Fatal("Ctrl+C when idle quits")
+	}
+	// Bindings have no duplicates.
+	seen := map[string]bool{}
+	for _, b := range Bindings {
+		if b[0] == "" {
+			continue // a description's second line
+		}
+		if seen[b[0]] {
+			t.Fatalf("%s bound twice", b[0])
+		}
+		seen[b[0]] = true
+	}
+}
+
+// scripted builds a model and feeds it events.
+func scripted(w, h int, evs ...Event) *Model {
+	m := NewModel(DefaultTheme, Actions{}, LoadHistory(""))
+	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	for _, e := range evs {
+		e.Timestamp = 1
+		m.Update(EventMsg(e))
+	}
+	return m
+}
+
+func strp(s string) *string { return &s }
+func boolp(b bool) *bool    { return &b }
+
+func golden(t *testing.T, name, frame string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		os.WriteFile(path, []byte(frame), 0o644)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./tui -update)", err)
+	}
+	if string(want) != frame {
+		t.Errorf("frame %s differs from its golden file:\n%s", name, plain(frame))
+	}
+}
+
+func TestGoldenFrames(t *testing.T) {
+	var long []string
+	for i := range 150 {
+		long = append(long, "result line "+strconv.Itoa(i))
+	}
+	answer := []Event{{Type: "user", Content: "What is here?"}, {Type: "status", State: "thinking"},
+		{Type: "reasoning", Content: "Let me "}, {Type: "reasoning", Content: "look."},
+		{Type: "text", Content: "## Files\n\n- **main.go**: the "}, {Type: "text", Content: "entry point\n- `go.mod`"}}
+	frames := map[string]*Model{
+		"empty":  scripted(80, 20),
+		"answer": scripted(80, 24, answer...),
+		"tool": scripted(80, 40, Event{Type: "user", Content: "grep it"},
+			Event{Type: "tool_call", ID: "t1", Name: "grep", Input: []byte(`{"pattern":"x","path":"."}`)},
+			Event{Type: "tool_result", ID: "t1", Result: strp(strings.Join(long, "\n")), IsError: boolp(false)}),
+		"error":  scripted(80, 16, Event{Type: "user", Content: "fail"}, Event{Type: "status", State: "error", Message: "API error 529: overloaded"}),
+		"narrow": scripted(30, 24, answer...),
+	}
+	help := scripted(80, 24)
+	help.help = true
+	frames["help"] = help
+	for name, m := range frames {
+		t.Run(name, func(t *testing.T) {
+			frame := m.Frame()
+			if lines := strings.Split(frame, "\n"); len(lines) > m.height {
+				t.Fatalf("%d lines for a %d-line terminal", len(lines), m.height)
+			}
+			for _, l := range strings.Split(frame, "\n") {
+				if w := lipgloss.Width(l); w > m.width {
+					t.Fatalf("a line %d wide in %d columns: %q", w, m.width, plain(l))
+				}
+			}
+			golden(t, name, frame)
+		})
+	}
+	if !strings.Contains(plain(frames["tool"].Frame()), "... (50 more lines)") {
+		t.Error("the 150-line result is not truncated at 100")
+	}
+	if !strings.Contains(plain(frames["error"].Frame()), "Error: API error 529") {
+		t.Error("no error status")
+	}
+}
+
+func TestAutoScroll(t *testing.T) {
+	m := scripted(60, 12)
+	for i := range 40 {
+		m.Update(EventMsg{Type: "user", Timestamp: 1, Content: "message " + strconv.Itoa(i)})
+	}
+	if !strings.Contains(plain(m.Frame()), "message 39") {
+		t.Fatal("not at the bottom")
+	}
+	m.Update(tea.KeyPressMsg{Code: tea.KeyPgUp})
+	m.Update(EventMsg{Type: "user", Timestamp: 1, Content: "message 40"})
+	f := plain(m.Frame())
+	if strings.Contains(f, "message 40") || !strings.Contains(f, "↓ New content") {
+		t.Fatalf("scrolled up: new content must not move the view, and the hint shows:\n%s", f)
+	}
+	for range 10 {
+		m.Update(tea.KeyPressMsg{Code: tea.KeyPgDown})
+	}
+	if f := plain(m.Frame()); !strings.Contains(f, "message 40") || strings.Contains(f, "New content") {
+		t.Fatalf("back at the bottom:\n%s", f)
+	}
+}
+
+// BenchmarkStream10k: Update+View per delta while 10,000 deltas stream
+// into a long conversation (frame time p99, goal < 16 ms).
+func BenchmarkStream10k(b *testing.B) {
+	for range b.N {
+		m := scripted(100, 40)
+		for i := range 200 { // a long conversation before
+			m.Update(EventMsg{Type: "user", Timestamp: 1, Content: "earlier question " + strconv.Itoa(i)})
+			m.Update(EventMsg{Type: "text", Timestamp: 1, Content: "an **earlier** answer with `code` " + strconv.Itoa(i)})
+		}
+		lat := make([]time.Duration, 0, 10_000)
+		for i := range 10_000 {
+			t0 := time.Now()
+			m.Update(EventMsg{Type: "text", Timestamp: 1, Content: "tok" + strconv.Itoa(i%10) + " "})
+			_ = m.View()
+			lat = append(lat, time.Since(t0))
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	}
+}
