@@ -20,7 +20,9 @@ var DefaultTheme = Theme{
 	Reasoning: "#808080", Border: "#4a4a4a", Status: "#e5c07b", CodeBlock: "#3d3a28", CodeInline: "#3a3a3a",
 }
 
-func (t Theme) style(fg string) lipgloss.Style { return lipgloss.NewStyle().Foreground(lipgloss.Color(fg)) }
+func (t Theme) style(fg string) lipgloss.Style {
+	return lipgloss.NewStyle().Foreground(lipgloss.Color(fg))
+}
 
 var (
 	reLink    = regexp.MustCompile(`\[([^\]]+)\]\(([^)\s]+)\)`)

@@ -62,7 +62,9 @@ func TestRealTerminal(t *testing.T) {
 
 	run("send-keys", "-t", "t", "-l", "what is in this project")
 	run("send-keys", "-t", "t", "Enter")
-	idle := func(s string) bool { return strings.Contains(s, "entries in the project") && !strings.Contains(s, "Thinking...") && !strings.Contains(s, "Running:") }
+	idle := func(s string) bool {
+		return strings.Contains(s, "entries in the project") && !strings.Contains(s, "Thinking...") && !strings.Contains(s, "Running:")
+	}
 	s := waitFor("the answer's end", idle)
 	for _, want := range []string{"▌ what is in this project", "Demo answer", "• it thinks first", "⚙ list_dir", "main.go"} {
 		if !strings.Contains(s, want) {
@@ -77,7 +79,9 @@ func TestRealTerminal(t *testing.T) {
 		return strings.Contains(s, "Thinking...") && strings.Contains(s, "streams slowly")
 	})
 	run("send-keys", "-t", "t", "C-c")
-	waitFor("the stop", func(s string) bool { return !strings.Contains(s, "Thinking...") && strings.Contains(s, "Message  (Enter send") })
+	waitFor("the stop", func(s string) bool {
+		return !strings.Contains(s, "Thinking...") && strings.Contains(s, "Message  (Enter send")
+	})
 
 	// Up recalls the last prompt.
 	run("send-keys", "-t", "t", "Up")
