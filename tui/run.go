@@ -58,6 +58,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	logger := log.New(io.Discard, "", log.LstdFlags)
 	if opts.LogFile != "" {
+		_ = os.MkdirAll(filepath.Dir(opts.LogFile), 0o700)
 		f, err := os.OpenFile(opts.LogFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
 			return err

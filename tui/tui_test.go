@@ -1,13 +1,19 @@
 package tui
 
 import (
+	"context"
 	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -333,4 +339,74 @@ func BenchmarkStream10k(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 	}
+}
+
+// The event stream reconnects with back-off after the server drops it,
+// says so on the status line, and skips (and logs) invalid events.
+func TestStreamReconnects(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns++
+		n := conns
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		if n == 1 {
+			fmt.Fprint(w, "data: {\"type\":\"bogus\",\"timestamp\":1}\n\ndata: {\"type\":\"user\",\"timestamp\":1,\"content\":\"first\"}\n\n")
+			return // the connection drops
+		}
+		fmt.Fprint(w, "data: {\"type\":\"user\",\"timestamp\":1,\"content\":\"second\"}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	var logBuf strings.Builder
+	var lmu sync.Mutex
+	msgs := make(chan tea.Msg, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &client{url: srv.URL, http: srv.Client()}
+	done := make(chan struct{})
+	go func() {
+		c.stream(ctx, func(m tea.Msg) { msgs <- m }, log.New(lockedWriter{&lmu, &logBuf}, "", 0))
+		close(done)
+	}()
+	var got []string
+	deadline := time.After(10 * time.Second)
+	for len(got) < 5 {
+		select {
+		case m := <-msgs:
+			switch m := m.(type) {
+			case EventMsg:
+				got = append(got, "event:"+m.Content)
+			case ConnMsg:
+				got = append(got, "conn:"+string(m))
+			}
+		case <-deadline:
+			t.Fatalf("got %q", got)
+		}
+	}
+	cancel()
+	<-done
+	want := []string{"conn:", "event:first", "conn:disconnected, retrying in 500ms", "conn:", "event:second"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	lmu.Lock()
+	defer lmu.Unlock()
+	if !strings.Contains(logBuf.String(), `type "bogus"`) {
+		t.Fatalf("the invalid event was not logged: %q", logBuf.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -32,7 +33,7 @@ func runTUI(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	url := fs.String("url", "", "agent server to talk to (default: start one in-process)")
 	token := fs.String("token", "", "its bearer token (default: $HARNESS_TOKEN)")
-	logFile := fs.String("log", "", "file for the TUI's log (invalid events); default none")
+	logFile := fs.String("log", defaultTUILog(), "file for the TUI's log (invalid events are written there, never to the screen)")
 	var o agentserver.Options
 	agentFlags(fs, &o)
 	fs.Usage = func() {
@@ -80,4 +81,12 @@ func runTUI(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+func defaultTUILog() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".harness", "tui.log")
 }
