@@ -66,6 +66,9 @@ func TestRealTerminal(t *testing.T) {
 		return strings.Contains(s, "entries in the project") && !strings.Contains(s, "Thinking...") && !strings.Contains(s, "Running:")
 	}
 	s := waitFor("the answer's end", idle)
+	if *update { // the capture the README shows
+		os.WriteFile(filepath.Join("testdata", "screen.txt"), []byte(s), 0o644)
+	}
 	for _, want := range []string{"▌ what is in this project", "Demo answer", "• it thinks first", "⚙ list_dir", "main.go"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("screen lacks %q:\n%s", want, s)
@@ -104,9 +107,6 @@ func TestRealTerminal(t *testing.T) {
 		}
 		return false
 	})
-	if *update { // the capture the README shows
-		os.WriteFile(filepath.Join("testdata", "screen.txt"), []byte(screen()), 0o644)
-	}
 
 	// Ctrl+C when idle quits.
 	run("send-keys", "-t", "t", "C-c")
