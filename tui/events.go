@@ -4,21 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/chirality/harness/agentserver"
 )
 
-// Event is one decoded event of the agent server's stream.
-type Event struct {
-	Type      string          `json:"type"`
-	Timestamp int64           `json:"timestamp"`
-	Content   string          `json:"content"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	Result    *string         `json:"result"`
-	IsError   *bool           `json:"isError"`
-	State     string          `json:"state"`
-	Message   string          `json:"message"`
-}
+// Event is one event of the agent server's stream (its own type).
+type Event = agentserver.Event
 
 // ErrInvalidEvent is matched by every decoding error.
 var ErrInvalidEvent = errors.New("tui: invalid event")

@@ -62,21 +62,8 @@ func agentServe(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.DurationVar(&o.Heartbeat, "heartbeat", 30*time.Second, "interval of the SSE heartbeat comments")
 	agentFlags(fs, &o)
 	verbose := fs.Bool("v", false, "debug logging on stderr")
-	fs.Usage = func() {
-		fmt.Fprint(stdout, agentUsage+"\nflags:\n")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err == flag.ErrHelp {
-		return 0
-	}
-	if err != nil {
-		return 2
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "harness agent serve: unexpected argument %q\n", pos[0])
-		return 2
+	if code, ok := parseNoArgs(fs, agentUsage, args, stdout, stderr); !ok {
+		return code
 	}
 	if o.Token == "" {
 		o.Token = os.Getenv("HARNESS_TOKEN")
@@ -87,7 +74,7 @@ func agentServe(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).Level(level).With().Timestamp().Logger()
 	o.Logger = &logger
-	err = agentserver.Run(ctx, o, func(url string) { fmt.Fprintf(stdout, "harness agent: listening on %s\n", url) })
+	err := agentserver.Run(ctx, o, func(url string) { fmt.Fprintf(stdout, "harness agent: listening on %s\n", url) })
 	if err != nil {
 		fmt.Fprintln(stderr, "harness agent serve:", err)
 		return 1

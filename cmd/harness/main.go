@@ -136,3 +136,25 @@ func (s *stringList) Set(v string) error {
 // claudeBinHelp documents the one search for the claude CLI, used by
 // every command.
 const claudeBinHelp = "claude executable (default: $HARNESS_CLAUDE_BIN, then claude on PATH, then ./node_modules/.bin/claude, then node_modules/.bin/claude beside this harness binary)"
+
+// parseNoArgs parses a command that takes flags only (anywhere among the
+// arguments). --help prints usage and the flags to stdout. When ok is
+// false the command returns code: 0 after help, 2 for a usage error.
+func parseNoArgs(fs *flag.FlagSet, usage string, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	fs.Usage = func() {
+		fmt.Fprint(stdout, usage+"\nflags:\n")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	switch {
+	case err == flag.ErrHelp:
+		return 0, false
+	case err != nil:
+		return 2, false
+	case len(pos) > 0:
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), pos[0])
+		return 2, false
+	}
+	return 0, true
+}

@@ -39,21 +39,8 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("approval-timeout", harness.DefaultApprovalTimeout, "how long a tool waits for approval.respond before it is denied")
 	demo := fs.Bool("demo", false, "answer with the built-in demo model (no key needed)")
 	verbose := fs.Bool("v", false, "log to stderr")
-	fs.Usage = func() {
-		fmt.Fprint(stdout, rpcUsage+"\nflags:\n")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err == flag.ErrHelp {
-		return 0
-	}
-	if err != nil {
-		return 2
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "harness rpc: unexpected argument %q\n", pos[0])
-		return 2
+	if code, ok := parseNoArgs(fs, rpcUsage, args, stdout, stderr); !ok {
+		return code
 	}
 	if msg := checkDir("--cwd", *cwd); msg != "" {
 		fmt.Fprintln(stderr, "harness rpc:", msg)
@@ -63,7 +50,8 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
-	if dir, err = filepath.Abs(dir); err == nil {
+	dir, err := filepath.Abs(dir)
+	if err == nil {
 		dir, err = filepath.EvalSymlinks(dir)
 	}
 	if err != nil {

@@ -36,21 +36,8 @@ func runTUI(args []string, stdout, stderr io.Writer) int {
 	logFile := fs.String("log", defaultTUILog(), "file for the TUI's log (invalid events are written there, never to the screen)")
 	var o agentserver.Options
 	agentFlags(fs, &o)
-	fs.Usage = func() {
-		fmt.Fprint(stdout, tuiUsage+"\nflags:\n")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err == flag.ErrHelp {
-		return 0
-	}
-	if err != nil {
-		return 2
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "harness tui: unexpected argument %q\n", pos[0])
-		return 2
+	if code, ok := parseNoArgs(fs, tuiUsage, args, stdout, stderr); !ok {
+		return code
 	}
 	if *token == "" {
 		*token = os.Getenv("HARNESS_TOKEN")
