@@ -19,6 +19,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"go.uber.org/goleak"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden frames in testdata/")
@@ -409,4 +410,40 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// FuzzDecodeEvent: no input panics the decoder, and what it accepts is a
+// known type with the fields that type needs.
+func FuzzDecodeEvent(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"text","timestamp":1,"content":"a"}`,
+		`{"type":"tool_result","timestamp":1,"id":"t","result":"r","isError":true}`,
+		`{"type":"status","timestamp":1,"state":"error","message":"m"}`, `{`, `null`, `{"type":"tool_call","timestamp":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ev, err := DecodeEvent(data)
+		if err != nil {
+			return
+		}
+		switch ev.Type {
+		case "user", "text", "reasoning", "status":
+		case "tool_call":
+			if ev.ID == "" || ev.Name == "" {
+				t.Fatalf("accepted %s", data)
+			}
+		case "tool_result":
+			if ev.Result == nil || ev.IsError == nil {
+				t.Fatalf("accepted %s", data)
+			}
+		default:
+			t.Fatalf("accepted type %q", ev.Type)
+		}
+		m := scripted(40, 10)
+		m.Update(EventMsg(ev))
+		_ = m.Frame()
+	})
 }
