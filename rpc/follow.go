@@ -110,21 +110,17 @@ func (f *follower) delta(itemID, kind, d string) {
 	f.notify("item.delta", map[string]any{"itemId": itemID, "kind": kind, "delta": d})
 }
 
-// closeText ends the open assistant text item.
-func (f *follower) closeText() {
-	if f.text != "" {
-		f.completed(f.text, "assistant_message", map[string]any{"kind": "text", "text": f.textBuf.String()})
-		f.text = ""
-		f.textBuf.Reset()
-	}
-}
+// closeText and closeReasoning end the open assistant item of their kind.
+func (f *follower) closeText()      { f.closeItem(&f.text, &f.textBuf, "text") }
+func (f *follower) closeReasoning() { f.closeItem(&f.reasoning, &f.reasoningBuf, "reasoning") }
 
-func (f *follower) closeReasoning() {
-	if f.reasoning != "" {
-		f.completed(f.reasoning, "assistant_message", map[string]any{"kind": "reasoning", "text": f.reasoningBuf.String()})
-		f.reasoning = ""
-		f.reasoningBuf.Reset()
+func (f *follower) closeItem(id *string, buf *strings.Builder, kind string) {
+	if *id == "" {
+		return
 	}
+	f.completed(*id, "assistant_message", map[string]any{"kind": kind, "text": buf.String()})
+	*id = ""
+	buf.Reset()
 }
 
 // artifactTools are the tools whose input names a file they write.
