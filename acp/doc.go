@@ -1,0 +1,136 @@
+// Package acp runs any Agent Client Protocol agent (OpenCode, Claude over
+// ACP, GitHub Copilot, or a command of the user's) behind the engine seam
+// (package engine), on github.com/coder/acp-go-sdk v0.13.5 (its JSON-RPC
+// connection; the requests the client sends are its own spec-named
+// structs, so no non-spec field is ever sent).
+//
+//	eng, _ := acp.NewEngine(acp.Config{Name: "opencode", Command: []string{"opencode", "acp"}})
+//	t, _ := eng.StartTurn(ctx, engine.Request{SessionKey: id, Message: "hi", Cwd: root})
+//	for t.Next() { … } // session:init … session:complete|session:error, process:exit
+//
+// A turn: initialize (protocol 1; no fs or terminal capability: the
+// client serves neither, and answers every request it does not serve —
+// fs/*, terminal/*, anything else — with JSON-RPC "method not found"),
+// session/new {cwd, mcpServers: []} (or session/load, below), then
+// session/prompt; its answer's stopReason ends the turn. Interrupt sends
+// session/cancel and answers pending permission requests "cancelled"; an
+// agent that has not ended the prompt InterruptGrace later is stopped. A
+// prompt is never retried, and no request is ever cancelled with
+// $/cancel_request (not in protocol 1).
+//
+// # One agent process per session
+//
+// Measured on this machine (2 shared cores, loopback fake Messages API):
+// from spawn to the answer of session/new takes about 4–8 s for opencode,
+// 2–4 s for claude-agent-acp and 2–7 s for copilot, while a prompt on a
+// running agent answers its first chunk in well under a second. And
+// session/load is optional in ACP: an agent without it cannot continue
+// a conversation in a new process at all. So the engine keeps the
+// session's agent between turns, and the session's conversation lives in
+// it. It lives at most as long as the session: Close(key) (which the core
+// calls on DELETE), IdleTimeout without a turn (default 30 minutes),
+// Shutdown, a Kill, a crash or a failed set-up stop it. The next turn then
+// starts a new process and, when the agent advertises loadSession and the
+// turn has Request.Resume (the ACP session id session:init reported as
+// EngineSessionID), sends session/load (the history it replays is not
+// re-emitted); otherwise it starts a new session, and the conversation's
+// context is lost: the turn says so in a thinking:delta after
+// session:init and in the log. A stop is bounded: stdin closed, then
+// SIGINT, SIGTERM and SIGKILL to the agent's process group, StopGrace
+// apart; pipes are drained and every goroutine joined. Nothing outlives
+// the server: the agents are children in their own groups, stopped by
+// Shutdown, and an agent whose parent dies reads the end of its stdin.
+//
+// # Events
+//
+//	agent_message_chunk        chat:delta; chat:complete (the whole message)
+//	                           when another kind of update, a new messageId
+//	                           or the end of the prompt follows
+//	  (claude-agent-acp's informational notices: thinking:delta)
+//	agent_thought_chunk        thinking:delta
+//	tool_call, tool_call_update
+//	                           tool:start exactly once, when the input is
+//	                           final: at status in_progress, at a permission
+//	                           request for it, at the latest at completed /
+//	                           failed (or the turn's end), with the last
+//	                           rawInput seen; tool:result at completed
+//	                           (isError for failed) with its content as text
+//	                           (diffs as "diff PATH" and the new text,
+//	                           terminals as a placeholder), else rawOutput
+//	plan                       thinking:delta: "Plan:" and one line per
+//	                           entry, "[x]" done, "[~]" in progress, "[ ]"
+//	                           pending (no new event type)
+//	usage_update               its USD cost becomes session:complete's costUsd
+//	other kinds                ignored (logged at debug), never an error
+//	stopReason end_turn        session:complete (usage as the agent sent it)
+//	  cancelled                session:error interrupted
+//	  max_turn_requests        session:error max_turns
+//	  max_tokens, refusal      session:error execution (subtype: the reason)
+//	agent gone                 session:error process (exit code, stderr tail)
+//	every turn                 process:exit last: the agent's own status when
+//	                           it ended in the turn, else 0 (completed) or 1
+//
+// A tool's name is the agent's own when it says it (claude-agent-acp's
+// _meta.claudeCode.toolName: "Bash"), else the ACP tool kind ("execute",
+// "read", "edit"…), else its title. Approval rules and AllowedTools match
+// that name.
+//
+// # Permissions
+//
+//	permission mode          Approver  session/request_permission
+//	dontAsk, ""              any       answered by AllowedTools (allow_once),
+//	                                   else rejected (reject_once); no person
+//	default, acceptEdits,    set       asked through the core (approval:requested);
+//	plan                               allow_once, allow_always when the
+//	                                   person chose "always", reject_once
+//	default, acceptEdits,    nil       as dontAsk
+//	plan
+//	bypassPermissions        any       allowed (allow_once)
+//	turn interrupted         any       cancelled
+//
+// The agent's own session mode is set to match when it offers one
+// (session/set_mode): the mode of the same id, or whose id ends in
+// "#MODE" (claude-agent-acp: default, acceptEdits, plan,
+// bypassPermissions; Copilot: plan; OpenCode: plan); dontAsk and "" pick
+// the agent's "default" mode when offered, so that what it gates comes to
+// the client's rules. Agents that gate little (OpenCode allows most tools
+// unless its configuration says "ask") are asked little.
+//
+// # Persona, model, tools
+//
+// ACP has no system prompt field: Request.SystemPrompt is sent as a
+// preamble (Preamble: a first text block of its own) of the ACP
+// session's first prompt only, not of a loaded session's. Request.Model
+// is set (session/set_config_option on the option of category "model")
+// only when set and the agent offers that value; otherwise the agent's
+// own model is used and a warning logged. Request.Tools,
+// DisallowedTools and MaxTurns are not supported by ACP and are ignored
+// by every ACP agent; AllowedTools only answers permission requests.
+//
+// # Environment
+//
+// Children get the caller's environment filtered with
+// claudecode.FilterEnv's rules: secret-looking variables (…_KEY,
+// …_TOKEN, …_SECRET…) are withheld except the engine entry's
+// Credentials and the operator's AllowEnv; ANTHROPIC_API_KEY reaches only
+// agents that list it. An entry's ExtraEnv and a Request's Env are added
+// after filtering. stderr goes to the logger (credential values
+// scrubbed), never into the stream.
+//
+// # Engines (see the root package's engines.go)
+//
+//	opencode    opencode acp                npm install opencode-ai@1.18.33
+//	            credentials: ANTHROPIC_API_KEY (and its own ~/.config/opencode,
+//	            OPENCODE_CONFIG_CONTENT for providers); loadSession: yes
+//	claude-acp  claude-agent-acp            npm install @agentclientprotocol/claude-agent-acp@0.101.0
+//	            credentials: ANTHROPIC_API_KEY; loadSession: yes
+//	copilot     copilot --acp --stdio       npm install @github/copilot@1.0.102
+//	            credentials: COPILOT_PROVIDER_API_KEY (BYOK), GH_TOKEN /
+//	            GITHUB_TOKEN / COPILOT_GITHUB_TOKEN (GitHub login); loadSession: yes
+//
+// Each binary is found by engine.FindBinary: the entry's binary, then
+// $HARNESS_<NAME>_BIN (HARNESS_OPENCODE_BIN, HARNESS_CLAUDE_ACP_BIN,
+// HARNESS_COPILOT_BIN), PATH, ./node_modules/.bin.
+//
+// Package acptest is a scriptable fake ACP agent for tests.
+package acp

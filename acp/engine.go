@@ -1,0 +1,350 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/engine"
+)
+
+// Kind is the engine kind of every ACP engine (engine.Status.Kind).
+const Kind = "acp"
+
+// Config configures one ACP engine: one agent command under one name.
+// The zero value is not usable: Name and Command are required. NewEngine
+// copies it.
+type Config struct {
+	// Name is the engine's name as sessions store it ("opencode").
+	Name string
+	// Command is the agent's argv: Command[0] is the executable's name,
+	// found by engine.FindBinary (Binary, then $EnvVar, PATH,
+	// ./node_modules/.bin); the rest are its arguments ("acp").
+	Command []string
+	// Binary is an explicit path to Command[0] ("" = search).
+	Binary string
+	// EnvVar is the variable naming the binary ("" =
+	// HARNESS_<NAME>_BIN, the name upper-cased with - as _).
+	EnvVar string
+	// Install says how to get the agent, for Check's reason.
+	Install string
+	// Env is the base environment of every child (nil = os.Environ()). It
+	// is filtered with claudecode.FilterEnv's rules: secret-looking
+	// variables are withheld except Credentials and AllowEnv.
+	Env []string
+	// Credentials are the agent's own documented credential variables,
+	// passed through the filter (ANTHROPIC_API_KEY for the agents that
+	// call Anthropic, COPILOT_PROVIDER_API_KEY…).
+	Credentials []string
+	// AllowEnv are more secret-looking names to pass (operator policy).
+	AllowEnv []string
+	// ExtraEnv entries (KEY=VALUE) are added after filtering (an engine
+	// entry's env:); a Request's Env comes after them.
+	ExtraEnv []string
+	// Logger receives the engine's logs and the agents' stderr lines
+	// (nil = none; a Request's Logger wins for its turn).
+	Logger *zerolog.Logger
+	// StopGrace bounds each step of stopping an agent: stdin closed, then
+	// SIGINT, SIGTERM, SIGKILL to its group (default 2s).
+	StopGrace time.Duration
+	// InterruptGrace is how long an interrupted turn waits for the
+	// agent's answer to session/cancel before its process is stopped
+	// (default 5s).
+	InterruptGrace time.Duration
+	// IdleTimeout stops a session's agent after this long without a
+	// turn (default 30 minutes); its next turn starts a new process and
+	// loads the session when the agent can.
+	IdleTimeout time.Duration
+}
+
+// Engine runs the turns of one ACP agent command. One agent process per
+// session, kept between turns (see the package doc). Safe for concurrent
+// use.
+type Engine struct {
+	cfg Config
+
+	mu     sync.Mutex
+	procs  map[string]*proc // by session key
+	turns  map[string]*Turn // running turns by session key
+	closed bool
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// ErrConfig is wrapped by NewEngine's errors.
+var ErrConfig = errors.New("acp: bad engine config")
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+// NewEngine checks cfg and returns an engine; it starts nothing until a
+// turn.
+func NewEngine(cfg Config) (*Engine, error) {
+	if !nameRE.MatchString(cfg.Name) {
+		return nil, fmt.Errorf("%w: name %q must be lower-case letters, digits, '.', '_' or '-'", ErrConfig, cfg.Name)
+	}
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return nil, fmt.Errorf("%w: engine %q has no command", ErrConfig, cfg.Name)
+	}
+	cfg.Command = slices.Clone(cfg.Command)
+	cfg.Credentials = slices.Clone(cfg.Credentials)
+	cfg.AllowEnv = slices.Clone(cfg.AllowEnv)
+	cfg.ExtraEnv = slices.Clone(cfg.ExtraEnv)
+	if cfg.Env != nil {
+		cfg.Env = slices.Clone(cfg.Env)
+	}
+	if cfg.EnvVar == "" {
+		cfg.EnvVar = BinEnvVar(cfg.Name)
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 2 * time.Second
+	}
+	if cfg.InterruptGrace <= 0 {
+		cfg.InterruptGrace = 5 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 30 * time.Minute
+	}
+	return &Engine{cfg: cfg, procs: map[string]*proc{}, turns: map[string]*Turn{}}, nil
+}
+
+// BinEnvVar is the variable that names an engine's binary:
+// HARNESS_<NAME>_BIN with the name upper-cased and '-', '.' as '_'
+// (claude-acp → HARNESS_CLAUDE_ACP_BIN).
+func BinEnvVar(name string) string {
+	r := strings.NewReplacer("-", "_", ".", "_")
+	return "HARNESS_" + strings.ToUpper(r.Replace(name)) + "_BIN"
+}
+
+// Name returns the engine's name.
+func (e *Engine) Name() string { return e.cfg.Name }
+
+func (e *Engine) binary() (string, error) {
+	return engine.FindBinary(engine.Binary{Name: e.cfg.Command[0], Explicit: e.cfg.Binary, EnvVar: e.cfg.EnvVar, Install: e.cfg.Install})
+}
+
+// Check reports whether the agent's binary is found and its version
+// (the last field of `BINARY --version`'s first line, run with stdin
+// closed and a 10s bound).
+func (e *Engine) Check(ctx context.Context) engine.Status {
+	st := engine.Status{Name: e.cfg.Name, Kind: Kind}
+	bin, err := e.binary()
+	if err != nil {
+		st.Reason = err.Error()
+		return st
+	}
+	st.Available = true
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--version")
+	setProcessGroup(cmd)
+	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, sigKill) }
+	cmd.WaitDelay = time.Second
+	cmd.Env = e.childEnv(nil)
+	if out, err := cmd.Output(); err == nil {
+		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		if f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(first), ".")); len(f) > 0 {
+			st.Version = strings.TrimSuffix(f[len(f)-1], ".")
+		}
+	}
+	return st
+}
+
+// ChildEnv is the environment an agent gets: base filtered with
+// claudecode.FilterEnv's rules (secret-looking variables withheld except
+// the allow names), then extra. claudecode.FilterEnv always lets
+// ANTHROPIC_API_KEY through; ChildEnv withholds it unless allow names it
+// (an agent that does not call Anthropic does not get the key).
+func ChildEnv(base, extra, allow []string) []string {
+	keepAnthropic := slices.Contains(allow, "ANTHROPIC_API_KEY")
+	var out []string
+	for _, kv := range claudecode.FilterEnv(base, allow) {
+		if !keepAnthropic && strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, extra...)
+}
+
+func (e *Engine) childEnv(reqEnv []string) []string {
+	base := e.cfg.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	allow := append(slices.Clone(e.cfg.Credentials), e.cfg.AllowEnv...)
+	return ChildEnv(base, append(slices.Clone(e.cfg.ExtraEnv), reqEnv...), allow)
+}
+
+// StartTurn starts one turn. The session's agent process is reused when
+// it runs, else started (the handshake and the session's set-up happen
+// in the stream; a failure there ends it with session:error kind start).
+// Cancelling ctx kills the turn and the session's agent.
+func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn, error) {
+	return e.start(ctx, req)
+}
+
+func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
+	if req.SessionKey == "" {
+		return nil, errors.New("acp: empty session key")
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, engine.ErrClosed
+	}
+	if e.turns[req.SessionKey] != nil {
+		e.mu.Unlock()
+		return nil, engine.ErrBusy
+	}
+	p := e.procs[req.SessionKey]
+	if p != nil && !p.alive() {
+		delete(e.procs, req.SessionKey)
+		p = nil
+	}
+	log := e.cfg.Logger
+	if req.Logger != nil {
+		log = req.Logger
+	}
+	t := newTurn(e, req, log)
+	e.turns[req.SessionKey] = t
+	if p != nil {
+		p.stopIdle()
+	}
+	e.mu.Unlock()
+
+	if p == nil {
+		bin, err := e.binary()
+		if err != nil {
+			e.removeTurn(t)
+			return nil, err
+		}
+		p, err = spawn(e, req.SessionKey, bin, e.childEnv(req.Env), req.Cwd, t.log)
+		if err != nil {
+			e.removeTurn(t)
+			return nil, fmt.Errorf("acp: start %s: %w", e.cfg.Name, err)
+		}
+		e.mu.Lock()
+		e.procs[req.SessionKey] = p
+		e.mu.Unlock()
+	}
+	t.begin(ctx, p)
+	return t, nil
+}
+
+func (e *Engine) removeTurn(t *Turn) {
+	e.mu.Lock()
+	if e.turns[t.req.SessionKey] == t {
+		delete(e.turns, t.req.SessionKey)
+	}
+	e.mu.Unlock()
+}
+
+// dropProc forgets p if it is still the session's process.
+func (e *Engine) dropProc(p *proc) {
+	e.mu.Lock()
+	if e.procs[p.key] == p {
+		delete(e.procs, p.key)
+	}
+	e.mu.Unlock()
+}
+
+// idle arms p's idle expiry once its turn ended.
+func (e *Engine) idle(p *proc) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed || e.procs[p.key] != p {
+		return
+	}
+	p.armIdle(e.cfg.IdleTimeout, func() {
+		e.mu.Lock()
+		if e.turns[p.key] != nil || e.procs[p.key] != p {
+			e.mu.Unlock()
+			return
+		}
+		delete(e.procs, p.key)
+		e.mu.Unlock()
+		p.log.Info().Str("reason", "idle").Msg("acp: stopping the session's agent")
+		p.stop()
+	})
+}
+
+// Close ends the session's running turn (killed) and stops its agent
+// process, waiting for both. The core calls it when a session is deleted.
+// Safe to call more than once, for any key.
+func (e *Engine) Close(sessionKey string) {
+	e.mu.Lock()
+	t := e.turns[sessionKey]
+	p := e.procs[sessionKey]
+	delete(e.procs, sessionKey)
+	e.mu.Unlock()
+	if t != nil {
+		_ = t.Kill()
+		<-t.done
+	}
+	if p != nil {
+		p.stop()
+	}
+}
+
+// Pid is the process id of the session's agent (0 when none runs).
+func (e *Engine) Pid(sessionKey string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.procs[sessionKey]; p != nil && p.alive() {
+		return p.pid
+	}
+	return 0
+}
+
+// Shutdown refuses new turns, interrupts the running ones and waits for
+// them, then stops every agent process; when ctx ends first the turns
+// are killed. Safe to call more than once.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	ts := make([]*Turn, 0, len(e.turns))
+	for _, t := range e.turns {
+		ts = append(ts, t)
+	}
+	e.mu.Unlock()
+	for _, t := range ts {
+		_ = t.Interrupt()
+	}
+	var err error
+	for _, t := range ts {
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+			_ = t.Kill()
+			<-t.done
+		}
+	}
+	e.mu.Lock()
+	ps := make([]*proc, 0, len(e.procs))
+	for k, p := range e.procs {
+		ps = append(ps, p)
+		delete(e.procs, k)
+	}
+	e.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.stop()
+		}()
+	}
+	wg.Wait()
+	return err
+}

@@ -1,0 +1,336 @@
+package acp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/claudecode"
+)
+
+// ProtocolVersion is the ACP version the client speaks.
+const ProtocolVersion = 1
+
+// MaxLineBytes is the bound on one line of an agent's output: the SDK's
+// reader (10 MiB); a longer line closes the connection, which ends the
+// turn with session:error kind process. Stderr lines are bounded at
+// 1 MiB (longer ones are cut).
+const MaxLineBytes = 10 << 20
+
+// proc is one session's agent process and its ACP connection. The fields
+// under "session state" are used by one turn at a time (the engine runs
+// at most one turn per session key).
+type proc struct {
+	e   *Engine
+	key string
+	log zerolog.Logger
+
+	cmd    *exec.Cmd
+	pid    int
+	stdin  *os.File
+	stdout *os.File
+	conn   *sdk.Connection
+
+	exited chan struct{} // closed once the process was reaped
+	gone   chan struct{} // closed once its pipes and readers are done
+	ps     atomic.Pointer[exitState]
+
+	secrets    []string
+	stderrMu   sync.Mutex
+	stderrTail []string
+
+	// session state
+	initialized bool
+	info        agentInfo
+	sessionID   string
+	prompted    bool // the ACP session got its first prompt (the preamble)
+	setup       sessionSetup
+
+	mu       sync.Mutex
+	turn     *Turn
+	idleT    *time.Timer
+	stopOnce sync.Once
+}
+
+type exitState struct {
+	code   int
+	signal string
+}
+
+// agentInfo is what initialize told us.
+type agentInfo struct {
+	Name        string
+	Version     string
+	LoadSession bool
+}
+
+// spawn starts the agent in its own process group with its three pipes
+// and the ACP connection on stdio.
+func spawn(e *Engine, key, bin string, env []string, cwd string, log zerolog.Logger) (*proc, error) {
+	cmd := exec.Command(bin, e.cfg.Command[1:]...)
+	cmd.Env = env
+	cmd.Dir = cwd
+	setProcessGroup(cmd)
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW} {
+			f.Close()
+		}
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
+			f.Close()
+		}
+		return nil, err
+	}
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	p := &proc{
+		e: e, key: key, log: log, cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stdout: outR,
+		exited: make(chan struct{}), gone: make(chan struct{}), secrets: secretValues(env),
+	}
+	p.conn = sdk.NewConnection(p.handle, inW, outR)
+	p.conn.SetLogger(slog.New(slog.NewTextHandler(logWriter{p}, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	stderrDone := make(chan struct{})
+	go p.readStderr(errR, stderrDone)
+	go p.reap(errR, stderrDone, e.cfg.StopGrace)
+	p.log.Debug().Int("pid", p.pid).Strs("command", e.cfg.Command).Msg("acp: agent started")
+	return p, nil
+}
+
+// reap waits for the process, kills what is left of its group, and joins
+// the readers (closing a pipe whose other end a stray grandchild holds
+// after grace).
+func (p *proc) reap(errR *os.File, stderrDone chan struct{}, grace time.Duration) {
+	_ = p.cmd.Wait()
+	code, sig := exitStatus(p.cmd.ProcessState)
+	p.ps.Store(&exitState{code, sig})
+	_ = signalGroup(p.pid, sigKill) // the tools it started, if any are left
+	close(p.exited)
+	select {
+	case <-p.conn.Done():
+	case <-time.After(grace):
+		p.stdout.Close()
+		<-p.conn.Done()
+	}
+	select {
+	case <-stderrDone:
+	case <-time.After(grace):
+		errR.Close()
+		<-stderrDone
+	}
+	p.stdout.Close()
+	errR.Close()
+	p.stdin.Close()
+	p.log.Debug().Int("pid", p.pid).Int("code", code).Str("signal", sig).Msg("acp: agent exited")
+	close(p.gone)
+}
+
+func (p *proc) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill kills the process group now.
+func (p *proc) kill() {
+	if p.alive() {
+		_ = signalGroup(p.pid, sigKill)
+	}
+}
+
+// stop ends the agent in bounded steps: stdin closed (ACP agents exit at
+// its end), then SIGINT, SIGTERM and SIGKILL to its group, each after
+// StopGrace; it returns once everything is reaped. Safe to call more than
+// once, from any goroutine.
+func (p *proc) stop() {
+	p.stopOnce.Do(func() {
+		p.stopIdle()
+		grace := p.e.cfg.StopGrace
+		_ = p.stdin.Close()
+		for _, sig := range []syscall.Signal{sigInt, sigTerm, sigKill} {
+			select {
+			case <-p.exited:
+				return
+			case <-time.After(grace):
+				_ = signalGroup(p.pid, sig)
+			}
+		}
+	})
+	<-p.exited
+	<-p.gone
+}
+
+func (p *proc) armIdle(d time.Duration, f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.idleT != nil {
+		p.idleT.Stop()
+	}
+	p.idleT = time.AfterFunc(d, f)
+}
+
+func (p *proc) stopIdle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.idleT != nil {
+		p.idleT.Stop()
+		p.idleT = nil
+	}
+}
+
+func (p *proc) setTurn(t *Turn) {
+	p.mu.Lock()
+	p.turn = t
+	p.mu.Unlock()
+}
+
+func (p *proc) current() *Turn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.turn
+}
+
+// handle serves the agent's requests and notifications (the SDK calls
+// it: notifications in order on one goroutine, each request on its own).
+func (p *proc) handle(ctx context.Context, method string, params json.RawMessage) (any, *sdk.RequestError) {
+	switch method {
+	case sdk.ClientMethodSessionUpdate:
+		n, err := DecodeUpdate(params)
+		if err != nil {
+			p.log.Warn().Err(err).Msg("acp: undecodable session/update ignored")
+			return nil, nil
+		}
+		t := p.current()
+		if t == nil || (n.SessionID != "" && n.SessionID != p.sessionIDOf(t)) {
+			p.log.Debug().Str("kind", n.Update.Kind).Msg("acp: session/update outside a prompt ignored")
+			return nil, nil
+		}
+		t.onUpdate(n.Update)
+		return nil, nil
+	case sdk.ClientMethodSessionRequestPermission:
+		t := p.current()
+		if t == nil {
+			return permissionCancelled(), nil
+		}
+		return t.onPermission(ctx, params)
+	}
+	p.log.Info().Str("method", method).Msg("acp: agent request not served (method not found)")
+	return nil, sdk.NewMethodNotFound(method)
+}
+
+func (p *proc) sessionIDOf(t *Turn) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sessionID
+}
+
+// scrub replaces the values of the child's credentials and of other
+// secret-looking variables in a line it wrote.
+func (p *proc) scrub(line string) string {
+	for _, v := range p.secrets {
+		if len(v) >= 4 {
+			line = strings.ReplaceAll(line, v, "[REDACTED]")
+		}
+	}
+	return line
+}
+
+func (p *proc) readStderr(r io.Reader, done chan struct{}) {
+	defer close(done)
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readBoundedLine(br, 1<<20)
+		if len(line) > 0 {
+			s := p.scrub(line)
+			p.log.Debug().Str("stderr", s).Msg("acp agent stderr")
+			p.stderrMu.Lock()
+			p.stderrTail = append(p.stderrTail, s)
+			if len(p.stderrTail) > 20 {
+				p.stderrTail = p.stderrTail[1:]
+			}
+			p.stderrMu.Unlock()
+		}
+		if err != nil {
+			_, _ = io.Copy(io.Discard, r)
+			return
+		}
+	}
+}
+
+// readBoundedLine reads one line, keeping at most max bytes of it.
+func readBoundedLine(br *bufio.Reader, max int) (string, error) {
+	var b []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(b) < max {
+			room := max - len(b)
+			if len(frag) > room {
+				frag = frag[:room]
+			}
+			b = append(b, frag...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return strings.TrimRight(string(b), "\r\n"), err
+	}
+}
+
+func (p *proc) tail() string {
+	p.stderrMu.Lock()
+	defer p.stderrMu.Unlock()
+	s := strings.Join(p.stderrTail, "\n")
+	if len(s) > 2000 {
+		s = s[len(s)-2000:]
+	}
+	return s
+}
+
+// logWriter takes the SDK's slog lines to the turn's logger, scrubbed.
+type logWriter struct{ p *proc }
+
+func (w logWriter) Write(b []byte) (int, error) {
+	w.p.log.Debug().Str("sdk", w.p.scrub(strings.TrimSpace(string(b)))).Msg("acp connection")
+	return len(b), nil
+}
+
+// secretValues are the values of env's secret-looking variables.
+func secretValues(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, v, ok := strings.Cut(kv, "=")
+		if ok && v != "" && claudecode.IsSecretEnvName(name) {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,198 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	sdk "github.com/coder/acp-go-sdk"
+)
+
+// The requests the client sends, as the spec (protocol version 1) names
+// their fields: nothing else is ever sent.
+
+type initializeParams struct {
+	ProtocolVersion    int                `json:"protocolVersion"`
+	ClientCapabilities clientCapabilities `json:"clientCapabilities"`
+	ClientInfo         implementation     `json:"clientInfo"`
+}
+
+// clientCapabilities: the client serves neither fs nor terminal requests.
+type clientCapabilities struct {
+	Fs       fsCapabilities `json:"fs"`
+	Terminal bool           `json:"terminal"`
+}
+
+type fsCapabilities struct {
+	ReadTextFile  bool `json:"readTextFile"`
+	WriteTextFile bool `json:"writeTextFile"`
+}
+
+type implementation struct {
+	Name    string `json:"name"`
+	Title   string `json:"title,omitempty"`
+	Version string `json:"version"`
+}
+
+type newSessionParams struct {
+	Cwd        string `json:"cwd"`
+	McpServers []any  `json:"mcpServers"`
+}
+
+type loadSessionParams struct {
+	SessionID  string `json:"sessionId"`
+	Cwd        string `json:"cwd"`
+	McpServers []any  `json:"mcpServers"`
+}
+
+type promptParams struct {
+	SessionID string      `json:"sessionId"`
+	Prompt    []textBlock `json:"prompt"`
+}
+
+type textBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type cancelParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+type setModeParams struct {
+	SessionID string `json:"sessionId"`
+	ModeID    string `json:"modeId"`
+}
+
+type setConfigParams struct {
+	SessionID string `json:"sessionId"`
+	ConfigID  string `json:"configId"`
+	Value     string `json:"value"`
+}
+
+// initializeResult, sessionResult and promptResult are decoded leniently
+// (only what the engine uses).
+type initializeResult struct {
+	ProtocolVersion   int `json:"protocolVersion"`
+	AgentCapabilities struct {
+		LoadSession bool `json:"loadSession"`
+	} `json:"agentCapabilities"`
+	AgentInfo *implementation `json:"agentInfo"`
+}
+
+type sessionResult struct {
+	SessionID string `json:"sessionId"`
+	sessionSetup
+}
+
+// sessionSetup is what session/new and session/load tell about modes and
+// configuration options.
+type sessionSetup struct {
+	Modes *struct {
+		CurrentModeID  string `json:"currentModeId"`
+		AvailableModes []struct {
+			ID string `json:"id"`
+		} `json:"availableModes"`
+	} `json:"modes"`
+	ConfigOptions []configOption `json:"configOptions"`
+}
+
+type configOption struct {
+	ID           string          `json:"id"`
+	Category     string          `json:"category"`
+	Type         string          `json:"type"`
+	CurrentValue json.RawMessage `json:"currentValue"`
+	Options      json.RawMessage `json:"options"`
+}
+
+type promptResult struct {
+	StopReason string          `json:"stopReason"`
+	Usage      json.RawMessage `json:"usage"`
+}
+
+// call sends a request and decodes its result into out. It never cancels
+// a request ($/cancel_request is not in protocol version 1): a call ends
+// with its answer or with the connection.
+func call(conn *sdk.Connection, method string, params, out any) error {
+	res, err := sdk.SendRequest[json.RawMessage](conn, context.Background(), method, params)
+	if err != nil {
+		return err
+	}
+	if out != nil && len(res) > 0 {
+		_ = json.Unmarshal(res, out)
+	}
+	return nil
+}
+
+// modeFor picks the agent's session mode for a permission mode: the mode
+// of the same id (claude-agent-acp: default, acceptEdits, plan,
+// bypassPermissions) or whose id ends in "#"+mode (Copilot's URL ids);
+// dontAsk and "" pick "default" when offered, so that what the agent
+// gates comes to the client and its rules. "" when none fits (the agent
+// keeps its mode).
+func (s *sessionSetup) modeFor(permissionMode string) string {
+	if s.Modes == nil {
+		return ""
+	}
+	want := permissionMode
+	if want == "" || want == "dontAsk" {
+		want = "default"
+	}
+	for _, m := range s.Modes.AvailableModes {
+		if m.ID == want || strings.HasSuffix(m.ID, "#"+want) {
+			return m.ID
+		}
+	}
+	return ""
+}
+
+func (s *sessionSetup) currentMode() string {
+	if s.Modes == nil {
+		return ""
+	}
+	return s.Modes.CurrentModeID
+}
+
+// modelOption finds the select option of category "model" and whether
+// it offers value.
+func (s *sessionSetup) modelOption(value string) (id string, current string, offered bool) {
+	for _, o := range s.ConfigOptions {
+		if o.Category != "model" || (o.Type != "" && o.Type != "select") {
+			continue
+		}
+		_ = json.Unmarshal(o.CurrentValue, &current)
+		return o.ID, current, value != "" && optionValues(o.Options)[value]
+	}
+	return "", "", false
+}
+
+// optionValues collects the values of a select's options, flat or
+// grouped.
+func optionValues(raw json.RawMessage) map[string]bool {
+	var items []struct {
+		Value   string          `json:"value"`
+		Options json.RawMessage `json:"options"`
+	}
+	out := map[string]bool{}
+	if json.Unmarshal(raw, &items) != nil {
+		return out
+	}
+	for _, it := range items {
+		if it.Value != "" {
+			out[it.Value] = true
+		}
+		if len(it.Options) > 0 {
+			for v := range optionValues(it.Options) {
+				out[v] = true
+			}
+		}
+	}
+	return out
+}
+
+// Preamble is how a persona prompt reaches an ACP agent, which has no
+// system prompt field: the first text block of the session's first
+// prompt, before the user's message (a block of its own).
+func Preamble(systemPrompt string) string {
+	return "Instructions for this whole session (the persona's system prompt, sent by the harness; follow them as you would a system prompt):\n\n" + systemPrompt
+}

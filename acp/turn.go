@@ -1,0 +1,669 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
+)
+
+// Turn is one ACP turn: one session/prompt on the session's agent. Next,
+// Event and Err are for one consumer goroutine; Interrupt, Kill and Close
+// may be called from any goroutine at any time.
+type Turn struct {
+	e     *Engine
+	req   engine.Request
+	log   zerolog.Logger
+	p     *proc
+	start time.Time
+
+	out  chan item
+	cur  event.Event
+	err  error
+	done chan struct{} // closed when run returned
+
+	outMu     sync.Mutex
+	outClosed bool
+
+	mapMu sync.Mutex
+	m     *Mapper
+
+	ctx    context.Context // cancelled by Interrupt, Kill and the turn's end: denies approvals
+	cancel context.CancelFunc
+
+	mu          sync.Mutex
+	sessionID   string
+	prompting   bool
+	interrupted bool
+	killed      bool
+	ending      bool // no more approvals start
+	intrTimer   *time.Timer
+
+	approvals sync.WaitGroup
+}
+
+// item is one entry of the stream: an event, or a function Next runs
+// once every earlier event was returned (an approval's start).
+type item struct {
+	ev    event.Event
+	after func()
+}
+
+func newTurn(e *Engine, req engine.Request, log *zerolog.Logger) *Turn {
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &Turn{e: e, req: req, out: make(chan item, 256), done: make(chan struct{}), m: NewMapper(), ctx: ctx, cancel: cancel, start: time.Now()}
+	if log != nil {
+		t.log = log.With().Str("engine", e.cfg.Name).Str("session", req.SessionKey).Logger()
+	} else {
+		t.log = zerolog.Nop()
+	}
+	return t
+}
+
+func (t *Turn) begin(ctx context.Context, p *proc) {
+	t.p = p
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = t.Kill()
+		case <-t.done:
+		}
+	}()
+	go t.run()
+}
+
+// Pid is the process id of the agent running the turn.
+func (t *Turn) Pid() int { return t.p.pid }
+
+// Next advances to the next event; false after process:exit.
+func (t *Turn) Next() bool {
+	for {
+		it, ok := <-t.out
+		if !ok {
+			return false
+		}
+		if it.after != nil {
+			it.after()
+			continue
+		}
+		t.cur = it.ev
+		return true
+	}
+}
+
+// Event returns the event Next advanced to.
+func (t *Turn) Event() event.Event { return t.cur }
+
+// Err returns, after Next returned false, nil when the turn completed and
+// an *engine.TurnError otherwise.
+func (t *Turn) Err() error {
+	select {
+	case <-t.done:
+		return t.err
+	default:
+		return nil
+	}
+}
+
+// Interrupt sends session/cancel (at once, or as soon as the prompt is
+// sent) and answers pending permission requests "cancelled"; the turn
+// then ends with session:error kind interrupted. An agent that has not
+// answered the prompt InterruptGrace later is stopped.
+func (t *Turn) Interrupt() error {
+	select {
+	case <-t.done:
+		return nil
+	default:
+	}
+	t.mu.Lock()
+	already := t.interrupted
+	t.interrupted = true
+	sid, prompting := t.sessionID, t.prompting
+	if !already {
+		t.intrTimer = time.AfterFunc(t.e.cfg.InterruptGrace, func() {
+			select {
+			case <-t.done:
+			default:
+				t.log.Warn().Msg("acp: the agent did not end the turn after session/cancel; stopping it")
+				t.p.kill()
+			}
+		})
+	}
+	t.mu.Unlock()
+	t.cancel()
+	if prompting && !already {
+		t.sendCancel(sid)
+	}
+	return nil
+}
+
+func (t *Turn) sendCancel(sid string) {
+	if err := t.p.conn.SendNotification(context.Background(), sdk.AgentMethodSessionCancel, cancelParams{SessionID: sid}); err != nil {
+		t.log.Debug().Err(err).Msg("acp: session/cancel not sent")
+	}
+}
+
+// Kill kills the agent's process group now (the session's agent goes
+// with its turn; the next turn starts another). It returns at once.
+func (t *Turn) Kill() error {
+	select {
+	case <-t.done:
+		return nil
+	default:
+	}
+	t.mu.Lock()
+	t.killed = true
+	t.mu.Unlock()
+	t.cancel()
+	t.p.kill()
+	return nil
+}
+
+// Close kills the turn if it runs and discards the rest of its stream.
+func (t *Turn) Close() error {
+	select {
+	case <-t.done:
+	default:
+		_ = t.Kill()
+	}
+	for it := range t.out {
+		if it.after != nil {
+			it.after()
+		}
+	}
+	<-t.done
+	return nil
+}
+
+// emit queues an event; after the stream closed it drops it.
+func (t *Turn) emit(ev event.Event) {
+	ev.SessionID = t.req.SessionKey
+	t.push(item{ev: ev})
+}
+
+func (t *Turn) push(it item) bool {
+	t.outMu.Lock()
+	defer t.outMu.Unlock()
+	if t.outClosed {
+		return false
+	}
+	t.out <- it
+	return true
+}
+
+func (t *Turn) onUpdate(u Update) {
+	t.mapMu.Lock()
+	defer t.mapMu.Unlock()
+	for _, ev := range t.m.Handle(u) {
+		t.emit(ev)
+	}
+	if !isMapped(u.Kind) {
+		t.log.Debug().Str("kind", u.Kind).Msg("acp: session/update kind not shown")
+	}
+}
+
+func isMapped(kind string) bool {
+	switch kind {
+	case KindAgentMessageChunk, KindAgentThoughtChunk, KindToolCall, KindToolCallUpdate, KindPlan, KindUsageUpdate:
+		return true
+	}
+	return false
+}
+
+func (t *Turn) endKind(def event.ErrorKind) event.ErrorKind {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.killed:
+		return event.ErrorKilled
+	case t.interrupted:
+		return event.ErrorInterrupted
+	}
+	return def
+}
+
+func (t *Turn) fail(kind event.ErrorKind, msg string) *engine.TurnError {
+	return &engine.TurnError{Kind: t.endKind(kind), Message: msg}
+}
+
+func (t *Turn) isInterrupted() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.interrupted || t.killed
+}
+
+// run drives the turn and produces the stream.
+func (t *Turn) run() {
+	defer close(t.done)
+	complete, te, subtype := t.converse()
+	p := t.p
+	p.setTurn(nil)
+	t.cancel()
+	t.mu.Lock()
+	if t.intrTimer != nil {
+		t.intrTimer.Stop()
+	}
+	t.ending = true
+	t.mu.Unlock()
+
+	// A turn that was killed, failed to set up, or whose agent died
+	// takes the agent with it.
+	procEnded := !p.alive() || t.endKind("") == event.ErrorKilled || (te != nil && te.Kind == event.ErrorStart)
+	if procEnded {
+		t.e.dropProc(p)
+		if p.alive() {
+			p.stop()
+		}
+		<-p.gone
+	}
+	t.approvals.Wait()
+
+	t.mapMu.Lock()
+	for _, ev := range t.m.Flush() {
+		t.emit(ev)
+	}
+	cost, _ := t.m.CostUSD()
+	t.mapMu.Unlock()
+
+	code, signal := 0, ""
+	if procEnded {
+		ps := p.ps.Load()
+		code, signal = ps.code, ps.signal
+	}
+	if te != nil {
+		t.err = te
+		se := &event.SessionError{Error: te.Message, Kind: te.Kind, Subtype: subtype, CostUSD: cost}
+		if te.Kind == event.ErrorProcess || te.Kind == event.ErrorStart {
+			c := code
+			se.ExitCode = &c
+			se.StderrTail = p.tail()
+		}
+		t.emit(event.Event{Type: event.TypeSessionError, Error: se})
+		if !procEnded {
+			code = 1
+		}
+	} else {
+		t.emit(event.Event{Type: event.TypeSessionComplete, Complete: complete})
+	}
+	t.e.removeTurn(t) // the key is free once process:exit is read
+	if !procEnded {
+		t.e.idle(p)
+	}
+	t.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: code, Signal: signal}})
+	t.outMu.Lock()
+	t.outClosed = true
+	close(t.out)
+	t.outMu.Unlock()
+}
+
+// converse sets the session up and runs the prompt. It returns the
+// completion, or how the turn failed (and a subtype: the stop reason).
+func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
+	p := t.p
+	if !p.initialized {
+		var ini initializeResult
+		err := call(p.conn, sdk.AgentMethodInitialize, initializeParams{
+			ProtocolVersion: ProtocolVersion,
+			ClientInfo:      implementation{Name: "harness", Title: "harness", Version: clientVersion},
+		}, &ini)
+		if err != nil {
+			return nil, t.fail(event.ErrorStart, "initialize: "+rpcMessage(err)), ""
+		}
+		if ini.ProtocolVersion != ProtocolVersion {
+			return nil, t.fail(event.ErrorStart, "the agent speaks ACP protocol version "+itoa(ini.ProtocolVersion)+", the client 1"), ""
+		}
+		p.initialized = true
+		p.info.LoadSession = ini.AgentCapabilities.LoadSession
+		if ini.AgentInfo != nil {
+			p.info.Name, p.info.Version = ini.AgentInfo.Name, ini.AgentInfo.Version
+		}
+	}
+	var notice string
+	resume := t.req.Resume
+	if p.sessionID == "" || (resume != "" && resume != p.sessionID) {
+		loaded := false
+		if resume != "" && p.info.LoadSession {
+			var res sessionSetup
+			err := call(p.conn, sdk.AgentMethodSessionLoad, loadSessionParams{SessionID: resume, Cwd: t.req.Cwd, McpServers: []any{}}, &res)
+			if err == nil {
+				p.sessionID, p.setup, p.prompted, loaded = resume, res, true, true
+				t.log.Info().Str("acpSession", resume).Msg("acp: session loaded")
+			} else {
+				if !p.alive() {
+					return nil, t.fail(event.ErrorStart, "session/load: "+rpcMessage(err)), ""
+				}
+				t.log.Warn().Str("acpSession", resume).Str("error", rpcMessage(err)).Msg("acp: session/load failed; a new session starts without the conversation's context")
+				notice = "[harness] " + t.e.cfg.Name + " could not load the previous conversation; this turn starts a new one without its context.\n"
+			}
+		} else if resume != "" {
+			t.log.Warn().Str("acpSession", resume).Msg("acp: the agent cannot load sessions; a new session starts without the conversation's context")
+			notice = "[harness] " + t.e.cfg.Name + " cannot resume a conversation after its process ended; this turn starts a new one without its context.\n"
+		}
+		if !loaded {
+			var res sessionResult
+			if err := call(p.conn, sdk.AgentMethodSessionNew, newSessionParams{Cwd: t.req.Cwd, McpServers: []any{}}, &res); err != nil {
+				return nil, t.fail(event.ErrorStart, "session/new: "+rpcMessage(err)), ""
+			}
+			if res.SessionID == "" {
+				return nil, t.fail(event.ErrorStart, "session/new: no sessionId in the answer"), ""
+			}
+			p.sessionID, p.setup, p.prompted = res.SessionID, res.sessionSetup, false
+		}
+		t.configure()
+	}
+	t.mu.Lock()
+	t.sessionID = p.sessionID
+	t.mu.Unlock()
+
+	_, model, _ := p.setup.modelOption("")
+	t.emit(event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{
+		Model: model, CLIVersion: p.info.Version, PermissionMode: t.req.PermissionMode, Cwd: t.req.Cwd,
+		Engine: t.e.cfg.Name, EngineSessionID: p.sessionID,
+	}})
+	if notice != "" {
+		t.emit(event.Event{Type: event.TypeThinkingDelta, Text: notice})
+	}
+	if t.isInterrupted() {
+		return nil, t.fail(event.ErrorInterrupted, "interrupted before the prompt was sent"), ""
+	}
+
+	blocks := []textBlock{{Type: "text", Text: t.req.Message}}
+	if !p.prompted && t.req.SystemPrompt != "" {
+		blocks = append([]textBlock{{Type: "text", Text: Preamble(t.req.SystemPrompt)}}, blocks...)
+	}
+	p.prompted = true // sent once, never retried
+	p.setTurn(t)
+	t.mu.Lock()
+	t.prompting = true
+	intr := t.interrupted
+	t.mu.Unlock()
+	resCh := make(chan struct {
+		res promptResult
+		err error
+	}, 1)
+	go func() {
+		var r promptResult
+		err := call(p.conn, sdk.AgentMethodSessionPrompt, promptParams{SessionID: p.sessionID, Prompt: blocks}, &r)
+		resCh <- struct {
+			res promptResult
+			err error
+		}{r, err}
+	}()
+	if intr {
+		t.sendCancel(p.sessionID)
+	}
+	r := <-resCh
+	if r.err != nil {
+		select {
+		case <-p.conn.Done():
+			return nil, t.fail(event.ErrorProcess, t.e.cfg.Name+" exited before the turn completed"), ""
+		default:
+		}
+		if !p.alive() {
+			return nil, t.fail(event.ErrorProcess, t.e.cfg.Name+" exited before the turn completed"), ""
+		}
+		return nil, t.fail(event.ErrorAPI, "session/prompt: "+rpcMessage(r.err)), ""
+	}
+	reason := r.res.StopReason
+	switch reason {
+	case string(sdk.StopReasonEndTurn):
+		c := &event.SessionComplete{Usage: r.res.Usage, NumTurns: 1, DurationMS: time.Since(t.start).Milliseconds()}
+		t.mapMu.Lock()
+		c.CostUSD, _ = t.m.CostUSD()
+		t.mapMu.Unlock()
+		if c.Usage == nil {
+			c.Usage = json.RawMessage("{}")
+		}
+		return c, nil, ""
+	case string(sdk.StopReasonCancelled):
+		return nil, &engine.TurnError{Kind: event.ErrorInterrupted, Message: "the turn was cancelled"}, reason
+	case string(sdk.StopReasonMaxTurnRequests):
+		return nil, t.fail(event.ErrorMaxTurns, "the agent reached its maximum of model requests"), reason
+	case string(sdk.StopReasonMaxTokens):
+		return nil, t.fail(event.ErrorExecution, "the agent reached its maximum of tokens"), reason
+	case string(sdk.StopReasonRefusal):
+		return nil, t.fail(event.ErrorExecution, "the agent refused to go on"), reason
+	}
+	return nil, t.fail(event.ErrorExecution, "the turn stopped: "+reason), reason
+}
+
+// configure sets the new session's mode (from the permission mode) and
+// model (Request.Model, when the agent offers it). Failures are logged:
+// the turn goes on with the agent's own.
+func (t *Turn) configure() {
+	p := t.p
+	if m := p.setup.modeFor(t.req.PermissionMode); m != "" && m != p.setup.currentMode() {
+		if err := call(p.conn, sdk.AgentMethodSessionSetMode, setModeParams{SessionID: p.sessionID, ModeID: m}, nil); err != nil {
+			t.log.Warn().Str("mode", m).Str("error", rpcMessage(err)).Msg("acp: session/set_mode failed")
+		} else {
+			p.setup.Modes.CurrentModeID = m
+		}
+	}
+	if t.req.Model == "" {
+		return
+	}
+	id, cur, offered := p.setup.modelOption(t.req.Model)
+	switch {
+	case !offered:
+		t.log.Warn().Str("model", t.req.Model).Msg("acp: the agent does not offer this model; its own is used")
+	case cur != t.req.Model:
+		if err := call(p.conn, sdk.AgentMethodSessionSetConfigOption, setConfigParams{SessionID: p.sessionID, ConfigID: id, Value: t.req.Model}, nil); err != nil {
+			t.log.Warn().Str("model", t.req.Model).Str("error", rpcMessage(err)).Msg("acp: setting the model failed")
+			return
+		}
+		for i := range p.setup.ConfigOptions {
+			if p.setup.ConfigOptions[i].ID == id {
+				b, _ := json.Marshal(t.req.Model)
+				p.setup.ConfigOptions[i].CurrentValue = b
+			}
+		}
+	}
+}
+
+// clientVersion is sent as clientInfo.version.
+const clientVersion = "1"
+
+func rpcMessage(err error) string {
+	var re *sdk.RequestError
+	if errors.As(err, &re) {
+		msg := re.Message
+		if d, ok := re.Data.(map[string]any); ok {
+			if s, ok := d["error"].(string); ok && s != "" {
+				msg += ": " + s
+			}
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// permissionRequest is session/request_permission's params.
+type permissionRequest struct {
+	SessionID string          `json:"sessionId"`
+	ToolCall  json.RawMessage `json:"toolCall"`
+	Options   []struct {
+		OptionID string `json:"optionId"`
+		Kind     string `json:"kind"`
+		Name     string `json:"name"`
+	} `json:"options"`
+}
+
+func permissionCancelled() any {
+	return map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}
+}
+
+func permissionSelected(id string) any {
+	return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": id}}
+}
+
+// onPermission answers session/request_permission (the package doc's
+// policy table).
+func (t *Turn) onPermission(ctx context.Context, params json.RawMessage) (any, *sdk.RequestError) {
+	var pr permissionRequest
+	if err := json.Unmarshal(params, &pr); err != nil {
+		return nil, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	u := toolCallUpdate(pr.ToolCall)
+	t.mapMu.Lock()
+	for _, ev := range t.m.EnsureStarted(u) {
+		t.emit(ev)
+	}
+	name := t.m.ToolName(u.ToolCallID)
+	input := t.m.ToolInput(u.ToolCallID)
+	t.mapMu.Unlock()
+	if u.RawInput != nil && u.RawInput[0] == '{' {
+		input = u.RawInput
+	}
+	if t.ctx.Err() != nil {
+		return permissionCancelled(), nil
+	}
+	mode := t.req.PermissionMode
+	var allow, always bool
+	switch {
+	case mode == "bypassPermissions":
+		allow = true
+	case engine.AsksApproval(mode) && t.req.Approver != nil:
+		dec, ok := t.ask(ctx, engine.ApprovalRequest{ToolUseID: u.ToolCallID, ToolName: name, Input: input})
+		if !ok {
+			return permissionCancelled(), nil
+		}
+		allow, always = dec.Allow, dec.Always
+	default:
+		allow = AllowedByRules(t.req.AllowedTools, name, input)
+	}
+	if t.ctx.Err() != nil {
+		return permissionCancelled(), nil
+	}
+	kinds := []string{"reject_once", "reject_always"}
+	if allow {
+		kinds = []string{"allow_once", "allow_always"}
+		if always {
+			kinds = []string{"allow_always", "allow_once"}
+		}
+	}
+	for _, k := range kinds {
+		for _, o := range pr.Options {
+			if o.Kind == k {
+				t.log.Info().Str("tool", name).Str("option", o.OptionID).Msg("acp: permission answered")
+				return permissionSelected(o.OptionID), nil
+			}
+		}
+	}
+	t.log.Warn().Str("tool", name).Bool("allow", allow).Msg("acp: no permission option of the wanted kind; answered cancelled")
+	return permissionCancelled(), nil
+}
+
+// ask puts the question to the core's Approver from a goroutine of its
+// own, started by Next once every event before it was read. ok is false
+// when the turn was cancelled first.
+func (t *Turn) ask(ctx context.Context, q engine.ApprovalRequest) (engine.ApprovalDecision, bool) {
+	ch := make(chan engine.ApprovalDecision, 1)
+	t.mu.Lock()
+	if t.ending {
+		t.mu.Unlock()
+		return engine.ApprovalDecision{}, false
+	}
+	t.approvals.Add(1)
+	t.mu.Unlock()
+	started := t.push(item{after: func() {
+		go func() {
+			defer t.approvals.Done()
+			ch <- t.req.Approver.Ask(t.ctx, q)
+		}()
+	}})
+	if !started {
+		t.approvals.Done()
+		return engine.ApprovalDecision{}, false
+	}
+	select {
+	case d := <-ch:
+		return d, true
+	case <-t.ctx.Done():
+		return engine.ApprovalDecision{}, false
+	case <-ctx.Done():
+		return engine.ApprovalDecision{}, false
+	}
+}
+
+// toolCallUpdate reads a permission request's toolCall (a ToolCallUpdate)
+// as an Update.
+func toolCallUpdate(raw json.RawMessage) Update {
+	w := decodeLenient(raw)
+	return Update{
+		Kind: KindToolCallUpdate, ToolCallID: w.ToolCallID, Title: w.Title, ToolKind: w.Kind, Status: w.Status,
+		ToolName: w.Meta.ClaudeCode.ToolName, RawInput: nonNull(w.RawInput),
+	}
+}
+
+// AllowedByRules reports whether one of the operator's rules
+// (Request.AllowedTools) allows a tool: "Name" allows every use,
+// "Name(prefix:*)" uses whose main input (command, path, url…) starts
+// with prefix, "Name(text)" exactly that input ("*" matches any run of
+// characters).
+func AllowedByRules(rules []string, name string, input json.RawMessage) bool {
+	in := mainInput(input)
+	for _, r := range rules {
+		rn, content, has := strings.Cut(r, "(")
+		if !strings.EqualFold(strings.TrimSpace(rn), name) {
+			continue
+		}
+		if !has {
+			return true
+		}
+		if globMatch(strings.TrimSuffix(content, ")"), in) {
+			return true
+		}
+	}
+	return false
+}
+
+func mainInput(input json.RawMessage) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(input, &m) == nil {
+		for _, k := range []string{"command", "cmd", "file_path", "filePath", "path", "url"} {
+			var s string
+			if raw, ok := m[k]; ok && json.Unmarshal(raw, &s) == nil {
+				return s
+			}
+		}
+	}
+	return string(input)
+}
+
+func globMatch(pattern, s string) bool {
+	if prefix, ok := strings.CutSuffix(pattern, ":*"); ok {
+		return strings.HasPrefix(s, prefix)
+	}
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return s == pattern
+	}
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	for i, part := range parts[1:] {
+		if i == len(parts)-2 {
+			return strings.HasSuffix(s, part)
+		}
+		k := strings.Index(s, part)
+		if k < 0 {
+			return false
+		}
+		s = s[k+len(part):]
+	}
+	return true
+}
