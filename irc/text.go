@@ -97,6 +97,9 @@ func SplitText(text string, max int) []string {
 			for cut > 0 && !utf8.RuneStart(line[cut]) {
 				cut--
 			}
+			if cut == 0 { // max is shorter than the first character
+				_, cut = utf8.DecodeRuneInString(line)
+			}
 			if sp := strings.LastIndexByte(line[:cut], ' '); sp > max/2 {
 				cut = sp
 			}
