@@ -242,7 +242,6 @@ func (t *Turn) isInterrupted() bool {
 
 // run drives the turn and produces the stream.
 func (t *Turn) run() {
-	defer close(t.done)
 	complete, te, subtype := t.converse()
 	p := t.p
 	p.setTurn(nil)
@@ -256,7 +255,13 @@ func (t *Turn) run() {
 
 	// A turn that was killed, failed to set up, or whose agent died
 	// takes the agent with it.
-	procEnded := !p.alive() || t.endKind("") == event.ErrorKilled || (te != nil && te.Kind == event.ErrorStart)
+	connGone := false
+	select {
+	case <-p.conn.Done():
+		connGone = true
+	default:
+	}
+	procEnded := connGone || !p.alive() || t.endKind("") == event.ErrorKilled || (te != nil && te.Kind == event.ErrorStart)
 	if procEnded {
 		t.e.dropProc(p)
 		if p.alive() {
@@ -300,6 +305,7 @@ func (t *Turn) run() {
 	t.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: code, Signal: signal}})
 	t.outMu.Lock()
 	t.outClosed = true
+	close(t.done) // before out: Err is final once Next returned false
 	close(t.out)
 	t.outMu.Unlock()
 }

@@ -1,0 +1,18 @@
+package acp_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/chirality/harness/acp/acptest"
+)
+
+// The test binary is also the fake agent: acptest.IsAgent when started
+// with acptest.AgentEnv.
+func TestMain(m *testing.M) {
+	if acptest.IsAgent() {
+		acptest.Main()
+	}
+	goleak.VerifyTestMain(m)
+}
