@@ -2,45 +2,741 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/logging"
+)
+
+// Errors of this package, for callers to branch on with errors.Is.
+var (
+	// ErrRunning is returned by Start on a runner that is running.
+	ErrRunning = errors.New("runner: already running")
+	// ErrEmptyPrompt is returned by SendPrompt for a blank prompt.
+	ErrEmptyPrompt = errors.New("runner: empty prompt")
+	// ErrQueueFull is returned by SendPrompt when Config.MaxQueue prompts
+	// wait already; the prompt is not queued (the caller keeps it).
+	ErrQueueFull = errors.New("runner: prompt queue full")
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxQueue  = 256
+	DefaultStopGrace = 5 * time.Second
 )
 
 // Config configures New. It is copied on entry; zero values get the
 // defaults documented on each field.
+//
+// The daemon builds one *harness.Harness per agent (its Roots = the
+// agent's directory; ChildEnv = HARNESS_NICK and a PATH with the harness
+// binary first; AllowedTools = "Bash(harness channel:*)"), so the runner
+// needs no environment or tool policy of its own.
 type Config struct {
-	Harness       *harness.Harness
-	ProjectRoot   string
-	Engine        string
-	Model         string
-	Persona       string
-	Mode          string
-	TurnTimeout   time.Duration
+	// Harness runs the turns. Required.
+	Harness *harness.Harness
+	// ProjectRoot is the agent's directory (absolute, inside the
+	// Harness's roots). Required unless ResumeSession is set.
+	ProjectRoot string
+	// Engine is a harness engine name (claude-code, anthropic, codex, an
+	// ACP entry…); "" = the persona's, else the Harness's default.
+	Engine string
+	// Model is the model ("" = the engine's default).
+	Model string
+	// Persona is a persona ID ("" = none).
+	Persona string
+	// Mode is workbench, pipeline or direct ("" = pipeline).
+	Mode string
+	// TurnTimeout ends a turn that runs longer (0 = none). A timed-out
+	// turn is a crash: OnExit(non-zero), so the owner's recovery runs.
+	TurnTimeout time.Duration
+	// ResumeSession is a harness session ID to continue ("" = a new
+	// session, made by the first Start).
 	ResumeSession string
-	Logger        *zerolog.Logger
+	// MaxQueue bounds the prompts waiting (0 = DefaultMaxQueue).
+	MaxQueue int
+	// StopGrace is how long Stop waits for an interrupted turn to end
+	// before it kills it (0 = DefaultStopGrace).
+	StopGrace time.Duration
+	// Logger receives the runner's log lines (nil = none). Prompts are
+	// logged truncated to 200 characters.
+	Logger *zerolog.Logger
 }
 
-// Core is the Runner over the harness core, for every engine.
-type Core struct{ cfg Config }
+// Outcome is how a turn ended, as TurnEnd reports it.
+type Outcome string
 
-// New returns a Core for cfg.
+const (
+	// Completed: session:complete.
+	Completed Outcome = "completed"
+	// Failed: the agent answered with an error (api_error, not_logged_in,
+	// max_turns, max_budget, execution, resume_not_found). The runner
+	// keeps running; the Keeper counts these.
+	Failed Outcome = "failed"
+	// Interrupted: the turn was interrupted (by Stop, or by someone else
+	// through the Harness). Neither a failure nor a crash.
+	Interrupted Outcome = "interrupted"
+	// Crashed: the agent died (process), could not start (start), was
+	// killed from outside (killed), timed out, or its events could not be
+	// read. The runner stops and calls OnExit(non-zero).
+	Crashed Outcome = "crashed"
+)
+
+// TurnStart is what OnTurnStart reports: a prompt's turn began.
+type TurnStart struct {
+	SessionID string
+	Prompt    string
+	// Queued is when SendPrompt (or Start) took the prompt; Dequeued
+	// when the runner's goroutine took it up and called
+	// Harness.StartTurn; Started when StartTurn returned (the agent runs).
+	Queued, Dequeued, Started time.Time
+}
+
+// TurnEnd is what OnTurnEnd reports: a prompt's turn ended.
+type TurnEnd struct {
+	SessionID string
+	Prompt    string
+	Outcome   Outcome
+	// Kind is the session:error's kind ("" when completed); TimedOut is
+	// set when Config.TurnTimeout ended the turn.
+	Kind     event.ErrorKind
+	Error    string
+	TimedOut bool
+	// ExitCode is the turn's process:exit code.
+	ExitCode int
+	Duration time.Duration
+}
+
+// TurnReporter is implemented by runners that report each turn's start
+// and end (Core does); the Keeper uses it for failed-turn counting and
+// Status. Set the callbacks before Start.
+type TurnReporter interface {
+	OnTurnStart(func(TurnStart))
+	OnTurnEnd(func(TurnEnd))
+}
+
+// Compactor is implemented by runners whose conversation can be cleared
+// or compacted (Core does). Both only queue the operation: it runs after
+// the prompts sent before it and before those sent after it, so an agent
+// may ask for it from inside its own turn (through the skill CLI) without
+// waiting on itself.
+type Compactor interface {
+	Compact(ctx context.Context) error
+	Clear(ctx context.Context) error
+}
+
+// item is one entry of the queue.
+type item struct {
+	kind   itemKind
+	text   string
+	queued time.Time
+}
+
+type itemKind int
+
+const (
+	itemPrompt itemKind = iota
+	itemCompact
+	itemClear
+)
+
+// Core is the Runner over the harness core, the same for every engine:
+// each prompt is one Harness turn of the runner's session (StartTurn, then
+// Follow until process:exit), so the session, its event log, fan-out and
+// approvals are the core's own. Its methods are safe for concurrent use.
+//
+// Messages: one Message per assistant step — the thinking, text and
+// tool uses of one model response, in order — flushed when the step's
+// tools report their first result, and at the turn's end (chat:complete
+// of the final answer, session:complete or session:error). A tool use is
+// therefore always in a Message before its result is known.
+type Core struct {
+	cfg Config
+	h   *harness.Harness
+	log zerolog.Logger
+
+	mu          sync.Mutex
+	onMessage   func(Message)
+	onExit      func(int)
+	onTurnStart func(TurnStart)
+	onTurnEnd   func(TurnEnd)
+	running     bool
+	sessionID   string
+	queue       []item
+	wake        chan struct{} // cap 1: the queue changed
+	quit        chan struct{} // closed by Stop
+	done        chan struct{} // closed when the worker has ended
+	stopping    bool          // Stop asked the current turn to end
+	killing     bool          // Stop's grace ran out
+	turnSID     string        // the session of the running turn, "" when idle
+	busy        bool          // a queue item is being worked on
+	carry       string        // a compaction summary for the next prompt
+	spec        harness.SessionSpec
+}
+
+// New returns a Core for cfg. It fails when cfg.Harness is nil, or when
+// neither ProjectRoot nor ResumeSession is set. Nothing runs until Start.
 func New(cfg Config) (*Core, error) {
 	if cfg.Harness == nil {
 		return nil, errors.New("runner: Config.Harness is nil")
 	}
-	return &Core{cfg: cfg}, nil
+	if cfg.ProjectRoot == "" && cfg.ResumeSession == "" {
+		return nil, errors.New("runner: Config.ProjectRoot is empty (and no ResumeSession)")
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = "pipeline"
+	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = DefaultMaxQueue
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = DefaultStopGrace
+	}
+	c := &Core{cfg: cfg, h: cfg.Harness, log: zerolog.Nop(), sessionID: cfg.ResumeSession,
+		spec: harness.SessionSpec{ProjectRoot: cfg.ProjectRoot, Persona: cfg.Persona, Mode: cfg.Mode, Engine: cfg.Engine, Model: cfg.Model}}
+	if cfg.Logger != nil {
+		c.log = *cfg.Logger
+	}
+	return c, nil
 }
 
-func (c *Core) Start(ctx context.Context, initialPrompt string) error { return nil }
-func (c *Core) Stop(ctx context.Context) error                        { return nil }
-func (c *Core) SendPrompt(text string) error                          { return ErrNotRunning }
-func (c *Core) IsRunning() bool                                       { return false }
-func (c *Core) SessionID() string                                     { return "" }
-func (c *Core) OnMessage(func(Message))                               {}
-func (c *Core) OnExit(func(code int))                                 {}
+var (
+	_ Runner       = (*Core)(nil)
+	_ TurnReporter = (*Core)(nil)
+	_ Compactor    = (*Core)(nil)
+)
 
-var _ Runner = (*Core)(nil)
+// OnMessage sets the message callback (before Start).
+func (c *Core) OnMessage(f func(Message)) { c.mu.Lock(); c.onMessage = f; c.mu.Unlock() }
+
+// OnExit sets the exit callback (before Start).
+func (c *Core) OnExit(f func(code int)) { c.mu.Lock(); c.onExit = f; c.mu.Unlock() }
+
+// OnTurnStart sets the turn-start callback (before Start).
+func (c *Core) OnTurnStart(f func(TurnStart)) { c.mu.Lock(); c.onTurnStart = f; c.mu.Unlock() }
+
+// OnTurnEnd sets the turn-end callback (before Start).
+func (c *Core) OnTurnEnd(f func(TurnEnd)) { c.mu.Lock(); c.onTurnEnd = f; c.mu.Unlock() }
+
+// IsRunning reports whether the runner is started and neither crashed
+// nor stopped.
+func (c *Core) IsRunning() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.running }
+
+// Busy reports whether a prompt (or a compaction) is being worked on.
+func (c *Core) Busy() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.busy }
+
+// Pending returns how many prompts wait in the queue.
+func (c *Core) Pending() int { c.mu.Lock(); defer c.mu.Unlock(); return len(c.queue) }
+
+// SessionID is the harness session ID: known once Start returned ("" before).
+func (c *Core) SessionID() string { c.mu.Lock(); defer c.mu.Unlock(); return c.sessionID }
+
+// Start makes the runner's session (the first time: a new session from
+// Config, or Config.ResumeSession; after a crash or Stop: the same
+// session, which the engine resumes where it can), starts the runner's
+// goroutine and queues initialPrompt ahead of the prompts still waiting
+// from before. ctx bounds only the start. It fails with ErrRunning, or
+// with the Harness's session errors (harness.ErrNotFound,
+// harness.ErrRootNotAllowed, harness.ErrUnknownEngine, …).
+func (c *Core) Start(ctx context.Context, initialPrompt string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running {
+		return ErrRunning
+	}
+	if c.done != nil {
+		select {
+		case <-c.done: // the worker of a crashed run has ended
+		default:
+			return ErrRunning // Stop is still waiting for it
+		}
+	}
+	if c.sessionID == "" {
+		if err := c.newSessionLocked(); err != nil {
+			return err
+		}
+	} else if _, err := c.h.Session(c.sessionID); err != nil {
+		return fmt.Errorf("runner: session %s: %w", c.sessionID, err)
+	}
+	if strings.TrimSpace(initialPrompt) != "" {
+		c.queue = append([]item{{kind: itemPrompt, text: initialPrompt, queued: time.Now()}}, c.queue...)
+	}
+	c.running, c.stopping, c.killing = true, false, false
+	c.wake = make(chan struct{}, 1)
+	c.quit = make(chan struct{})
+	c.done = make(chan struct{})
+	if len(c.queue) > 0 {
+		c.wake <- struct{}{}
+	}
+	c.log.Info().Str("sessionId", c.sessionID).Str("engine", c.cfg.Engine).Int("queued", len(c.queue)).Msg("runner started")
+	go c.work(c.wake, c.quit, c.done)
+	return nil
+}
+
+func (c *Core) newSessionLocked() error {
+	s, err := c.h.NewSession(c.spec)
+	if err != nil {
+		return fmt.Errorf("runner: new session: %w", err)
+	}
+	c.sessionID = s.ID
+	return nil
+}
+
+// SendPrompt queues text; it never blocks. It fails with ErrNotRunning,
+// ErrEmptyPrompt or ErrQueueFull, and the prompt is then not queued.
+func (c *Core) SendPrompt(text string) error {
+	return c.enqueue(item{kind: itemPrompt, text: text, queued: time.Now()})
+}
+
+func (c *Core) enqueue(it item) error {
+	if it.kind == itemPrompt && strings.TrimSpace(it.text) == "" {
+		return ErrEmptyPrompt
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.running {
+		return ErrNotRunning
+	}
+	if len(c.queue) >= c.cfg.MaxQueue {
+		return ErrQueueFull
+	}
+	c.queue = append(c.queue, it)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Clear queues a fresh start: the prompts after it run in a new harness
+// session (the same engine, model, persona and mode). It fails with
+// ErrNotRunning or ErrQueueFull.
+func (c *Core) Clear(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.enqueue(item{kind: itemClear, queued: time.Now()})
+}
+
+// CompactPrompt is the turn Compact runs in the old session.
+const CompactPrompt = "Summarize this conversation so far for your own continuation in a fresh session: " +
+	"the task, what has been done, decisions and their reasons, open questions, and the next steps. " +
+	"Be complete but concise; answer with the summary only."
+
+// Compact queues a compaction: a turn in the current session asks the
+// agent for a summary (CompactPrompt; its Messages are not reported), then
+// the prompts after it run in a new session, the first of them prefixed
+// with the summary. The same for every engine: none of the engines' own
+// compactions is used (Claude Code's /compact is not reachable through
+// the engine seam). It fails with ErrNotRunning or ErrQueueFull; a
+// compaction whose summary turn does not complete leaves the session as
+// it was.
+func (c *Core) Compact(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.enqueue(item{kind: itemCompact, queued: time.Now()})
+}
+
+// Stop interrupts the running turn, waits up to Config.StopGrace (or
+// until ctx ends) for it to end, then kills it and waits for it; the
+// runner is then not running and OnExit(0) is called (only when it was
+// running: not after a crash). Prompts still queued are kept for the next
+// Start. Safe to call more than once and when not running; it returns
+// ctx's error if ctx ended before the runner's goroutine did (the turn
+// has been killed by then and the goroutine ends on its own).
+func (c *Core) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	done := c.done
+	if done == nil {
+		c.mu.Unlock()
+		return nil
+	}
+	if !c.stopping {
+		c.stopping = true
+		close(c.quit)
+	}
+	sid := c.turnSID
+	c.mu.Unlock()
+	if sid != "" {
+		_ = c.h.Interrupt(sid)
+	}
+	grace := time.NewTimer(c.cfg.StopGrace)
+	defer grace.Stop()
+	var err error
+	select {
+	case <-done:
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	select {
+	case <-done:
+	default:
+		c.mu.Lock()
+		c.killing = true
+		sid = c.turnSID
+		c.mu.Unlock()
+		if sid != "" {
+			c.log.Warn().Str("sessionId", sid).Msg("turn did not end after interrupt; killing it")
+			_ = c.h.Kill(sid)
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	c.mu.Lock()
+	was := c.running
+	c.running = false
+	if err == nil {
+		c.done = nil
+	}
+	onExit := c.onExit
+	c.mu.Unlock()
+	if was {
+		c.log.Info().Str("sessionId", c.SessionID()).Msg("runner stopped")
+		if onExit != nil {
+			onExit(0)
+		}
+	}
+	return err
+}
+
+// work is the runner's goroutine: one queue item at a time, in order.
+func (c *Core) work(wake, quit, done chan struct{}) {
+	defer close(done)
+	for {
+		c.mu.Lock()
+		for len(c.queue) == 0 && !c.stopping {
+			c.mu.Unlock()
+			select {
+			case <-wake:
+			case <-quit:
+			}
+			c.mu.Lock()
+		}
+		if c.stopping {
+			c.mu.Unlock()
+			return
+		}
+		it := c.queue[0]
+		c.queue = c.queue[1:]
+		c.busy = true
+		c.mu.Unlock()
+
+		code, crashed := c.do(it)
+
+		c.mu.Lock()
+		c.busy = false
+		if crashed && !c.stopping {
+			c.running = false
+			onExit := c.onExit
+			c.mu.Unlock()
+			c.log.Error().Str("sessionId", c.SessionID()).Int("code", code).Msg("runner crashed")
+			if onExit != nil {
+				onExit(code)
+			}
+			return
+		}
+		c.mu.Unlock()
+	}
+}
+
+// do runs one queue item; crashed reports a crash with its exit code.
+func (c *Core) do(it item) (code int, crashed bool) {
+	switch it.kind {
+	case itemClear:
+		c.mu.Lock()
+		old := c.sessionID
+		err := c.newSessionLocked()
+		c.carry = ""
+		sid := c.sessionID
+		c.mu.Unlock()
+		if err != nil {
+			c.log.Error().Err(err).Msg("clear: a new session could not be made; keeping the old one")
+			return 0, false
+		}
+		c.log.Info().Str("from", old).Str("sessionId", sid).Msg("cleared: new session")
+		return 0, false
+	case itemCompact:
+		res := c.turn(item{kind: itemPrompt, text: CompactPrompt, queued: it.queued}, false)
+		if res.end.Outcome == Crashed {
+			return res.end.ExitCode, true
+		}
+		summary := strings.TrimSpace(res.final)
+		if res.end.Outcome != Completed || summary == "" {
+			c.log.Warn().Str("outcome", string(res.end.Outcome)).Msg("compact: no summary; the session is kept")
+			return 0, false
+		}
+		c.mu.Lock()
+		old := c.sessionID
+		err := c.newSessionLocked()
+		if err == nil {
+			c.carry = summary
+		}
+		sid := c.sessionID
+		c.mu.Unlock()
+		if err != nil {
+			c.log.Error().Err(err).Msg("compact: a new session could not be made; keeping the old one")
+			return 0, false
+		}
+		c.log.Info().Str("from", old).Str("sessionId", sid).Int("summary", len(summary)).Msg("compacted: new session seeded with the summary")
+		return 0, false
+	}
+	c.mu.Lock()
+	if c.carry != "" {
+		it.text = "[Context carried over from your previous session (compacted)]\n" + c.carry + "\n\n" + it.text
+		c.carry = ""
+	}
+	c.mu.Unlock()
+	res := c.turn(it, true)
+	return res.end.ExitCode, res.end.Outcome == Crashed
+}
+
+type turnResult struct {
+	end   TurnEnd
+	final string // the text of the last Message
+}
+
+// turn runs one prompt as a Harness turn and follows it to its end.
+// report says whether Messages and turn callbacks are delivered.
+func (c *Core) turn(it item, report bool) turnResult {
+	c.mu.Lock()
+	sid := c.sessionID
+	if c.stopping {
+		c.mu.Unlock()
+		return turnResult{end: TurnEnd{SessionID: sid, Prompt: it.text, Outcome: Interrupted, Kind: event.ErrorInterrupted}}
+	}
+	c.turnSID = sid
+	onStart, onEnd, onMsg := c.onTurnStart, c.onTurnEnd, c.onMessage
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.turnSID = ""
+		c.mu.Unlock()
+	}()
+	if !report {
+		onStart, onEnd, onMsg = nil, nil, nil
+	}
+	end := TurnEnd{SessionID: sid, Prompt: it.text}
+	dequeued := time.Now()
+	c.log.Info().Str("sessionId", sid).Str("prompt", logging.Truncate(it.text, 200)).Msg("turn starting")
+	t, err := c.h.StartTurn(context.Background(), sid, it.text)
+	if err != nil {
+		end.Outcome, end.Kind, end.Error, end.ExitCode = Crashed, event.ErrorStart, err.Error(), 1
+		c.log.Error().Str("sessionId", sid).Err(err).Msg("turn could not start")
+		if onEnd != nil {
+			onEnd(end)
+		}
+		return turnResult{end: end}
+	}
+	started := time.Now()
+	// A Stop that came while StartTurn ran found no turn to interrupt.
+	c.mu.Lock()
+	stopping, killing := c.stopping, c.killing
+	c.mu.Unlock()
+	if killing {
+		_ = c.h.Kill(sid)
+	} else if stopping {
+		_ = c.h.Interrupt(sid)
+	}
+	if onStart != nil {
+		onStart(TurnStart{SessionID: sid, Prompt: it.text, Queued: it.queued, Dequeued: dequeued, Started: started})
+	}
+	var timedOut sync.Mutex
+	timedOutFlag := false
+	var timer *time.Timer
+	if c.cfg.TurnTimeout > 0 {
+		timer = time.AfterFunc(c.cfg.TurnTimeout, func() {
+			timedOut.Lock()
+			timedOutFlag = true
+			timedOut.Unlock()
+			c.log.Warn().Str("sessionId", sid).Dur("timeout", c.cfg.TurnTimeout).Msg("turn timed out; killing it")
+			_ = c.h.Kill(sid)
+		})
+	}
+	var n normalizer
+	emit := func(m Message) {
+		n.last = m
+		if onMsg != nil {
+			onMsg(m)
+		}
+	}
+	var sessErr *event.SessionError
+	gotExit, complete := false, false
+	exitCode := 0
+	var ferr error
+	events, err := c.h.Follow(context.Background(), sid, t.StartSeq)
+	if err != nil {
+		ferr = err
+	} else {
+		for rec, err := range events {
+			if err != nil {
+				ferr = err
+				break
+			}
+			var ev event.Event
+			if err := json.Unmarshal(rec.Event, &ev); err != nil {
+				c.log.Warn().Err(err).Msg("undecodable event skipped")
+				continue
+			}
+			switch ev.Type {
+			case event.TypeSessionError:
+				sessErr = ev.Error
+			case event.TypeSessionComplete:
+				complete = true
+			case event.TypeProcessExit:
+				gotExit = true
+				exitCode = ev.Exit.Code
+			}
+			n.add(ev, emit)
+		}
+	}
+	n.flush(emit)
+	<-t.Done()
+	if timer != nil {
+		timer.Stop()
+	}
+	timedOut.Lock()
+	end.TimedOut = timedOutFlag
+	timedOut.Unlock()
+	end.Duration = time.Since(started)
+	c.mu.Lock()
+	stopping = c.stopping
+	c.mu.Unlock()
+	end.ExitCode = exitCode
+	switch {
+	case ferr != nil || !gotExit:
+		end.Outcome, end.Kind = Crashed, event.ErrorProcess
+		end.Error = "the turn's events could not be read"
+		if ferr != nil {
+			end.Error += ": " + ferr.Error()
+		}
+	case complete && sessErr == nil:
+		end.Outcome = Completed
+	case sessErr == nil:
+		end.Outcome, end.Kind, end.Error = Crashed, event.ErrorProcess, "the turn ended without a result"
+	default:
+		end.Kind, end.Error = sessErr.Kind, sessErr.Error
+		switch sessErr.Kind {
+		case event.ErrorInterrupted:
+			end.Outcome = Interrupted
+		case event.ErrorKilled, event.ErrorProcess, event.ErrorStart:
+			end.Outcome = Crashed
+		default:
+			end.Outcome = Failed
+		}
+	}
+	if end.TimedOut && end.Outcome != Completed {
+		end.Outcome = Crashed
+		end.Error = fmt.Sprintf("the turn timed out after %s", c.cfg.TurnTimeout)
+	}
+	if stopping && end.Outcome == Crashed {
+		end.Outcome = Interrupted // our own Stop ended it
+	}
+	if end.Outcome == Crashed && end.ExitCode == 0 {
+		end.ExitCode = 1
+	}
+	c.log.Info().Str("sessionId", sid).Str("outcome", string(end.Outcome)).Str("kind", string(end.Kind)).
+		Int("code", end.ExitCode).Dur("duration", end.Duration).Msg("turn ended")
+	if onEnd != nil {
+		onEnd(end)
+	}
+	return turnResult{end: end, final: n.last.Text()}
+}
+
+// normalizer folds a turn's UI events into Messages (see Core).
+type normalizer struct {
+	model    string
+	cur      []Content
+	text     strings.Builder
+	thinking strings.Builder
+	toolOpen bool // cur holds tool uses whose results have not begun
+	last     Message
+}
+
+func (n *normalizer) closeThinking() {
+	if n.thinking.Len() > 0 {
+		n.cur = append(n.cur, Content{Type: "thinking", Thinking: n.thinking.String()})
+		n.thinking.Reset()
+	}
+}
+
+func (n *normalizer) closeText() {
+	if n.text.Len() > 0 {
+		n.cur = append(n.cur, Content{Type: "text", Text: n.text.String()})
+		n.text.Reset()
+	}
+}
+
+func (n *normalizer) flush(emit func(Message)) {
+	n.closeThinking()
+	n.closeText()
+	if len(n.cur) > 0 {
+		emit(Message{Type: "assistant", Model: n.model, Content: n.cur})
+	}
+	n.cur, n.toolOpen = nil, false
+}
+
+func (n *normalizer) add(ev event.Event, emit func(Message)) {
+	switch ev.Type {
+	case event.TypeSessionInit:
+		if ev.Init != nil && ev.Init.Model != "" {
+			n.model = ev.Init.Model
+		}
+	case event.TypeThinkingDelta:
+		if n.toolOpen {
+			n.flush(emit) // a new step after tool uses without results
+		}
+		n.closeText()
+		n.thinking.WriteString(ev.Text)
+	case event.TypeChatDelta:
+		if n.toolOpen {
+			n.flush(emit)
+		}
+		n.closeThinking()
+		n.text.WriteString(ev.Text)
+	case event.TypeChatComplete:
+		// Claude Code sends the final answer again at the end; the native
+		// loop sends each text block whole. Deltas win when there were any.
+		n.closeThinking()
+		if n.text.Len() == 0 && ev.Text != "" && !n.hasText(ev.Text) {
+			n.text.WriteString(ev.Text)
+		}
+		n.closeText()
+	case event.TypeToolStart:
+		n.closeThinking()
+		n.closeText()
+		input := ev.ToolStart.Input
+		if len(input) == 0 || !json.Valid(input) {
+			input = json.RawMessage("{}")
+		}
+		n.cur = append(n.cur, Content{Type: "tool_use", ID: ev.ToolStart.ToolUseID, Name: ev.ToolStart.Name, Input: input})
+		n.toolOpen = true
+	case event.TypeToolResult, event.TypeSessionComplete, event.TypeSessionError, event.TypeProcessExit:
+		n.flush(emit)
+	}
+}
+
+// hasText reports whether s is already a text block of the step, or was
+// the last Message's text (the final answer repeated at the end).
+func (n *normalizer) hasText(s string) bool {
+	for _, c := range n.cur {
+		if c.Type == "text" && c.Text == s {
+			return true
+		}
+	}
+	return len(n.cur) == 0 && n.last.Text() == s
+}
