@@ -113,6 +113,9 @@ type TurnEnd struct {
 	// ExitCode is the turn's process:exit code.
 	ExitCode int
 	Duration time.Duration
+	// Final is the text of the turn's last Message: the answer to relay
+	// for an engine whose agent cannot post it itself.
+	Final string
 }
 
 // TurnReporter is implemented by runners that report each turn's start
@@ -649,12 +652,13 @@ func (c *Core) turn(it item, report bool) turnResult {
 	if end.Outcome == Crashed && end.ExitCode == 0 {
 		end.ExitCode = 1
 	}
+	end.Final = n.last.Text()
 	c.log.Info().Str("sessionId", sid).Str("outcome", string(end.Outcome)).Str("kind", string(end.Kind)).
 		Int("code", end.ExitCode).Dur("duration", end.Duration).Msg("turn ended")
 	if onEnd != nil {
 		onEnd(end)
 	}
-	return turnResult{end: end, final: n.last.Text()}
+	return turnResult{end: end, final: end.Final}
 }
 
 // normalizer folds a turn's UI events into Messages (see Core).
