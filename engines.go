@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/chirality/harness/acp"
 	"github.com/chirality/harness/codex"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/native"
@@ -13,7 +14,9 @@ import (
 // the native loop (engine.Anthropic), with the key and base URL the
 // children would get (Config.ChildEnv over Config.Env, else this
 // process's environment), so `serve --demo` points it at the demo model
-// too; and Codex (package codex).
+// too; Codex (package codex); and the ACP agents OpenCode, Claude over
+// ACP and Copilot (package acp, acp.Builtin), whose children get the same
+// filtered environment plus Config.ChildEnv.
 func builtinEngines(c *Config) []engine.Engine {
 	env := c.Env
 	if env == nil {
@@ -30,7 +33,7 @@ func builtinEngines(c *Config) []engine.Engine {
 		}
 		return v
 	}
-	return []engine.Engine{
+	out := []engine.Engine{
 		native.NewEngine(native.EngineConfig{
 			APIKey: look("ANTHROPIC_API_KEY"), BaseURL: look("ANTHROPIC_BASE_URL"), Logger: c.Logger,
 		}),
@@ -38,4 +41,17 @@ func builtinEngines(c *Config) []engine.Engine {
 		// provider and credentials): it gets the environment as it is.
 		codex.NewEngine(codex.Config{Env: c.Env, AllowEnv: c.AllowEnv, Logger: c.Logger}),
 	}
+	for _, ac := range acp.Builtin() {
+		ac.Env, ac.AllowEnv, ac.ExtraEnv, ac.Logger = c.Env, c.AllowEnv, c.ChildEnv, c.Logger
+		if e, err := acp.NewEngine(ac); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// sessionCloser is an engine that keeps something per session (an ACP
+// agent process; Codex's running turn): DeleteSession closes it.
+type sessionCloser interface {
+	Close(sessionKey string)
 }

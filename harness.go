@@ -559,6 +559,9 @@ func (h *Harness) DeleteSession(ctx context.Context, id string) error {
 		w.Stop()
 		h.log.Info().Str("sessionId", id).Int("pid", w.Pid()).Str("reason", "session deleted").Msg("warm turn discarded")
 	}
+	if c, ok := h.engines[s.Engine].(sessionCloser); ok {
+		c.Close(id) // an agent kept per session goes with it
+	}
 	if err := h.store.Delete(id); err != nil {
 		return mapStoreErr(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/chirality/harness/acp"
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
@@ -24,8 +25,12 @@ type Options struct {
 	// Addr to listen on (default 127.0.0.1:8788; port 0 picks one). A
 	// non-loopback address needs a Token.
 	Addr, Token string
-	// Engine is engine.Anthropic (default) or engine.ClaudeCode.
+	// Engine is engine.Anthropic (default), engine.ClaudeCode, a built-in
+	// ACP agent (opencode, claude-acp, copilot) or one of Engines.
 	Engine string
+	// Engines are more engines to pick from by name (an engines file's
+	// entries); one named like a built-in ACP agent replaces it.
+	Engines []engine.Engine
 	Cwd    string
 	Model  string
 	// MaxTurns bounds each prompt's loop (0 = the engine's default).
@@ -106,7 +111,18 @@ func Run(ctx context.Context, opts Options, ready func(url string)) error {
 	case engine.ClaudeCode:
 		eng = claudecode.NewEngine(claudecode.Config{Binary: opts.ClaudeBinary, Logger: opts.Logger})
 	default:
-		return fmt.Errorf("--engine %q: want %s or %s", opts.Engine, engine.Anthropic, engine.ClaudeCode)
+		for _, e := range opts.Engines {
+			if e.Name() == opts.Engine {
+				eng = e
+			}
+		}
+		if ac, ok := acp.BuiltinConfig(opts.Engine); ok && eng == nil {
+			ac.ExtraEnv, ac.Logger = cfg.Env, opts.Logger // the demo's fake API, after filtering
+			eng, _ = acp.NewEngine(ac)
+		}
+		if eng == nil {
+			return fmt.Errorf("--engine %q: want %s, %s, opencode, claude-acp, copilot or an engine of --engines", opts.Engine, engine.Anthropic, engine.ClaudeCode)
+		}
 	}
 	if st := eng.Check(ctx); !st.Available {
 		return fmt.Errorf("engine %s cannot run here: %s", eng.Name(), st.Reason)

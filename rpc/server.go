@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -512,8 +513,9 @@ func (s *Server) notify(t *thread, method string, p map[string]any) {
 }
 
 // engineFor maps a model's providerID to an engine; "" keeps the
-// thread's (or the server's default).
-func engineFor(providerID string) (string, *Error) {
+// thread's (or the server's default). Any other engine the harness has
+// (the ACP agents, an engines file's entries) is taken by its name.
+func engineFor(providerID string, names []string) (string, *Error) {
 	switch strings.ToLower(providerID) {
 	case "":
 		return "", nil
@@ -523,6 +525,9 @@ func engineFor(providerID string) (string, *Error) {
 		return engine.ClaudeCode, nil
 	case "codex", "openai":
 		return "codex", nil
+	}
+	if slices.Contains(names, providerID) {
+		return providerID, nil
 	}
 	return "", errorf(CodeInvalidParams, fmt.Sprintf("invalid params: model.providerID %q: want anthropic (the native loop), claude-code (the Claude Code CLI) or codex", providerID))
 }
@@ -561,7 +566,7 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 	eng, model := "", ""
 	if p.Model != nil {
 		var eerr *Error
-		if eng, eerr = engineFor(p.Model.ProviderID); eerr != nil {
+		if eng, eerr = engineFor(p.Model.ProviderID, s.h.EngineNames()); eerr != nil {
 			return nil, eerr
 		}
 		model = p.Model.ModelID

@@ -44,7 +44,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 
 // agentFlags are the flags `agent serve` and `tui` share.
 func agentFlags(fs *flag.FlagSet, o *agentserver.Options) {
-	fs.StringVar(&o.Engine, "engine", engine.Anthropic, "engine: anthropic (the native loop on the Messages API) or claude-code (the Claude Code CLI)")
+	fs.StringVar(&o.Engine, "engine", engine.Anthropic, "engine: anthropic (the native loop on the Messages API), claude-code (the Claude Code CLI), an ACP agent (opencode, claude-acp, copilot) or an engine of --engines (agent serve)")
 	fs.StringVar(&o.Cwd, "cwd", "", "project directory the agent works in (default: the current directory)")
 	fs.StringVar(&o.Model, "model", "", "model (default: the engine's; aliases haiku, sonnet, opus)")
 	fs.IntVar(&o.MaxTurns, "max-turns", 0, "model calls per prompt (default: the engine's)")
@@ -61,6 +61,7 @@ func agentServe(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&o.Token, "token", "", "bearer token every request must carry (default: $HARNESS_TOKEN)")
 	fs.DurationVar(&o.Heartbeat, "heartbeat", 30*time.Second, "interval of the SSE heartbeat comments")
 	agentFlags(fs, &o)
+	enginesFile := fs.String("engines", "", enginesHelp)
 	verbose := fs.Bool("v", false, "debug logging on stderr")
 	if code, ok := parseNoArgs(fs, agentUsage, args, stdout, stderr); !ok {
 		return code
@@ -74,7 +75,12 @@ func agentServe(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).Level(level).With().Timestamp().Logger()
 	o.Logger = &logger
-	err := agentserver.Run(ctx, o, func(url string) { fmt.Fprintf(stdout, "harness agent: listening on %s\n", url) })
+	var err error
+	if o.Engines, err = loadEngines(*enginesFile, nil, nil, nil, &logger); err != nil {
+		fmt.Fprintln(stderr, "harness agent serve:", err)
+		return 2
+	}
+	err = agentserver.Run(ctx, o, func(url string) { fmt.Fprintf(stdout, "harness agent: listening on %s\n", url) })
 	if err != nil {
 		fmt.Fprintln(stderr, "harness agent serve:", err)
 		return 1

@@ -38,6 +38,7 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 	perm := fs.String("permission-mode", "default", "permission mode of turns whose persona sets none: default asks through approval.requested; dontAsk never asks")
 	timeout := fs.Duration("approval-timeout", harness.DefaultApprovalTimeout, "how long a tool waits for approval.respond before it is denied")
 	demo := fs.Bool("demo", false, "answer with the built-in demo model (no key needed)")
+	enginesFile := fs.String("engines", "", enginesHelp)
 	verbose := fs.Bool("v", false, "log to stderr")
 	if code, ok := parseNoArgs(fs, rpcUsage, args, stdout, stderr); !ok {
 		return code
@@ -73,6 +74,10 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 		defer undo()
 		cfg.ChildEnv = env
 		cfg.AllowedTools = claudetest.DemoAllowedTools
+	}
+	if cfg.Engines, err = loadEngines(*enginesFile, cfg.Env, cfg.AllowEnv, cfg.ChildEnv, &logger); err != nil {
+		fmt.Fprintln(stderr, "harness rpc:", err)
+		return 2
 	}
 	h, err := harness.New(cfg)
 	if err != nil {

@@ -41,6 +41,7 @@ type serveFlags struct {
 	approvalTimeout, warmIdle                        time.Duration
 	warm                                             int
 	engine                                           string
+	enginesFile                                      string
 }
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -74,7 +75,8 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	fs.DurationVar(&f.approvalTimeout, "approval-timeout", harness.DefaultApprovalTimeout, "how long a tool waits for an answer before it is denied")
 	fs.IntVar(&f.warm, "warm", 2, "CLI processes kept started ahead for sessions' next turns (0 = off; ~150 MB each)")
 	fs.DurationVar(&f.warmIdle, "warm-idle", harness.DefaultWarmIdle, "how long a warm CLI waits for its message before it is stopped")
-	fs.StringVar(&f.engine, "engine", "claude-code", "engine of sessions that name none: claude-code or anthropic")
+	fs.StringVar(&f.engine, "engine", "claude-code", "engine of sessions that name none: claude-code, anthropic, codex, opencode, claude-acp, copilot or one of --engines")
+	fs.StringVar(&f.enginesFile, "engines", "", enginesHelp)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: harness serve [flags]")
 		fs.PrintDefaults()
@@ -136,6 +138,10 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 			fmt.Fprintln(stderr, "harness serve --demo:", err)
 			return 1
 		}
+	}
+	if cfg.Engines, err = loadEngines(f.enginesFile, cfg.Env, cfg.AllowEnv, cfg.ChildEnv, &logger); err != nil {
+		fmt.Fprintln(stderr, "harness serve:", err)
+		return 2
 	}
 	h, err := harness.New(cfg)
 	if err != nil {
