@@ -21,8 +21,8 @@ func newFake(t *testing.T, mod func(*acp.Config)) *acp.Engine {
 	t.Helper()
 	cfg := acp.Config{
 		Name: "fake", Command: []string{"fakeagent"}, Binary: os.Args[0],
-		Env:      []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()},
-		ExtraEnv: []string{acptest.AgentEnv, "ACPTEST_STATE=" + t.TempDir()},
+		Env:       []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()},
+		ExtraEnv:  []string{acptest.AgentEnv, "ACPTEST_STATE=" + t.TempDir()},
 		StopGrace: 500 * time.Millisecond, InterruptGrace: time.Second,
 	}
 	if mod != nil {

@@ -31,8 +31,8 @@ type Options struct {
 	// Engines are more engines to pick from by name (an engines file's
 	// entries); one named like a built-in ACP agent replaces it.
 	Engines []engine.Engine
-	Cwd    string
-	Model  string
+	Cwd     string
+	Model   string
 	// MaxTurns bounds each prompt's loop (0 = the engine's default).
 	MaxTurns int
 	// SystemPromptFile, when set, is the system prompt.
