@@ -1,0 +1,148 @@
+package daemon
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const goodConfig = `server:
+  name: lab
+  host: 127.0.0.1
+  port: 6667
+supervisor:
+  agent: claude
+  model: claude-haiku-4-5
+  thinking: low
+  window_size: 20
+  eval_interval: 5
+  escalation_threshold: 3
+  webhook: https://hooks.example/irc
+agents:
+  - nick: alice
+    agent: claude
+    directory: ./alice
+    channels: ["#dev", "#ops"]
+    model: claude-sonnet-4-5
+    thinking: high
+    tags: [backend, go]
+  - nick: nat
+    agent: native
+    directory: /srv/nat
+    channels: ["#dev"]
+  - nick: oc
+    agent: acp
+    acp_command: opencode acp
+    directory: /srv/oc
+    channels: ["#dev"]
+`
+
+func TestParseConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agents.yaml")
+	os.WriteFile(path, []byte("\xef\xbb\xbf"+goodConfig), 0o600)
+	c, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Addr() != "127.0.0.1:6667" || c.Supervisor.Thinking != "low" || len(c.Agents) != 3 {
+		t.Fatalf("%+v", c)
+	}
+	a := c.Agents[0]
+	if a.Directory != filepath.Join(dir, "alice") || a.Line != 14 || c.IRCNick(a) != "lab-alice" || a.Engine() != "claude-code" {
+		t.Fatalf("agent: %+v line %d", a, a.Line)
+	}
+	if c.Agents[1].Engine() != "anthropic" || c.Agents[2].Engine() != "acp-oc" {
+		t.Fatalf("engines: %s %s", c.Agents[1].Engine(), c.Agents[2].Engine())
+	}
+	if sel, err := c.Select([]string{"NAT"}); err != nil || len(sel) != 1 || sel[0].Nick != "nat" {
+		t.Fatalf("select: %v %v", sel, err)
+	}
+	if _, err := c.Select([]string{"zed"}); err == nil || !strings.Contains(err.Error(), "zed") {
+		t.Fatalf("select unknown: %v", err)
+	}
+	// defaults
+	c, err = ParseConfig([]byte("server: {}\nagents: [{nick: a, agent: codex, directory: /x, channels: ['#c']}]\n"), "")
+	if err != nil || c.Server.Host != DefaultHost || c.Server.Port != DefaultPort || c.Supervisor != nil {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	agent := func(extra string) string {
+		return "server: {name: lab}\nagents:\n  - nick: alice\n    agent: claude\n    directory: /x\n    channels: ['#dev']\n" + extra
+	}
+	cases := []struct {
+		name, yaml string
+		line       int
+		want       string
+	}{
+		{"syntax", "server: [\n", 1, "yaml"},
+		{"empty", "", 1, "empty configuration"},
+		{"not a mapping", "- a\n", 1, "must be a mapping"},
+		{"unknown top key", "server: {}\nagnets: []\n", 2, "agnets: unknown key"},
+		{"no server", "agents: [{nick: a, agent: claude, directory: /x, channels: ['#c']}]\n", 1, "server: missing"},
+		{"no agents", "server: {}\n", 1, "agents: missing"},
+		{"empty agents", "server: {}\nagents: []\n", 2, "at least one agent"},
+		{"bad server name", "server: {name: 'my lab'}\nagents: [{nick: a, agent: claude, directory: /x, channels: ['#c']}]\n", 1, "server.name"},
+		{"bad port", "server:\n  port: 70000\nagents: [{nick: a, agent: claude, directory: /x, channels: ['#c']}]\n", 2, "server.port"},
+		{"port type", "server:\n  port: high\nagents: [{nick: a, agent: claude, directory: /x, channels: ['#c']}]\n", 2, "cannot unmarshal"},
+		{"unknown server key", "server:\n  hots: x\nagents: [{nick: a, agent: claude, directory: /x, channels: ['#c']}]\n", 2, "server.hots: unknown key"},
+		{"bad kind", agent("  - nick: bob\n    agent: gpt\n    directory: /x\n    channels: ['#dev']\n"), 8, "agents[1].agent: \"gpt\" is not one of"},
+		{"dup nick", agent("  - nick: Alice\n    agent: codex\n    directory: /x\n    channels: ['#dev']\n"), 7, "already the nick of the agent on line 3"},
+		{"bad nick", "server: {}\nagents:\n  - nick: 9lives\n    agent: claude\n    directory: /x\n    channels: ['#dev']\n", 3, "agents[0].nick"},
+		{"nick too long with prefix", "server: {name: longservername}\nagents:\n  - nick: abcdefghijklmnopq\n    agent: claude\n    directory: /x\n    channels: ['#dev']\n", 3, "too long"},
+		{"channel unquoted", "server: {}\nagents:\n  - nick: a\n    agent: claude\n    directory: /x\n    channels: [dev]\n", 6, "channels"},
+		{"no channels", "server: {}\nagents:\n  - nick: a\n    agent: claude\n    directory: /x\n", 3, "at least one channel"},
+		{"no directory", "server: {}\nagents:\n  - nick: a\n    agent: claude\n    channels: ['#c']\n", 3, "directory: missing"},
+		{"acp without command", "server: {}\nagents:\n  - nick: a\n    agent: acp\n    directory: /x\n    channels: ['#c']\n", 4, "needs acp_command"},
+		{"command without acp", agent("    acp_command: x\n"), 7, "only for agent: acp"},
+		{"thinking", agent("    thinking: extreme\n"), 7, "not one of low, medium, high"},
+		{"unknown agent key", agent("    modle: x\n"), 7, "agents[0].modle: unknown key"},
+		{"agent not a mapping", "server: {}\nagents:\n  - alice\n", 3, "must be a mapping"},
+		{"supervisor thinking", "supervisor:\n  thinking: max\n" + agent(""), 2, "supervisor.thinking"},
+		{"supervisor kind", "supervisor:\n  agent: acp\n" + agent(""), 2, "supervisor.agent"},
+		{"supervisor window", "supervisor:\n  window_size: -1\n" + agent(""), 2, "supervisor.window_size"},
+		{"supervisor webhook", "supervisor:\n  webhook: ftp://x\n" + agent(""), 2, "supervisor.webhook"},
+		{"supervisor unknown", "supervisor:\n  interval: 3\n" + agent(""), 2, "supervisor.interval: unknown key"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(c.yaml), "agents.yaml")
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("not ErrConfig: %v", err)
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("not a ConfigError: %v", err)
+			}
+			if ce.Line != c.line || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v (line %d), want line %d and %q", err, ce.Line, c.line, c.want)
+			}
+			if !strings.HasPrefix(err.Error(), "agents.yaml:") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+		})
+	}
+	// every problem is reported at once
+	_, err := ParseConfig([]byte("server: {port: -1}\nagents:\n  - {nick: '1', agent: x, directory: /x, channels: ['#c']}\n"), "f.yaml")
+	if err == nil || strings.Count(err.Error(), "f.yaml:") != 3 {
+		t.Fatalf("want three errors: %v", err)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(goodConfig))
+	f.Add([]byte("server: {}\nagents: [{nick: a}]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseConfig(b, "")
+		if err == nil && (len(c.Agents) == 0 || c.Server.Port == 0) {
+			t.Fatalf("accepted an incomplete config: %+v", c)
+		}
+	})
+}

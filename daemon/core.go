@@ -1,0 +1,149 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/acp"
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/runner"
+	"github.com/chirality/harness/supervisor"
+)
+
+// SkillTool is the tool rule that lets an agent run the skill CLI
+// without asking (Claude Code's --allowedTools syntax).
+const SkillTool = "Bash(harness channel:*)"
+
+// CoreOptions configures CoreAgent.
+type CoreOptions struct {
+	// HarnessBinary is the harness executable whose directory goes first
+	// on the agent's PATH ("" = this process's executable).
+	HarnessBinary string
+	// StateDir is the harness session index ("" = the harness default).
+	StateDir string
+	// ClaudeBinary is the claude executable ("" = the usual search).
+	ClaudeBinary string
+	// Env is the base environment of the agents' children (nil =
+	// os.Environ()); ChildEnv entries are added to it (a fake API's URL
+	// in tests).
+	Env      []string
+	ChildEnv []string
+	// TurnTimeout ends a turn that runs longer (0 = 30 min).
+	TurnTimeout time.Duration
+	// Now is the keepers' clock (nil = time.Now).
+	Now func() time.Time
+	// MaxCrashes, CrashWindow and MaxFailedTurns tune the keeper (0 =
+	// runner's defaults: 3, 300 s, 3).
+	MaxCrashes     int
+	CrashWindow    time.Duration
+	MaxFailedTurns int
+}
+
+// thinkingTokens maps a thinking level to Claude Code's
+// MAX_THINKING_TOKENS.
+var thinkingTokens = map[string]string{"low": "4096", "medium": "16384", "high": "31999"}
+
+// coreAgent is a Keeper with the Harness it owns.
+type coreAgent struct {
+	*runner.Keeper
+	h *harness.Harness
+}
+
+// Close shuts the agent's Harness down (after Stop).
+func (c coreAgent) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = c.h.Shutdown(ctx)
+}
+
+// CoreAgent builds an agent on the harness core: a *harness.Harness of
+// its own (Roots = its directory; ChildEnv = HARNESS_NICK and a PATH
+// with the harness binary first; AllowedTools = SkillTool), a
+// runner.Core on the agent's engine, a runner.Keeper over it, and — when
+// the configuration has a supervisor — a supervisor.Supervisor whose
+// evaluations are one-shot turns on the same Harness.
+func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *zerolog.Logger) (Agent, Supervisor, error) {
+	dir, err := filepath.Abs(a.Directory)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, nil, fmt.Errorf("agent %s: directory %s: not a directory (%v)", a.Nick, dir, err)
+	}
+	bin := o.HarnessBinary
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return nil, nil, err
+		}
+	}
+	env := o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	path := ""
+	for _, kv := range append(append([]string{}, env...), o.ChildEnv...) {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	childEnv := append([]string{}, o.ChildEnv...)
+	childEnv = append(childEnv, "HARNESS_NICK="+a.Nick, "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+path)
+	eng := a.Engine()
+	if t := thinkingTokens[a.Thinking]; t != "" && eng == engine.ClaudeCode {
+		childEnv = append(childEnv, "MAX_THINKING_TOKENS="+t)
+	}
+	var engines []engine.Engine
+	addACP := func(name string, c acp.Config) error {
+		c.Name, c.Env, c.ExtraEnv, c.Logger = name, env, nil, logger
+		e, err := acp.NewEngine(c)
+		if err != nil {
+			return err
+		}
+		engines = append(engines, e)
+		return nil
+	}
+	needsCopilot := a.Agent == KindCopilot || (cfg.Supervisor != nil && cfg.Supervisor.Agent == KindCopilot)
+	if needsCopilot {
+		c, _ := acp.BuiltinConfig(acp.Copilot)
+		if err := addACP(acp.Copilot, c); err != nil {
+			return nil, nil, err
+		}
+	}
+	if a.Agent == KindACP {
+		if err := addACP(eng, acp.Config{Command: strings.Fields(a.ACPCommand)}); err != nil {
+			return nil, nil, err
+		}
+	}
+	h, err := harness.New(harness.Config{
+		Roots: []string{dir}, StateDir: o.StateDir, ClaudeBinary: o.ClaudeBinary, Env: env, ChildEnv: childEnv,
+		AllowedTools: []string{SkillTool}, Engines: engines, DefaultEngine: eng, Logger: logger, NoProjectLogs: false,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	timeout := o.TurnTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Minute
+	}
+	core, err := runner.New(runner.Config{Harness: h, ProjectRoot: dir, Engine: eng, Model: a.Model, TurnTimeout: timeout, Logger: logger})
+	if err != nil {
+		_ = h.Shutdown(context.Background())
+		return nil, nil, err
+	}
+	k := runner.NewKeeper(runner.KeeperConfig{Runner: core, MaxCrashes: o.MaxCrashes, Window: o.CrashWindow,
+		MaxFailedTurns: o.MaxFailedTurns, Now: o.Now, OnPause: hooks.OnPause, OnCircuitOpen: hooks.OnCircuitOpen, Logger: logger})
+	var sup Supervisor
+	if s := cfg.Supervisor; s != nil {
+		sup = supervisor.New(supervisor.Config{WindowSize: s.WindowSize, EvalInterval: s.EvalInterval,
+			EscalationThreshold: s.EscalationThreshold, Logger: logger,
+			Evaluate: supervisor.CoreEvaluator(h, dir, engineName(s.Agent, a.Nick), s.Model, s.Thinking)})
+	}
+	return coreAgent{Keeper: k, h: h}, sup, nil
+}

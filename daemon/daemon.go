@@ -1,0 +1,477 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/ipc"
+	"github.com/chirality/harness/irc"
+	"github.com/chirality/harness/runner"
+)
+
+// Agent is what the daemon drives; *runner.Keeper is the implementation.
+type Agent interface {
+	Start(ctx context.Context, initialPrompt string) error
+	Stop(ctx context.Context) error
+	SendPrompt(text string) error
+	Pause()
+	Resume()
+	Status() runner.Status
+	OnMessage(func(runner.Message))
+	OnTurnStart(func(runner.TurnStart))
+	OnTurnEnd(func(runner.TurnEnd))
+	Compact(ctx context.Context) error
+	Clear(ctx context.Context) error
+}
+
+// Supervisor is what the daemon needs of a supervisor;
+// *supervisor.Supervisor is the implementation.
+type Supervisor interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+	Observe(turn runner.Message)
+	OnWhisper(func(message, action string))
+	OnEscalation(func(message string))
+	Resume()
+	Paused() bool
+}
+
+// Hooks are the callbacks the daemon gives the agent it builds: the
+// keeper's OnPause and OnCircuitOpen.
+type Hooks struct {
+	OnPause       func(reason string)
+	OnCircuitOpen func(reason string)
+}
+
+// Options configures New. Config and Agent are required.
+type Options struct {
+	Config *Config
+	Agent  AgentConfig
+	// NewAgent builds the agent (and its supervisor, nil for none). nil =
+	// the harness core: a runner.Keeper over a runner.Core over a
+	// per-agent *harness.Harness (see CoreAgent).
+	NewAgent func(hooks Hooks) (Agent, Supervisor, error)
+	// Core configures the default NewAgent.
+	Core CoreOptions
+	// AskTimeout is irc_ask's default wait (0 = 5 min).
+	AskTimeout time.Duration
+	// IRCTimeout bounds the first registration before the daemon goes on
+	// without it (it keeps trying; 0 = 10 s). MinBackoff and MaxBackoff
+	// are the reconnect back-off (0 = the irc package's).
+	IRCTimeout             time.Duration
+	MinBackoff, MaxBackoff time.Duration
+	// StopTimeout bounds Stop's steps (0 = 30 s).
+	StopTimeout time.Duration
+	// HTTPClient posts the webhook (nil = a client with a 10 s timeout).
+	HTTPClient *http.Client
+	Logger     *zerolog.Logger
+}
+
+// Daemon runs one agent on IRC. Start brings it up, Stop (or an IPC
+// shutdown) takes it down; Done is closed when it has stopped.
+type Daemon struct {
+	opts    Options
+	agent   AgentConfig
+	ircNick string
+	log     zerolog.Logger
+
+	buf   *irc.Buffer
+	irc   *irc.Client
+	hook  *http.Client
+	ipc   *ipc.Server
+	sup   Supervisor
+	run   Agent
+	pidf  string
+	hooks sync.WaitGroup
+
+	mu          sync.Mutex
+	whispers    []ipc.Whisper
+	sentInTurn  bool
+	lastText    string
+	lastChannel string
+	started     bool
+	stopping    bool
+	done        chan struct{}
+	stopOnce    sync.Once
+	stopErr     error
+
+	// promptHook, when set, is called right after a mention became a
+	// prompt (benchmarks measure mention → SendPrompt with it).
+	promptHook func()
+}
+
+// maxWhispers bounds the whispers waiting for the agent's next skill call.
+const maxWhispers = 50
+
+// New checks the options; Start brings the daemon up.
+func New(opts Options) (*Daemon, error) {
+	if opts.Config == nil || opts.Agent.Nick == "" {
+		return nil, errors.New("daemon: Options.Config and Options.Agent are required")
+	}
+	if opts.AskTimeout <= 0 {
+		opts.AskTimeout = 5 * time.Minute
+	}
+	if opts.IRCTimeout <= 0 {
+		opts.IRCTimeout = 10 * time.Second
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 30 * time.Second
+	}
+	d := &Daemon{opts: opts, agent: opts.Agent, ircNick: opts.Config.IRCNick(opts.Agent), done: make(chan struct{}),
+		log: zerolog.Nop()}
+	if opts.Logger != nil {
+		d.log = opts.Logger.With().Str("agent", opts.Agent.Nick).Logger()
+	}
+	return d, nil
+}
+
+// Nick is the agent's configured nick (its socket's name, HARNESS_NICK).
+func (d *Daemon) Nick() string { return d.agent.Nick }
+
+// IRCNick is the agent's nick on IRC.
+func (d *Daemon) IRCNick() string { return d.ircNick }
+
+// Done is closed when the daemon has stopped.
+func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+// Start brings the daemon up in order: message buffer → IRC transport
+// (connect, register, join; it keeps reconnecting with back-off) →
+// webhook client → IPC socket and PID file → supervisor → runner. On an
+// error what was started is stopped again. ctx bounds the start only.
+func (d *Daemon) Start(ctx context.Context) (err error) {
+	d.mu.Lock()
+	if d.started {
+		d.mu.Unlock()
+		return errors.New("daemon: started twice")
+	}
+	d.started = true
+	d.mu.Unlock()
+	defer func() {
+		if err != nil {
+			_ = d.shutdown(context.Background())
+		}
+	}()
+
+	// 1. message buffer
+	d.buf = irc.NewBuffer(0)
+
+	// 2. IRC transport
+	cl, err := irc.New(irc.Config{Addr: d.opts.Config.Server.Addr(), Nick: d.ircNick, Channels: d.agent.Channels,
+		Buffer: d.buf, MinBackoff: d.opts.MinBackoff, MaxBackoff: d.opts.MaxBackoff, Logger: d.opts.Logger})
+	if err != nil {
+		return fmt.Errorf("daemon %s: %w", d.agent.Nick, err)
+	}
+	d.irc = cl
+	cl.OnMessage(d.onIRC)
+	if err := cl.Start(); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, d.opts.IRCTimeout)
+	if err := cl.WaitRegistered(rctx, 1); err != nil {
+		d.log.Warn().Err(err).Str("server", d.opts.Config.Server.Addr()).Msg("not registered on IRC yet; still trying")
+	} else {
+		for _, ch := range d.agent.Channels {
+			if err := cl.WaitJoined(rctx, ch); err != nil {
+				d.log.Warn().Err(err).Str("channel", ch).Msg("not joined yet")
+			}
+		}
+	}
+	cancel()
+
+	// 3. webhook client
+	d.hook = d.opts.HTTPClient
+	if d.hook == nil {
+		d.hook = &http.Client{Timeout: 10 * time.Second}
+	}
+
+	// 4. IPC
+	if _, err := ipc.EnsureRunDir(); err != nil {
+		return err
+	}
+	sock, err := ipc.SocketPath(d.agent.Nick)
+	if err != nil {
+		return err
+	}
+	srv, err := ipc.Listen(ipc.ServerConfig{Path: sock, Handler: d.handle, Whispers: d.takeWhispers, Logger: d.opts.Logger})
+	if err != nil {
+		return err
+	}
+	d.ipc = srv
+	if d.pidf, err = ipc.PIDPath(d.agent.Nick); err != nil {
+		return err
+	}
+	if err := os.WriteFile(d.pidf, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		return fmt.Errorf("daemon: PID file: %w", err)
+	}
+
+	// 5. supervisor and 6. runner (built together: they share the agent's Harness)
+	newAgent := d.opts.NewAgent
+	if newAgent == nil {
+		newAgent = func(h Hooks) (Agent, Supervisor, error) {
+			return CoreAgent(d.opts.Config, d.agent, d.opts.Core, h, d.opts.Logger)
+		}
+	}
+	a, sup, err := newAgent(Hooks{OnPause: d.onPause, OnCircuitOpen: d.onCircuitOpen})
+	if err != nil {
+		return err
+	}
+	if sup != nil {
+		sup.OnWhisper(d.onWhisper)
+		sup.OnEscalation(d.onEscalation)
+		if err := sup.Start(ctx); err != nil {
+			return fmt.Errorf("daemon: supervisor: %w", err)
+		}
+		d.sup = sup
+	}
+	a.OnMessage(d.onAgentMessage)
+	a.OnTurnStart(d.onTurnStart)
+	a.OnTurnEnd(d.onTurnEnd)
+	if err := a.Start(ctx, ""); err != nil {
+		if c, ok := a.(interface{ Close() }); ok {
+			c.Close()
+		}
+		return fmt.Errorf("daemon: runner: %w", err)
+	}
+	d.mu.Lock()
+	d.run = a
+	d.mu.Unlock()
+	d.log.Info().Str("irc_nick", d.ircNick).Str("engine", d.agent.Engine()).Str("socket", sock).Msg("agent daemon up")
+	return nil
+}
+
+// Stop takes the daemon down in reverse order: runner → supervisor → IPC
+// (socket and PID file removed) → webhook (posts under way finish) → IRC
+// (QUIT) → buffer. Safe to call more than once; later calls wait for the
+// first.
+func (d *Daemon) Stop(ctx context.Context) error {
+	d.stopOnce.Do(func() {
+		d.stopErr = d.shutdown(ctx)
+		close(d.done)
+	})
+	<-d.done
+	return d.stopErr
+}
+
+func (d *Daemon) shutdown(ctx context.Context) error {
+	d.mu.Lock()
+	d.stopping = true
+	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.StopTimeout)
+	defer cancel()
+	var errs []error
+	if a := d.agentOrNil(); a != nil {
+		errs = append(errs, a.Stop(ctx))
+		if c, ok := a.(interface{ Close() }); ok {
+			c.Close()
+		}
+	}
+	if d.sup != nil {
+		errs = append(errs, d.sup.Stop(ctx))
+	}
+	if d.ipc != nil {
+		errs = append(errs, d.ipc.Close())
+	}
+	if d.pidf != "" {
+		if err := os.Remove(d.pidf); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	d.hooks.Wait()
+	if d.irc != nil {
+		errs = append(errs, d.irc.Close())
+	}
+	d.log.Info().Msg("agent daemon stopped")
+	return errors.Join(errs...)
+}
+
+func (d *Daemon) agentOrNil() Agent {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.run
+}
+
+// MentionPrompt is the prompt a mention becomes:
+// "[IRC @mention in #channel] <sender> message", the message exactly as
+// sent.
+func MentionPrompt(m irc.Message) string {
+	return "[IRC @mention in " + m.Channel + "] <" + m.Sender + "> " + m.Text
+}
+
+var mentionPromptRE = regexp.MustCompile(`^\[IRC @mention in ([^\]\s]+)\] <`)
+
+// onIRC runs on the IRC client's dispatch goroutine, in order.
+func (d *Daemon) onIRC(m irc.Message) {
+	if !m.Mention || m.Self {
+		return
+	}
+	d.mu.Lock()
+	a, stopping := d.run, d.stopping
+	d.mu.Unlock()
+	if a == nil || stopping {
+		d.log.Warn().Str("channel", m.Channel).Msg("mention before the runner is up: kept in the buffer")
+		return
+	}
+	err := a.SendPrompt(MentionPrompt(m))
+	if d.promptHook != nil {
+		d.promptHook()
+	}
+	switch {
+	case errors.Is(err, runner.ErrPaused):
+		d.log.Info().Str("channel", m.Channel).Str("sender", m.Sender).Msg("mention while paused: kept in the buffer")
+	case err != nil:
+		d.log.Warn().Err(err).Str("channel", m.Channel).Msg("mention not prompted")
+	}
+}
+
+func (d *Daemon) onAgentMessage(m runner.Message) {
+	if t := m.Text(); t != "" {
+		d.mu.Lock()
+		d.lastText = t
+		d.mu.Unlock()
+	}
+	if d.sup != nil {
+		d.sup.Observe(m)
+	}
+}
+
+func (d *Daemon) onTurnStart(s runner.TurnStart) {
+	ch := ""
+	if m := mentionPromptRE.FindStringSubmatch(s.Prompt); m != nil {
+		ch = m[1]
+	}
+	d.mu.Lock()
+	d.sentInTurn, d.lastText = false, ""
+	if ch != "" {
+		d.lastChannel = ch
+	}
+	d.mu.Unlock()
+}
+
+// onTurnEnd relays the turn's final answer to the mention's channel
+// when the agent did not post to IRC itself during the turn (the
+// anthropic engine has no shell to run the skill CLI; other engines post
+// themselves, and are relayed only when they did not).
+func (d *Daemon) onTurnEnd(e runner.TurnEnd) {
+	d.mu.Lock()
+	sent, text := d.sentInTurn, d.lastText
+	d.mu.Unlock()
+	if e.Final != "" {
+		text = e.Final
+	}
+	m := mentionPromptRE.FindStringSubmatch(e.Prompt)
+	if sent || text == "" || m == nil || e.Outcome != runner.Completed {
+		return
+	}
+	if err := d.irc.Send(m[1], text); err != nil {
+		d.log.Warn().Err(err).Str("channel", m[1]).Msg("relay of the final answer failed")
+	}
+}
+
+func (d *Daemon) onWhisper(message, action string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.whispers) >= maxWhispers {
+		d.whispers = d.whispers[1:]
+	}
+	d.whispers = append(d.whispers, ipc.Whisper{Type: "whisper", WhisperType: action, Message: message})
+	d.log.Info().Str("action", action).Msg("supervisor whisper queued")
+}
+
+func (d *Daemon) takeWhispers() []ipc.Whisper {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w := d.whispers
+	d.whispers = nil
+	return w
+}
+
+// Escalation is the webhook's JSON body.
+type Escalation struct {
+	Type     string    `json:"type"` // "escalation"
+	Nick     string    `json:"nick"`
+	IRCNick  string    `json:"irc_nick"`
+	Channels []string  `json:"channels"`
+	Message  string    `json:"message"`
+	Time     time.Time `json:"time"`
+}
+
+func (d *Daemon) onEscalation(message string) {
+	d.log.Warn().Str("message", message).Msg("supervisor escalation; the supervisor pauses, the agent keeps running")
+	url := ""
+	if d.opts.Config.Supervisor != nil {
+		url = d.opts.Config.Supervisor.Webhook
+	}
+	if url == "" {
+		return
+	}
+	body, _ := json.Marshal(Escalation{Type: "escalation", Nick: d.agent.Nick, IRCNick: d.ircNick,
+		Channels: d.agent.Channels, Message: message, Time: time.Now().UTC()})
+	d.mu.Lock()
+	if d.stopping {
+		d.mu.Unlock()
+		return
+	}
+	d.hooks.Add(1)
+	d.mu.Unlock()
+	go func() {
+		defer d.hooks.Done()
+		resp, err := d.hook.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			d.log.Error().Err(err).Msg("escalation webhook failed")
+			return
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			d.log.Error().Int("status", resp.StatusCode).Msg("escalation webhook refused")
+		}
+	}()
+}
+
+// alert posts a daemon message to the channel of the last mention (the
+// first configured channel before any).
+func (d *Daemon) alert(text string) {
+	d.mu.Lock()
+	ch := d.lastChannel
+	d.mu.Unlock()
+	if ch == "" && len(d.agent.Channels) > 0 {
+		ch = d.agent.Channels[0]
+	}
+	if ch == "" || d.irc == nil {
+		return
+	}
+	if err := d.irc.Send(ch, text); err != nil {
+		d.log.Warn().Err(err).Msg("alert not posted")
+	}
+}
+
+func (d *Daemon) onPause(reason string) {
+	d.log.Error().Str("reason", reason).Msg("agent paused after failed turns")
+	d.alert(fmt.Sprintf("[error] %s is paused after repeated failed turns: %s (resume: harness agents resume %s)",
+		d.ircNick, oneLine(reason), d.agent.Nick))
+}
+
+func (d *Daemon) onCircuitOpen(reason string) {
+	d.log.Error().Str("reason", reason).Msg("circuit breaker open")
+	d.alert(fmt.Sprintf("[error] %s stopped restarting after repeated crashes: %s (resume: harness agents resume %s)",
+		d.ircNick, oneLine(reason), d.agent.Nick))
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

@@ -1,0 +1,201 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chirality/harness/ipc"
+	"github.com/chirality/harness/irc"
+	"github.com/chirality/harness/runner"
+)
+
+// ErrNotReady answers agent commands that come before the agent is up.
+var ErrNotReady = errors.New("daemon: the agent is not started yet")
+
+// Status is the answer to `status`: the keeper's state plus who the
+// agent is.
+type Status struct {
+	runner.Status
+	Description      string   `json:"description"`
+	Nick             string   `json:"nick"`
+	IRCNick          string   `json:"irc_nick"`
+	Agent            string   `json:"agent"`
+	Engine           string   `json:"engine"`
+	Channels         []string `json:"channels"`
+	Tags             []string `json:"tags,omitempty"`
+	Connected        bool     `json:"connected"`
+	SupervisorPaused bool     `json:"supervisor_paused"`
+}
+
+// Status returns the daemon's status.
+func (d *Daemon) Status() Status {
+	st := Status{Nick: d.agent.Nick, IRCNick: d.ircNick, Agent: d.agent.Agent, Engine: d.agent.Engine(), Tags: d.agent.Tags}
+	if a := d.agentOrNil(); a != nil {
+		st.Status = a.Status()
+	} else {
+		st.Activity = "idle"
+	}
+	if d.irc != nil {
+		st.Channels = d.irc.Channels()
+		st.Connected = d.irc.Connected()
+	}
+	if d.sup != nil {
+		st.SupervisorPaused = d.sup.Paused()
+	}
+	desc := fmt.Sprintf("%s (%s agent on %s", d.ircNick, d.agent.Agent, st.Engine)
+	if d.agent.Model != "" {
+		desc += ", model " + d.agent.Model
+	}
+	desc += ")"
+	if len(d.agent.Tags) > 0 {
+		desc += " [" + strings.Join(d.agent.Tags, ", ") + "]"
+	}
+	st.Description = desc
+	return st
+}
+
+// Line is the readable one-line form of a status.
+func (s Status) Line() string {
+	state := s.Activity
+	if s.CircuitOpen {
+		state = "circuit open"
+	}
+	if !s.Running && !s.CircuitOpen {
+		state = "not running"
+	}
+	irc := "disconnected"
+	if s.Connected {
+		irc = "in " + strings.Join(s.Channels, " ")
+		if len(s.Channels) == 0 {
+			irc = "connected, no channel"
+		}
+	}
+	last := "never"
+	if !s.LastActivation.IsZero() {
+		last = s.LastActivation.Format(time.RFC3339)
+	}
+	sup := ""
+	if s.SupervisorPaused {
+		sup = ", supervisor paused (escalated)"
+	}
+	return fmt.Sprintf("%s: %s, %s, %d turns, last activation %s%s — %s", s.Nick, state, irc, s.TurnCount, last, sup, s.Description)
+}
+
+// handle answers one IPC request.
+func (d *Daemon) handle(ctx context.Context, r ipc.Request) (any, error) {
+	opCtx := func(def time.Duration) (context.Context, context.CancelFunc) {
+		return context.WithTimeout(ctx, def)
+	}
+	a := d.agentOrNil()
+	switch r.Type {
+	case ipc.CmdCompact, ipc.CmdClear, ipc.CmdPause, ipc.CmdResume:
+		if a == nil {
+			return nil, ErrNotReady
+		}
+	}
+	switch r.Type {
+	case ipc.CmdIRCSend:
+		if err := d.irc.Send(r.Channel, r.Message); err != nil {
+			return nil, err
+		}
+		d.markSent()
+		return map[string]any{"sent": true, "channel": r.Channel}, nil
+	case ipc.CmdIRCRead:
+		limit := r.Limit
+		if limit == 0 {
+			limit = 50
+		}
+		msgs := d.irc.Read(r.Channel, limit)
+		if msgs == nil {
+			msgs = []irc.Message{}
+		}
+		return map[string]any{"channel": r.Channel, "messages": msgs}, nil
+	case ipc.CmdIRCAsk:
+		timeout := d.opts.AskTimeout
+		if r.Timeout > 0 {
+			timeout = time.Duration(r.Timeout * float64(time.Second))
+		}
+		d.markSent()
+		m, err := d.irc.Ask(ctx, r.Channel, r.Message, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"answer": m}, nil
+	case ipc.CmdIRCJoin:
+		c, cancel := opCtx(15 * time.Second)
+		defer cancel()
+		if err := d.irc.Join(c, r.Channel); err != nil {
+			return nil, err
+		}
+		return map[string]any{"channels": d.irc.Channels()}, nil
+	case ipc.CmdIRCPart:
+		c, cancel := opCtx(15 * time.Second)
+		defer cancel()
+		if err := d.irc.Part(c, r.Channel); err != nil {
+			return nil, err
+		}
+		return map[string]any{"channels": d.irc.Channels()}, nil
+	case ipc.CmdIRCWho:
+		c, cancel := opCtx(15 * time.Second)
+		defer cancel()
+		who, err := d.irc.Who(c, r.Target)
+		if err != nil {
+			return nil, err
+		}
+		if who == nil {
+			who = []irc.WhoEntry{}
+		}
+		return map[string]any{"target": r.Target, "users": who}, nil
+	case ipc.CmdIRCChannels:
+		return map[string]any{"channels": d.irc.Channels()}, nil
+	case ipc.CmdIRCTopic:
+		c, cancel := opCtx(15 * time.Second)
+		defer cancel()
+		text := ""
+		if r.Topic != nil {
+			text = *r.Topic
+			if strings.TrimSpace(text) == "" {
+				return nil, fmt.Errorf("%w: topic is empty", ipc.ErrBadRequest)
+			}
+		}
+		t, err := d.irc.Topic(c, r.Channel, text)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"channel": r.Channel, "topic": t}, nil
+	case ipc.CmdCompact:
+		if err := a.Compact(ctx); err != nil {
+			return nil, err
+		}
+		return map[string]any{"queued": "compact"}, nil
+	case ipc.CmdClear:
+		if err := a.Clear(ctx); err != nil {
+			return nil, err
+		}
+		return map[string]any{"queued": "clear"}, nil
+	case ipc.CmdStatus:
+		return d.Status(), nil
+	case ipc.CmdPause:
+		a.Pause()
+		return d.Status(), nil
+	case ipc.CmdResume:
+		a.Resume()
+		if d.sup != nil && d.sup.Paused() {
+			d.sup.Resume()
+		}
+		return d.Status(), nil
+	case ipc.CmdShutdown:
+		// answer first: Stop closes this very connection
+		return ipc.Then{Data: map[string]any{"stopping": true}, After: func() { go d.Stop(context.Background()) }}, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ipc.ErrUnknownCommand, r.Type)
+}
+
+func (d *Daemon) markSent() {
+	d.mu.Lock()
+	d.sentInTurn = true
+	d.mu.Unlock()
+}
