@@ -7,6 +7,8 @@
 //	harness sessions list|show|rm         stored sessions
 //	harness personas list|show|prompt     personas and the prompt they build
 //	harness agent serve [flags]           one conversation over HTTP (what harness tui talks to)
+//	harness agents start|status|…         agents on IRC, one daemon each (agents.yaml)
+//	harness channel send|read|ask|…       an IRC agent's skill CLI (needs HARNESS_NICK)
 //	harness version                       versions of harness, the pinned CLI and Go
 //
 // Run `harness COMMAND --help` for a command's flags: help goes to stdout
@@ -92,6 +94,8 @@ commands:
   agent     serve one conversation over HTTP (agent serve)
   rpc       JSON-RPC 2.0 on stdin/stdout: threads, turns, approvals
   tui       a conversation with the agent in the terminal
+  agents    run agents on IRC (agents start|status|pause|resume|stop|skills)
+  channel   an IRC agent's own commands: send, read, ask, join, who, topic…
   version   print the versions of harness, the pinned Claude CLI and Go
 
 Run 'harness COMMAND --help' for a command's flags.

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/daemon"
+	"github.com/chirality/harness/ipc"
+)
+
+func init() { register("agents", runAgents) }
+
+const agentsUsage = `usage:
+  harness agents start [NICK…] [--config agents.yaml] [-v]
+  harness agents status NICK [--json]
+  harness agents pause NICK
+  harness agents resume NICK
+  harness agents stop NICK
+  harness agents skills install [NICK…] [--config agents.yaml]
+
+start   run the configured agents (all, or the NICKs given) on IRC in the
+        foreground, one daemon each: IRC connection, control socket,
+        supervisor and runner. It exits when all of them have stopped;
+        SIGINT or SIGTERM stops them cleanly. Each agent's skill file is
+        installed first (see skills install).
+status  one line about the agent (--json: the status object: running,
+        paused, circuit_open, turn_count, last_activation, activity,
+        description…)
+pause   stop prompting the agent on mentions (they stay readable with
+        harness channel read); resume undoes it, closes an open circuit
+        breaker and resumes an escalated supervisor
+stop    shut the agent's daemon down
+skills install
+        write each agent's SKILL.md (the harness channel commands) where
+        its engine reads skills: claude .claude/skills, codex
+        .agents/skills, copilot .github/skills, acp .agents/skills;
+        anthropic has no shell and gets none
+
+The control socket of agent NICK is $XDG_RUNTIME_DIR/harness-NICK.sock,
+else ~/.harness/run/harness-NICK.sock.
+
+agents.yaml:
+  server:     {name: lab, host: 127.0.0.1, port: 6667}   # name prefixes nicks: lab-alice
+  supervisor: {agent: claude, model: "", thinking: low, window_size: 20,
+               eval_interval: 5, escalation_threshold: 3, webhook: https://…}
+  agents:
+    - {nick: alice, agent: claude, directory: ./alice, channels: ["#dev"],
+       model: "", thinking: medium, tags: [backend]}
+    - {nick: nat, agent: anthropic, directory: ./nat, channels: ["#dev"]}
+    - {nick: oc, agent: acp, acp_command: "opencode acp", directory: ./oc, channels: ["#dev"]}
+  agent: claude | codex | copilot | acp | anthropic (native)
+`
+
+func runAgents(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, agentsUsage)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, agentsUsage)
+		return 0
+	case "start":
+		return agentsStart(args[1:], stdout, stderr)
+	case "status", "pause", "resume", "stop":
+		return agentsControl(args[0], args[1:], stdout, stderr)
+	case "skills":
+		if len(args) > 1 && args[1] == "install" {
+			return agentsSkills(args[2:], stdout, stderr)
+		}
+		if len(args) > 1 && (args[1] == "--help" || args[1] == "-h") {
+			fmt.Fprint(stderr, agentsUsage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "harness agents skills: want \"install\"\n%s", agentsUsage)
+		return 2
+	}
+	fmt.Fprintf(stderr, "harness agents: unknown subcommand %q\n%s", args[0], agentsUsage)
+	return 2
+}
+
+func agentsFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("agents "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, agentsUsage) }
+	cfg := fs.String("config", "agents.yaml", "the agents configuration")
+	return fs, cfg
+}
+
+func loadAgents(path string, nicks []string, stderr io.Writer) (*daemon.Config, []daemon.AgentConfig, bool) {
+	cfg, err := daemon.LoadConfig(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness agents: %v\n", err)
+		return nil, nil, false
+	}
+	sel, err := cfg.Select(nicks)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness agents: %v\n", err)
+		return nil, nil, false
+	}
+	return cfg, sel, true
+}
+
+func agentsSkills(args []string, stdout, stderr io.Writer) int {
+	fs, cfgPath := agentsFlags("skills install", stderr)
+	nicks, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2
+	}
+	cfg, sel, ok := loadAgents(*cfgPath, nicks, stderr)
+	if !ok {
+		return 1
+	}
+	code := 0
+	for _, a := range sel {
+		path, err := daemon.InstallSkill(cfg, a)
+		switch {
+		case err != nil:
+			fmt.Fprintf(stderr, "harness agents: %s: %v\n", a.Nick, err)
+			code = 1
+		case path == "":
+			fmt.Fprintf(stdout, "%s: no skill (the %s engine has no shell; the daemon relays its answers)\n", a.Nick, a.Agent)
+		default:
+			fmt.Fprintf(stdout, "%s: %s\n", a.Nick, path)
+		}
+	}
+	return code
+}
+
+func agentsStart(args []string, stdout, stderr io.Writer) int {
+	fs, cfgPath := agentsFlags("start", stderr)
+	verbose := fs.Bool("v", false, "debug logging")
+	nicks, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2
+	}
+	cfg, sel, ok := loadAgents(*cfgPath, nicks, stderr)
+	if !ok {
+		return 1
+	}
+	level := zerolog.InfoLevel
+	if *verbose {
+		level = zerolog.DebugLevel
+	}
+	logger := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).
+		Level(level).With().Timestamp().Logger()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var daemons []*daemon.Daemon
+	for _, a := range sel {
+		if _, err := daemon.InstallSkill(cfg, a); err != nil {
+			logger.Warn().Err(err).Str("agent", a.Nick).Msg("skill not installed")
+		}
+		d, err := daemon.New(daemon.Options{Config: cfg, Agent: a, Logger: &logger})
+		if err == nil {
+			err = d.Start(ctx)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "harness agents: %s: %v\n", a.Nick, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: up as %s on %s (socket %s)\n", a.Nick, d.IRCNick(), cfg.Server.Addr(), mustSocket(a.Nick))
+		daemons = append(daemons, d)
+	}
+	if len(daemons) == 0 {
+		return 1
+	}
+	// wait until every daemon has stopped (stop/shutdown) or a signal
+	all := make(chan struct{})
+	go func() {
+		for _, d := range daemons {
+			<-d.Done()
+		}
+		close(all)
+	}()
+	select {
+	case <-all:
+	case <-ctx.Done():
+		fmt.Fprintln(stderr, "harness agents: stopping")
+		var wg sync.WaitGroup
+		for _, d := range daemons {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = d.Stop(context.Background()) }()
+		}
+		wg.Wait()
+		<-all
+	}
+	return 0
+}
+
+func mustSocket(nick string) string {
+	p, err := ipc.SocketPath(nick)
+	if err != nil {
+		return "?"
+	}
+	return p
+}
+
+func agentsControl(cmd string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agents "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, agentsUsage) }
+	asJSON := fs.Bool("json", false, "print the status object as JSON")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "harness agents %s: want one NICK\n", cmd)
+		return 2
+	}
+	typ := map[string]string{"status": ipc.CmdStatus, "pause": ipc.CmdPause, "resume": ipc.CmdResume, "stop": ipc.CmdShutdown}[cmd]
+	resp, _, code := callDaemon(pos[0], ipc.Request{Type: typ}, stderr)
+	if code != 0 {
+		return code
+	}
+	if cmd == "stop" {
+		fmt.Fprintf(stdout, "%s: stopping\n", pos[0])
+		return 0
+	}
+	if *asJSON {
+		stdout.Write(append(resp.Data, '\n'))
+		return 0
+	}
+	var st daemon.Status
+	if err := json.Unmarshal(resp.Data, &st); err != nil {
+		fmt.Fprintf(stderr, "harness agents: bad status from the daemon: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, st.Line())
+	return 0
+}
+
+// callDaemon sends one request to nick's daemon; whispers go to stderr.
+// code is 0 on an ok response, 1 otherwise (the error printed).
+func callDaemon(nick string, req ipc.Request, stderr io.Writer) (ipc.Response, []ipc.Whisper, int) {
+	ctx := context.Background()
+	c, err := ipc.Dial(ctx, nick)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness: %v (is `harness agents start` running for %s?)\n", err, nick)
+		return ipc.Response{}, nil, 1
+	}
+	defer c.Close()
+	resp, whispers, err := c.Call(ctx, req)
+	for _, w := range whispers {
+		fmt.Fprintf(stderr, "[supervisor %s] %s\n", w.WhisperType, w.Message)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "harness: %v\n", err)
+		return resp, whispers, 1
+	}
+	if !resp.OK {
+		fmt.Fprintf(stderr, "harness: %s\n", resp.Error)
+		return resp, whispers, 1
+	}
+	return resp, whispers, 0
+}
