@@ -1,0 +1,146 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/runner"
+)
+
+// PersonaID is the persona CoreEvaluator's sessions run with: no tools,
+// one model call.
+const PersonaID = "SUPERVISOR"
+
+//go:embed AGENT_SUPERVISOR.md
+var personaFile []byte
+
+// ErrInvalidThinking is returned by a CoreEvaluator made with a thinking
+// level other than "", low, medium or high.
+var ErrInvalidThinking = runner.ErrInvalidThinking
+
+// EvalDir is where CoreEvaluator's sessions live, under the agent's
+// directory: a project root of their own (with the supervisor persona in
+// its agents/), so the evaluations neither mix with the agent's sessions
+// nor see its files.
+func EvalDir(projectRoot string) string {
+	return filepath.Join(projectRoot, ".chirality", "supervisor")
+}
+
+// CoreEvaluator runs each evaluation as one turn of the harness core on
+// engine (model "" = the engine's default): a new session in
+// EvalDir(projectRoot) with the SUPERVISOR persona, whose tools list is
+// empty (the engine offers the model no tool) and max_turns 1; the
+// answer is the turn's final text; the session is deleted afterwards.
+// Cancelling ctx kills the turn.
+//
+// thinking ("" = the engine's default, low, medium, high) is checked
+// here (ErrInvalidThinking from every call otherwise) but cannot be set
+// per turn: the engine seam (engine.Request) has no thinking field. It is
+// a property of the Harness's children: build h with
+// runner.ThinkingEnv(engine, thinking) in its ChildEnv — honoured on
+// claude-code (CLAUDE_CODE_EFFORT_LEVEL), not on the other engines.
+func CoreEvaluator(h *harness.Harness, projectRoot, engineName, model, thinking string) Evaluator {
+	if _, _, err := runner.ThinkingEnv(engineName, thinking); err != nil {
+		return func(context.Context, string) (string, error) { return "", err }
+	}
+	return func(ctx context.Context, prompt string) (string, error) {
+		root := EvalDir(projectRoot)
+		if err := writePersona(root); err != nil {
+			return "", fmt.Errorf("supervisor: %w", err)
+		}
+		s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Persona: PersonaID, Mode: "direct",
+			Engine: engineName, Model: model, Title: "supervisor evaluation"})
+		if err != nil {
+			return "", fmt.Errorf("supervisor: evaluation session: %w", err)
+		}
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = h.DeleteSession(dctx, s.ID)
+		}()
+		t, err := h.StartTurn(ctx, s.ID, prompt)
+		if err != nil {
+			return "", fmt.Errorf("supervisor: evaluation turn: %w", err)
+		}
+		stop := context.AfterFunc(ctx, func() { _ = h.Kill(s.ID) })
+		defer stop()
+		events, err := h.Follow(context.Background(), s.ID, t.StartSeq)
+		if err != nil {
+			<-t.Done()
+			return "", fmt.Errorf("supervisor: evaluation turn: %w", err)
+		}
+		var final, deltas strings.Builder
+		var failed *event.SessionError
+		for rec, err := range events {
+			if err != nil {
+				break
+			}
+			var ev event.Event
+			if json.Unmarshal(rec.Event, &ev) != nil {
+				continue
+			}
+			switch ev.Type {
+			case event.TypeChatDelta:
+				deltas.WriteString(ev.Text)
+			case event.TypeChatComplete:
+				final.Reset()
+				final.WriteString(ev.Text)
+			case event.TypeSessionError:
+				failed = ev.Error
+			}
+		}
+		<-t.Done()
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		if failed != nil {
+			return "", fmt.Errorf("supervisor: evaluation turn failed (%s): %s", failed.Kind, failed.Error)
+		}
+		if final.Len() > 0 {
+			return final.String(), nil
+		}
+		return deltas.String(), nil
+	}
+}
+
+// writePersona puts the supervisor persona into root's agents/ (root made
+// 0700 when missing), rewriting it only when its content differs.
+func writePersona(root string) error {
+	dir := filepath.Join(root, "agents")
+	path := filepath.Join(dir, "AGENT_"+PersonaID+".md")
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, personaFile) {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".persona-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(personaFile); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
