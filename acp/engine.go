@@ -72,6 +72,7 @@ type Config struct {
 // use.
 type Engine struct {
 	cfg Config
+	tap func(dir string, b []byte) // tests only: raw bytes "out" to and "in" from agents
 
 	mu     sync.Mutex
 	procs  map[string]*proc // by session key

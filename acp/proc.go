@@ -114,7 +114,13 @@ func spawn(e *Engine, key, bin string, env []string, cwd string, log zerolog.Log
 		e: e, key: key, log: log, cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stdout: outR,
 		exited: make(chan struct{}), gone: make(chan struct{}), secrets: secretValues(env),
 	}
-	p.conn = sdk.NewConnection(p.handle, inW, outR)
+	var w io.Writer = inW
+	var r io.Reader = outR
+	if tap := e.tap; tap != nil { // tests: the raw ACP stream, both ways
+		w = io.MultiWriter(inW, tapWriter{"out", tap})
+		r = io.TeeReader(outR, tapWriter{"in", tap})
+	}
+	p.conn = sdk.NewConnection(p.handle, w, r)
 	p.conn.SetLogger(slog.New(slog.NewTextHandler(logWriter{p}, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	stderrDone := make(chan struct{})
 	go p.readStderr(errR, stderrDone)
@@ -333,4 +339,14 @@ func secretValues(env []string) []string {
 		}
 	}
 	return out
+}
+
+type tapWriter struct {
+	dir string
+	f   func(dir string, b []byte)
+}
+
+func (t tapWriter) Write(b []byte) (int, error) {
+	t.f(t.dir, append([]byte(nil), b...))
+	return len(b), nil
 }

@@ -421,6 +421,12 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 	reason := r.res.StopReason
 	switch reason {
 	case string(sdk.StopReasonEndTurn):
+		if t.isInterrupted() {
+			// Interrupted, and the agent stopped, but says end_turn
+			// (OpenCode 1.18 does): the turn the user cancelled ends
+			// interrupted, as the spec's cancelled would.
+			return nil, t.fail(event.ErrorInterrupted, "the turn was cancelled"), reason
+		}
 		c := &event.SessionComplete{Usage: r.res.Usage, NumTurns: 1, DurationMS: time.Since(t.start).Milliseconds()}
 		t.mapMu.Lock()
 		c.CostUSD, _ = t.m.CostUSD()
