@@ -1,0 +1,178 @@
+package acp_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chirality/harness/acp"
+	"github.com/chirality/harness/acp/acptest"
+	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
+)
+
+// benchRig is one engine with a session's agent started (the cold turn
+// measured apart) and the fake Messages API it talks to (nil for the fake
+// agent).
+type benchRig struct {
+	eng  *acp.Engine
+	fake *claudetest.FakeAPI
+	cwd  string
+	cold time.Duration
+}
+
+func newBenchRig(b *testing.B, name string) *benchRig {
+	b.Helper()
+	g := &benchRig{cwd: b.TempDir()}
+	var cfg acp.Config
+	if name == "fake" {
+		cfg = acp.Config{Name: "fake", Command: []string{"fakeagent"}, Binary: os.Args[0], ExtraEnv: []string{acptest.AgentEnv},
+			Env: []string{"PATH=" + os.Getenv("PATH")}}
+	} else {
+		var spec agentSpec
+		for _, s := range realAgents {
+			if s.name == name {
+				spec = s
+			}
+		}
+		fake, err := claudetest.NewFakeAPI()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { fake.Close() })
+		fake.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+			if len(r.Tools) == 0 {
+				return claudetest.TextReply("A title")
+			}
+			if strings.Contains(r.LastUserText(), "stream") {
+				return claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(strings.Repeat("tok ", 1000))}, ChunkSize: 4}
+			}
+			return claudetest.TextReply("hello there")
+		})
+		g.fake = fake
+		cfg, _ = acp.BuiltinConfig(name)
+		home := b.TempDir()
+		cfg.Binary = findAgent(b, cfg.Command[0])
+		cfg.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+			"XDG_DATA_HOME=" + filepath.Join(home, ".local/share"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache")}
+		cfg.ExtraEnv = spec.env(fake, home)
+	}
+	eng, err := acp.NewEngine(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.eng = eng
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = eng.Shutdown(ctx)
+	})
+	g.cold, _ = g.turn(b, "hello")
+	return g
+}
+
+// turn runs one turn and returns the time to its first chat:delta and
+// the number of deltas.
+func (g *benchRig) turn(b *testing.B, msg string) (time.Duration, int) {
+	b.Helper()
+	start := time.Now()
+	tr, err := g.eng.StartTurn(context.Background(), engine.Request{SessionKey: "b", Message: msg, Cwd: g.cwd})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	var first time.Duration
+	n := 0
+	for tr.Next() {
+		if tr.Event().Type == event.TypeChatDelta {
+			if n == 0 {
+				first = time.Since(start)
+			}
+			n++
+		}
+	}
+	if err := tr.Err(); err != nil || n == 0 {
+		b.Fatalf("turn: %v, %d deltas", err, n)
+	}
+	return first, n
+}
+
+var benchAgents = []string{"fake", acp.OpenCode, acp.ClaudeACP, acp.Copilot}
+
+// BenchmarkFirstDelta: StartTurn to the first chat:delta on a session
+// whose agent runs (the engine keeps it); the first turn of the session
+// (spawn, initialize, session/new, prompt) is reported as cold-ms.
+func BenchmarkFirstDelta(b *testing.B) {
+	for _, name := range benchAgents {
+		b.Run(name, func(b *testing.B) {
+			g := newBenchRig(b, name)
+			var total time.Duration
+			for b.Loop() {
+				d, _ := g.turn(b, "hello")
+				total += d
+			}
+			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/first-delta")
+			b.ReportMetric(float64(g.cold.Milliseconds()), "cold-ms")
+		})
+	}
+}
+
+// BenchmarkCPUPer1000Deltas: a turn whose answer streams 1,000 deltas
+// (the fake agent's "stream 1000"; the fake Messages API's 1,000 text
+// deltas for the real agents, which may merge them: deltas/turn says how
+// many reached the stream). harness-ms is this process's CPU (the fake
+// API included: an upper bound), agent-ms the agent's process group's.
+func BenchmarkCPUPer1000Deltas(b *testing.B) {
+	for _, name := range benchAgents {
+		b.Run(name, func(b *testing.B) {
+			g := newBenchRig(b, name)
+			pid := g.eng.Pid("b")
+			var self, agent time.Duration
+			deltas := 0
+			for b.Loop() {
+				s0, a0 := selfCPU(), groupCPU(pid)
+				_, n := g.turn(b, "stream 1000")
+				self += selfCPU() - s0
+				agent += groupCPU(pid) - a0
+				deltas += n
+			}
+			b.ReportMetric(float64(self.Microseconds())/1000/float64(b.N), "harness-ms/1000")
+			b.ReportMetric(float64(agent.Microseconds())/1000/float64(b.N), "agent-ms/1000")
+			b.ReportMetric(float64(deltas)/float64(b.N), "deltas/turn")
+		})
+	}
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// groupCPU sums utime+stime of the live processes in pgid's group (clock
+// ticks of 10 ms).
+func groupCPU(pgid int) time.Duration {
+	ents, _ := os.ReadDir("/proc")
+	var ticks int64
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 13 || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + st
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
