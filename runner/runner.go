@@ -1,11 +1,6 @@
-// Package runner keeps one long-running agent busy: it owns a harness
-// session on any engine, queues the prompts it is sent, runs them one at a
-// time in order, and reports what the agent says as normalized Messages.
-// The IRC daemon (package daemon) drives one Runner per agent; the
-// supervisor (package supervisor) observes its Messages.
-//
-// This file is the contract every implementation satisfies; see New for
-// the one implementation over the harness core.
+// This file is the contract every runner satisfies; see New for the one
+// implementation over the harness core.
+
 package runner
 
 import (
