@@ -95,6 +95,11 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 	}
 	childEnv := append([]string{}, o.ChildEnv...)
 	childEnv = append(childEnv, "HARNESS_NICK="+a.Nick, "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+path)
+	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" {
+		// the skill CLI resolves the socket with ipc.SocketPath, as the
+		// daemon did: it needs the same XDG_RUNTIME_DIR
+		childEnv = append(childEnv, "XDG_RUNTIME_DIR="+x)
+	}
 	eng := a.Engine()
 	if t := thinkingTokens[a.Thinking]; t != "" && eng == engine.ClaudeCode {
 		childEnv = append(childEnv, "MAX_THINKING_TOKENS="+t)

@@ -27,7 +27,10 @@ func TestMain(m *testing.M) {
 	if code := dispatchFakeChild(); code >= 0 {
 		os.Exit(code)
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		removeHarnessBin()
+		os.Exit(code)
+	}))
 }
 
 // fakeAgent records what the daemon does to it.
