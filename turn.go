@@ -358,6 +358,7 @@ type runner struct {
 	smu       sync.Mutex // s is saved by the runner and by approvals ("always")
 	s         *session.Session
 	finalized bool
+	saving    sync.WaitGroup // saveAside's saves in flight
 
 	rulesMu  sync.Mutex
 	ruleList []string // s.Rules, readable while s is being saved
@@ -385,6 +386,7 @@ func (r *runner) finalize() {
 		return
 	}
 	r.finalized = true
+	r.saving.Wait() // the turn's save comes last
 	r.smu.Lock()
 	r.saveLocked("turn")
 	r.smu.Unlock()
@@ -393,6 +395,20 @@ func (r *runner) finalize() {
 	}
 	r.h.forget(r.lt)
 	r.h.Prewarm(r.s.ID) // the next turn's agent, while the user reads this one
+}
+
+// saveAside saves the session beside the event path: a save is a write
+// and two fsyncs (tens of ms on a busy disk), and the events behind
+// session:init must not wait for it. finalize waits for it before the
+// turn's own save, so the last save is the turn's.
+func (r *runner) saveAside(why string) {
+	r.saving.Add(1)
+	go func() {
+		defer r.saving.Done()
+		r.smu.Lock()
+		defer r.smu.Unlock()
+		r.saveLocked(why)
+	}()
 }
 
 // attempt reads one CLI run to its end. It returns the fallback attempt to
@@ -411,8 +427,8 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			} else {
 				r.s.ClaudeSessionID = ev.Init.ClaudeSessionID
 			}
-			r.saveLocked("session:init")
 			r.smu.Unlock()
+			r.saveAside("session:init")
 			r.log.Info().Str("sessionId", r.s.ID).Str("conversation", ev.Init.ConversationID()).
 				Str("model", ev.Init.Model).Str("permissionMode", ev.Init.PermissionMode).Strs("tools", ev.Init.Tools).Msg("session:init")
 		case event.TypeToolStart:

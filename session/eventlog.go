@@ -51,7 +51,8 @@ type EventLog struct {
 	size   int64 // bytes of whole lines
 	err    error // sticky failure: the file could not be repaired
 	closed bool
-	buf    []byte
+	buf    []byte       // the line being written
+	cbuf   bytes.Buffer // the compacted event
 }
 
 // OpenEventLog opens (creating it 0600, its directory 0700) the event log
@@ -122,21 +123,22 @@ func (l *EventLog) LastSeq() int64 {
 // (ErrInvalidEvent), as is anything that is not a JSON object. After
 // Close it returns ErrClosed.
 func (l *EventLog) Append(event []byte) (int64, error) {
-	var c bytes.Buffer
-	c.Grow(len(event))
-	if err := json.Compact(&c, event); err != nil {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// Compacted into a buffer the log keeps: an append allocates nothing
+	// (a turn appends thousands of events; garbage per event means GC
+	// cycles, whose assists stall every goroutine of the process).
+	l.cbuf.Reset()
+	if err := json.Compact(&l.cbuf, event); err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
-	obj := c.Bytes()
+	obj := l.cbuf.Bytes()
 	if len(obj) < 2 || obj[0] != '{' {
 		return 0, fmt.Errorf("%w: not a JSON object", ErrInvalidEvent)
 	}
 	if hasTopLevelKey(obj, "seq") {
 		return 0, fmt.Errorf(`%w: the event has its own top-level "seq"`, ErrInvalidEvent)
 	}
-
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
 		return 0, ErrClosed
 	}
@@ -166,6 +168,9 @@ func (l *EventLog) Append(event []byte) (int64, error) {
 	}
 	l.seq = seq
 	l.size += int64(n)
+	if cap(l.buf) > 1<<20 { // let a huge event's buffers go
+		l.buf, l.cbuf = nil, bytes.Buffer{}
+	}
 	return seq, nil
 }
 
