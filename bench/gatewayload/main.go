@@ -27,6 +27,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,10 +36,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/chirality/harness"
@@ -53,16 +58,38 @@ func main() {
 	if n := os.Getenv(childEnv); n != "" {
 		os.Exit(child(n))
 	}
-	sessions := flag.Int("sessions", 50, "concurrent sessions")
-	lines := flag.Int("lines", 200, "text deltas per turn")
-	readers := flag.Int("readers", 200, "SSE readers of one session")
-	list := flag.Int("list", 1000, "sessions in the listed project")
-	delay := flag.Duration("line-delay", 10*time.Millisecond, "pause between the child's lines (10ms: a fast model's 100 tokens/s)")
+	if dir := os.Getenv(serverEnv); dir != "" {
+		os.Exit(serve(dir))
+	}
+	o := opts{}
+	flag.IntVar(&o.sessions, "sessions", 50, "concurrent sessions")
+	flag.IntVar(&o.lines, "lines", 200, "text deltas per turn")
+	flag.IntVar(&o.readers, "readers", 200, "SSE readers of one session (the readers phase)")
+	flag.IntVar(&o.perSession, "per-session", 4, "SSE readers of each concurrent session: its POST /turn stream and per-session-1 GET /events followers")
+	flag.IntVar(&o.list, "list", 1000, "sessions in the listed project")
+	flag.IntVar(&o.runs, "runs", 1, "interleaved gateway / driver-only runs of the sessions phase")
+	flag.DurationVar(&o.delay, "line-delay", 10*time.Millisecond, "pause between the child's lines (10ms: a fast model's 100 tokens/s)")
+	flag.StringVar(&o.stub, "stub", "c", "the stand-in CLI: c (built with cc; falls back to go) or go (this program)")
+	flag.BoolVar(&o.inproc, "inproc", false, "serve in this process (the load generator then shares the server's process and its scheduler)")
+	flag.StringVar(&o.prof.cpu, "cpuprofile", "", "write the server's CPU profile of the sessions phase here")
+	flag.StringVar(&o.prof.trace, "trace", "", "write the server's execution trace of the sessions phase here")
+	flag.StringVar(&o.prof.block, "blockprofile", "", "write the server's block profile here")
+	flag.StringVar(&o.prof.mutex, "mutexprofile", "", "write the server's mutex profile here")
+	flag.StringVar(&o.prof.allocs, "memprofile", "", "write the server's allocation profile (whole run up to the end of the first sessions phase) here")
 	flag.Parse()
-	if err := run(*sessions, *lines, *readers, *list, *delay); err != nil {
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "gatewayload:", err)
 		os.Exit(1)
 	}
+}
+
+type opts struct {
+	sessions, lines, readers, list, runs int
+	perSession                           int
+	delay                                time.Duration
+	inproc                               bool
+	stub                                 string
+	prof                                 profiles
 }
 
 // child is the stand-in claude: it waits for the user message, writes an
@@ -102,25 +129,108 @@ func child(nLines string) int {
 	return 0
 }
 
-type env struct {
-	script string
-	url    string
-	root   string
-	h      *harness.Harness
-	gw     *gateway.Gateway
-	srv    *http.Server
+const serverEnv = "GATEWAYLOAD_SERVER_DIR"
+
+// server is a harness behind a gateway on a loopback port: in this
+// process (-inproc) or in a child process of this program, so that the
+// load generator's own work (HTTP reading, JSON decoding of every event)
+// is not scheduled by the server's runtime.
+type server struct {
+	url  string
+	root string
+	// in-process
+	h   *harness.Harness
+	gw  *gateway.Gateway
+	srv *http.Server
+	// separate process
+	cmd   *exec.Cmd
+	ctl   io.WriteCloser
+	ctlIn *bufio.Reader
 }
 
-func start(tmp string, lines int, delay time.Duration) (*env, error) {
+// stubScript writes the stand-in claude into tmp: the C one (built with
+// cc) unless stub is "go" or there is no C compiler.
+func stubScript(tmp, stub string, lines int, delay time.Duration) (string, string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return "", "", err
+	}
+	if stub == "c" {
+		src := filepath.Join(tmp, "stub.c")
+		bin := filepath.Join(tmp, "stub")
+		if err := os.WriteFile(src, []byte(cStub), 0o644); err != nil {
+			return "", "", err
+		}
+		if out, err := exec.Command("cc", "-O2", "-o", bin, src).CombinedOutput(); err == nil {
+			exe = bin
+		} else {
+			fmt.Fprintf(os.Stderr, "gatewayload: no C stand-in (%v: %s); using the Go one\n", err, bytes.TrimSpace(out))
+			stub = "go"
+		}
 	}
 	script := filepath.Join(tmp, "claude")
 	body := fmt.Sprintf("#!/bin/sh\nexport %s=%d\nexport GATEWAYLOAD_CHILD_DELAY=%s\nexec '%s' \"$@\"\n", childEnv, lines, delay, exe)
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		return nil, err
+	return script, stub, os.WriteFile(script, []byte(body), 0o755)
+}
+
+// cStub is child() in C: the same lines, byte for byte, at a small
+// fraction of the CPU (a Go process costs ≈50 ms of CPU for 200 lines
+// 10 ms apart, most of it the runtime's timer and idle-thread handling;
+// 50 of them took a whole core of this 2-core machine, from the gateway
+// and the driver alike).
+const cStub = `#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *sid = "00000000-0000-4000-8000-000000000001";
+
+int main(void) {
+	const char *n_s = getenv("GATEWAYLOAD_CHILD_LINES");
+	const char *d_s = getenv("GATEWAYLOAD_CHILD_DELAY");
+	long n = n_s ? atol(n_s) : 0;
+	double ms = 0;
+	if (d_s) {
+		ms = atof(d_s);
+		if (strstr(d_s, "µs") || strstr(d_s, "us")) ms /= 1000;
+		else if (strstr(d_s, "ms") == NULL && strchr(d_s, 's')) ms *= 1000;
 	}
+	int c;
+	while ((c = getchar()) != EOF && c != '\n') {}
+	if (c == EOF) return 2;
+	printf("{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"%s\",\"model\":\"bench\",\"tools\":[\"Read\"],\"cwd\":\".\",\"permissionMode\":\"dontAsk\",\"claude_code_version\":\"2.1.329\"}\n", sid);
+	printf("{\"type\":\"stream_event\",\"event\":{\"type\":\"message_start\",\"message\":{\"id\":\"m1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{}}},\"session_id\":\"%s\",\"parent_tool_use_id\":null}\n", sid);
+	printf("{\"type\":\"stream_event\",\"event\":{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}},\"session_id\":\"%s\",\"parent_tool_use_id\":null}\n", sid);
+	fflush(stdout);
+	char *full = calloc((size_t)n * 24 + 1, 1);
+	size_t len = 0;
+	struct timespec d = {(time_t)(ms / 1000), (long)((ms - 1000 * (long)(ms / 1000)) * 1e6)};
+	for (long i = 0; i < n; i++) {
+		if (ms > 0) nanosleep(&d, NULL);
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		char stamp[32];
+		int k = snprintf(stamp, sizeof stamp, "%lld;", (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+		memcpy(full + len, stamp, (size_t)k);
+		len += (size_t)k;
+		printf("{\"type\":\"stream_event\",\"event\":{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"%s\"}},\"session_id\":\"%s\",\"parent_tool_use_id\":null}\n", stamp, sid);
+		fflush(stdout);
+	}
+	printf("{\"type\":\"assistant\",\"message\":{\"id\":\"m1\",\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"%s\"}],\"stop_reason\":null},\"session_id\":\"%s\",\"parent_tool_use_id\":null}\n", full, sid);
+	printf("{\"type\":\"stream_event\",\"event\":{\"type\":\"content_block_stop\",\"index\":0},\"session_id\":\"%s\",\"parent_tool_use_id\":null}\n", sid);
+	printf("{\"type\":\"stream_event\",\"event\":{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":1}},\"session_id\":\"%s\",\"parent_tool_use_id\":null}\n", sid);
+	printf("{\"type\":\"stream_event\",\"event\":{\"type\":\"message_stop\"},\"session_id\":\"%s\",\"parent_tool_use_id\":null}\n", sid);
+	printf("{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"ok\",\"session_id\":\"%s\",\"total_cost_usd\":0.0001,\"usage\":{\"input_tokens\":1,\"output_tokens\":1},\"num_turns\":1,\"duration_ms\":1}\n", sid);
+	fflush(stdout);
+	while (getchar() != EOF) {}
+	return 0;
+}
+`
+
+// listen starts a harness and a gateway for the project tmp/project with
+// the stand-in at script.
+func listen(tmp, script string) (*server, error) {
 	root := filepath.Join(tmp, "project")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
@@ -139,10 +249,10 @@ func start(tmp string, lines int, delay time.Duration) (*env, error) {
 	}
 	srv := &http.Server{Handler: gw}
 	go srv.Serve(ln)
-	return &env{script: script, url: "http://" + ln.Addr().String(), root: root, h: h, gw: gw, srv: srv}, nil
+	return &server{url: "http://" + ln.Addr().String(), root: root, h: h, gw: gw, srv: srv}, nil
 }
 
-func (e *env) stop() {
+func (e *server) closeInproc() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	e.h.Shutdown(ctx)
@@ -150,9 +260,200 @@ func (e *env) stop() {
 	e.srv.Shutdown(ctx)
 }
 
+// serve is the server process: it prints "<url> <root>", then obeys
+// lines on stdin ("prof <kind> <file>…" starts profiles, "stop" writes
+// them, answering "ok" each time) and exits when stdin closes.
+func serve(tmp string) int {
+	script := filepath.Join(tmp, "claude")
+	e, err := listen(tmp, script)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gatewayload server:", err)
+		return 1
+	}
+	defer e.closeInproc()
+	fmt.Printf("%s %s\n", e.url, e.root)
+	var p profiles
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 6 && f[0] == "prof":
+			p = profiles{cpu: dash(f[1]), trace: dash(f[2]), block: dash(f[3]), mutex: dash(f[4]), allocs: dash(f[5])}
+			err = p.start()
+		case len(f) == 1 && f[0] == "stop":
+			err = p.stop()
+		}
+		if err != nil {
+			fmt.Printf("error %v\n", err)
+			err = nil
+			continue
+		}
+		fmt.Println("ok")
+	}
+	return 0
+}
+
+func dash(s string) string {
+	if s == "-" {
+		return ""
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// start serves in this process or in a child process.
+func start(tmp string, o opts) (*server, error) {
+	script, stub, err := stubScript(tmp, o.stub, o.lines, o.delay)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("stand-in CLI: %s\n", stub)
+	if o.inproc {
+		return listen(tmp, script)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), serverEnv+"="+tmp)
+	cmd.Stderr = os.Stderr
+	ctl, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	e := &server{cmd: cmd, ctl: ctl, ctlIn: bufio.NewReader(out)}
+	line, err := e.ctlIn.ReadString('\n')
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("server process: %v", err)
+	}
+	if _, err := fmt.Sscan(line, &e.url, &e.root); err != nil {
+		e.close()
+		return nil, fmt.Errorf("server process said %q", line)
+	}
+	return e, nil
+}
+
+// command sends a control line to the server process and waits for its
+// answer.
+func (e *server) command(line string) error {
+	if e.cmd == nil {
+		return nil
+	}
+	if _, err := io.WriteString(e.ctl, line+"\n"); err != nil {
+		return err
+	}
+	ans, err := e.ctlIn.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(ans) != "ok" {
+		return fmt.Errorf("server process: %s", strings.TrimSpace(ans))
+	}
+	return nil
+}
+
+func (e *server) close() {
+	if e.cmd == nil {
+		e.closeInproc()
+		return
+	}
+	e.ctl.Close()
+	done := make(chan error, 1)
+	go func() { done <- e.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		e.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// profiles of the sessions phase.
+type profiles struct {
+	cpu, trace, block, mutex, allocs string
+	files                            []*os.File
+}
+
+func (p *profiles) any() bool {
+	return p.cpu != "" || p.trace != "" || p.block != "" || p.mutex != "" || p.allocs != ""
+}
+
+func (p *profiles) start() error {
+	if p.block != "" {
+		runtime.SetBlockProfileRate(10_000) // one sample per 10 µs blocked
+	}
+	if p.mutex != "" {
+		runtime.SetMutexProfileFraction(1)
+	}
+	if p.cpu != "" {
+		f, err := os.Create(p.cpu)
+		if err != nil {
+			return err
+		}
+		p.files = append(p.files, f)
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	if p.trace != "" {
+		f, err := os.Create(p.trace)
+		if err != nil {
+			return err
+		}
+		p.files = append(p.files, f)
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *profiles) stop() error {
+	if p.cpu != "" {
+		pprof.StopCPUProfile()
+	}
+	if p.trace != "" {
+		trace.Stop()
+	}
+	var errs []error
+	for kind, file := range map[string]string{"block": p.block, "mutex": p.mutex, "allocs": p.allocs} {
+		if file == "" {
+			continue
+		}
+		f, err := os.Create(file)
+		if err == nil {
+			err = pprof.Lookup(kind).WriteTo(f, 0)
+			errs = append(errs, err, f.Close())
+		}
+		errs = append(errs, err)
+	}
+	for _, f := range p.files {
+		errs = append(errs, f.Close())
+	}
+	p.files = nil
+	runtime.SetBlockProfileRate(0)
+	runtime.SetMutexProfileFraction(0)
+	return errors.Join(errs...)
+}
+
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}}
 
-func (e *env) create() (string, error) {
+func (e *server) create() (string, error) {
 	resp, err := client.Post(e.url+"/api/harness/session/create", "application/json",
 		strings.NewReader(`{"projectRoot":"`+e.root+`","mode":"workbench"}`))
 	if err != nil {
@@ -168,14 +469,20 @@ func (e *env) create() (string, error) {
 	return out.Session.ID, nil
 }
 
+// sample is one delta's latency and its index in its turn.
+type sample struct {
+	d time.Duration
+	i int
+}
+
 // consume reads an SSE stream to its end and checks it: consecutive ids
 // from after+1, `lines` deltas with stamps in order, process:exit last.
 // It returns the delta latencies.
-func consume(r io.Reader, after int64, lines int) ([]time.Duration, error) {
+func consume(r io.Reader, after int64, lines int) ([]sample, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	next := after + 1
-	var lat []time.Duration
+	var lat []sample
 	var lastStamp int64
 	var lastType string
 	for sc.Scan() {
@@ -204,7 +511,7 @@ func consume(r io.Reader, after int64, lines int) ([]time.Duration, error) {
 				return nil, fmt.Errorf("delta %q out of order", ev.Text)
 			}
 			lastStamp = stamp
-			lat = append(lat, time.Duration(now-stamp))
+			lat = append(lat, sample{time.Duration(now - stamp), len(lat)})
 		}
 	}
 	if lastType != "process:exit" {
@@ -224,43 +531,117 @@ func pct(d []time.Duration, p float64) time.Duration {
 	return d[min(len(d)-1, int(float64(len(d))*p))]
 }
 
-func run(sessions, lines, readers, list int, delay time.Duration) error {
+func durations(s []sample, keep func(sample) bool) []time.Duration {
+	var d []time.Duration
+	for _, x := range s {
+		if keep == nil || keep(x) {
+			d = append(d, x.d)
+		}
+	}
+	return d
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
+
+// loadavg is /proc/loadavg's first three figures.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// summary prints p50/p99/max of s, and the same for the first few deltas
+// of each turn (written while the other children were still starting)
+// and for the rest.
+func summary(label string, s []sample) (p50, p99 time.Duration) {
+	all := durations(s, nil)
+	p50, p99 = pct(all, .5), pct(all, .99)
+	early := durations(s, func(x sample) bool { return x.i < 10 })
+	rest := durations(s, func(x sample) bool { return x.i >= 10 })
+	fmt.Printf("  %-28s p50 %s  p99 %s  max %s   | deltas 0-9 of a turn: p99 %s | the rest: p99 %s\n",
+		label, ms(p50), ms(p99), ms(pct(all, 1)), ms(pct(early, .99)), ms(pct(rest, .99)))
+	return p50, p99
+}
+
+func run(o opts) error {
 	tmp, err := os.MkdirTemp("", "gatewayload-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	e, err := start(tmp, lines, delay)
+	e, err := start(tmp, o)
 	if err != nil {
 		return err
 	}
-	defer e.stop()
+	defer e.close()
+	where := "a separate process"
+	if o.inproc {
+		where = "this process (-inproc)"
+	}
+	fmt.Printf("server in %s; GOMAXPROCS %d; %d CPUs\n", where, runtime.GOMAXPROCS(0), runtime.NumCPU())
 
-	// 1. Concurrent sessions.
-	ids := make([]string, sessions)
-	for i := range ids {
-		if ids[i], err = e.create(); err != nil {
+	// 1. Concurrent sessions, interleaved with the same load read straight
+	// from the driver (no gateway): the difference is what the gateway
+	// adds.
+	var gwAll, baseAll []sample
+	for run := 1; run <= o.runs; run++ {
+		ids := make([]string, o.sessions)
+		for i := range ids {
+			if ids[i], err = e.create(); err != nil {
+				return err
+			}
+		}
+		if o.prof.any() && run == 1 {
+			if o.inproc {
+				err = o.prof.start()
+			} else {
+				err = e.command(fmt.Sprintf("prof %s %s %s %s %s", orDash(abs(o.prof.cpu)), orDash(abs(o.prof.trace)), orDash(abs(o.prof.block)), orDash(abs(o.prof.mutex)), orDash(abs(o.prof.allocs))))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		la := loadavg()
+		c0 := e.cpu()
+		t0 := time.Now()
+		all, errs := e.turns(ids, o.perSession, o.lines)
+		if o.prof.any() && run == 1 {
+			if o.inproc {
+				err = o.prof.stop()
+			} else {
+				err = e.command("stop")
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("%d of %d sessions failed; first: %v", len(errs), o.sessions, errs[0])
+		}
+		fmt.Printf("run %d (load average %s): %d concurrent turns × %d deltas, %d SSE readers each, in %v; 0 lost, 0 reordered\n", run, la, o.sessions, o.lines, o.perSession, time.Since(t0).Round(time.Millisecond))
+		c1 := e.cpu()
+		fmt.Printf("  CPU: server %v, its stand-in CLIs %v, load generator %v\n", c1.server-c0.server, c1.children-c0.children, c1.self-c0.self)
+		g50, g99 := summary("child line → SSE client:", all)
+		base, err := baseline(filepath.Join(tmp, "claude"), e.root, ids, o.lines)
+		if err != nil {
 			return err
 		}
+		b50, b99 := summary("same load, driver only:", base)
+		fmt.Printf("  gateway adds at p50 %s, at p99 %s (load average now %s)\n", ms(g50-b50), ms(g99-b99), loadavg())
+		gwAll, baseAll = append(gwAll, all...), append(baseAll, base...)
 	}
-	t0 := time.Now()
-	all, errs := streamAll(len(ids), func(i int) (*http.Response, error) {
-		return client.Post(e.url+"/api/harness/turn", "application/json", strings.NewReader(`{"sessionId":"`+ids[i]+`","message":"go"}`))
-	}, lines)
-	if len(errs) > 0 {
-		return fmt.Errorf("%d of %d sessions failed; first: %v", len(errs), sessions, errs[0])
+	if o.runs > 1 {
+		fmt.Printf("all %d runs together:\n", o.runs)
+		g50, g99 := summary("child line → SSE client:", gwAll)
+		b50, b99 := summary("same load, driver only:", baseAll)
+		fmt.Printf("  gateway adds at p50 %s, at p99 %s\n", ms(g50-b50), ms(g99-b99))
 	}
-	fmt.Printf("sessions: %d concurrent turns × %d deltas in %v; 0 lost, 0 reordered\n", sessions, lines, time.Since(t0).Round(time.Millisecond))
-	fmt.Printf("  child line → SSE client: p50 %v  p99 %v  max %v (%d deltas)\n", pct(all, .5), pct(all, .99), pct(all, 1), len(all))
-
-	// The same load read straight from the driver, without the gateway:
-	// the difference is what the gateway adds.
-	base, err := baseline(e, ids, lines)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("  same load, driver only (no gateway): p50 %v  p99 %v  max %v\n", pct(base, .5), pct(base, .99), pct(base, 1))
-	fmt.Printf("  gateway adds at p50 %v, at p99 %v\n", pct(all, .5)-pct(base, .5), pct(all, .99)-pct(base, .99))
 
 	// 2. Many readers of one session.
 	id, err := e.create()
@@ -272,14 +653,15 @@ func run(sessions, lines, readers, list int, delay time.Duration) error {
 		return err
 	}
 	go func() { io.Copy(io.Discard, resp.Body); resp.Body.Close() }()
-	all, errs = streamAll(readers, func(int) (*http.Response, error) {
+	all, errs := streamAll(o.readers, func(int) (*http.Response, error) {
 		return client.Get(e.url + "/api/harness/session/" + id + "/events?after=0")
-	}, lines)
+	}, o.lines)
 	if len(errs) > 0 {
-		return fmt.Errorf("%d of %d readers failed; first: %v", len(errs), readers, errs[0])
+		return fmt.Errorf("%d of %d readers failed; first: %v", len(errs), o.readers, errs[0])
 	}
-	fmt.Printf("readers: %d SSE readers of one turn: every event, in order, to all\n", readers)
-	fmt.Printf("  (readers that joined late replay from the log; latency incl. replay) p50 %v p99 %v\n", pct(all, .5), pct(all, .99))
+	fmt.Printf("readers: %d SSE readers of one turn: every event, in order, to all\n", o.readers)
+	rd := durations(all, nil)
+	fmt.Printf("  (readers that joined late replay from the log; latency incl. replay) p50 %s p99 %s\n", ms(pct(rd, .5)), ms(pct(rd, .99)))
 
 	// 3. Listing a big project.
 	big := filepath.Join(tmp, "big")
@@ -288,7 +670,7 @@ func run(sessions, lines, readers, list int, delay time.Duration) error {
 	if err != nil {
 		return err
 	}
-	for range list {
+	for range o.list {
 		if _, err := h2.CreateSession(big, "", "direct"); err != nil {
 			return err
 		}
@@ -306,25 +688,109 @@ func run(sessions, lines, readers, list int, delay time.Duration) error {
 			return fmt.Errorf("list: %d", rec.status)
 		}
 	}
-	fmt.Printf("list: %d sessions: median %v, max %v\n", list, pct(times, .5), pct(times, 1))
+	fmt.Printf("list: %d sessions: median %v, max %v\n", o.list, pct(times, .5), pct(times, 1))
 
 	// 4. Idle RSS of the real server.
 	rss, err := idleRSS(tmp, big)
 	if err != nil {
 		fmt.Printf("idle RSS: not measured: %v\n", err)
 	} else {
-		fmt.Printf("idle RSS of harness serve (after a list of %d): %.1f MB\n", list, float64(rss)/(1<<20))
+		fmt.Printf("idle RSS of harness serve (after a list of %d): %.1f MB\n", o.list, float64(rss)/(1<<20))
 	}
 	return nil
 }
 
-// baseline runs one turn per session through a bare claudecode.Manager
-// with the same stand-in CLI and returns the delta latencies.
+type cpuTimes struct{ server, children, self time.Duration }
+
+// cpu reads the CPU time used so far by the server process, by its
+// reaped children, and by this process (in -inproc mode the server's
+// figure is this process's).
+func (e *server) cpu() cpuTimes {
+	var c cpuTimes
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	pid := os.Getpid()
+	if e.cmd != nil {
+		pid = e.cmd.Process.Pid
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return c
+	}
+	// Fields after the command's ")": utime is the 12th, cutime the 14th.
+	_, rest, _ := bytes.Cut(b, []byte(") "))
+	f := strings.Fields(string(rest))
+	if len(f) < 15 {
+		return c
+	}
+	tick := func(s string) time.Duration {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		return time.Duration(n) * 10 * time.Millisecond
+	}
+	c.server = tick(f[11]) + tick(f[12])
+	c.children = tick(f[13]) + tick(f[14])
+	return c
+}
+
+func abs(p string) string {
+	if p == "" {
+		return ""
+	}
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
+
+// turns starts one turn per session with POST /turn and, once it runs,
+// opens perSession-1 more readers of it (GET /events?after=0); it reads
+// every stream to its end with consume and gathers every latency and
+// every failure.
+func (e *server) turns(ids []string, perSession, lines int) ([]sample, []error) {
+	var mu sync.Mutex
+	var all []sample
+	var errs []error
+	var wg sync.WaitGroup
+	read := func(resp *http.Response, err error) {
+		defer wg.Done()
+		var lat []sample
+		if err == nil {
+			lat, err = consume(resp.Body, 0, lines)
+			resp.Body.Close()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		all = append(all, lat...)
+	}
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			resp, err := client.Post(e.url+"/api/harness/turn", "application/json", strings.NewReader(`{"sessionId":"`+id+`","message":"go"}`))
+			if err == nil {
+				for range perSession - 1 {
+					wg.Add(1)
+					go read(client.Get(e.url + "/api/harness/session/" + id + "/events?after=0"))
+				}
+			}
+			read(resp, err)
+		}()
+	}
+	wg.Wait()
+	return all, errs
+}
+
 // streamAll opens n SSE streams at once with open(i), reads each to its
 // end with consume, and gathers every latency and every failure.
-func streamAll(n int, open func(i int) (*http.Response, error), lines int) ([]time.Duration, []error) {
+func streamAll(n int, open func(i int) (*http.Response, error), lines int) ([]sample, []error) {
 	var mu sync.Mutex
-	var all []time.Duration
+	var all []sample
 	var errs []error
 	var wg sync.WaitGroup
 	for i := range n {
@@ -332,7 +798,7 @@ func streamAll(n int, open func(i int) (*http.Response, error), lines int) ([]ti
 		go func() {
 			defer wg.Done()
 			resp, err := open(i)
-			var lat []time.Duration
+			var lat []sample
 			if err == nil {
 				lat, err = consume(resp.Body, 0, lines)
 				resp.Body.Close()
@@ -350,17 +816,20 @@ func streamAll(n int, open func(i int) (*http.Response, error), lines int) ([]ti
 	return all, errs
 }
 
-func baseline(e *env, ids []string, lines int) ([]time.Duration, error) {
-	mgr := claudecode.NewManager(claudecode.Config{Binary: e.script})
+// baseline runs one turn per session through a bare claudecode.Manager
+// in this process with the same stand-in CLI and returns the delta
+// latencies.
+func baseline(script, root string, ids []string, lines int) ([]sample, error) {
+	mgr := claudecode.NewManager(claudecode.Config{Binary: script})
 	var mu sync.Mutex
-	var all []time.Duration
+	var all []sample
 	var firstErr error
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t, err := mgr.StartTurn(context.Background(), "base-"+id, "go", claudecode.TurnOpts{Cwd: e.root})
+			t, err := mgr.StartTurn(context.Background(), "base-"+id, "go", claudecode.TurnOpts{Cwd: root})
 			if err != nil {
 				mu.Lock()
 				firstErr = err
@@ -368,13 +837,13 @@ func baseline(e *env, ids []string, lines int) ([]time.Duration, error) {
 				return
 			}
 			defer t.Close()
-			var lat []time.Duration
+			var lat []sample
 			for t.Next() {
 				ev := t.Event()
 				if ev.Type == event.TypeChatDelta {
 					now := time.Now().UnixNano()
 					stamp, _ := strconv.ParseInt(strings.TrimSuffix(ev.Text, ";"), 10, 64)
-					lat = append(lat, time.Duration(now-stamp))
+					lat = append(lat, sample{time.Duration(now - stamp), len(lat)})
 				}
 			}
 			mu.Lock()
