@@ -106,10 +106,6 @@ type Daemon struct {
 	done        chan struct{}
 	stopOnce    sync.Once
 	stopErr     error
-
-	// promptHook, when set, is called right after a mention became a
-	// prompt (benchmarks measure mention → SendPrompt with it).
-	promptHook func()
 }
 
 // maxWhispers bounds the whispers waiting for the agent's next skill call.
@@ -324,9 +320,6 @@ func (d *Daemon) onIRC(m irc.Message) {
 		return
 	}
 	err := a.SendPrompt(MentionPrompt(m))
-	if d.promptHook != nil {
-		d.promptHook()
-	}
 	switch {
 	case errors.Is(err, runner.ErrPaused):
 		d.log.Info().Str("channel", m.Channel).Str("sender", m.Sender).Msg("mention while paused: kept in the buffer")

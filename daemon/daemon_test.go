@@ -144,7 +144,7 @@ type rig struct {
 	addr   string
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
+func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
@@ -187,7 +187,7 @@ func newRig(t *testing.T, addr string) *rig {
 
 // shortTemp is a temp dir with a short path (Unix socket paths are
 // limited to 108 bytes).
-func shortTemp(t *testing.T) string {
+func shortTemp(t testing.TB) string {
 	dir, err := os.MkdirTemp("", "hd")
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func shortTemp(t *testing.T) string {
 	return dir
 }
 
-func human(t *testing.T, addr, nick string, chans ...string) (*irc.Client, chan irc.Message) {
+func human(t testing.TB, addr, nick string, chans ...string) (*irc.Client, chan irc.Message) {
 	t.Helper()
 	c, err := irc.New(irc.Config{Addr: addr, Nick: nick, Channels: chans, MinBackoff: 20 * time.Millisecond})
 	if err != nil {

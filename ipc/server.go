@@ -24,6 +24,15 @@ var ErrAlreadyRunning = errors.New("ipc: a daemon already listens on this socket
 // time per connection, many connections at once.
 type Handler func(ctx context.Context, req Request) (data any, err error)
 
+// Then is handler data with a function to run once the response is
+// written (a shutdown answers before it closes the server). After runs
+// on the connection's goroutine: it must not wait for the server to
+// close.
+type Then struct {
+	Data  any
+	After func()
+}
+
 // ServerConfig configures Listen.
 type ServerConfig struct {
 	// Path is the socket file (see SocketPath).
@@ -149,6 +158,7 @@ func (s *Server) serve(c net.Conn) {
 		}
 		var resp Response
 		var whispers []Whisper
+		var after func()
 		if tooLong {
 			resp = Response{Type: "response", Error: fmt.Sprintf("%v (more than %d bytes)", ErrLineTooLong, s.cfg.MaxLine)}
 		} else if len(line) == 0 {
@@ -158,7 +168,7 @@ func (s *Server) serve(c net.Conn) {
 			if err != nil {
 				resp = Response{Type: "response", ID: req.ID, Error: err.Error()}
 			} else {
-				resp = s.handle(ctx, req)
+				resp, after = s.handle(ctx, req)
 				if SkillCommands[req.Type] && s.cfg.Whispers != nil {
 					whispers = s.cfg.Whispers()
 				}
@@ -170,13 +180,18 @@ func (s *Server) serve(c net.Conn) {
 				return
 			}
 		}
-		if err := writeJSON(c, w, resp); err != nil {
+		err = writeJSON(c, w, resp)
+		if after != nil {
+			after()
+			after = nil
+		}
+		if err != nil {
 			return
 		}
 	}
 }
 
-func (s *Server) handle(ctx context.Context, req Request) (resp Response) {
+func (s *Server) handle(ctx context.Context, req Request) (resp Response, after func()) {
 	resp = Response{Type: "response", ID: req.ID}
 	defer func() {
 		if p := recover(); p != nil {
@@ -185,20 +200,23 @@ func (s *Server) handle(ctx context.Context, req Request) (resp Response) {
 		}
 	}()
 	data, err := s.cfg.Handler(ctx, req)
+	if t, ok := data.(Then); ok {
+		data, after = t.Data, t.After
+	}
 	if err != nil {
 		resp.Error = err.Error()
-		return resp
+		return resp, after
 	}
 	if data != nil {
 		b, err := json.Marshal(data)
 		if err != nil {
 			resp.Error = "internal error: " + err.Error()
-			return resp
+			return resp, after
 		}
 		resp.Data = b
 	}
 	resp.OK = true
-	return resp
+	return resp, after
 }
 
 func writeJSON(c net.Conn, w *bufio.Writer, v any) error {

@@ -1,0 +1,94 @@
+// Package daemon runs agents on IRC: one Daemon per agent of
+// agents.yaml, each with its IRC connection, control socket, supervisor
+// and runner. `harness agents start` runs them in the foreground.
+//
+//	cfg, err := daemon.LoadConfig("agents.yaml")        // errors name the line
+//	d, err := daemon.New(daemon.Options{Config: cfg, Agent: cfg.Agents[0]})
+//	err = d.Start(ctx)   // buffer → IRC → webhook client → IPC → supervisor → runner
+//	<-d.Done()           // after Stop, or an IPC shutdown (reverse order; PID file and socket removed)
+//
+// # What a daemon does
+//
+// A PRIVMSG that mentions the agent's IRC nick ("@lab-alice") becomes
+// the prompt
+//
+//	[IRC @mention in #dev] <bob> @lab-alice the message, exactly as sent
+//
+// sent to the runner (a runner.Keeper over a runner.Core over the
+// agent's own *harness.Harness; prompts queue and run in order). While
+// the agent is paused, mentions stay in the message buffer (readable
+// with `harness channel read`) and are not prompted. Every runner
+// Message goes to the supervisor; its whispers wait for the agent's next
+// skill-CLI call and are printed on that command's stderr; an escalation
+// POSTs JSON (Escalation) to supervisor.webhook and pauses the supervisor
+// (the runner keeps running; `harness agents resume` resumes it, and so
+// do five clean evaluations). Three failed turns pause the agent and a
+// circuit breaker (three crashes in 300 s) stops restarts: both post an
+// [error] line to the channel of the last mention.
+//
+// The agent posts to IRC itself with the skill CLI (`harness channel
+// send …`): the daemon puts the harness binary first on its PATH, sets
+// HARNESS_NICK (and XDG_RUNTIME_DIR, so the CLI finds the socket), and
+// allows "Bash(harness channel:*)" without asking. When a turn that
+// answered a mention ends without the agent having posted (no irc_send
+// or irc_ask during the turn), the daemon relays the turn's final answer
+// to the mention's channel. Per engine: anthropic (the native loop, no
+// shell) is always relayed; claude-code posts itself through Bash;
+// codex, copilot and ACP agents have shells and post themselves when
+// their permission layer lets `harness channel` run — otherwise their
+// answer is relayed.
+//
+// # agents.yaml
+//
+//	server:
+//	  name: lab            # prefixes IRC nicks: lab-alice (letters, digits, _; 16 at most)
+//	  host: 127.0.0.1      # default
+//	  port: 6667           # default
+//	supervisor:            # optional: no section, no supervisor
+//	  agent: claude        # claude | codex | copilot | anthropic (native)
+//	  model: ""            # the engine's default
+//	  thinking: low        # low | medium | high
+//	  window_size: 20      # turns kept
+//	  eval_interval: 5     # evaluate every 5 observed turns
+//	  escalation_threshold: 3
+//	  webhook: https://hooks.example/irc   # escalations, JSON POST
+//	agents:
+//	  - nick: alice
+//	    agent: claude      # claude | codex | copilot | acp | anthropic (or native)
+//	    directory: ./alice # relative to agents.yaml
+//	    channels: ["#dev", "#ops"]   # quote them: # starts a YAML comment
+//	    model: ""          # optional
+//	    thinking: medium   # optional: low | medium | high
+//	    tags: [backend]    # optional, shown in status
+//	  - nick: oc
+//	    agent: acp
+//	    acp_command: opencode acp    # the ACP agent's command line (split on spaces)
+//	    directory: ./oc
+//	    channels: ["#dev"]
+//
+// agent maps to harness engines: claude → claude-code, codex → codex,
+// anthropic/native → anthropic, copilot → the ACP engine "copilot"
+// (copilot --acp --stdio), acp → an ACP engine "acp-<nick>" running
+// acp_command. thinking is passed to claude-code as MAX_THINKING_TOKENS
+// (low 4096, medium 16384, high 31999); the other engines do not take it
+// from here (the supervisor's thinking goes to supervisor.CoreEvaluator).
+//
+// # Commands
+//
+//	harness agents start [NICK…] [--config agents.yaml]  # foreground; SIGINT/SIGTERM stop cleanly
+//	harness agents status NICK [--json]                  # a readable line, or the status object
+//	harness agents pause|resume|stop NICK
+//	harness agents skills install [NICK…]                # SKILL.md where each engine reads skills
+//	harness channel send '#dev' 'text'                   # the agent's skill CLI (needs HARNESS_NICK)
+//	harness channel read '#dev' [limit]
+//	harness channel ask '#dev' --timeout 300 'question?'
+//	harness channel join|part '#ops'
+//	harness channel channels | who '#dev' | topic '#dev' ['text'] | compact | clear
+//
+// Each daemon's control socket is ipc.SocketPath(nick):
+// $XDG_RUNTIME_DIR/harness-<nick>.sock, else
+// ~/.harness/run/harness-<nick>.sock (see package ipc for the protocol).
+// Skills (InstallSkill): claude .claude/skills/irc-channel/SKILL.md,
+// codex .agents/skills/…, copilot .github/skills/…, acp .agents/skills/…;
+// anthropic gets none.
+package daemon
