@@ -223,6 +223,9 @@ func checkShapes(t *testing.T, name string, lines []recLine) {
 func diffShapes(path string, want, got any) []string {
 	wm, wok := want.(map[string]any)
 	gm, gok := got.(map[string]any)
+	if want == "empty" || got == "empty" {
+		return nil // an array empty in one run says nothing of its elements
+	}
 	if !wok || !gok {
 		if fmt.Sprint(want) != fmt.Sprint(got) {
 			return []string{fmt.Sprintf("%s: was %v, now %v", path, want, got)}

@@ -74,10 +74,11 @@ type Engine struct {
 	cfg Config
 	tap func(dir string, b []byte) // tests only: raw bytes "out" to and "in" from agents
 
-	mu     sync.Mutex
-	procs  map[string]*proc // by session key
-	turns  map[string]*Turn // running turns by session key
-	closed bool
+	mu       sync.Mutex
+	versions map[string]string // Check's: binary path and mtime → version
+	procs    map[string]*proc  // by session key
+	turns    map[string]*Turn  // running turns by session key
+	closed   bool
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -115,7 +116,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 30 * time.Minute
 	}
-	return &Engine{cfg: cfg, procs: map[string]*proc{}, turns: map[string]*Turn{}}, nil
+	return &Engine{cfg: cfg, procs: map[string]*proc{}, turns: map[string]*Turn{}, versions: map[string]string{}}, nil
 }
 
 // BinEnvVar is the variable that names an engine's binary:
@@ -135,7 +136,7 @@ func (e *Engine) binary() (string, error) {
 
 // Check reports whether the agent's binary is found and its version
 // (the last field of `BINARY --version`'s first line, run with stdin
-// closed and a 10s bound).
+// closed and a 10s bound; remembered while the binary is unchanged).
 func (e *Engine) Check(ctx context.Context) engine.Status {
 	st := engine.Status{Name: e.cfg.Name, Kind: Kind}
 	bin, err := e.binary()
@@ -144,6 +145,17 @@ func (e *Engine) Check(ctx context.Context) engine.Status {
 		return st
 	}
 	st.Available = true
+	key := bin
+	if fi, err := os.Stat(bin); err == nil {
+		key += "\x00" + fi.ModTime().String()
+	}
+	e.mu.Lock()
+	v, ok := e.versions[key]
+	e.mu.Unlock()
+	if ok {
+		st.Version = v
+		return st
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--version")
@@ -155,6 +167,9 @@ func (e *Engine) Check(ctx context.Context) engine.Status {
 		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 		if f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(first), ".")); len(f) > 0 {
 			st.Version = strings.TrimSuffix(f[len(f)-1], ".")
+			e.mu.Lock()
+			e.versions[key] = st.Version // an agent's start costs seconds: ask once
+			e.mu.Unlock()
 		}
 	}
 	return st

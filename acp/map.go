@@ -120,7 +120,7 @@ func (m *Mapper) tool(u Update, out []event.Event) []event.Event {
 		out = m.start(u.ToolCallID, ts, out)
 		ts.ended = true
 		out = append(out, event.Event{Type: event.TypeToolResult, ToolResult: &event.ToolResult{
-			ToolUseID: u.ToolCallID, Content: ts.result(), IsError: u.Status == "failed",
+			ToolUseID: u.ToolCallID, Content: ts.result(u), IsError: u.Status == "failed",
 		}})
 	}
 	return out
@@ -199,21 +199,35 @@ func (ts *toolState) inputOrEmpty() json.RawMessage {
 	return json.RawMessage("{}")
 }
 
-func (ts *toolState) result() string {
-	if len(ts.content) > 0 {
+// result is a finished tool call's output: the content of its final
+// update, else that update's rawOutput, else the last content or
+// rawOutput seen (content sent before a tool runs can be a preview — its
+// description — so the final update's own output wins).
+func (ts *toolState) result(final Update) string {
+	switch {
+	case final.HasToolContent && len(final.ToolContent) > 0:
+		return RenderToolContent(final.ToolContent)
+	case len(final.RawOutput) > 0:
+		return rawText(final.RawOutput)
+	case len(ts.content) > 0:
 		return RenderToolContent(ts.content)
 	}
-	if len(ts.rawOutput) > 0 {
-		var s string
-		if json.Unmarshal(ts.rawOutput, &s) == nil {
-			return s
-		}
-		var buf bytes.Buffer
-		if json.Compact(&buf, ts.rawOutput) == nil {
-			return buf.String()
-		}
+	return rawText(ts.rawOutput)
+}
+
+func rawText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
 	}
-	return ""
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) == nil {
+		return buf.String()
+	}
+	return string(raw)
 }
 
 func (m *Mapper) closeMessage(out []event.Event) []event.Event {
