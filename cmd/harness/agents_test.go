@@ -9,9 +9,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chirality/harness/daemon"
 	"github.com/chirality/harness/ipc"
+	"github.com/chirality/harness/irc/irctest"
 	"github.com/chirality/harness/runner"
 )
 
@@ -157,3 +159,63 @@ func TestChannelAndAgentsAgainstASocket(t *testing.T) {
 		t.Fatalf("status --json: %q %v", out.String(), err)
 	}
 }
+
+// harness agents start runs the agents in the foreground and exits once
+// every one of them has stopped (here: harness agents stop for each).
+func TestAgentsStartUntilStopped(t *testing.T) {
+	f, err := irctest.NewFake()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	run1, _ := os.MkdirTemp("", "hs")
+	t.Cleanup(func() { os.RemoveAll(run1) })
+	t.Setenv("XDG_RUNTIME_DIR", run1)
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	dir := t.TempDir()
+	host, port, _ := strings.Cut(f.Addr(), ":")
+	cfg := filepath.Join(dir, "agents.yaml")
+	os.WriteFile(cfg, []byte("server: {name: t, host: "+host+", port: "+port+"}\nagents:\n"+
+		"  - {nick: one, agent: anthropic, directory: ., channels: ['#a']}\n"+
+		"  - {nick: two, agent: anthropic, directory: ., channels: ['#a']}\n"+
+		"  - {nick: three, agent: anthropic, directory: ., channels: ['#a']}\n"), 0o600)
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"agents", "start", "one", "two", "--config", cfg}, &out, &errOut) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Count(out.String(), ": up as") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("agents did not come up: %s %s", out.String(), errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond) // poll the command's output
+	}
+	if !strings.Contains(out.String(), "one: up as t-one") || strings.Contains(out.String(), "three") {
+		t.Fatalf("started: %s", out.String())
+	}
+	for _, nick := range []string{"one", "two"} {
+		var o, e bytes.Buffer
+		if code := run([]string{"agents", "stop", nick}, &o, &e); code != 0 {
+			t.Fatalf("stop %s: %d %s", nick, code, e.String())
+		}
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("start exited %d: %s", code, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("start did not exit after its agents stopped")
+	}
+	if m, _ := filepath.Glob(filepath.Join(run1, "*")); len(m) != 0 {
+		t.Fatalf("left in the run dir: %v", m)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
