@@ -295,7 +295,7 @@ func requestText(r *claudetest.Request) string {
 func TestCoreBreakerOnDyingCLI(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "claude")
-	os.WriteFile(bin, []byte("#!/bin/sh\necho 'simulated crash' >&2\nexit 3\n"), 0o755)
+	os.WriteFile(bin, []byte("#!/bin/sh\n[ \"$1\" = --version ] && echo '2.1.329 (Claude Code)' && exit 0\necho 'simulated crash' >&2\nexit 3\n"), 0o755)
 	e := newEnv(t, bin)
 	c := e.core(engine.ClaudeCode, nil)
 	opened := make(chan string, 1)
@@ -451,4 +451,38 @@ func TestCoreClearAndCompact(t *testing.T) {
 		}
 	}
 	stop(t, c)
+}
+
+// TestCoreStopKillsStubbornTurn: an agent that ignores the interrupt is
+// killed once StopGrace has passed, and nothing is left running. The
+// driver's own interrupt sequence would take 12 s here (5 s for the
+// control request, 5 s after SIGINT, 2 s after SIGTERM); Stop's kill
+// takes the 200 ms grace plus the driver's kill (SIGTERM, SIGKILL 2 s
+// later).
+func TestCoreStopKillsStubbornTurn(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	bin := filepath.Join(dir, "claude")
+	os.WriteFile(bin, []byte("#!/bin/sh\n[ \"$1\" = --version ] && echo '2.1.329 (Claude Code)' && exit 0\ntrap '' INT TERM\necho $$ > '"+pidFile+"'\nexec sleep 600\n"), 0o755)
+	e := newEnvGrace(t, bin, 5*time.Second)
+	lg := zerolog.New(zerolog.NewTestWriter(t)).With().Timestamp().Logger()
+	c := e.core(engine.ClaudeCode, func(cfg *runner.Config) { cfg.StopGrace = 200 * time.Millisecond; cfg.Logger = &lg })
+	r := record(c)
+	if err := c.Start(context.Background(), "never answered"); err != nil {
+		t.Fatal(err)
+	}
+	pid := waitPid(t, pidFile)
+	waitFor(t, "the turn", func() bool { return e.h.IsRunning(c.SessionID()) })
+	begin := time.Now()
+	stop(t, c)
+	if d := time.Since(begin); d > 6*time.Second {
+		t.Errorf("Stop took %s, want the kill soon after the 200 ms grace", d)
+	}
+	_, exits, ends := r.snapshot()
+	if len(exits) != 1 || exits[0] != 0 || len(ends) != 1 || ends[0].Outcome != runner.Interrupted {
+		t.Errorf("exits %v ends %+v", exits, ends)
+	}
+	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("process group %d outlived Stop (kill -0: %v)", pid, err)
+	}
 }

@@ -33,6 +33,13 @@ type env struct {
 // newEnv makes an env; bin, when not "", is the claude binary.
 func newEnv(t *testing.T, bin string) *env {
 	t.Helper()
+	return newEnvGrace(t, bin, time.Second)
+}
+
+// newEnvGrace is newEnv with the driver's InterruptGrace (its SIGINT and
+// SIGTERM steps each wait that long).
+func newEnvGrace(t *testing.T, bin string, interruptGrace time.Duration) *env {
+	t.Helper()
 	api, err := claudetest.NewFakeAPI()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +52,7 @@ func newEnv(t *testing.T, bin string) *env {
 	h, err := harness.New(harness.Config{
 		Roots: []string{root}, ClaudeBinary: bin, StateDir: t.TempDir(),
 		Env: claudetest.BaseEnv(t.TempDir()), ChildEnv: api.Env(),
-		InterruptGrace: time.Second, KillGrace: 2 * time.Second,
+		InterruptGrace: interruptGrace, KillGrace: 2 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +141,9 @@ func stop(t *testing.T, r interface{ Stop(context.Context) error }) {
 func wrapper(t *testing.T, real, pidFile string, dieFirst bool) string {
 	t.Helper()
 	dir := t.TempDir()
-	script := "#!/bin/sh\necho $$ > '" + pidFile + "'\n"
+	// The driver runs `claude --version` once in the background: that run
+	// is not the agent.
+	script := "#!/bin/sh\n[ \"$1\" = --version ] && exec '" + real + "' --version\necho $$ > '" + pidFile + "'\n"
 	if dieFirst {
 		mark := filepath.Join(dir, "died")
 		script += "if [ ! -e '" + mark + "' ]; then : > '" + mark + "'; exit 3; fi\n"
