@@ -342,8 +342,10 @@ func TestE2ESupervisor(t *testing.T) {
 	if st := d.Status(); !st.Running || !st.SupervisorPaused {
 		t.Fatalf("after the escalation: %+v", st)
 	}
-	// the corrections reached the agent on the skill CLI's stderr, which
-	// it read in its tool results
+	// the corrections reach the agent on its next skill-CLI call's stderr
+	// (the whispers wait for it), which it reads in its tool result
+	e.bob.Send("#dev", "@lab-alice one more")
+	e.sees("lab-alice", `^bob: re one more -> 4$`)
 	found := false
 	for _, r := range api.Requests() {
 		for _, tr := range r.ToolResults() {
