@@ -486,3 +486,52 @@ func TestCoreStopKillsStubbornTurn(t *testing.T) {
 		t.Errorf("process group %d outlived Stop (kill -0: %v)", pid, err)
 	}
 }
+
+// TestCoreAnthropicStopMidTurn: Stop ends a streaming native turn:
+// OnExit(0), no turn left.
+func TestCoreAnthropicStopMidTurn(t *testing.T) {
+	e := newEnv(t, "")
+	c := e.core(engine.Anthropic, nil)
+	r := record(c)
+	e.api.Script(slowReply())
+	if err := c.Start(context.Background(), "talk slowly"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the turn to stream", func() bool { return deltas(e, c.SessionID()) > 2 })
+	stop(t, c)
+	_, exits, ends := r.snapshot()
+	if len(exits) != 1 || exits[0] != 0 || len(ends) != 1 || ends[0].Outcome != runner.Interrupted {
+		t.Errorf("exits %v ends %+v, want OnExit(0) after an interrupted turn", exits, ends)
+	}
+	if e.h.IsRunning(c.SessionID()) || c.IsRunning() {
+		t.Error("still running after Stop")
+	}
+}
+
+// TestCoreClaudeCodeFailedTurn: an API error under the real CLI is a
+// failed turn (api_error), not a crash; the runner goes on.
+func TestCoreClaudeCodeFailedTurn(t *testing.T) {
+	e := newEnv(t, claudetest.FindCLI(t))
+	c := e.core(engine.ClaudeCode, nil)
+	r := record(c)
+	// A responder, not a script: the CLI sends side requests of its own.
+	e.api.SetResponder(func(req *claudetest.Request) claudetest.Reply {
+		if !strings.Contains(req.LastUserText(), "second") {
+			return claudetest.ErrorReply(400, "bad request")
+		}
+		return claudetest.TextReply("fine now")
+	})
+	if err := c.Start(context.Background(), "first"); err != nil {
+		t.Fatal(err)
+	}
+	c.SendPrompt("second")
+	waitFor(t, "two turns", func() bool { return r.endCount() == 2 })
+	_, exits, ends := r.snapshot()
+	if ends[0].Outcome != runner.Failed || ends[0].Kind != event.ErrorAPI || len(exits) != 0 {
+		t.Errorf("first turn %+v exits %v, want a failed api_error turn and no exit", ends[0], exits)
+	}
+	if ends[1].Outcome != runner.Completed || ends[1].Final != "fine now" {
+		t.Errorf("second turn %+v", ends[1])
+	}
+	stop(t, c)
+}
