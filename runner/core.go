@@ -254,24 +254,29 @@ func (c *Core) Start(ctx context.Context, initialPrompt string) error {
 		return err
 	}
 	c.mu.Lock()
+	err := c.startableLocked()
+	sid := c.sessionID
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// The session is made or checked outside the lock: SendPrompt must
+	// not wait on the disk.
+	if sid == "" {
+		s, err := c.h.NewSession(c.spec)
+		if err != nil {
+			return fmt.Errorf("runner: new session: %w", err)
+		}
+		sid = s.ID
+	} else if _, err := c.h.Session(sid); err != nil {
+		return fmt.Errorf("runner: session %s: %w", sid, err)
+	}
+	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.running {
-		return ErrRunning
+	if err := c.startableLocked(); err != nil {
+		return err // another Start won
 	}
-	if c.done != nil {
-		select {
-		case <-c.done: // the worker of a crashed run has ended
-		default:
-			return ErrRunning // Stop is still waiting for it
-		}
-	}
-	if c.sessionID == "" {
-		if err := c.newSessionLocked(); err != nil {
-			return err
-		}
-	} else if _, err := c.h.Session(c.sessionID); err != nil {
-		return fmt.Errorf("runner: session %s: %w", c.sessionID, err)
-	}
+	c.sessionID = sid
 	if strings.TrimSpace(initialPrompt) != "" {
 		c.queue = append([]item{{kind: itemPrompt, text: initialPrompt, queued: time.Now()}}, c.queue...)
 	}
@@ -287,13 +292,33 @@ func (c *Core) Start(ctx context.Context, initialPrompt string) error {
 	return nil
 }
 
-func (c *Core) newSessionLocked() error {
-	s, err := c.h.NewSession(c.spec)
-	if err != nil {
-		return fmt.Errorf("runner: new session: %w", err)
+// startableLocked says why the runner cannot start now (nil when it can).
+func (c *Core) startableLocked() error {
+	if c.running {
+		return ErrRunning
 	}
-	c.sessionID = s.ID
+	if c.done != nil {
+		select {
+		case <-c.done: // the worker of a crashed run has ended
+		default:
+			return ErrRunning // Stop is still waiting for it
+		}
+	}
 	return nil
+}
+
+// switchSession makes a new session (outside the lock: SendPrompt must
+// not wait on the disk) and makes it the runner's, with carry for the
+// next prompt.
+func (c *Core) switchSession(carry string) (old, sid string, err error) {
+	s, err := c.h.NewSession(c.spec)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		return c.sessionID, c.sessionID, fmt.Errorf("runner: new session: %w", err)
+	}
+	old, c.sessionID, c.carry = c.sessionID, s.ID, carry
+	return old, s.ID, nil
 }
 
 // SendPrompt queues text; it never blocks. It fails with ErrNotRunning,
@@ -461,12 +486,7 @@ func (c *Core) work(wake, quit, done chan struct{}) {
 func (c *Core) do(it item) (code int, crashed bool) {
 	switch it.kind {
 	case itemClear:
-		c.mu.Lock()
-		old := c.sessionID
-		err := c.newSessionLocked()
-		c.carry = ""
-		sid := c.sessionID
-		c.mu.Unlock()
+		old, sid, err := c.switchSession("")
 		if err != nil {
 			c.log.Error().Err(err).Msg("clear: a new session could not be made; keeping the old one")
 			return 0, false
@@ -483,14 +503,7 @@ func (c *Core) do(it item) (code int, crashed bool) {
 			c.log.Warn().Str("outcome", string(res.end.Outcome)).Msg("compact: no summary; the session is kept")
 			return 0, false
 		}
-		c.mu.Lock()
-		old := c.sessionID
-		err := c.newSessionLocked()
-		if err == nil {
-			c.carry = summary
-		}
-		sid := c.sessionID
-		c.mu.Unlock()
+		old, sid, err := c.switchSession(summary)
 		if err != nil {
 			c.log.Error().Err(err).Msg("compact: a new session could not be made; keeping the old one")
 			return 0, false

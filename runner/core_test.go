@@ -491,13 +491,19 @@ func TestCoreStopKillsStubbornTurn(t *testing.T) {
 // OnExit(0), no turn left.
 func TestCoreAnthropicStopMidTurn(t *testing.T) {
 	e := newEnv(t, "")
-	c := e.core(engine.Anthropic, nil)
+	c := e.core(engine.Anthropic, func(cfg *runner.Config) { cfg.MaxQueue = 1 })
 	r := record(c)
 	e.api.Script(slowReply())
 	if err := c.Start(context.Background(), "talk slowly"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the turn to stream", func() bool { return deltas(e, c.SessionID()) > 2 })
+	if err := c.SendPrompt("waits"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendPrompt("one too many"); !errors.Is(err, runner.ErrQueueFull) {
+		t.Errorf("SendPrompt past MaxQueue = %v, want ErrQueueFull", err)
+	}
 	stop(t, c)
 	_, exits, ends := r.snapshot()
 	if len(exits) != 1 || exits[0] != 0 || len(ends) != 1 || ends[0].Outcome != runner.Interrupted {
