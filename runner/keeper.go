@@ -52,7 +52,8 @@ type KeeperConfig struct {
 	Now func() time.Time
 	// OnPause is called with the reason when failed turns pause the
 	// keeper (not for Pause). OnCircuitOpen is called when the breaker
-	// opens. Both run on the runner's goroutine: do not block.
+	// opens. Both run on the runner's goroutine (or the Keeper's restart
+	// goroutine): do not block, and do not call Stop from them.
 	OnPause       func(reason string)
 	OnCircuitOpen func(reason string)
 	// Logger receives the keeper's log lines (nil = none).
