@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,6 +26,8 @@ type benchRig struct {
 	fake *claudetest.FakeAPI
 	cwd  string
 	cold time.Duration
+	// selfCancels counts turns the agent cancelled by itself (Copilot).
+	selfCancels int
 }
 
 func newBenchRig(b *testing.B, name string) *benchRig {
@@ -51,7 +54,13 @@ func newBenchRig(b *testing.B, name string) *benchRig {
 				return claudetest.TextReply("A title")
 			}
 			if strings.Contains(r.LastUserText(), "stream") {
-				return claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(strings.Repeat("tok ", 1000))}, ChunkSize: 4}
+				// 1,000 deltas of distinct words (Copilot cancels a turn
+				// of one word repeated after a few hundred deltas)
+				var words strings.Builder
+				for i := range 1000 {
+					fmt.Fprintf(&words, "w%03d", i)
+				}
+				return claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(words.String())}, ChunkSize: 4}
 			}
 			return claudetest.TextReply("hello there")
 		})
@@ -98,6 +107,11 @@ func (g *benchRig) turn(b *testing.B, msg string) (time.Duration, int) {
 		}
 	}
 	if err := tr.Err(); err != nil || n == 0 {
+		if selfCancelled(err) {
+			g.selfCancels++
+			b.Logf("%s cancelled the turn by itself after %d deltas", g.eng.Name(), n)
+			return first, n
+		}
 		b.Fatalf("turn: %v, %d deltas", err, n)
 	}
 	return first, n
@@ -145,8 +159,16 @@ func BenchmarkCPUPer1000Deltas(b *testing.B) {
 			b.ReportMetric(float64(self.Microseconds())/1000/float64(b.N), "harness-ms/1000")
 			b.ReportMetric(float64(agent.Microseconds())/1000/float64(b.N), "agent-ms/1000")
 			b.ReportMetric(float64(deltas)/float64(b.N), "deltas/turn")
+			b.ReportMetric(float64(g.selfCancels), "self-cancelled")
 		})
 	}
+}
+
+// selfCancelled reports whether err is a turn the agent cancelled by
+// itself.
+func selfCancelled(err error) bool {
+	te, ok := err.(*engine.TurnError)
+	return ok && te.Kind == event.ErrorExecution && strings.Contains(te.Message, "cancelled the turn by itself")
 }
 
 func selfCPU() time.Duration {

@@ -63,7 +63,11 @@
 //	usage_update               its USD cost becomes session:complete's costUsd
 //	other kinds                ignored (logged at debug), never an error
 //	stopReason end_turn        session:complete (usage as the agent sent it)
-//	  cancelled                session:error interrupted
+//	  cancelled                session:error interrupted (execution when
+//	                           the client did not cancel: Copilot now and then
+//	                           cancels a long answer by itself)
+//	  end_turn after a cancel  session:error interrupted (OpenCode answers a
+//	                           cancel so)
 //	  max_turn_requests        session:error max_turns
 //	  max_tokens, refusal      session:error execution (subtype: the reason)
 //	agent gone                 session:error process (exit code, stderr tail)

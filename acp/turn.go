@@ -436,7 +436,12 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 		}
 		return c, nil, ""
 	case string(sdk.StopReasonCancelled):
-		return nil, &engine.TurnError{Kind: event.ErrorInterrupted, Message: "the turn was cancelled"}, reason
+		if !t.isInterrupted() {
+			// Not asked to: Copilot 1.0.102 now and then cancels a long
+			// answer by itself.
+			return nil, t.fail(event.ErrorExecution, "the agent cancelled the turn by itself"), reason
+		}
+		return nil, &engine.TurnError{Kind: t.endKind(event.ErrorInterrupted), Message: "the turn was cancelled"}, reason
 	case string(sdk.StopReasonMaxTurnRequests):
 		return nil, t.fail(event.ErrorMaxTurns, "the agent reached its maximum of model requests"), reason
 	case string(sdk.StopReasonMaxTokens):
