@@ -64,8 +64,12 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 		if prompt, err = persona.BuildSystemPrompt(s.ProjectRoot, p, mode); err != nil {
 			return nil, err
 		}
-		if path, err = persona.SavePrompt(s.ProjectRoot, s.ID, prompt); err != nil {
-			return nil, err
+		// Unchanged (the usual case between turns), the saved file is
+		// left alone: a save is two fsyncs on the turn's start path.
+		if b, rerr := os.ReadFile(path); rerr != nil || string(b) != prompt {
+			if path, err = persona.SavePrompt(s.ProjectRoot, s.ID, prompt); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		b, err := os.ReadFile(path)

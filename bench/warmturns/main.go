@@ -25,10 +25,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chirality/harness"
@@ -41,6 +43,7 @@ func main() {
 	turns := flag.Int("turns", 30, "turns per mode")
 	sessions := flag.Int("rss-sessions", 4, "warm sessions for the RSS figure")
 	flag.DurationVar(&think, "think", 1500*time.Millisecond, "pause between turns in both modes (the user reading and typing)")
+	flag.StringVar(&sdk, "sdk", "auto", "the TypeScript Agent SDK's figure: auto (if node is there; npm ci in bench/ts-sdk when its node_modules is missing), on (fail without it) or off")
 	flag.Parse()
 	if err := run(*turns, *sessions); err != nil {
 		fmt.Fprintln(os.Stderr, "warmturns:", err)
@@ -48,7 +51,18 @@ func main() {
 	}
 }
 
-var think time.Duration
+var (
+	think time.Duration
+	sdk   string
+
+	apiMu sync.Mutex
+	apiAt time.Time // when the fake API got the turn's first streaming request
+)
+
+// timing is one turn seen from the SSE client: from just before the POST
+// to session:init (the CLI's system/init, through the harness), to the
+// fake API's receipt of the model request, and to the first chat:delta.
+type timing struct{ init, api, first time.Duration }
 
 func run(turns, rssSessions int) error {
 	bin, err := claudecode.FindBinary("")
@@ -60,27 +74,122 @@ func run(turns, rssSessions int) error {
 		return err
 	}
 	defer api.Close()
-	api.SetResponder(func(*claudetest.Request) claudetest.Reply { return claudetest.TextReply("warm or cold, here it is") })
+	api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+		apiMu.Lock()
+		if apiAt.IsZero() && r.Stream {
+			apiAt = time.Now()
+		}
+		apiMu.Unlock()
+		return claudetest.TextReply("warm or cold, here it is")
+	})
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("machine: %d cores, load %s", runtimeCPUs(), load)
 
+	la := func() string {
+		b, _ := os.ReadFile("/proc/loadavg")
+		return strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	fmt.Printf("cold phase (load %s)\n", la())
 	cold, err := measure(bin, api, 0, turns)
 	if err != nil {
 		return err
 	}
+	fmt.Printf("warm phase (load %s)\n", la())
 	warm, err := measure(bin, api, 2, turns)
 	if err != nil {
 		return err
 	}
+	var peer []time.Duration
+	if sdk != "off" {
+		fmt.Printf("TS SDK phase (load %s)\n", la())
+		if peer, err = sdkFirstTokens(bin, api, turns); err != nil {
+			if sdk == "on" {
+				return err
+			}
+			fmt.Printf("TS SDK: not measured: %v\n", err)
+		}
+	}
+	fmt.Printf("end (load %s)\n", la())
 	report := func(name string, d []time.Duration) {
+		d = slices.Clone(d)
 		slices.Sort(d)
-		fmt.Printf("%-5s message → first chat:delta over %d turns: p50 %v  p99 %v  min %v  max %v\n", name, len(d),
+		fmt.Printf("%-26s over %d turns: p50 %v  p99 %v  min %v  max %v\n", name, len(d),
 			pct(d, 50).Round(time.Millisecond), pct(d, 99).Round(time.Millisecond), d[0].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond))
 	}
-	report("cold", cold)
-	report("warm", warm)
-	fmt.Printf("warm is %.1f× faster at the median\n", float64(pct(cold, 50))/float64(pct(warm, 50)))
+	pick := func(ts []timing, f func(timing) time.Duration) []time.Duration {
+		var d []time.Duration
+		for _, t := range ts {
+			d = append(d, f(t))
+		}
+		return d
+	}
+	first := func(t timing) time.Duration { return t.first }
+	for _, m := range []struct {
+		name string
+		ts   []timing
+	}{{"cold", cold}, {"warm", warm}} {
+		report(m.name+" message → first delta", pick(m.ts, first))
+		report("  message → session:init", pick(m.ts, func(t timing) time.Duration { return t.init }))
+		report("  session:init → API request", pick(m.ts, func(t timing) time.Duration { return t.api - t.init }))
+		report("  API request → first delta", pick(m.ts, func(t timing) time.Duration { return t.first - t.api }))
+	}
+	if len(peer) > 0 {
+		report("TS SDK query() → first delta", peer)
+	}
+	c50, w50 := pct(sorted(pick(cold, first)), 50), pct(sorted(pick(warm, first)), 50)
+	fmt.Printf("warm is %.1f× faster than cold at the median\n", float64(c50)/float64(w50))
+	if len(peer) > 0 {
+		fmt.Printf("warm is %.1f× faster than the TS SDK's query() at the median\n", float64(pct(sorted(peer), 50))/float64(w50))
+	}
 	return rss(bin, api, rssSessions)
+}
+
+func sorted(d []time.Duration) []time.Duration {
+	d = slices.Clone(d)
+	slices.Sort(d)
+	return d
+}
+
+// sdkFirstTokens runs bench/ts-sdk/firsttoken.mjs: the TS Agent SDK's
+// query() on the same CLI and fake API, turns queries one after another.
+// It installs the pinned SDK (npm ci) when bench/ts-sdk has none.
+func sdkFirstTokens(bin string, api *claudetest.FakeAPI, turns int) ([]time.Duration, error) {
+	dir := filepath.Join("bench", "ts-sdk")
+	if _, err := os.Stat(filepath.Join(dir, "firsttoken.mjs")); err != nil {
+		return nil, fmt.Errorf("run from the module root: %w", err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-agent-sdk")); err != nil {
+		fmt.Println("installing the pinned TS SDK (npm ci in bench/ts-sdk)")
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("npm ci: %v: %s", err, out)
+		}
+	}
+	root, _ := filepath.EvalSymlinks(must(os.MkdirTemp("", "warmturns-sdk-")))
+	defer os.RemoveAll(root)
+	home := must(os.MkdirTemp("", "warmturns-sdk-home-"))
+	defer os.RemoveAll(home)
+	cmd := exec.Command("node", filepath.Join(dir, "firsttoken.mjs"), "--claude-bin", bin, "--cwd", root,
+		"--turns", strconv.Itoa(turns), "--think", strconv.FormatInt(think.Milliseconds(), 10))
+	cmd.Env = append(claudetest.BaseEnv(home), api.Env()...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("firsttoken.mjs: %v", err)
+	}
+	var res struct{ MS []float64 }
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, fmt.Errorf("firsttoken.mjs said %q: %v", out, err)
+	}
+	var d []time.Duration
+	for _, ms := range res.MS {
+		d = append(d, time.Duration(ms*float64(time.Millisecond)))
+	}
+	return d, nil
 }
 
 func pct(d []time.Duration, p int) time.Duration {
@@ -93,7 +202,7 @@ func pct(d []time.Duration, p int) time.Duration {
 
 // measure runs turns turns of one session through a gateway whose
 // Harness keeps warm agents (warm > 0) or not.
-func measure(bin string, api *claudetest.FakeAPI, warm, turns int) ([]time.Duration, error) {
+func measure(bin string, api *claudetest.FakeAPI, warm, turns int) ([]timing, error) {
 	root, _ := filepath.EvalSymlinks(must(os.MkdirTemp("", "warmturns-")))
 	defer os.RemoveAll(root)
 	home := must(os.MkdirTemp("", "warmturns-home-"))
@@ -122,7 +231,7 @@ func measure(bin string, api *claudetest.FakeAPI, warm, turns int) ([]time.Durat
 	if err != nil {
 		return nil, err
 	}
-	var out []time.Duration
+	var out []timing
 	for i := 0; i < turns; i++ {
 		time.Sleep(think)
 		if warm > 0 {
@@ -143,35 +252,47 @@ func measure(bin string, api *claudetest.FakeAPI, warm, turns int) ([]time.Durat
 	return out, nil
 }
 
-// turn posts one message and returns the delay to its first chat:delta,
+// turn posts one message and returns when its session:init and first
+// chat:delta reached the client and when the fake API got the request,
 // reading the stream to its end.
-func turn(base, id, msg string) (time.Duration, error) {
+func turn(base, id, msg string) (timing, error) {
+	var tm timing
 	body, _ := json.Marshal(map[string]string{"sessionId": id, "message": msg})
+	apiMu.Lock()
+	apiAt = time.Time{}
+	apiMu.Unlock()
 	t0 := time.Now()
 	resp, err := http.Post(base+"/turn", "application/json", bytes.NewReader(body))
 	if err != nil {
-		return 0, err
+		return tm, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
-		return 0, fmt.Errorf("status %d", resp.StatusCode)
+		return tm, fmt.Errorf("status %d", resp.StatusCode)
 	}
-	var first time.Duration
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if first == 0 && strings.Contains(line, `"type":"chat:delta"`) {
-			first = time.Since(t0)
+		if tm.init == 0 && strings.Contains(line, `"type":"session:init"`) {
+			tm.init = time.Since(t0)
+		}
+		if tm.first == 0 && strings.Contains(line, `"type":"chat:delta"`) {
+			tm.first = time.Since(t0)
 		}
 		if strings.Contains(line, `"type":"process:exit"`) {
 			break
 		}
 	}
-	if first == 0 {
-		return 0, fmt.Errorf("no chat:delta")
+	if tm.first == 0 {
+		return tm, fmt.Errorf("no chat:delta")
 	}
-	return first, nil
+	apiMu.Lock()
+	if !apiAt.IsZero() {
+		tm.api = apiAt.Sub(t0)
+	}
+	apiMu.Unlock()
+	return tm, nil
 }
 
 // rss reports the resident memory of warm idle CLIs and of this process.
@@ -196,10 +317,19 @@ func rss(bin string, api *claudetest.FakeAPI, n int) error {
 	for len(h.WarmPids()) < n && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(2 * time.Second) // let the CLIs finish their start-up work
-	var total int
-	for _, pid := range h.WarmPids() {
-		total += treeRSSKB(pid)
+	// Measured once the CLIs have settled: their start-up work (and the
+	// prestart requests) done, the total stops moving.
+	total, prev := 0, -1
+	for settle := time.Now().Add(60 * time.Second); time.Now().Before(settle); {
+		time.Sleep(time.Second)
+		total = 0
+		for _, pid := range h.WarmPids() {
+			total += treeRSSKB(pid)
+		}
+		if prev > 0 && total-prev < prev/100 && prev-total < prev/100 {
+			break
+		}
+		prev = total
 	}
 	fmt.Printf("RSS: %d warm idle CLIs %.0f MB in all, %.0f MB each; this server process %.1f MB (%.1f MB before)\n",
 		len(h.WarmPids()), float64(total)/1024, float64(total)/1024/float64(max(1, len(h.WarmPids()))),
