@@ -121,20 +121,63 @@
 // after filtering. stderr goes to the logger (credential values
 // scrubbed), never into the stream.
 //
-// # Engines (see the root package's engines.go)
-//
-//	opencode    opencode acp                npm install opencode-ai@1.18.33
-//	            credentials: ANTHROPIC_API_KEY (and its own ~/.config/opencode,
-//	            OPENCODE_CONFIG_CONTENT for providers); loadSession: yes
-//	claude-acp  claude-agent-acp            npm install @agentclientprotocol/claude-agent-acp@0.101.0
-//	            credentials: ANTHROPIC_API_KEY; loadSession: yes
-//	copilot     copilot --acp --stdio       npm install @github/copilot@1.0.102
-//	            credentials: COPILOT_PROVIDER_API_KEY (BYOK), GH_TOKEN /
-//	            GITHUB_TOKEN / COPILOT_GITHUB_TOKEN (GitHub login); loadSession: yes
+// # Engines (built in: acp.Builtin, the root package's engines.go)
 //
 // Each binary is found by engine.FindBinary: the entry's binary, then
 // $HARNESS_<NAME>_BIN (HARNESS_OPENCODE_BIN, HARNESS_CLAUDE_ACP_BIN,
-// HARNESS_COPILOT_BIN), PATH, ./node_modules/.bin.
+// HARNESS_COPILOT_BIN), PATH, ./node_modules/.bin (`make cli` installs
+// all three, pinned). Each keeps its own configuration; the harness only
+// passes the credential variables named here (plus AllowEnv).
+//
+// opencode — `opencode acp`; install `npm install opencode-ai@1.18.33`.
+// It reads its providers and models from ~/.config/opencode (or
+// OPENCODE_CONFIG_CONTENT, JSON); the harness passes ANTHROPIC_API_KEY.
+// Offline/CI: OPENCODE_CONFIG_CONTENT naming a provider with
+// "npm":"@ai-sdk/anthropic" and its baseURL, OPENCODE_DISABLE_MODELS_FETCH=1,
+// OPENCODE_DISABLE_AUTOUPDATE=1, OPENCODE_DISABLE_LSP_DOWNLOAD=1,
+// OPENCODE_DISABLE_DEFAULT_PLUGINS=1. It asks permission only for what its
+// configuration says "ask" ("permission":{"bash":"ask"}); it answers a
+// cancel with end_turn (mapped to interrupted). Modes: build, plan.
+// loadSession: yes. Start-up: 4–8 s to the first session here.
+//
+// claude-acp — `claude-agent-acp` (Claude Code over ACP); install
+// `npm install @agentclientprotocol/claude-agent-acp@0.101.0`. Credentials:
+// ANTHROPIC_API_KEY (also ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN);
+// ANTHROPIC_BASE_URL points it elsewhere; as root, bypassPermissions needs
+// IS_SANDBOX=1 in its environment. Modes: default, acceptEdits, plan,
+// bypassPermissions (set from the permission mode; its own default is
+// "auto", a model-side classifier, which the engine replaces by
+// "default"). Tool names are Claude's (Bash, Read, Edit…), so approval
+// rules read like the CLI engine's. loadSession: yes.
+//
+// copilot — `copilot --acp --stdio` (GitHub Copilot CLI); install
+// `npm install @github/copilot@1.0.102`. With a GitHub login
+// (COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN) it uses Copilot's
+// models; with a provider of your own (BYOK): COPILOT_PROVIDER_TYPE
+// (anthropic, openai…), COPILOT_PROVIDER_BASE_URL, COPILOT_PROVIDER_API_KEY,
+// COPILOT_MODEL, and COPILOT_OFFLINE=true to keep it off GitHub. It asks
+// permission for every shell command (its "allow all" option stays off);
+// modes are URLs ending in #agent, #plan, #autopilot (plan is set for
+// plan). It cancels a long answer by itself now and then (session:error
+// execution, subtype cancelled). loadSession: yes.
+//
+// Any other ACP agent: an entry of an engines file (`harness serve
+// --engines FILE`, also `agent serve` and `rpc`):
+//
+//	engines:
+//	  - name: my-agent
+//	    kind: acp
+//	    command: [my-agent, --acp]
+//	    env: [MY_AGENT_MODE=fast]        # not secrets
+//	    credentials: [MY_AGENT_API_KEY]  # secret variables it may get
+//	    binary: /opt/bin/my-agent        # optional
+//
+// An entry named like a built-in one changes it (its binary, env,
+// credentials), keeping what it does not say.
+//
+// Not supported by any ACP agent (ACP has no field for them):
+// Request.Tools and DisallowedTools (tool scoping), MaxTurns, a system
+// prompt (sent as the first prompt's preamble instead), warm turns.
 //
 // Package acptest is a scriptable fake ACP agent for tests.
 package acp

@@ -146,6 +146,32 @@ func (s *sessionSetup) modeFor(permissionMode string) string {
 	return ""
 }
 
+// modeOption is modeFor for agents that offer their modes as a
+// configuration option of category "mode" only (OpenCode): the option's
+// id and the value to set, "" when none fits or it is already current.
+func (s *sessionSetup) modeOption(permissionMode string) (id, value string) {
+	if s.Modes != nil {
+		return "", ""
+	}
+	want := permissionMode
+	if want == "" || want == "dontAsk" {
+		want = "default"
+	}
+	for _, o := range s.ConfigOptions {
+		if o.Category != "mode" || (o.Type != "" && o.Type != "select") {
+			continue
+		}
+		var cur string
+		_ = json.Unmarshal(o.CurrentValue, &cur)
+		for v := range optionValues(o.Options) {
+			if (v == want || strings.HasSuffix(v, "#"+want)) && v != cur {
+				return o.ID, v
+			}
+		}
+	}
+	return "", ""
+}
+
 func (s *sessionSetup) currentMode() string {
 	if s.Modes == nil {
 		return ""

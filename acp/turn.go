@@ -463,6 +463,10 @@ func (t *Turn) configure() {
 		} else {
 			p.setup.Modes.CurrentModeID = m
 		}
+	} else if id, v := p.setup.modeOption(t.req.PermissionMode); id != "" {
+		if err := call(p.conn, sdk.AgentMethodSessionSetConfigOption, setConfigParams{SessionID: p.sessionID, ConfigID: id, Value: v}, nil); err != nil {
+			t.log.Warn().Str("mode", v).Str("error", rpcMessage(err)).Msg("acp: setting the mode failed")
+		}
 	}
 	if t.req.Model == "" {
 		return
