@@ -1,5 +1,15 @@
 package daemon
 
-// dispatchFakeChild lets the test binary stand in for child programs;
-// -1 means "run the tests".
-func dispatchFakeChild() int { return -1 }
+import (
+	"github.com/chirality/harness/acp/acptest"
+)
+
+// dispatchFakeChild lets the test binary stand in for child programs (the
+// fake ACP agent); -1 means "run the tests".
+func dispatchFakeChild() int {
+	if acptest.IsAgent() {
+		acptest.Main()
+		return 0
+	}
+	return -1
+}

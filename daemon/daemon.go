@@ -367,10 +367,19 @@ func (d *Daemon) onTurnEnd(e runner.TurnEnd) {
 	if sent || text == "" || m == nil || e.Outcome != runner.Completed {
 		return
 	}
-	if err := d.irc.Send(m[1], text); err != nil {
+	lines := irc.SplitText(text, 0)
+	if len(lines) > MaxRelayLines {
+		more := len(lines) - MaxRelayLines
+		lines = append(lines[:MaxRelayLines], fmt.Sprintf("… (%d more lines; the whole answer is in session %s)", more, e.SessionID))
+	}
+	if err := d.irc.Send(m[1], strings.Join(lines, "\n")); err != nil {
 		d.log.Warn().Err(err).Str("channel", m[1]).Msg("relay of the final answer failed")
 	}
 }
+
+// MaxRelayLines bounds a relayed answer: IRC servers throttle floods, and
+// a channel is no place for a long document.
+const MaxRelayLines = 20
 
 func (d *Daemon) onWhisper(message, action string) {
 	d.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -517,6 +518,17 @@ func TestWhisperEscalationPauseRelay(t *testing.T) {
 		if m.Text == "marker" {
 			break
 		}
+	}
+	// a long answer is cut to MaxRelayLines and says where the rest is
+	var long []string
+	for i := range 30 {
+		long = append(long, fmt.Sprintf("line %d", i))
+	}
+	r.agent.onStart(runner.TurnStart{Prompt: prompt})
+	r.agent.onEnd(runner.TurnEnd{Prompt: prompt, Outcome: runner.Completed, Final: strings.Join(long, "\n"), SessionID: "s-1"})
+	r.bobSees("line 19")
+	if m := r.bobSees("more lines"); m.Text != "… (10 more lines; the whole answer is in session s-1)" {
+		t.Fatalf("cut: %q", m.Text)
 	}
 }
 

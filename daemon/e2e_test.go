@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chirality/harness/acp/acptest"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/ipc"
 	"github.com/chirality/harness/irc"
@@ -147,7 +148,11 @@ func (e *e2e) sees(sender string, re string) irc.Message {
 				return m
 			}
 		case <-deadline:
-			e.t.Fatalf("bob never saw %s say /%s/", sender, re)
+			var seen []string
+			for _, m := range e.bob.Read("#dev", 10) {
+				seen = append(seen, "<"+m.Sender+"> "+m.Text[:min(len(m.Text), 200)])
+			}
+			e.t.Fatalf("bob never saw %s say /%s/; the channel's last lines:\n%s", sender, re, strings.Join(seen, "\n"))
 		}
 	}
 }
@@ -395,4 +400,38 @@ func TestE2ECrashLoopOpensBreaker(t *testing.T) {
 	if err != nil || !resp.OK || !strings.Contains(string(resp.Data), `"circuit_open":true`) {
 		t.Fatalf("status over IPC: %+v %v", resp, err)
 	}
+}
+
+// An ACP agent (agent: acp, acp_command) on IRC: the fake ACP agent
+// echoes its prompt and has no skill CLI call, so the daemon relays it.
+func TestE2EACPAgent(t *testing.T) {
+	e := newE2E(t)
+	api := newAPI(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := e.config("", `{nick: oc, agent: acp, acp_command: "`+self+`", directory: `+dir+`/oc, channels: ["#dev"]}`)
+	d := e.start(cfg, "oc", api, func(o *Options) {
+		o.Core.ChildEnv = append(o.Core.ChildEnv, acptest.AgentEnv)
+	})
+	if d.Status().Engine != "acp-oc" {
+		t.Fatalf("engine %q", d.Status().Engine)
+	}
+	// the fake agent echoes its prompt (the harness puts the persona's
+	// instructions first); it has no skill call, so the daemon relays it
+	e.bob.Send("#dev", "@lab-oc hi there")
+	e.sees("lab-oc", `^echo: `)
+	e.sees("lab-oc", `\| \[IRC @mention in #dev\] <bob> @lab-oc hi there$`)
+	events, _ := filepath.Glob(filepath.Join(dir, "oc", ".chirality", "sessions", "*.events.jsonl"))
+	if len(events) != 1 {
+		t.Fatalf("event logs: %v", events)
+	}
+	b, _ := os.ReadFile(events[0])
+	if want, _ := json.Marshal("[IRC @mention in #dev] <bob> @lab-oc hi there"); !strings.Contains(string(b), `"type":"user:message"`) ||
+		!strings.Contains(string(b), string(want)) {
+		t.Fatalf("the prompt was not %s:\n%s", want, b[:min(len(b), 2000)])
+	}
+
 }
