@@ -312,6 +312,9 @@ func (c *Client) onPrivmsg(m ircmsg.Message) {
 	}
 	target, text := m.Params[0], m.Params[1]
 	sender := m.Nick()
+	if target == "" || sender == "" {
+		return
+	}
 	ch := target
 	if !strings.ContainsAny(target[:1], "#&") {
 		ch = sender // a private message: its "channel" is the sender
