@@ -67,7 +67,7 @@ func main() {
 	flag.IntVar(&o.readers, "readers", 200, "SSE readers of one session (the readers phase)")
 	flag.IntVar(&o.perSession, "per-session", 4, "SSE readers of each concurrent session: its POST /turn stream and per-session-1 GET /events followers")
 	flag.IntVar(&o.list, "list", 1000, "sessions in the listed project")
-	flag.IntVar(&o.runs, "runs", 1, "interleaved gateway / driver-only runs of the sessions phase")
+	flag.IntVar(&o.runs, "runs", 3, "interleaved gateway / driver-only runs of the sessions phase")
 	flag.DurationVar(&o.delay, "line-delay", 10*time.Millisecond, "pause between the child's lines (10ms: a fast model's 100 tokens/s)")
 	flag.StringVar(&o.stub, "stub", "c", "the stand-in CLI: c (built with cc; falls back to go) or go (this program)")
 	flag.BoolVar(&o.inproc, "inproc", false, "serve in this process (the load generator then shares the server's process and its scheduler)")
@@ -76,7 +76,11 @@ func main() {
 	flag.StringVar(&o.prof.block, "blockprofile", "", "write the server's block profile here")
 	flag.StringVar(&o.prof.mutex, "mutexprofile", "", "write the server's mutex profile here")
 	flag.StringVar(&o.prof.allocs, "memprofile", "", "write the server's allocation profile (whole run up to the end of the first sessions phase) here")
+	clientProcs := flag.Int("client-procs", 0, "GOMAXPROCS of the load generator (0: Go's default; the server process always has the default)")
 	flag.Parse()
+	if *clientProcs > 0 && !o.inproc {
+		runtime.GOMAXPROCS(*clientProcs)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "gatewayload:", err)
 		os.Exit(1)
@@ -471,8 +475,9 @@ func (e *server) create() (string, error) {
 
 // sample is one delta's latency and its index in its turn.
 type sample struct {
-	d time.Duration
-	i int
+	d     time.Duration
+	i     int
+	stamp int64 // when the stand-in wrote it (unix ns)
 }
 
 // consume reads an SSE stream to its end and checks it: consecutive ids
@@ -511,7 +516,7 @@ func consume(r io.Reader, after int64, lines int) ([]sample, error) {
 				return nil, fmt.Errorf("delta %q out of order", ev.Text)
 			}
 			lastStamp = stamp
-			lat = append(lat, sample{time.Duration(now - stamp), len(lat)})
+			lat = append(lat, sample{time.Duration(now - stamp), len(lat), stamp})
 		}
 	}
 	if lastType != "process:exit" {
@@ -543,6 +548,14 @@ func durations(s []sample, keep func(sample) bool) []time.Duration {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
 
+func list(ds []time.Duration) string {
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, fmt.Sprintf("%+.1f", float64(d)/1e6))
+	}
+	return strings.Join(parts, ", ") + " ms"
+}
+
 // loadavg is /proc/loadavg's first three figures.
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -556,17 +569,27 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// summary prints p50/p99/max of s, and the same for the first few deltas
-// of each turn (written while the other children were still starting)
-// and for the rest.
-func summary(label string, s []sample) (p50, p99 time.Duration) {
+// summary prints p50/p99/max of s, and the p99 of the deltas written in
+// the steady state: after the last stand-in's first delta and before the
+// first one's last (every turn streaming, none starting or ending; lines
+// is the number of deltas per turn).
+func summary(label string, s []sample, lines int) (p50, p99, steady time.Duration) {
 	all := durations(s, nil)
 	p50, p99 = pct(all, .5), pct(all, .99)
-	early := durations(s, func(x sample) bool { return x.i < 10 })
-	rest := durations(s, func(x sample) bool { return x.i >= 10 })
-	fmt.Printf("  %-28s p50 %s  p99 %s  max %s   | deltas 0-9 of a turn: p99 %s | the rest: p99 %s\n",
-		label, ms(p50), ms(p99), ms(pct(all, 1)), ms(pct(early, .99)), ms(pct(rest, .99)))
-	return p50, p99
+	var from, to int64 = 0, 1<<63 - 1
+	for _, x := range s {
+		if x.i == 0 {
+			from = max(from, x.stamp)
+		}
+		if x.i == lines-1 {
+			to = min(to, x.stamp)
+		}
+	}
+	st := durations(s, func(x sample) bool { return x.stamp > from && x.stamp < to })
+	steady = pct(st, .99)
+	fmt.Printf("  %-26s p50 %s  p99 %s  max %s  | steady state (%d deltas): p99 %s\n",
+		label, ms(p50), ms(p99), ms(pct(all, 1)), len(st), ms(steady))
+	return p50, p99, steady
 }
 
 func run(o opts) error {
@@ -584,12 +607,12 @@ func run(o opts) error {
 	if o.inproc {
 		where = "this process (-inproc)"
 	}
-	fmt.Printf("server in %s; GOMAXPROCS %d; %d CPUs\n", where, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	fmt.Printf("server in %s; %d CPUs; load generator GOMAXPROCS %d\n", where, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 
 	// 1. Concurrent sessions, interleaved with the same load read straight
 	// from the driver (no gateway): the difference is what the gateway
 	// adds.
-	var gwAll, baseAll []sample
+	var adds, steadyAdds []time.Duration
 	for run := 1; run <= o.runs; run++ {
 		ids := make([]string, o.sessions)
 		for i := range ids {
@@ -627,20 +650,19 @@ func run(o opts) error {
 		fmt.Printf("run %d (load average %s): %d concurrent turns × %d deltas, %d SSE readers each, in %v; 0 lost, 0 reordered\n", run, la, o.sessions, o.lines, o.perSession, time.Since(t0).Round(time.Millisecond))
 		c1 := e.cpu()
 		fmt.Printf("  CPU: server %v, its stand-in CLIs %v, load generator %v\n", c1.server-c0.server, c1.children-c0.children, c1.self-c0.self)
-		g50, g99 := summary("child line → SSE client:", all)
+		g50, g99, gst := summary("child line → SSE client:", all, o.lines)
 		base, err := baseline(filepath.Join(tmp, "claude"), e.root, ids, o.lines)
 		if err != nil {
 			return err
 		}
-		b50, b99 := summary("same load, driver only:", base)
-		fmt.Printf("  gateway adds at p50 %s, at p99 %s (load average now %s)\n", ms(g50-b50), ms(g99-b99), loadavg())
-		gwAll, baseAll = append(gwAll, all...), append(baseAll, base...)
+		b50, b99, bst := summary("same load, driver only:", base, o.lines)
+		fmt.Printf("  gateway adds at p50 %s, at p99 %s, at p99 in the steady state %s (load average now %s)\n", ms(g50-b50), ms(g99-b99), ms(gst-bst), loadavg())
+		adds = append(adds, g99-b99)
+		steadyAdds = append(steadyAdds, gst-bst)
 	}
 	if o.runs > 1 {
-		fmt.Printf("all %d runs together:\n", o.runs)
-		g50, g99 := summary("child line → SSE client:", gwAll)
-		b50, b99 := summary("same load, driver only:", baseAll)
-		fmt.Printf("  gateway adds at p50 %s, at p99 %s\n", ms(g50-b50), ms(g99-b99))
+		fmt.Printf("over %d runs: what the gateway adds at p99, per run: median %s (runs: %s); in the steady state: median %s (runs: %s)\n",
+			o.runs, ms(pct(slices.Clone(adds), .5)), list(adds), ms(pct(slices.Clone(steadyAdds), .5)), list(steadyAdds))
 	}
 
 	// 2. Many readers of one session.
@@ -843,7 +865,7 @@ func baseline(script, root string, ids []string, lines int) ([]sample, error) {
 				if ev.Type == event.TypeChatDelta {
 					now := time.Now().UnixNano()
 					stamp, _ := strconv.ParseInt(strings.TrimSuffix(ev.Text, ";"), 10, 64)
-					lat = append(lat, sample{time.Duration(now - stamp), len(lat)})
+					lat = append(lat, sample{time.Duration(now - stamp), len(lat), stamp})
 				}
 			}
 			mu.Lock()
