@@ -13,6 +13,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/acp"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/ipc"
 	"github.com/chirality/harness/runner"
 	"github.com/chirality/harness/supervisor"
 )
@@ -95,10 +96,11 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 	}
 	childEnv := append([]string{}, o.ChildEnv...)
 	childEnv = append(childEnv, "HARNESS_NICK="+a.Nick, "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+path)
-	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" {
-		// the skill CLI resolves the socket with ipc.SocketPath, as the
-		// daemon did: it needs the same XDG_RUNTIME_DIR
-		childEnv = append(childEnv, "XDG_RUNTIME_DIR="+x)
+	// The skill CLI resolves the socket with ipc.SocketPath, as the daemon
+	// did; the agent's HOME may differ from the daemon's, so it gets the
+	// run directory as XDG_RUNTIME_DIR (the same value when that was set).
+	if run, err := ipc.RunDir(); err == nil {
+		childEnv = append(childEnv, "XDG_RUNTIME_DIR="+run)
 	}
 	eng := a.Engine()
 	if t := thinkingTokens[a.Thinking]; t != "" && eng == engine.ClaudeCode {

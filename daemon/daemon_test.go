@@ -616,3 +616,51 @@ func TestStartWithoutServerAndBadClients(t *testing.T) {
 	}
 	_ = errors.New
 }
+
+// Without XDG_RUNTIME_DIR the daemon's socket and PID file live in
+// ~/.harness/run (0700), where a client finds them.
+func TestSocketUnderHomeWithoutXDG(t *testing.T) {
+	f, err := irctest.NewFake()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	home := shortTemp(t)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	host, port, _ := strings.Cut(f.Addr(), ":")
+	cfg, err := ParseConfig([]byte("server: {host: "+host+", port: "+port+"}\nagents:\n  - {nick: dave, agent: claude, directory: /tmp, channels: [\"#x\"]}\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Options{Config: cfg, Agent: cfg.Agents[0], NewAgent: func(Hooks) (Agent, Supervisor, error) { return newFakeAgent(), nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(home, ".harness", "run", "harness-dave.sock")
+	if p, _ := ipc.SocketPath("dave"); p != sock {
+		t.Fatalf("SocketPath %s, want %s", p, sock)
+	}
+	if fi, err := os.Stat(filepath.Dir(sock)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("run dir: %v %v", fi, err)
+	}
+	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket: %v %v", fi, err)
+	}
+	c, err := ipc.Dial(context.Background(), "dave")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, _, err := c.Call(context.Background(), ipc.Request{Type: ipc.CmdStatus})
+	c.Close()
+	if err != nil || !resp.OK {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	d.Stop(context.Background())
+	if m, _ := filepath.Glob(filepath.Join(home, ".harness", "run", "*")); len(m) != 0 {
+		t.Fatalf("left behind: %v", m)
+	}
+}
