@@ -47,21 +47,20 @@ type CoreOptions struct {
 	MaxFailedTurns int
 }
 
-// thinkingTokens maps a thinking level to Claude Code's
-// MAX_THINKING_TOKENS.
-var thinkingTokens = map[string]string{"low": "4096", "medium": "16384", "high": "31999"}
-
-// coreAgent is a Keeper with the Harness it owns.
+// coreAgent is a Keeper with the Harnesses it owns: the agent's and,
+// when there is a supervisor, the supervisor's.
 type coreAgent struct {
 	*runner.Keeper
-	h *harness.Harness
+	hs []*harness.Harness
 }
 
-// Close shuts the agent's Harness down (after Stop).
+// Close shuts the agent's Harnesses down (after Stop).
 func (c coreAgent) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_ = c.h.Shutdown(ctx)
+	for _, h := range c.hs {
+		_ = h.Shutdown(ctx)
+	}
 }
 
 // CoreAgent builds an agent on the harness core: a *harness.Harness of
@@ -103,9 +102,13 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 		childEnv = append(childEnv, "XDG_RUNTIME_DIR="+run)
 	}
 	eng := a.Engine()
-	if t := thinkingTokens[a.Thinking]; t != "" && eng == engine.ClaudeCode {
-		childEnv = append(childEnv, "MAX_THINKING_TOKENS="+t)
+	// Thinking levels reach the engines that take one (runner.ThinkingEnv:
+	// Claude Code's effort level); the others run at their default.
+	think, _, err := runner.ThinkingEnv(eng, a.Thinking)
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent %s: %w", a.Nick, err)
 	}
+	childEnv = append(childEnv, think...)
 	var engines []engine.Engine
 	addACP := func(name string, c acp.Config) error {
 		c.Name, c.Env, c.ExtraEnv, c.Logger = name, env, nil, logger
@@ -146,11 +149,31 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 	}
 	k := runner.NewKeeper(runner.KeeperConfig{Runner: core, MaxCrashes: o.MaxCrashes, Window: o.CrashWindow,
 		MaxFailedTurns: o.MaxFailedTurns, Now: o.Now, OnPause: hooks.OnPause, OnCircuitOpen: hooks.OnCircuitOpen, Logger: logger})
+	agent := coreAgent{Keeper: k, hs: []*harness.Harness{h}}
 	var sup Supervisor
 	if s := cfg.Supervisor; s != nil {
+		// The supervisor's one-shot turns get a Harness of their own: its
+		// engine's thinking level, and none of the agent's skill set-up
+		// (no HARNESS_NICK, no auto-approved skill CLI; it has no tools).
+		supEngine := engineName(s.Agent, a.Nick)
+		supThink, _, err := runner.ThinkingEnv(supEngine, s.Thinking)
+		if err != nil {
+			agent.Close()
+			return nil, nil, fmt.Errorf("supervisor: %w", err)
+		}
+		sh, err := harness.New(harness.Config{
+			Roots: []string{dir}, StateDir: o.StateDir, ClaudeBinary: o.ClaudeBinary, Env: env,
+			ChildEnv: append(append([]string{}, o.ChildEnv...), supThink...), Engines: engines,
+			DefaultEngine: supEngine, Logger: logger,
+		})
+		if err != nil {
+			agent.Close()
+			return nil, nil, fmt.Errorf("supervisor: %w", err)
+		}
+		agent.hs = append(agent.hs, sh)
 		sup = supervisor.New(supervisor.Config{WindowSize: s.WindowSize, EvalInterval: s.EvalInterval,
 			EscalationThreshold: s.EscalationThreshold, Logger: logger,
-			Evaluate: supervisor.CoreEvaluator(h, dir, engineName(s.Agent, a.Nick), s.Model, s.Thinking)})
+			Evaluate: supervisor.CoreEvaluator(sh, dir, supEngine, s.Model, s.Thinking)})
 	}
-	return coreAgent{Keeper: k, h: h}, sup, nil
+	return agent, sup, nil
 }
