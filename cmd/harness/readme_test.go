@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/daemon"
 )
 
 // TestREADMECurlSession runs the README's curl session, as written,
@@ -58,5 +59,32 @@ func TestREADMECurlSession(t *testing.T) {
 	}
 	if strings.Count(got, `"type":"process:exit"`) != 2 {
 		t.Errorf("want the turn's stream and the history, each ending in process:exit:\n%s", got)
+	}
+}
+
+// TestREADMEAgentsYAML parses the README's agents.yaml example as
+// `harness agents start` would: it must stay a valid configuration.
+func TestREADMEAgentsYAML(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)<!-- agents-yaml -->\\s*```yaml\\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README has no marked agents.yaml example")
+	}
+	cfg, err := daemon.ParseConfig(m[1], "README.md")
+	if err != nil {
+		t.Fatalf("the README's agents.yaml is not valid: %v", err)
+	}
+	var nicks []string
+	for _, a := range cfg.Agents {
+		nicks = append(nicks, cfg.IRCNick(a)+"="+a.Engine())
+	}
+	if got, want := strings.Join(nicks, " "), "lab-alice=claude-code lab-nat=anthropic lab-oc=acp-oc"; got != want {
+		t.Errorf("agents: %s, want %s", got, want)
+	}
+	if cfg.Supervisor == nil || cfg.Supervisor.WindowSize != 20 || cfg.Supervisor.EvalInterval != 5 {
+		t.Errorf("supervisor: %+v", cfg.Supervisor)
 	}
 }
