@@ -1,11 +1,15 @@
 package claudecode_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -147,5 +151,71 @@ func waitGone(t *testing.T, pid int) {
 			t.Fatalf("process group %d still alive", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestWarmPrestartAsksTheAPINothing: what Prestart sends the waiting CLI
+// (initialize, a local context-usage summary) makes no request to the API
+// of any kind — no message, no count_tokens — and the turn that follows
+// is answered as usual.
+func TestWarmPrestartAsksTheAPINothing(t *testing.T) {
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.Close() })
+	var mu sync.Mutex
+	var seen []string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		seen = append(seen, req.Method+" "+req.URL.Path)
+		mu.Unlock()
+		api.ServeHTTP(w, req)
+	}))
+	t.Cleanup(proxy.Close)
+	requests := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+	r := newRealCLI(t, "ANTHROPIC_BASE_URL="+proxy.URL)
+
+	answered := make(chan struct{})
+	var once sync.Once
+	opts := claudecode.TurnOpts{Cwd: r.cwd, OnFrame: func(f claudecode.Frame) {
+		if f.Type == "control_response" && bytes.Contains(f.Raw, []byte(`"harness_warm_context"`)) {
+			once.Do(func() { close(answered) })
+		}
+	}}
+	w, err := r.mgr.Prestart(context.Background(), "s-quiet", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case <-answered:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the CLI never answered the prestart's context-usage request")
+	}
+	if got := requests(); len(got) != 0 {
+		t.Fatalf("the waiting CLI asked the API %q before its message", got)
+	}
+	api.Script(claudetest.TextReply("answered as usual"))
+	tr, err := w.Send("hello", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := drain(t, tr)
+	var text string
+	for _, e := range evs {
+		if e.Type == event.TypeChatDelta {
+			text += e.Text
+		}
+	}
+	if text != "answered as usual" {
+		t.Fatalf("answer %q, events %q", text, shape(evs))
+	}
+	if got := requests(); !slices.Contains(got, "POST /v1/messages") {
+		t.Fatalf("the turn's requests: %q", got)
 	}
 }

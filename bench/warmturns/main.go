@@ -2,17 +2,24 @@
 // chat:delta at an SSE client, through the gateway (the same handler
 // `harness serve` runs) on loopback, the real pinned Claude CLI against
 // the loopback fake Messages API, cold (warm turns off) and warm (on), N
-// turns each, in one run. It also reports the RSS of a warm idle CLI and
-// of N warm sessions.
+// turns each, in one run; then the TypeScript Agent SDK's query() on the
+// same CLI and fake API (bench/ts-sdk/firsttoken.mjs; the pinned SDK is
+// installed with npm ci when bench/ts-sdk/node_modules is missing). It
+// also reports the RSS of warm idle CLIs and of the server holding them.
+// Run it from the module root:
 //
 //	go run ./bench/warmturns            # 30 turns each
-//	go run ./bench/warmturns -turns 50
+//	go run ./bench/warmturns -turns 50 -sdk off
 //
 // Each turn is POST /api/harness/turn {sessionId, message}, read as SSE
 // until process:exit; latency is from just before the POST to the first
-// chat:delta line. Both modes pause -think between turns (a user reading
-// the answer and typing the next message); in warm mode the next turn is
-// also held until the session's next agent is waiting.
+// chat:delta line, broken down into: POST → the warm CLI given its
+// message (the harness's "warm turn used" log line), → session:init at
+// the client (the CLI's system/init), → the fake API's receipt of the
+// model request, → the first chat:delta at the client. Both modes pause
+// -think between turns (a user reading the answer and typing the next
+// message); in warm mode the next turn is also held until the session's
+// next agent is waiting. The load average is printed per phase.
 package main
 
 import (
@@ -37,6 +44,7 @@ import (
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/gateway"
+	"github.com/rs/zerolog"
 )
 
 func main() {
@@ -62,7 +70,26 @@ var (
 // timing is one turn seen from the SSE client: from just before the POST
 // to session:init (the CLI's system/init, through the harness), to the
 // fake API's receipt of the model request, and to the first chat:delta.
-type timing struct{ init, api, first time.Duration }
+type timing struct{ used, init, api, first time.Duration }
+
+// usedMark is the server log seen by the bench: it notes when the harness
+// logs "warm turn used" (just before it writes the message to the warm
+// CLI's stdin).
+type usedMark struct{}
+
+var (
+	usedAt    time.Time // guarded by apiMu
+	serverLog = zerolog.New(usedMark{})
+)
+
+func (usedMark) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(`"warm turn used"`)) {
+		apiMu.Lock()
+		usedAt = time.Now()
+		apiMu.Unlock()
+	}
+	return len(p), nil
+}
 
 func run(turns, rssSessions int) error {
 	bin, err := claudecode.FindBinary("")
@@ -129,6 +156,10 @@ func run(turns, rssSessions int) error {
 		ts   []timing
 	}{{"cold", cold}, {"warm", warm}} {
 		report(m.name+" message → first delta", pick(m.ts, first))
+		if m.name == "warm" {
+			report("  POST → warm CLI given it", pick(m.ts, func(t timing) time.Duration { return t.used }))
+			report("  … → session:init", pick(m.ts, func(t timing) time.Duration { return t.init - t.used }))
+		}
 		report("  message → session:init", pick(m.ts, func(t timing) time.Duration { return t.init }))
 		report("  session:init → API request", pick(m.ts, func(t timing) time.Duration { return t.api - t.init }))
 		report("  API request → first delta", pick(m.ts, func(t timing) time.Duration { return t.first - t.api }))
@@ -208,7 +239,7 @@ func measure(bin string, api *claudetest.FakeAPI, warm, turns int) ([]timing, er
 	home := must(os.MkdirTemp("", "warmturns-home-"))
 	defer os.RemoveAll(home)
 	h, err := harness.New(harness.Config{Roots: []string{root}, ClaudeBinary: bin, StateDir: filepath.Join(home, "state"),
-		Env: claudetest.BaseEnv(home), ChildEnv: api.Env(), WarmTurns: warm, NoProjectLogs: true})
+		Env: claudetest.BaseEnv(home), ChildEnv: api.Env(), WarmTurns: warm, NoProjectLogs: true, Logger: &serverLog})
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +290,7 @@ func turn(base, id, msg string) (timing, error) {
 	var tm timing
 	body, _ := json.Marshal(map[string]string{"sessionId": id, "message": msg})
 	apiMu.Lock()
-	apiAt = time.Time{}
+	apiAt, usedAt = time.Time{}, time.Time{}
 	apiMu.Unlock()
 	t0 := time.Now()
 	resp, err := http.Post(base+"/turn", "application/json", bytes.NewReader(body))
@@ -290,6 +321,9 @@ func turn(base, id, msg string) (timing, error) {
 	apiMu.Lock()
 	if !apiAt.IsZero() {
 		tm.api = apiAt.Sub(t0)
+	}
+	if !usedAt.IsZero() {
+		tm.used = usedAt.Sub(t0)
 	}
 	apiMu.Unlock()
 	return tm, nil
