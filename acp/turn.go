@@ -631,24 +631,92 @@ func toolCallUpdate(raw json.RawMessage) Update {
 
 // AllowedByRules reports whether one of the operator's rules
 // (Request.AllowedTools) allows a tool: "Name" allows every use,
-// "Name(prefix:*)" uses whose main input (command, path, url…) starts
-// with prefix, "Name(text)" exactly that input ("*" matches any run of
-// characters).
+// "Name(prefix:*)" uses whose main input (command, path, url…) is prefix
+// or starts with prefix and a space, "Name(text)" exactly that input
+// ("*" matches any run of characters). Names match case-insensitively,
+// and the shell's names are one: a rule for "Bash" (Claude Code's
+// syntax, as the daemon writes Bash(harness channel:*)) also matches the
+// ACP tool kind "execute" that Copilot and OpenCode send for their shell,
+// and the reverse. A rule with an input pattern on the shell never
+// allows a command that does more than one thing: one with a shell
+// control operator, redirection or substitution (; & | < > newline,
+// backquote, $( ) outside single quotes (and the last two also inside
+// double quotes), or whose quotes do not close — so
+// Bash(harness channel:*) allows `harness channel send '#dev' 'a; b'` but
+// not `harness channel send x; rm -rf ~`.
 func AllowedByRules(rules []string, name string, input json.RawMessage) bool {
 	in := mainInput(input)
+	shell := isShellName(name)
 	for _, r := range rules {
 		rn, content, has := strings.Cut(r, "(")
-		if !strings.EqualFold(strings.TrimSpace(rn), name) {
+		rn = strings.TrimSpace(rn)
+		if !strings.EqualFold(rn, name) && !(shell && isShellName(rn)) {
 			continue
 		}
 		if !has {
 			return true
+		}
+		if shell && !SimpleCommand(in) {
+			continue
 		}
 		if globMatch(strings.TrimSuffix(content, ")"), in) {
 			return true
 		}
 	}
 	return false
+}
+
+// isShellName reports whether a tool name is the agent's shell: Claude's
+// "Bash", OpenCode's "bash", the ACP kind "execute".
+func isShellName(name string) bool {
+	return strings.EqualFold(name, "bash") || strings.EqualFold(name, "execute")
+}
+
+// SimpleCommand reports whether a shell command line runs one command
+// only: no control operator, redirection or substitution outside single
+// quotes (see AllowedByRules), and every quote closed.
+func SimpleCommand(cmd string) bool {
+	var quote byte // 0, '\'' or '"'
+	for i := 0; i < len(cmd); i++ {
+		c := cmd[i]
+		switch quote {
+		case '\'':
+			if c == '\'' {
+				quote = 0
+			}
+			continue
+		case '"':
+			switch c {
+			case '"':
+				quote = 0
+			case '\\':
+				i++
+			case '`':
+				return false
+			case '$':
+				if i+1 < len(cmd) && cmd[i+1] == '(' {
+					return false
+				}
+			}
+			continue
+		}
+		switch c {
+		case '\'', '"':
+			quote = c
+		case '\\':
+			if i+1 < len(cmd) && cmd[i+1] == '\n' {
+				return false
+			}
+			i++
+		case ';', '&', '|', '<', '>', '\n', '\r', '`':
+			return false
+		case '$':
+			if i+1 < len(cmd) && cmd[i+1] == '(' {
+				return false
+			}
+		}
+	}
+	return quote == 0
 }
 
 func mainInput(input json.RawMessage) string {
@@ -666,7 +734,8 @@ func mainInput(input json.RawMessage) string {
 
 func globMatch(pattern, s string) bool {
 	if prefix, ok := strings.CutSuffix(pattern, ":*"); ok {
-		return strings.HasPrefix(s, prefix)
+		rest, ok := strings.CutPrefix(s, prefix)
+		return ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t')
 	}
 	parts := strings.Split(pattern, "*")
 	if len(parts) == 1 {
