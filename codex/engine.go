@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"strings"
@@ -38,6 +39,12 @@ type Config struct {
 	// StopGrace is how long a child gets after its stdin closes before
 	// its group is killed (default 3s).
 	StopGrace time.Duration
+	// ThreadConfig overrides Codex configuration for every thread: sent
+	// as the config of thread/start and thread/resume, keys as `codex -c
+	// key=value` takes them ("allow_login_shell",
+	// "sandbox_workspace_write.network_access"). nil = none; the user's
+	// $CODEX_HOME/config.toml decides.
+	ThreadConfig map[string]any
 }
 
 // Engine runs Codex turns, one `codex app-server` child per turn (see
@@ -57,6 +64,7 @@ func NewEngine(cfg Config) *Engine {
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 3 * time.Second
 	}
+	cfg.ThreadConfig = maps.Clone(cfg.ThreadConfig)
 	return &Engine{cfg: cfg, turns: map[string]*Turn{}}
 }
 

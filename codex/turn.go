@@ -356,6 +356,9 @@ func (t *Turn) converse() error {
 	if t.req.SystemPrompt != "" {
 		params["baseInstructions"] = t.req.SystemPrompt
 	}
+	if len(t.eng.cfg.ThreadConfig) > 0 {
+		params["config"] = t.eng.cfg.ThreadConfig
+	}
 	method := "thread/start"
 	if t.req.Resume != "" {
 		method = "thread/resume"
