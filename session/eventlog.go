@@ -264,7 +264,11 @@ func (l *EventLog) Records(after int64) iter.Seq2[Record, error] {
 			yield(Record{}, l.readErr(err))
 			return
 		}
-		br := bufio.NewReaderSize(io.NewSectionReader(f, start, size-start), 64<<10)
+		// As big as what there is to read, up to 64 KB: a live reader that
+		// joins a young turn reads a few KB, and 200 of them should not
+		// cost 64 KB each (garbage makes GC cycles, whose assists stall
+		// every stream of the process).
+		br := bufio.NewReaderSize(io.NewSectionReader(f, start, size-start), int(min(max(size-start, 512), 64<<10)))
 		for {
 			line, err := br.ReadBytes('\n')
 			if len(line) > 0 && line[len(line)-1] == '\n' {
@@ -358,9 +362,10 @@ const scanChunk = 32 << 10
 // lastIndexByte returns the offset of the last c in r before offset
 // before, or -1.
 func lastIndexByte(r io.ReaderAt, before int64, c byte) (int64, error) {
-	buf := make([]byte, scanChunk)
+	// Lines are usually short: start with a small read, then grow.
+	buf := make([]byte, 512)
 	for end := before; end > 0; {
-		start := max(0, end-scanChunk)
+		start := max(0, end-int64(len(buf)))
 		b := buf[:end-start]
 		if _, err := r.ReadAt(b, start); err != nil && err != io.EOF {
 			return 0, err
@@ -369,6 +374,9 @@ func lastIndexByte(r io.ReaderAt, before int64, c byte) (int64, error) {
 			return start + int64(i), nil
 		}
 		end = start
+		if len(buf) < scanChunk {
+			buf = make([]byte, scanChunk)
+		}
 	}
 	return -1, nil
 }
