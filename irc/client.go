@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,27 @@ type ServerError struct {
 
 func (e *ServerError) Error() string {
 	return fmt.Sprintf("irc: server refused (%s %s): %s", e.Code, e.Target, e.Message)
+}
+
+// NickError is a nick the server will not register as configured: it
+// refused it (a numeric reply such as 432 "Nickname too long" before the
+// welcome), or its ISUPPORT NICKLEN is shorter than the nick (a server
+// that truncates instead of refusing). Retrying cannot help, so the
+// client stops: WaitRegistered returns the error and the client no
+// longer reconnects.
+type NickError struct {
+	Nick string
+	// Max is the server's NICKLEN when it said one, else 0.
+	Max int
+	// Code and Message are the server's refusal ("" when found by NICKLEN).
+	Code, Message string
+}
+
+func (e *NickError) Error() string {
+	if e.Max > 0 && len(e.Nick) > e.Max {
+		return fmt.Sprintf("irc: the nick %q has %d characters but the server allows %d (its NICKLEN): use a shorter nick or server name", e.Nick, len(e.Nick), e.Max)
+	}
+	return fmt.Sprintf("irc: the server refused the nick %q (%s): %s", e.Nick, e.Code, e.Message)
 }
 
 // Config configures New. Addr and Nick are required; the zero value of
@@ -95,7 +117,8 @@ type Client struct {
 	want       map[string]string // folded → channel name: joined on registration
 	joined     map[string]string
 	failures   int
-	registered int // registrations so far
+	registered int   // registrations so far
+	fatal      error // a NickError: the client stopped
 	onMsg      func(Message)
 	waiters    []*waiter
 	changed    chan struct{} // closed and replaced on every state change
@@ -232,7 +255,18 @@ func (c *Client) dial(_ context.Context, network, addr string) (net.Conn, error)
 
 func (c *Client) setupCallbacks() {
 	ic := c.conn
+	// a nick the server refuses before the welcome (ngircd: 432 "Nickname
+	// too long, max. 9 characters"), and one longer than its NICKLEN
+	ic.AddCallback("432", func(m ircmsg.Message) {
+		if len(m.Params) > 1 && foldIRC(m.Params[1]) == foldIRC(c.cfg.Nick) {
+			c.stopFor(&NickError{Nick: c.cfg.Nick, Code: m.Command, Message: m.Params[len(m.Params)-1]})
+		}
+	})
 	ic.AddConnectCallback(func(ircmsg.Message) {
+		if n, err := strconv.Atoi(ic.ISupport()["NICKLEN"]); err == nil && n > 0 && len(c.cfg.Nick) > n {
+			c.stopFor(&NickError{Nick: c.cfg.Nick, Max: n})
+			return
+		}
 		c.mu.Lock()
 		c.failures = 0
 		c.registered++
@@ -290,6 +324,26 @@ func (c *Client) setupCallbacks() {
 		"401", "403", "404", "405", "442", "471", "473", "474", "475", "476", "477", "482"} {
 		ic.AddCallback(code, c.feed)
 	}
+}
+
+// stopFor records a fatal error, wakes the waiters and quits the server
+// (on ircevent's goroutine; the loop in Start ends).
+func (c *Client) stopFor(err error) {
+	c.mu.Lock()
+	if c.fatal == nil {
+		c.fatal = err
+	}
+	c.notifyLocked()
+	c.mu.Unlock()
+	c.log.Error().Err(err).Str("addr", c.cfg.Addr).Msg("registration refused; not retrying")
+	c.conn.Quit()
+}
+
+// Err is the error that stopped the client (a *NickError), or nil.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fatal
 }
 
 func (c *Client) isMe(nick string) bool {
@@ -383,7 +437,10 @@ func (c *Client) Start() error {
 		for {
 			err := c.conn.Connect()
 			if err == nil {
-				break
+				break // (Loop ends at once when stopFor quit)
+			}
+			if c.Err() != nil {
+				return
 			}
 			select {
 			case <-c.stop:
@@ -398,7 +455,8 @@ func (c *Client) Start() error {
 }
 
 // WaitRegistered waits until the client has registered at least n times
-// in all (n = 1: connected once; n = 2: reconnected once) or ctx ends.
+// in all (n = 1: connected once; n = 2: reconnected once) or ctx ends; a
+// *NickError when the server will not take the nick (the client stopped).
 func (c *Client) WaitRegistered(ctx context.Context, n int) error {
 	return c.waitFor(ctx, func() bool { return c.registered >= n })
 }
@@ -413,10 +471,13 @@ func (c *Client) WaitJoined(ctx context.Context, channel string) error {
 func (c *Client) waitFor(ctx context.Context, cond func() bool) error {
 	for {
 		c.mu.Lock()
-		ok, ch, closed := cond(), c.changed, c.closed
+		ok, ch, closed, fatal := cond(), c.changed, c.closed, c.fatal
 		c.mu.Unlock()
 		if ok {
 			return nil
+		}
+		if fatal != nil {
+			return fatal
 		}
 		if closed {
 			return ErrClosed

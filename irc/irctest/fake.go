@@ -17,7 +17,7 @@ import (
 // Fake is a small IRC server on 127.0.0.1: registration (NICK, USER →
 // 001 and 422), PING, JOIN, PART, PRIVMSG and NOTICE relayed to a
 // channel's other members or to a nick, TOPIC, WHO and QUIT. It records
-// every line it receives. Faults: Refuse, DropAll, SetDelay.
+// every line it receives. Faults: Refuse, DropAll, SetDelay, SetNickLen.
 type Fake struct {
 	ln net.Listener
 
@@ -28,6 +28,8 @@ type Fake struct {
 	lines   []string
 	refuse  bool
 	delay   time.Duration
+	nickLen int
+	trunc   bool
 	changed chan struct{}
 	wg      sync.WaitGroup
 	closed  bool
@@ -50,6 +52,17 @@ func NewFake() (*Fake, error) {
 	f.wg.Add(1)
 	go f.accept()
 	return f, nil
+}
+
+// SetNickLen makes the server advertise NICKLEN=n (RPL_ISUPPORT, 005,
+// after the welcome) and, for a longer nick, either refuse it before the
+// welcome as ngircd does (432 "Nickname too long") or, with truncate,
+// register it cut to n characters as some servers do. 0 = no limit, no
+// 005.
+func (f *Fake) SetNickLen(n int, truncate bool) {
+	f.mu.Lock()
+	f.nickLen, f.trunc = n, truncate
+	f.mu.Unlock()
 }
 
 // Addr is the server's host:port.
@@ -194,7 +207,17 @@ func (f *Fake) serve(c *fakeClient) {
 		switch cmd {
 		case "NICK":
 			if len(params) > 0 {
-				c.nick = params[0]
+				f.mu.Lock()
+				n, trunc := f.nickLen, f.trunc
+				f.mu.Unlock()
+				switch nick := params[0]; {
+				case n > 0 && len(nick) > n && trunc:
+					c.nick = nick[:n]
+				case n > 0 && len(nick) > n:
+					f.write(c, ":fake 432 * %s :Nickname too long, max. %d characters", nick, n)
+				default:
+					c.nick = nick
+				}
 			}
 		case "USER":
 			user = true
@@ -289,6 +312,12 @@ func (f *Fake) serve(c *fakeClient) {
 		}
 		if (cmd == "NICK" || cmd == "USER") && user && c.nick != "" {
 			f.write(c, ":fake 001 %s :Welcome", c.nick)
+			f.mu.Lock()
+			n := f.nickLen
+			f.mu.Unlock()
+			if n > 0 {
+				f.write(c, ":fake 005 %s NICKLEN=%d CHANTYPES=# :are supported by this server", c.nick, n)
+			}
 			f.write(c, ":fake 422 %s :MOTD File is missing", c.nick)
 			user = false
 		}
