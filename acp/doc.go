@@ -77,7 +77,9 @@
 // A tool's name is the agent's own when it says it (claude-agent-acp's
 // _meta.claudeCode.toolName: "Bash"), else the ACP tool kind ("execute",
 // "read", "edit"…), else its title. Approval rules and AllowedTools match
-// that name.
+// that name; the shell's names are one (a Bash rule matches the execute
+// kind Copilot and OpenCode send, and the reverse), and a shell rule with
+// a pattern never allows a chained or redirected command (AllowedByRules).
 //
 // # Permissions
 //
