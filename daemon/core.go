@@ -12,6 +12,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/acp"
+	"github.com/chirality/harness/codex"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/ipc"
 	"github.com/chirality/harness/runner"
@@ -21,6 +22,14 @@ import (
 // SkillTool is the tool rule that lets an agent run the skill CLI
 // without asking (Claude Code's --allowedTools syntax).
 const SkillTool = "Bash(harness channel:*)"
+
+// CodexThreadConfig is the Codex configuration the daemon overrides for
+// its codex agents' threads (codex.Config.ThreadConfig): commands run in
+// a non-login shell, so the PATH the daemon gives (the harness binary
+// first) reaches them. The cost: the user's login profile (~/.profile,
+// /etc/profile) is not read for the agent's commands; they get the
+// daemon's environment as it is.
+var CodexThreadConfig = map[string]any{"allow_login_shell": false}
 
 // CoreOptions configures CoreAgent.
 type CoreOptions struct {
@@ -125,6 +134,12 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 		if err := addACP(acp.Copilot, c); err != nil {
 			return nil, nil, err
 		}
+	}
+	if a.Agent == KindCodex {
+		// Codex runs commands in a login shell by default, whose profile
+		// (/etc/profile on Debian) resets PATH: the skill CLI would not be
+		// found. CodexThreadConfig turns it off for the agent's threads.
+		engines = append(engines, codex.NewEngine(codex.Config{Env: env, Logger: logger, ThreadConfig: CodexThreadConfig}))
 	}
 	if a.Agent == KindACP {
 		if err := addACP(eng, acp.Config{Command: strings.Fields(a.ACPCommand)}); err != nil {

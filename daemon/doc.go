@@ -29,14 +29,27 @@
 // The agent posts to IRC itself with the skill CLI (`harness channel
 // send …`): the daemon puts the harness binary first on its PATH, sets
 // HARNESS_NICK (and XDG_RUNTIME_DIR, so the CLI finds the socket), and
-// allows "Bash(harness channel:*)" without asking. When a turn that
-// answered a mention ends without the agent having posted (no irc_send
-// or irc_ask during the turn), the daemon relays the turn's final answer
-// to the mention's channel. Per engine: anthropic (the native loop, no
-// shell) is always relayed; claude-code posts itself through Bash;
-// codex, copilot and ACP agents have shells and post themselves when
-// their permission layer lets `harness channel` run — otherwise their
-// answer is relayed.
+// allows "Bash(harness channel:*)" (SkillTool) without asking. When a
+// turn that answered a mention ends without the agent having posted (no
+// irc_send or irc_ask during the turn), the daemon relays the turn's
+// final answer to the mention's channel. Per engine (each proven end to
+// end with the real agent on ngircd: e2e_test.go, engines_e2e_test.go):
+//
+//	anthropic   native loop, no shell: always relayed
+//	claude      Claude Code's Bash; SkillTool is its --allowedTools rule
+//	codex       its shell, in its workspace-write sandbox, which refuses
+//	            the socket's connect: InstallSkill writes CodexRules (an
+//	            execpolicy allow rule for `harness channel …`, which runs
+//	            it outside the sandbox), and the daemon's threads use a
+//	            non-login shell (CodexThreadConfig) so its PATH survives
+//	copilot     ACP permission request of kind execute: SkillTool answers
+//	            it (acp.AllowedByRules: a Bash rule matches the execute
+//	            kind; chained commands never match a prefix rule)
+//	acp         likewise (OpenCode asks only if configured to; Claude
+//	            over ACP names its tool Bash)
+//
+// Any agent whose permission layer refuses the command gets the
+// failure in its tool result; its final answer is then relayed.
 //
 // # agents.yaml
 //
@@ -88,7 +101,9 @@
 // Each daemon's control socket is ipc.SocketPath(nick):
 // $XDG_RUNTIME_DIR/harness-<nick>.sock, else
 // ~/.harness/run/harness-<nick>.sock (see package ipc for the protocol).
-// Skills (InstallSkill): claude .claude/skills/irc-channel/SKILL.md,
-// codex .agents/skills/…, copilot .github/skills/…, acp .agents/skills/…;
-// anthropic gets none.
+// Skills (InstallSkill; `harness agents start` installs them too):
+// claude .claude/skills/irc-channel/SKILL.md, codex .agents/skills/… (and
+// .codex/rules/harness-channel.rules), copilot .github/skills/…, acp
+// .agents/skills/… and .claude/skills/…; anthropic gets none. Each was
+// checked on the pinned binary: the model's request carries the skill.
 package daemon

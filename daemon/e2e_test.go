@@ -269,6 +269,9 @@ func TestE2ETwoAgentsInOneChannel(t *testing.T) {
 	if want := "[IRC @mention in #dev] <bob> @lab-alice what is 2+2? <be brief>"; !promptSeen(apiC, want) {
 		t.Fatalf("the claude agent's API never got the prompt %q", want)
 	}
+	if r := apiC.Requests(); len(r) == 0 || !skillLoaded(string(r[len(r)-1].Body)) {
+		t.Fatalf("Claude Code did not load the skill from %s", SkillDirs[KindClaude])
+	}
 
 	// the native agent has no shell: the daemon relays its final answer
 	if err := e.bob.Send("#dev", "@lab-nat hello"); err != nil {

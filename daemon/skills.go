@@ -19,23 +19,26 @@ var skillTmpl = template.Must(template.New("SKILL.md").Parse(skillTemplate))
 const SkillName = "irc-channel"
 
 // SkillDirs are where each kind of agent reads project skills, relative
-// to its directory:
+// to its directory; InstallSkill writes the skill into each. Verified on
+// the pinned binaries (the model's request carried the skill's name and
+// description: daemon/engines_e2e_test.go):
 //
 //   - claude: .claude/skills (Claude Code's project skills)
 //   - codex: .agents/skills (Codex's repository scope; its user scope is
 //     $CODEX_HOME/skills, not touched here)
 //   - copilot: .github/skills (Copilot CLI also reads .claude/skills and
 //     .agents/skills)
-//   - acp: .agents/skills (read by OpenCode, Copilot and Codex; other ACP
-//     agents may not read skills at all — the skill only documents the
-//     commands, the daemon works without it)
+//   - acp: .agents/skills (OpenCode; also Copilot's and Codex's) and
+//     .claude/skills (Claude over ACP, claude-agent-acp, reads only
+//     Claude Code's); an agent that reads skills from elsewhere, or not
+//     at all, works without it — the skill only documents the commands
 //   - anthropic/native: none — the native loop has no shell to run the
 //     skill CLI; the daemon relays its answers.
-var SkillDirs = map[string]string{
-	KindClaude:  filepath.Join(".claude", "skills"),
-	KindCodex:   filepath.Join(".agents", "skills"),
-	KindCopilot: filepath.Join(".github", "skills"),
-	KindACP:     filepath.Join(".agents", "skills"),
+var SkillDirs = map[string][]string{
+	KindClaude:  {filepath.Join(".claude", "skills")},
+	KindCodex:   {filepath.Join(".agents", "skills")},
+	KindCopilot: {filepath.Join(".github", "skills")},
+	KindACP:     {filepath.Join(".agents", "skills"), filepath.Join(".claude", "skills")},
 }
 
 // RenderSkill is the SKILL.md for agent a of cfg.
@@ -55,41 +58,83 @@ func RenderSkill(cfg *Config, a AgentConfig) (string, error) {
 	return b.String(), err
 }
 
+// CodexRulesFile is where InstallSkill puts a codex agent's command
+// rule, relative to its directory: Codex reads the project's
+// .codex/rules/*.rules (its execpolicy).
+var CodexRulesFile = filepath.Join(".codex", "rules", "harness-channel.rules")
+
+// CodexRules lets a codex agent run the skill CLI. Codex runs commands in
+// its sandbox (workspace-write, in dontAsk), whose seccomp filter denies
+// connect(2) — the skill CLI cannot reach the daemon's Unix socket
+// ("operation not permitted") — and approval "never" cannot lift it. A
+// command an allow rule matches runs without asking and outside the
+// sandbox; this rule matches commands that start with `harness
+// channel`, and Codex lifts the sandbox only when every command of the
+// line matches (checked on 0.169.0: `harness channel send x; touch
+// /outside` runs sandboxed, the touch refused). The alternative,
+// [sandbox_workspace_write] network_access = true, would lift the filter
+// for every command of the agent.
+const CodexRules = `# Written by harness (the IRC daemon): the agent's skill CLI talks to
+# its daemon over a Unix socket, which Codex's sandbox would refuse.
+prefix_rule(pattern = ["harness", "channel"], decision = "allow")
+`
+
 // InstallSkill writes agent a's SKILL.md where its engine reads project
-// skills (see SkillDirs) and returns the path, or "" for an engine that
-// reads none. The write is atomic (temp file and rename), 0644.
+// skills (every directory of SkillDirs) and returns the path of the
+// first, or "" for an engine that reads none; for a codex agent it also writes CodexRules to
+// CodexRulesFile. The writes are atomic (temp file and rename), 0644.
 func InstallSkill(cfg *Config, a AgentConfig) (string, error) {
-	rel, ok := SkillDirs[a.Agent]
-	if !ok {
+	dirs := SkillDirs[a.Agent]
+	if len(dirs) == 0 {
 		return "", nil
 	}
 	text, err := RenderSkill(cfg, a)
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(a.Directory, rel, SkillName)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("skill for %s: %w", a.Nick, err)
+	if a.Agent == KindCodex {
+		if err := writeFileAtomic(filepath.Join(a.Directory, CodexRulesFile), CodexRules); err != nil {
+			return "", fmt.Errorf("codex rules for %s: %w", a.Nick, err)
+		}
 	}
-	path := filepath.Join(dir, "SKILL.md")
-	tmp, err := os.CreateTemp(dir, ".SKILL-*.md")
+	first := ""
+	for _, rel := range dirs {
+		path := filepath.Join(a.Directory, rel, SkillName, "SKILL.md")
+		if err := writeFileAtomic(path, text); err != nil {
+			return "", fmt.Errorf("skill for %s: %w", a.Nick, err)
+		}
+		if first == "" {
+			first = path
+		}
+	}
+	return first, nil
+}
+
+// writeFileAtomic writes text to path (its directory made 0755) through
+// a temp file renamed over it, 0644.
+func writeFileAtomic(path, text string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".harness-*")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.WriteString(text); err != nil {
 		tmp.Close()
-		return "", err
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return "", err
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return "", err
+		return err
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return "", err
+		return err
 	}
-	return path, os.Rename(tmp.Name(), path)
+	return os.Rename(tmp.Name(), path)
 }

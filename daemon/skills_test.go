@@ -44,6 +44,17 @@ agents:
 			!strings.Contains(s, "harness channel send '#chan'") || strings.Contains(s, "<no value>") {
 			t.Fatalf("%s: SKILL.md:\n%s", a.Nick, s)
 		}
+		// every directory of the kind has it; a codex agent also gets its
+		// command rule, no one else
+		for _, rel := range SkillDirs[a.Agent] {
+			if b2, err := os.ReadFile(filepath.Join(a.Directory, rel, "irc-channel", "SKILL.md")); err != nil || string(b2) != s {
+				t.Fatalf("%s: %s: %v", a.Nick, rel, err)
+			}
+		}
+		rules, err := os.ReadFile(filepath.Join(a.Directory, ".codex", "rules", "harness-channel.rules"))
+		if a.Agent == KindCodex && (err != nil || string(rules) != CodexRules) || a.Agent != KindCodex && err == nil {
+			t.Fatalf("%s: codex rules %q %v", a.Nick, rules, err)
+		}
 		// installing again replaces it
 		if _, err := InstallSkill(cfg, a); err != nil {
 			t.Fatal(err)
