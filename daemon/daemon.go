@@ -175,7 +175,11 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(ctx, d.opts.IRCTimeout)
-	if err := cl.WaitRegistered(rctx, 1); err != nil {
+	var nickErr *irc.NickError
+	if err := cl.WaitRegistered(rctx, 1); errors.As(err, &nickErr) {
+		cancel()
+		return fmt.Errorf("daemon %s: %w", d.agent.Nick, err)
+	} else if err != nil {
 		d.log.Warn().Err(err).Str("server", d.opts.Config.Server.Addr()).Msg("not registered on IRC yet; still trying")
 	} else {
 		for _, ch := range d.agent.Channels {
