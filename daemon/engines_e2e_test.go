@@ -41,6 +41,26 @@ func nodeBin(t *testing.T, name string) string {
 
 const skillAnswer = "posted through the skill CLI"
 
+// permissionAnswered reports whether the ACP engine answered a
+// permission request for tool with option (in the agent's project log,
+// .chirality/logs/harness.log): the agent asked, and the daemon's rule,
+// not a person, allowed the command.
+func permissionAnswered(t *testing.T, agentDir, tool, option string) bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(agentDir, ".chirality", "logs", "harness.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, `"acp: permission answered"`) && strings.Contains(line, `"tool":"`+tool+`"`) &&
+			strings.Contains(line, `"option":"`+option+`"`) {
+			return true
+		}
+	}
+	t.Logf("the agent's log:\n%s", b)
+	return false
+}
+
 // skillCommand is the shell command the scripted model runs.
 func skillCommand(line string) string {
 	return "harness channel send '#dev' '" + line + "'"
@@ -150,6 +170,9 @@ func TestE2ESkillCLICopilot(t *testing.T) {
 	e.sees("lab-cop", "^"+line+"$")
 	e.settled(d, "cop")
 	checkACPSkill(t, api, KindCopilot)
+	if !permissionAnswered(t, dir+"/cop", "execute", "allow_once") {
+		t.Fatal("Copilot's permission request for the shell was not answered allow_once by the daemon's rule")
+	}
 }
 
 func TestE2ESkillCLIOpenCode(t *testing.T) {
@@ -173,6 +196,9 @@ func TestE2ESkillCLIOpenCode(t *testing.T) {
 	e.sees("lab-oc", "^"+line+"$")
 	e.settled(d, "oc")
 	checkACPSkill(t, api, KindACP)
+	if !permissionAnswered(t, dir+"/oc", "execute", "once") {
+		t.Fatal("OpenCode's permission request for the shell was not answered allow once by the daemon's rule")
+	}
 }
 
 func TestE2ESkillCLIClaudeACP(t *testing.T) {
@@ -189,6 +215,9 @@ func TestE2ESkillCLIClaudeACP(t *testing.T) {
 	e.sees("lab-ca", "^"+line+"$")
 	e.settled(d, "ca")
 	checkACPSkill(t, api, KindACP)
+	if !permissionAnswered(t, dir+"/ca", "Bash", "allow-once") {
+		t.Fatal("Claude's permission request for Bash was not answered allow-once by the daemon's rule")
+	}
 }
 
 // checkACPSkill: the agent's conversation carried the skill, and the
