@@ -3,6 +3,8 @@ package acp_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,8 +28,9 @@ type benchRig struct {
 	fake *claudetest.FakeAPI
 	cwd  string
 	cold time.Duration
-	// selfCancels counts turns the agent cancelled by itself (Copilot).
-	selfCancels int
+	// selfCancels counts turns the agent cancelled by itself, hung the
+	// turns it never answered (Copilot, both).
+	selfCancels, hung int
 }
 
 func newBenchRig(b *testing.B, name string) *benchRig {
@@ -91,7 +94,11 @@ func newBenchRig(b *testing.B, name string) *benchRig {
 func (g *benchRig) turn(b *testing.B, msg string) (time.Duration, int) {
 	b.Helper()
 	start := time.Now()
-	tr, err := g.eng.StartTurn(context.Background(), engine.Request{SessionKey: "b", Message: msg, Cwd: g.cwd})
+	// A turn the agent never answers is killed after a minute and
+	// counted (Copilot 1.0.102 sometimes never answers a prompt here).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tr, err := g.eng.StartTurn(ctx, engine.Request{SessionKey: "b", Message: msg, Cwd: g.cwd})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,6 +114,11 @@ func (g *benchRig) turn(b *testing.B, msg string) (time.Duration, int) {
 		}
 	}
 	if err := tr.Err(); err != nil || n == 0 {
+		if te, ok := err.(*engine.TurnError); ok && te.Kind == event.ErrorKilled {
+			g.hung++
+			b.Logf("%s never answered; killed", g.eng.Name())
+			return first, n
+		}
 		if selfCancelled(err) {
 			g.selfCancels++
 			b.Logf("%s cancelled the turn by itself after %d deltas", g.eng.Name(), n)
@@ -133,6 +145,7 @@ func BenchmarkFirstDelta(b *testing.B) {
 			}
 			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/first-delta")
 			b.ReportMetric(float64(g.cold.Milliseconds()), "cold-ms")
+			b.ReportMetric(float64(g.hung), "hung")
 		})
 	}
 }
@@ -160,6 +173,7 @@ func BenchmarkCPUPer1000Deltas(b *testing.B) {
 			b.ReportMetric(float64(agent.Microseconds())/1000/float64(b.N), "agent-ms/1000")
 			b.ReportMetric(float64(deltas)/float64(b.N), "deltas/turn")
 			b.ReportMetric(float64(g.selfCancels), "self-cancelled")
+			b.ReportMetric(float64(g.hung), "hung")
 		})
 	}
 }
@@ -197,4 +211,38 @@ func groupCPU(pgid int) time.Duration {
 		ticks += u + st
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// BenchmarkFakeAPIPer1000Deltas is the fake Messages API's own share of
+// BenchmarkCPUPer1000Deltas's harness-ms for the real agents (it runs in
+// this process): one streamed answer of 1,000 deltas read by a plain
+// HTTP client (whose reading is counted too: an upper bound of the
+// fake's share).
+func BenchmarkFakeAPIPer1000Deltas(b *testing.B) {
+	fake, err := claudetest.NewFakeAPI()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fake.Close()
+	var words strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&words, "w%03d", i)
+	}
+	body := `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"x"}]}`
+	var self time.Duration
+	for b.Loop() {
+		fake.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(words.String())}, ChunkSize: 4})
+		s0 := selfCPU()
+		resp, err := http.Post(fake.URL+"/v1/messages", "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if n == 0 {
+			b.Fatal("empty answer")
+		}
+		self += selfCPU() - s0
+	}
+	b.ReportMetric(float64(self.Microseconds())/1000/float64(b.N), "fakeapi-ms/1000")
 }
