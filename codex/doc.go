@@ -66,7 +66,9 @@
 // withheld (claudecode.FilterEnv's rules) except OPENAI_API_KEY and
 // CODEX_API_KEY; CODEX_HOME passes through, and the user's provider in
 // $CODEX_HOME/config.toml is never overridden (a model is set only when
-// Request.Model is). stderr goes to the logger, never into the stream.
+// Request.Model is) except by what Config.ThreadConfig names (sent as
+// thread/start's and thread/resume's config; the IRC daemon turns the
+// login shell off with it, so the PATH it gives reaches the commands). stderr goes to the logger, never into the stream.
 //
 // Package codextest is a fake Responses API for offline tests.
 package codex
