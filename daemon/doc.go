@@ -82,9 +82,10 @@
 // agent maps to harness engines: claude → claude-code, codex → codex,
 // anthropic/native → anthropic, copilot → the ACP engine "copilot"
 // (copilot --acp --stdio), acp → an ACP engine "acp-<nick>" running
-// acp_command. thinking is passed to claude-code as MAX_THINKING_TOKENS
-// (low 4096, medium 16384, high 31999); the other engines do not take it
-// from here (the supervisor's thinking goes to supervisor.CoreEvaluator).
+// acp_command. thinking reaches the engines that take a level
+// (runner.ThinkingEnv: Claude Code's CLAUDE_CODE_EFFORT_LEVEL); the others
+// run at their default. The supervisor's one-shot turns run on a Harness
+// of their own with supervisor.thinking the same way.
 //
 // # Commands
 //
