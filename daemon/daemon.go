@@ -103,6 +103,12 @@ type Daemon struct {
 	lastChannel string
 	started     bool
 	stopping    bool
+	// starting is closed when Start has returned; cancelStart ends
+	// Start's context, so a Stop during Start (an IPC shutdown, which the
+	// socket accepts before the runner is up) waits for a short Start
+	// instead of racing it and leaving a runner behind.
+	starting    chan struct{}
+	cancelStart context.CancelFunc
 	done        chan struct{}
 	stopOnce    sync.Once
 	stopErr     error
@@ -145,19 +151,27 @@ func (d *Daemon) Done() <-chan struct{} { return d.done }
 // Start brings the daemon up in order: message buffer → IRC transport
 // (connect, register, join; it keeps reconnecting with back-off) →
 // webhook client → IPC socket and PID file → supervisor → runner. On an
-// error what was started is stopped again. ctx bounds the start only.
+// error what was started is stopped again and Done is closed. ctx bounds
+// the start only; a Stop during Start cancels it too.
 func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.mu.Lock()
-	if d.started {
+	if d.started || d.stopping {
 		d.mu.Unlock()
-		return errors.New("daemon: started twice")
+		return errors.New("daemon: started twice, or after Stop")
 	}
 	d.started = true
+	ctx, cancel := context.WithCancel(ctx)
+	d.starting, d.cancelStart = make(chan struct{}), cancel
 	d.mu.Unlock()
 	defer func() {
+		cancel()
 		if err != nil {
-			_ = d.shutdown(context.Background())
+			d.stopOnce.Do(func() {
+				d.stopErr = d.shutdown(context.Background())
+				close(d.done)
+			})
 		}
+		close(d.starting)
 	}()
 
 	// 1. message buffer
@@ -230,10 +244,13 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if sup != nil {
 		sup.OnWhisper(d.onWhisper)
 		sup.OnEscalation(d.onEscalation)
-		if err := sup.Start(ctx); err != nil {
+		// the supervisor lives until Stop, not until Start's ctx ends
+		if err := sup.Start(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("daemon: supervisor: %w", err)
 		}
+		d.mu.Lock()
 		d.sup = sup
+		d.mu.Unlock()
 	}
 	a.OnMessage(d.onAgentMessage)
 	a.OnTurnStart(d.onTurnStart)
@@ -253,9 +270,18 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 
 // Stop takes the daemon down in reverse order: runner → supervisor → IPC
 // (socket and PID file removed) → webhook (posts under way finish) → IRC
-// (QUIT) → buffer. Safe to call more than once; later calls wait for the
-// first.
+// (QUIT) → buffer. During Start it cancels Start's context and waits for
+// Start to return first. Safe to call more than once and from any
+// goroutine; later calls wait for the first.
 func (d *Daemon) Stop(ctx context.Context) error {
+	d.mu.Lock()
+	d.stopping = true
+	starting, cancel := d.starting, d.cancelStart
+	d.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-starting
+	}
 	d.stopOnce.Do(func() {
 		d.stopErr = d.shutdown(ctx)
 		close(d.done)
@@ -277,8 +303,8 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 			c.Close()
 		}
 	}
-	if d.sup != nil {
-		errs = append(errs, d.sup.Stop(ctx))
+	if sup := d.supOrNil(); sup != nil {
+		errs = append(errs, sup.Stop(ctx))
 	}
 	if d.ipc != nil {
 		errs = append(errs, d.ipc.Close())
@@ -300,6 +326,14 @@ func (d *Daemon) agentOrNil() Agent {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.run
+}
+
+// supOrNil is the supervisor once Start has started it (the IPC socket
+// answers status before that).
+func (d *Daemon) supOrNil() Supervisor {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sup
 }
 
 // MentionPrompt is the prompt a mention becomes:
@@ -338,8 +372,8 @@ func (d *Daemon) onAgentMessage(m runner.Message) {
 		d.lastText = t
 		d.mu.Unlock()
 	}
-	if d.sup != nil {
-		d.sup.Observe(m)
+	if sup := d.supOrNil(); sup != nil {
+		sup.Observe(m)
 	}
 }
 

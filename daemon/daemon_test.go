@@ -664,3 +664,84 @@ func TestSocketUnderHomeWithoutXDG(t *testing.T) {
 		t.Fatalf("left behind: %v", m)
 	}
 }
+
+// blockingAgent's Start waits for its context: a runner slow to come up.
+type blockingAgent struct {
+	*fakeAgent
+	entered chan struct{}
+}
+
+func (b *blockingAgent) Start(ctx context.Context, _ string) error {
+	close(b.entered)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// The socket answers before the runner is up; a shutdown then cancels
+// the start instead of racing it: Start fails, Done closes, nothing is
+// left in the run directory, and the supervisor was stopped again.
+func TestShutdownDuringStart(t *testing.T) {
+	f, err := irctest.NewFake()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	run := shortTemp(t)
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	host, port, _ := strings.Cut(f.Addr(), ":")
+	cfg, err := ParseConfig([]byte("server: {host: "+host+", port: "+port+"}\nagents:\n  - {nick: erin, agent: claude, directory: /tmp, channels: [\"#x\"]}\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &blockingAgent{fakeAgent: newFakeAgent(), entered: make(chan struct{})}
+	sup := &fakeSup{}
+	d, err := New(Options{Config: cfg, Agent: cfg.Agents[0],
+		NewAgent: func(Hooks) (Agent, Supervisor, error) { return agent, sup, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- d.Start(context.Background()) }()
+	select {
+	case <-agent.entered:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the runner's Start was never reached")
+	}
+	c, err := ipc.Dial(ctxT(t, 5*time.Second), "erin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, _, err := c.Call(ctxT(t, 5*time.Second), ipc.Request{Type: ipc.CmdStatus})
+	if err != nil || !resp.OK || !strings.Contains(string(resp.Data), `"activity":"idle"`) {
+		t.Fatalf("status during start: %+v %v", resp, err)
+	}
+	if resp, _, err := c.Call(ctxT(t, 5*time.Second), ipc.Request{Type: ipc.CmdShutdown}); err != nil || !resp.OK {
+		t.Fatalf("shutdown: %+v %v", resp, err)
+	}
+	c.Close()
+	select {
+	case err := <-started:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Start: %v, want context.Canceled", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Start did not return after a shutdown")
+	}
+	select {
+	case <-d.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("Done not closed")
+	}
+	sup.mu.Lock()
+	stopped := !sup.stoppedAt.IsZero()
+	sup.mu.Unlock()
+	if !stopped {
+		t.Fatal("the supervisor was left running")
+	}
+	if m, _ := filepath.Glob(filepath.Join(run, "*")); len(m) != 0 {
+		t.Fatalf("left in the run dir: %v", m)
+	}
+	if err := d.Start(context.Background()); err == nil {
+		t.Fatal("Start after Stop")
+	}
+}

@@ -42,8 +42,8 @@ func (d *Daemon) Status() Status {
 		st.Channels = d.irc.Channels()
 		st.Connected = d.irc.Connected()
 	}
-	if d.sup != nil {
-		st.SupervisorPaused = d.sup.Paused()
+	if sup := d.supOrNil(); sup != nil {
+		st.SupervisorPaused = sup.Paused()
 	}
 	desc := fmt.Sprintf("%s (%s agent on %s", d.ircNick, d.agent.Agent, st.Engine)
 	if d.agent.Model != "" {
@@ -183,8 +183,8 @@ func (d *Daemon) handle(ctx context.Context, r ipc.Request) (any, error) {
 		return d.Status(), nil
 	case ipc.CmdResume:
 		a.Resume()
-		if d.sup != nil && d.sup.Paused() {
-			d.sup.Resume()
+		if sup := d.supOrNil(); sup != nil && sup.Paused() {
+			sup.Resume()
 		}
 		return d.Status(), nil
 	case ipc.CmdShutdown:
