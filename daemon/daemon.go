@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -469,7 +470,7 @@ func (d *Daemon) onEscalation(message string) {
 		defer d.hooks.Done()
 		resp, err := d.hook.Post(url, "application/json", bytes.NewReader(body))
 		if err != nil {
-			d.log.Error().Err(err).Msg("escalation webhook failed")
+			d.log.Error().Err(withoutURL(err)).Msg("escalation webhook failed")
 			return
 		}
 		resp.Body.Close()
@@ -477,6 +478,16 @@ func (d *Daemon) onEscalation(message string) {
 			d.log.Error().Int("status", resp.StatusCode).Msg("escalation webhook refused")
 		}
 	}()
+}
+
+// withoutURL drops the URL from an HTTP client's error: a webhook's URL
+// often carries its secret (Slack's, Discord's), and must not reach a log.
+func withoutURL(err error) error {
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s webhook: %w", ue.Op, ue.Err)
+	}
+	return err
 }
 
 // alert posts a daemon message to the channel of the last mention (the

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
 	"github.com/chirality/harness/ipc"
@@ -745,3 +746,44 @@ func TestShutdownDuringStart(t *testing.T) {
 		t.Fatal("Start after Stop")
 	}
 }
+
+// A webhook's URL often carries its secret: a failed post is logged
+// without it.
+func TestWebhookErrorLogHasNoURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens: the post fails
+	url := "http://" + addr + "/hooks/T000/s3cr3t-token"
+	var logs syncLog
+	logger := zerolog.New(&logs)
+	cfg := &Config{Supervisor: &SupervisorConfig{Webhook: url}}
+	d, err := New(Options{Config: cfg, Agent: AgentConfig{Nick: "x"}, Logger: &logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.hook = &http.Client{Timeout: 5 * time.Second}
+	d.onEscalation("stuck in a loop")
+	d.hooks.Wait()
+	out := logs.String()
+	if !strings.Contains(out, "escalation webhook failed") {
+		t.Fatalf("no failure logged: %s", out)
+	}
+	if strings.Contains(out, "s3cr3t") {
+		t.Fatalf("the webhook's secret reached the log: %s", out)
+	}
+}
+
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncLog) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncLog) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
