@@ -29,7 +29,15 @@ var (
 	ErrAskTimeout = errors.New("irc: no answer before the timeout")
 	// ErrEmptyMessage: the text had nothing IRC can carry.
 	ErrEmptyMessage = errors.New("irc: empty message")
+	// ErrTooLong: the text would take more than MaxSendLines PRIVMSGs;
+	// nothing was sent.
+	ErrTooLong = errors.New("irc: message too long")
 )
+
+// MaxSendLines bounds the PRIVMSGs one Send may post (after SplitText):
+// the text comes from a model, and a flood of hundreds of lines gets a
+// client killed for excess flood by most servers and buries a channel.
+const MaxSendLines = 40
 
 // ServerError is a numeric error reply of the server to a command
 // (403 no such channel, 442 not on channel, 482 not a channel operator…).
@@ -602,7 +610,8 @@ func (c *Client) sendErr(err error) error {
 }
 
 // Send posts text to target (a channel or a nick), one PRIVMSG per line
-// of SplitText, and records it in the buffer.
+// of SplitText, and records it in the buffer. Text of more than
+// MaxSendLines lines is refused whole with ErrTooLong.
 func (c *Client) Send(target, text string) error {
 	if err := validTarget(target); err != nil {
 		return err
@@ -610,6 +619,10 @@ func (c *Client) Send(target, text string) error {
 	lines := SplitText(text, 0)
 	if len(lines) == 0 {
 		return ErrEmptyMessage
+	}
+	if len(lines) > MaxSendLines {
+		return fmt.Errorf("%w: %d lines of IRC text, %d at most (%d bytes each); post a summary, or split it",
+			ErrTooLong, len(lines), MaxSendLines, MaxPayload)
 	}
 	for _, l := range lines {
 		if err := c.conn.Privmsg(target, l); err != nil {

@@ -106,6 +106,19 @@ func exercise(t *testing.T, addr string) {
 	if err := a.Send("#dev", "\r\n"); !errors.Is(err, irc.ErrEmptyMessage) {
 		t.Fatalf("empty: %v", err)
 	}
+	// a flood is refused whole: bob sees none of it, only what follows
+	flood := strings.Repeat("line\n", irc.MaxSendLines+1)
+	if err := a.Send("#dev", flood); !errors.Is(err, irc.ErrTooLong) {
+		t.Fatalf("flood: %v", err)
+	}
+	if err := a.Send("#dev", strings.Repeat("ok\n", irc.MaxSendLines)); err != nil {
+		t.Fatalf("MaxSendLines lines: %v", err)
+	}
+	for i := 0; i < irc.MaxSendLines; i++ {
+		if m := next(t, bGot); m.Text != "ok" {
+			t.Fatalf("after a refused flood, bob saw %q", m.Text)
+		}
+	}
 
 	// ask: bob answers alice's question
 	go func() {
