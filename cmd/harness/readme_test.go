@@ -88,3 +88,23 @@ func TestREADMEAgentsYAML(t *testing.T) {
 		t.Errorf("supervisor: %+v", cfg.Supervisor)
 	}
 }
+
+// TestREADMEEnginesYAML parses the README's engines file as `--engines`
+// would.
+func TestREADMEEnginesYAML(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)<!-- engines-yaml -->\\s*```yaml\\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README has no marked engines file")
+	}
+	cfgs, err := parseEngines("README.md", m[1])
+	if err != nil {
+		t.Fatalf("the README's engines file is not valid: %v", err)
+	}
+	if len(cfgs) != 1 || cfgs[0].Name != "my-agent" || strings.Join(cfgs[0].Command, " ") != "my-agent --acp" {
+		t.Errorf("entries: %+v", cfgs)
+	}
+}
