@@ -10,6 +10,7 @@ import (
 	neturl "net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,7 +220,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	srv, err := ipc.Listen(ipc.ServerConfig{Path: sock, Handler: d.handle, Whispers: d.takeWhispers, Logger: d.opts.Logger})
+	srv, err := ipc.Listen(ipc.ServerConfig{Path: sock, Handler: d.handle, Whispers: d.takeWhispers, Unsent: d.returnWhispers,
+		Logger: d.opts.Logger})
 	if err != nil {
 		return err
 	}
@@ -436,6 +438,17 @@ func (d *Daemon) takeWhispers() []ipc.Whisper {
 	w := d.whispers
 	d.whispers = nil
 	return w
+}
+
+// returnWhispers puts back, first in line, whispers whose skill call
+// went away before they were written.
+func (d *Daemon) returnWhispers(w []ipc.Whisper) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.whispers = append(slices.Clone(w), d.whispers...)
+	if n := len(d.whispers); n > maxWhispers {
+		d.whispers = d.whispers[n-maxWhispers:]
+	}
 }
 
 // Escalation is the webhook's JSON body.

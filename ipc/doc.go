@@ -15,4 +15,7 @@
 // commands, compact and clear), so the skill client prints them on stderr.
 // Bad JSON, unknown commands, missing fields, lines over MaxLine and
 // handler panics get an error response; a client cannot stop the server.
+// A client that hangs up (or closes its writing side) while its request
+// runs cancels it, and the whispers its response would have carried wait
+// for the next call (ServerConfig.Unsent).
 package ipc

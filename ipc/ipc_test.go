@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -293,6 +295,107 @@ func TestCloseCancelsHandlers(t *testing.T) {
 		t.Fatal("Close hung on a running handler")
 	}
 	<-errc
+}
+
+// A client that hangs up while its request runs ends the handler's
+// context (an irc_ask of a killed skill CLI stops waiting), and the
+// whispers its response would have carried wait for the next call.
+func TestClientGoneMidRequest(t *testing.T) {
+	ended := make(chan error, 1)
+	pending := []Whisper{{WhisperType: "CORRECTION", Message: "keep this"}}
+	var unsent []Whisper
+	var mu sync.Mutex
+	_, path := startServer(t, ServerConfig{
+		Handler: func(ctx context.Context, r Request) (any, error) {
+			if r.Type != CmdIRCAsk {
+				return nil, nil
+			}
+			select {
+			case <-ctx.Done():
+				ended <- ctx.Err()
+			case <-time.After(10 * time.Second):
+				ended <- errors.New("the handler never saw the client go")
+			}
+			return nil, ctx.Err()
+		},
+		Whispers: func() []Whisper {
+			mu.Lock()
+			defer mu.Unlock()
+			w := pending
+			pending = nil
+			return w
+		},
+		Unsent: func(w []Whisper) {
+			mu.Lock()
+			defer mu.Unlock()
+			unsent = append(unsent, w...)
+			pending = append(w, pending...)
+		},
+	})
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte(`{"type":"irc_ask","id":"1","channel":"#c","message":"q?"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	// the whispers come back once the failed write is seen
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(unsent)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the undelivered whisper was not given back")
+		}
+		time.Sleep(5 * time.Millisecond) // poll with a deadline
+	}
+	c, err := DialPath(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, w, err := c.Call(context.Background(), Request{Type: CmdIRCChannels}); err != nil || len(w) != 1 || w[0].Message != "keep this" {
+		t.Fatalf("whisper after a lost response: %v %v", w, err)
+	}
+}
+
+// Requests pipelined on one write are all answered, in order: watching
+// for a hang-up leaves the next request where the reader finds it.
+func TestPipelinedRequests(t *testing.T) {
+	_, path := startServer(t, ServerConfig{Handler: func(_ context.Context, r Request) (any, error) {
+		return r.ID, nil
+	}})
+	var lines []string
+	for i := range 50 {
+		lines = append(lines, fmt.Sprintf(`{"type":"status","id":"r%d"}`, i))
+	}
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte(strings.Join(lines, "\n") + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	sc := bufio.NewScanner(conn)
+	for i := range 50 {
+		if !sc.Scan() {
+			t.Fatalf("response %d: %v", i, sc.Err())
+		}
+		var r Response
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || !r.OK || r.ID != fmt.Sprintf("r%d", i) {
+			t.Fatalf("response %d: %s %v", i, sc.Bytes(), err)
+		}
+	}
 }
 
 func FuzzDecodeRequest(f *testing.F) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -20,8 +21,9 @@ var ErrAlreadyRunning = errors.New("ipc: a daemon already listens on this socket
 
 // Handler answers one request; data is sent as the response's data, an
 // error as its error. ctx ends when the server closes or the client goes
-// away. Handlers run on the connection's goroutine, one request at a
-// time per connection, many connections at once.
+// away (it hangs up, or closes its writing side, while the request runs).
+// Handlers run on the connection's goroutine, one request at a time per
+// connection, many connections at once.
 type Handler func(ctx context.Context, req Request) (data any, err error)
 
 // Then is handler data with a function to run once the response is
@@ -41,6 +43,9 @@ type ServerConfig struct {
 	// Whispers, when set, is called before each response to a skill
 	// command (SkillCommands) and returns the whispers to send first.
 	Whispers func() []Whisper
+	// Unsent, when set, gets back the whispers that could not be written
+	// (the client went away first), so they wait for the next call.
+	Unsent func([]Whisper)
 	// MaxLine bounds a request line (0 = MaxLine).
 	MaxLine int
 	Logger  *zerolog.Logger
@@ -168,15 +173,20 @@ func (s *Server) serve(c net.Conn) {
 			if err != nil {
 				resp = Response{Type: "response", ID: req.ID, Error: err.Error()}
 			} else {
-				resp, after = s.handle(ctx, req)
+				hctx, end := watchHangUp(ctx, c, r)
+				resp, after = s.handle(hctx, req)
+				end()
 				if SkillCommands[req.Type] && s.cfg.Whispers != nil {
 					whispers = s.cfg.Whispers()
 				}
 			}
 		}
-		for _, wh := range whispers {
+		for i, wh := range whispers {
 			wh.Type = "whisper"
 			if err := writeJSON(c, w, wh); err != nil {
+				if s.cfg.Unsent != nil {
+					s.cfg.Unsent(whispers[i:])
+				}
 				return
 			}
 		}
@@ -217,6 +227,30 @@ func (s *Server) handle(ctx context.Context, req Request) (resp Response, after 
 	}
 	resp.OK = true
 	return resp, after
+}
+
+// watchHangUp returns ctx, cancelled when the client hangs up while a
+// request runs (an irc_ask whose skill CLI was killed must not wait out
+// its timeout), and the function that ends the watch. It peeks at the
+// connection: a pipelined next request is left in r for the next read; a
+// read error other than end's own deadline means the client is gone.
+func watchHangUp(ctx context.Context, c net.Conn, r *bufio.Reader) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var ended atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := r.Peek(1); err != nil && !ended.Load() {
+			cancel()
+		}
+	}()
+	return ctx, func() {
+		ended.Store(true)
+		_ = c.SetReadDeadline(time.Now()) // unblocks the Peek
+		<-done
+		_ = c.SetReadDeadline(time.Time{})
+		cancel()
+	}
 }
 
 func writeJSON(c net.Conn, w *bufio.Writer, v any) error {
