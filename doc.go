@@ -1,9 +1,10 @@
 // Package harness is the composition point of the harness: one turn of a
 // session, end to end, on any engine. The doors — the gateway (package
-// gateway), the JSON-RPC door (package rpc), the CLI (cmd/harness) — drive
-// a Harness; the engines (package engine's seam: claudecode, native,
-// codex) run the turns; nothing here knows about HTTP or about which agent
-// answers.
+// gateway), the JSON-RPC door (package rpc), one conversation over HTTP
+// (package agentserver, which the TUI talks to), the IRC agents (packages
+// runner and daemon), the CLI (cmd/harness) — drive a Harness; the engines
+// (package engine's seam: claudecode, native, codex, acp) run the turns;
+// nothing here knows about HTTP or about which agent answers.
 //
 //	h, err := harness.New(harness.Config{Roots: []string{root}})
 //	s, err := h.CreateSession(root, "REVIEWER", "workbench")
@@ -27,8 +28,10 @@
 // # Engines
 //
 // Claude Code (package claudecode), the native loop on the Messages API
-// (package native) and Codex (package codex) are built in; Config.Engines
-// adds more. A session names its engine at creation (SessionSpec.Engine >
+// (package native), Codex (package codex) and the ACP agents opencode,
+// claude-acp and copilot (package acp) are built in; Config.Engines adds
+// more (any ACP command: acp.NewEngine). DeleteSession also closes what an
+// engine keeps for the session (an ACP agent's process). A session names its engine at creation (SessionSpec.Engine >
 // the persona's engine: > Config.DefaultEngine) and keeps it.
 //
 // # Approvals
