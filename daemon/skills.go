@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/template"
+
+	"github.com/chirality/harness/internal/atomicfile"
 )
 
 //go:embed skills/SKILL.md.tmpl
@@ -110,31 +112,15 @@ func InstallSkill(cfg *Config, a AgentConfig) (string, error) {
 	return first, nil
 }
 
-// writeFileAtomic writes text to path (its directory made 0755) through
-// a temp file renamed over it, 0644.
+// writeFileAtomic writes text to path (its directory made 0755) with
+// atomicfile (temp file, fsync, rename), then opens it to 0644: the
+// agent's engine and the people editing its directory read it.
 func writeFileAtomic(path, text string) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".harness-*")
-	if err != nil {
+	if err := atomicfile.Write(path, []byte(text), nil); err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(text); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return os.Chmod(path, 0o644)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/atomicfile"
 	"github.com/chirality/harness/runner"
 )
 
@@ -123,24 +124,5 @@ func writePersona(root string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".persona-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(personaFile); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, personaFile, nil)
 }
