@@ -16,6 +16,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/procgroup"
 )
 
 // Kind is the engine kind of every ACP engine (engine.Status.Kind).
@@ -159,8 +160,8 @@ func (e *Engine) Check(ctx context.Context) engine.Status {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--version")
-	setProcessGroup(cmd)
-	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, sigKill) }
+	procgroup.Set(cmd)
+	cmd.Cancel = func() error { return procgroup.Signal(cmd.Process.Pid, procgroup.Kill) }
 	cmd.WaitDelay = time.Second
 	cmd.Env = e.childEnv(nil)
 	if out, err := cmd.Output(); err == nil {

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/internal/procgroup"
 )
 
 // ProtocolVersion is the ACP version the client speaks.
@@ -82,7 +82,7 @@ func spawn(e *Engine, key, bin string, env []string, cwd string, log zerolog.Log
 	cmd := exec.Command(bin, e.cfg.Command[1:]...)
 	cmd.Env = env
 	cmd.Dir = cwd
-	setProcessGroup(cmd)
+	procgroup.Set(cmd)
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -134,9 +134,9 @@ func spawn(e *Engine, key, bin string, env []string, cwd string, log zerolog.Log
 // after grace).
 func (p *proc) reap(errR *os.File, stderrDone chan struct{}, grace time.Duration) {
 	_ = p.cmd.Wait()
-	code, sig := exitStatus(p.cmd.ProcessState)
+	code, sig := procgroup.ExitStatus(p.cmd.ProcessState)
 	p.ps.Store(&exitState{code, sig})
-	_ = signalGroup(p.pid, sigKill) // the tools it started, if any are left
+	_ = procgroup.Signal(p.pid, procgroup.Kill) // the tools it started, if any are left
 	close(p.exited)
 	select {
 	case <-p.conn.Done():
@@ -169,7 +169,7 @@ func (p *proc) alive() bool {
 // kill kills the process group now.
 func (p *proc) kill() {
 	if p.alive() {
-		_ = signalGroup(p.pid, sigKill)
+		_ = procgroup.Signal(p.pid, procgroup.Kill)
 	}
 }
 
@@ -182,12 +182,12 @@ func (p *proc) stop() {
 		p.stopIdle()
 		grace := p.e.cfg.StopGrace
 		_ = p.stdin.Close()
-		for _, sig := range []syscall.Signal{sigInt, sigTerm, sigKill} {
+		for _, sig := range []os.Signal{procgroup.Interrupt, procgroup.Terminate, procgroup.Kill} {
 			select {
 			case <-p.exited:
 				return
 			case <-time.After(grace):
-				_ = signalGroup(p.pid, sig)
+				_ = procgroup.Signal(p.pid, sig)
 			}
 		}
 	})

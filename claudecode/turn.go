@@ -16,6 +16,7 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/procgroup"
 	"github.com/rs/zerolog"
 )
 
@@ -172,7 +173,7 @@ func (t *Turn) spawn(ctx context.Context) error {
 	cmd.Dir = t.opts.Cwd
 	cmd.Env = append(FilterEnv(t.m.cfg.Env, t.m.cfg.AllowEnv), t.opts.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	setProcessGroup(cmd)
+	procgroup.Set(cmd)
 	t.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
@@ -282,8 +283,8 @@ func (t *Turn) noResultError() *TurnError {
 func (t *Turn) wait() {
 	defer t.wg.Done()
 	t.waitErr = t.cmd.Wait()
-	t.exitCode, t.exitSig = exitStatus(t.cmd.ProcessState)
-	_ = signalGroup(t.pid, sigKill)
+	t.exitCode, t.exitSig = procgroup.ExitStatus(t.cmd.ProcessState)
+	_ = procgroup.Signal(t.pid, procgroup.Kill)
 	close(t.exited)
 	// A process that left the group (setsid) may still hold stdout open;
 	// do not let it hold the turn.
@@ -436,7 +437,7 @@ func (t *Turn) Kill() error {
 // killNow sends SIGKILL to the group at once (Manager.Shutdown's last step).
 func (t *Turn) killNow() {
 	t.raise(stopKill)
-	_ = signalGroup(t.pid, sigKill)
+	_ = procgroup.Signal(t.pid, procgroup.Kill)
 }
 
 // Close kills the turn if it is still running and discards the events
@@ -508,17 +509,17 @@ func (t *Turn) escalate(level int) {
 			return
 		}
 		t.log.Info().Str("session", t.key).Msg("no result after interrupt request; sending SIGINT")
-		_ = signalGroup(t.pid, sigInterrupt)
+		_ = procgroup.Signal(t.pid, procgroup.Interrupt)
 		if t.waitAny(t.m.cfg.InterruptGrace, t.gotResult) {
 			return
 		}
 	}
-	_ = signalGroup(t.pid, sigTerminate)
+	_ = procgroup.Signal(t.pid, procgroup.Terminate)
 	if t.waitAny(t.m.cfg.KillGrace, nil) {
 		return
 	}
 	t.log.Warn().Str("session", t.key).Int("pid", t.pid).Msg("claude ignored SIGTERM; sending SIGKILL")
-	_ = signalGroup(t.pid, sigKill)
+	_ = procgroup.Signal(t.pid, procgroup.Kill)
 }
 
 // waitAny waits up to d for the child to exit or ch (nil: never) to

@@ -17,6 +17,7 @@ import (
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/procgroup"
 )
 
 // Turn is one Codex turn: its child, its stream of events. Next, Event
@@ -83,7 +84,7 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 	cmd.Env = env
 	t.secrets = secretValues(env)
 	cmd.Dir = t.req.Cwd
-	setProcessGroup(cmd)
+	procgroup.Set(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -106,7 +107,7 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 	go func() {
 		<-stderrDone
 		_ = cmd.Wait()
-		code, sig := exitStatus(cmd.ProcessState)
+		code, sig := procgroup.ExitStatus(cmd.ProcessState)
 		t.ps.Store(&exitState{code, sig})
 		close(t.exited)
 	}()
@@ -212,7 +213,7 @@ func (t *Turn) Kill() error {
 	default:
 	}
 	if t.pid > 0 {
-		return signalGroup(t.pid, sigKill)
+		return procgroup.Signal(t.pid, procgroup.Kill)
 	}
 	return nil
 }
@@ -248,10 +249,10 @@ func (t *Turn) run() {
 	select {
 	case <-t.exited:
 	case <-time.After(t.eng.cfg.StopGrace):
-		_ = signalGroup(t.pid, sigKill)
+		_ = procgroup.Signal(t.pid, procgroup.Kill)
 		<-t.exited
 	}
-	_ = signalGroup(t.pid, sigKill) // the tools it started, if any are left
+	_ = procgroup.Signal(t.pid, procgroup.Kill) // the tools it started, if any are left
 	for range t.peer.in {
 	}
 	t.cancel()
