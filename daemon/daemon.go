@@ -176,6 +176,15 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		close(d.starting)
 	}()
 
+	// a second daemon for the nick is refused before it takes the nick on IRC
+	sock, err := ipc.SocketPath(d.agent.Nick)
+	if err != nil {
+		return err
+	}
+	if err := ipc.CheckNotRunning(sock); err != nil {
+		return fmt.Errorf("daemon %s: %w", d.agent.Nick, err)
+	}
+
 	// 1. message buffer
 	d.buf = irc.NewBuffer(0)
 
@@ -214,10 +223,6 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 
 	// 4. IPC
 	if _, err := ipc.EnsureRunDir(); err != nil {
-		return err
-	}
-	sock, err := ipc.SocketPath(d.agent.Nick)
-	if err != nil {
 		return err
 	}
 	srv, err := ipc.Listen(ipc.ServerConfig{Path: sock, Handler: d.handle, Whispers: d.takeWhispers, Unsent: d.returnWhispers,

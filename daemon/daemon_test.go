@@ -787,3 +787,76 @@ func (s *syncLog) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncLog) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// A second daemon for a nick whose daemon is alive is refused before it
+// touches IRC; the files a crashed daemon left (a socket nobody serves, a
+// PID file) do not stop the next one.
+func TestSecondDaemonAndStaleFiles(t *testing.T) {
+	f, err := irctest.NewFake()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	run := shortTemp(t)
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	host, port, _ := strings.Cut(f.Addr(), ":")
+	cfg, err := ParseConfig([]byte("server: {host: "+host+", port: "+port+"}\nagents:\n  - {nick: fay, agent: claude, directory: /tmp, channels: [\"#x\"]}\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newD := func() *Daemon {
+		d, err := New(Options{Config: cfg, Agent: cfg.Agents[0], NewAgent: func(Hooks) (Agent, Supervisor, error) { return newFakeAgent(), nil, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	first := newD()
+	if err := first.Start(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	nicks := func() (n int) {
+		for _, l := range f.Lines() {
+			if strings.HasPrefix(l, "NICK ") {
+				n++
+			}
+		}
+		return n
+	}
+	before := nicks()
+	second := newD()
+	if err := second.Start(ctxT(t, 10*time.Second)); !errors.Is(err, ipc.ErrAlreadyRunning) {
+		t.Fatalf("second daemon: %v", err)
+	}
+	if n := nicks(); n != before {
+		t.Fatalf("the second daemon sent NICK to the server (%d, was %d)", n, before)
+	}
+	sock, _ := ipc.SocketPath("fay")
+	pid, _ := ipc.PIDPath("fay")
+	if _, err := os.Stat(pid); err != nil {
+		t.Fatalf("the refused daemon removed the live one's PID file: %v", err)
+	}
+	first.Stop(context.Background())
+
+	// what a crash leaves: a socket file with no listener, a PID file
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	if err := os.WriteFile(pid, []byte("999999\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	third := newD()
+	if err := third.Start(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatalf("after a crash: %v", err)
+	}
+	if b, _ := os.ReadFile(pid); strings.TrimSpace(string(b)) != fmt.Sprint(os.Getpid()) {
+		t.Fatalf("PID file %q", b)
+	}
+	third.Stop(context.Background())
+	if m, _ := filepath.Glob(filepath.Join(run, "*")); len(m) != 0 {
+		t.Fatalf("left in the run dir: %v", m)
+	}
+}

@@ -77,9 +77,8 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		cfg.MaxLine = MaxLine
 	}
 	if _, err := os.Lstat(cfg.Path); err == nil {
-		if c, err := net.DialTimeout("unix", cfg.Path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("%w: %s", ErrAlreadyRunning, cfg.Path)
+		if err := CheckNotRunning(cfg.Path); err != nil {
+			return nil, err
 		}
 		if err := os.Remove(cfg.Path); err != nil {
 			return nil, fmt.Errorf("ipc: remove stale socket: %w", err)
@@ -101,6 +100,19 @@ func Listen(cfg ServerConfig) (*Server, error) {
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
+}
+
+// CheckNotRunning returns an error wrapping ErrAlreadyRunning when a
+// daemon answers on the socket at path; a missing or stale socket file is
+// nil. A daemon calls it before anything else it starts (Listen checks
+// again, and replaces a stale file).
+func CheckNotRunning(path string) error {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return nil
+	}
+	c.Close()
+	return fmt.Errorf("%w: %s", ErrAlreadyRunning, path)
 }
 
 // Path is the socket's path.
