@@ -33,7 +33,9 @@ start   run the configured agents (all, or the NICKs given) on IRC in the
         foreground, one daemon each: IRC connection, control socket,
         supervisor and runner. It exits when all of them have stopped;
         SIGINT or SIGTERM stops them cleanly. Each agent's skill file is
-        installed first (see skills install).
+        installed first (see skills install). An agent that cannot start
+        (one already running for its nick…) is reported, the others run,
+        and the exit status is 1.
 status  one line about the agent (--json: the status object: running,
         paused, circuit_open, turn_count, last_activation, activity,
         description…)
@@ -163,7 +165,11 @@ func agentsStart(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	var daemons []*daemon.Daemon
+	failed := false
 	for _, a := range sel {
+		if ctx.Err() != nil {
+			break // a signal during start-up: start no more
+		}
 		if _, err := daemon.InstallSkill(cfg, a); err != nil {
 			logger.Warn().Err(err).Str("agent", a.Nick).Msg("skill not installed")
 		}
@@ -173,6 +179,7 @@ func agentsStart(args []string, stdout, stderr io.Writer) int {
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "harness agents: %s: %v\n", a.Nick, err)
+			failed = true
 			continue
 		}
 		fmt.Fprintf(stdout, "%s: up as %s on %s (socket %s)\n", a.Nick, d.IRCNick(), cfg.Server.Addr(), mustSocket(a.Nick))
@@ -200,6 +207,9 @@ func agentsStart(args []string, stdout, stderr io.Writer) int {
 		}
 		wg.Wait()
 		<-all
+	}
+	if failed {
+		return 1 // the others ran, but not every agent asked for
 	}
 	return 0
 }

@@ -193,6 +193,12 @@ func TestAgentsStartUntilStopped(t *testing.T) {
 	if !strings.Contains(out.String(), "one: up as t-one") || strings.Contains(out.String(), "three") {
 		t.Fatalf("started: %s", out.String())
 	}
+	// a second start of a running agent is refused, and says so
+	var o2, e2 bytes.Buffer
+	if code := run([]string{"agents", "start", "one", "--config", cfg}, &o2, &e2); code != 1 ||
+		!strings.Contains(e2.String(), "one: ipc: a daemon already listens") {
+		t.Fatalf("second start: %d %q %q", code, o2.String(), e2.String())
+	}
 	for _, nick := range []string{"one", "two"} {
 		var o, e bytes.Buffer
 		if code := run([]string{"agents", "stop", nick}, &o, &e); code != 0 {
