@@ -93,7 +93,10 @@ const (
 // TurnStart is what OnTurnStart reports: a prompt's turn began.
 type TurnStart struct {
 	SessionID string
-	Prompt    string
+	// Prompt is the prompt as it was queued (the daemon finds the
+	// mention's channel in it), without the summary a compaction carries
+	// into the first prompt of the new session.
+	Prompt string
 	// Queued is when SendPrompt (or Start) took the prompt; Dequeued
 	// when the runner's goroutine took it up and called
 	// Harness.StartTurn; Started when StartTurn returned (the agent runs).
@@ -103,7 +106,7 @@ type TurnStart struct {
 // TurnEnd is what OnTurnEnd reports: a prompt's turn ended.
 type TurnEnd struct {
 	SessionID string
-	Prompt    string
+	Prompt    string // as in TurnStart
 	Outcome   Outcome
 	// Kind is the session:error's kind ("" when completed); TimedOut is
 	// set when Config.TurnTimeout ended the turn.
@@ -138,8 +141,11 @@ type Compactor interface {
 
 // item is one entry of the queue.
 type item struct {
-	kind   itemKind
-	text   string
+	kind itemKind
+	text string // as queued: what TurnStart and TurnEnd report
+	// send, when not "", is what the engine is sent instead of text (text
+	// behind a compaction's carried summary)
+	send   string
 	queued time.Time
 }
 
@@ -513,7 +519,7 @@ func (c *Core) do(it item) (code int, crashed bool) {
 	}
 	c.mu.Lock()
 	if c.carry != "" {
-		it.text = "[Context carried over from your previous session (compacted)]\n" + c.carry + "\n\n" + it.text
+		it.send = "[Context carried over from your previous session (compacted)]\n" + c.carry + "\n\n" + it.text
 		c.carry = ""
 	}
 	c.mu.Unlock()
@@ -549,7 +555,11 @@ func (c *Core) turn(it item, report bool) turnResult {
 	end := TurnEnd{SessionID: sid, Prompt: it.text}
 	dequeued := time.Now()
 	c.log.Info().Str("sessionId", sid).Str("prompt", logging.Truncate(it.text, 200)).Msg("turn starting")
-	t, err := c.h.StartTurn(context.Background(), sid, it.text)
+	send := it.text
+	if it.send != "" {
+		send = it.send
+	}
+	t, err := c.h.StartTurn(context.Background(), sid, send)
 	if err != nil {
 		end.Outcome, end.Kind, end.Error, end.ExitCode = Crashed, event.ErrorStart, err.Error(), 1
 		c.log.Error().Str("sessionId", sid).Err(err).Msg("turn could not start")

@@ -444,6 +444,14 @@ func TestCoreClearAndCompact(t *testing.T) {
 	if len(last.Messages) != 1 || !strings.Contains(last.LastUserText(), "SUMMARY: we talked about apples") || !strings.HasSuffix(last.LastUserText(), "plums") {
 		t.Errorf("the new session was not seeded with the summary: %q", last.LastUserText())
 	}
+	// the turn reports the prompt as queued: a daemon still finds the
+	// mention it answers
+	r.mu.Lock()
+	lastStart, lastEnd := r.starts[len(r.starts)-1].Prompt, r.ends[len(r.ends)-1].Prompt
+	r.mu.Unlock()
+	if lastStart != "plums" || lastEnd != "plums" {
+		t.Errorf("the turn after a compaction reported the prompt %q / %q, want it as queued", lastStart, lastEnd)
+	}
 	msgs, _, _ := r.snapshot()
 	for _, m := range msgs {
 		if strings.HasPrefix(m.Text(), "SUMMARY") {
