@@ -81,8 +81,11 @@ type Options struct {
 	Logger     *zerolog.Logger
 }
 
-// Daemon runs one agent on IRC. Start brings it up, Stop (or an IPC
-// shutdown) takes it down; Done is closed when it has stopped.
+// Daemon runs one agent on IRC. Start brings it up (once), Stop (or an
+// IPC shutdown) takes it down; Done is closed when it has stopped, also
+// after a failed Start. Its methods are safe for concurrent use. The
+// callbacks it gives the IRC client, the runner and the supervisor take
+// its lock only briefly and never call back into them under it.
 type Daemon struct {
 	opts    Options
 	agent   AgentConfig

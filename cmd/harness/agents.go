@@ -100,33 +100,34 @@ func agentsFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
 	return fs, cfg
 }
 
-func loadAgents(path string, nicks []string, stderr io.Writer) (*daemon.Config, []daemon.AgentConfig, bool) {
-	cfg, err := daemon.LoadConfig(path)
+// loadAgents parses args (NICK… and fs's flags, --config among them),
+// loads the configuration and selects the agents. code is the exit
+// status when it returns false (0 for --help, 2 for bad flags, 1 for a
+// bad configuration or an unknown NICK, both printed).
+func loadAgents(fs *flag.FlagSet, cfgPath *string, args []string, stderr io.Writer) (cfg *daemon.Config, sel []daemon.AgentConfig, code int, ok bool) {
+	nicks, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, nil, 0, false
+	} else if err != nil {
+		return nil, nil, 2, false
+	}
+	cfg, err = daemon.LoadConfig(*cfgPath)
+	if err == nil {
+		sel, err = cfg.Select(nicks)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "harness agents: %v\n", err)
-		return nil, nil, false
+		return nil, nil, 1, false
 	}
-	sel, err := cfg.Select(nicks)
-	if err != nil {
-		fmt.Fprintf(stderr, "harness agents: %v\n", err)
-		return nil, nil, false
-	}
-	return cfg, sel, true
+	return cfg, sel, 0, true
 }
 
 func agentsSkills(args []string, stdout, stderr io.Writer) int {
 	fs, cfgPath := agentsFlags("skills install", stderr)
-	nicks, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	} else if err != nil {
-		return 2
-	}
-	cfg, sel, ok := loadAgents(*cfgPath, nicks, stderr)
+	cfg, sel, code, ok := loadAgents(fs, cfgPath, args, stderr)
 	if !ok {
-		return 1
+		return code
 	}
-	code := 0
 	for _, a := range sel {
 		path, err := daemon.InstallSkill(cfg, a)
 		switch {
@@ -145,15 +146,9 @@ func agentsSkills(args []string, stdout, stderr io.Writer) int {
 func agentsStart(args []string, stdout, stderr io.Writer) int {
 	fs, cfgPath := agentsFlags("start", stderr)
 	verbose := fs.Bool("v", false, "debug logging")
-	nicks, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	} else if err != nil {
-		return 2
-	}
-	cfg, sel, ok := loadAgents(*cfgPath, nicks, stderr)
+	cfg, sel, code, ok := loadAgents(fs, cfgPath, args, stderr)
 	if !ok {
-		return 1
+		return code
 	}
 	level := zerolog.InfoLevel
 	if *verbose {
