@@ -799,7 +799,11 @@ func (c *Client) Topic(ctx context.Context, channel, text string) (string, error
 		if len(lines) == 0 {
 			return "", ErrEmptyMessage
 		}
-		params = append(params, strings.Join(lines, " "))
+		topic := strings.Join(lines, " ")
+		if len(topic) > MaxPayload {
+			return "", fmt.Errorf("%w: a topic of %d bytes, %d at most", ErrTooLong, len(topic), MaxPayload)
+		}
+		params = append(params, topic)
 	}
 	err := c.request(ctx, channel, func(m ircmsg.Message) bool {
 		switch {

@@ -156,6 +156,13 @@ func exercise(t *testing.T, addr string) {
 	if topic, err := b.Topic(ctx, "#dev", ""); err != nil || topic != "build status" {
 		t.Fatalf("topic: %q %v", topic, err)
 	}
+	// a topic longer than one IRC line is refused, the old one kept
+	if _, err := a.Topic(ctx, "#dev", strings.Repeat("long topic\n", 100)); !errors.Is(err, irc.ErrTooLong) {
+		t.Fatalf("long topic: %v", err)
+	}
+	if topic, err := b.Topic(ctx, "#dev", ""); err != nil || topic != "build status" {
+		t.Fatalf("topic after a refused one: %q %v", topic, err)
+	}
 
 	if err := a.Join(ctx, "#ops"); err != nil {
 		t.Fatal(err)
