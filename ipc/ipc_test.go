@@ -53,6 +53,13 @@ func TestSocketPathRules(t *testing.T) {
 		t.Fatalf("run dir mode: %v %v", fi.Mode(), err)
 	}
 
+	t.Setenv("XDG_RUNTIME_DIR", "/"+strings.Repeat("d", 80))
+	if _, err := SocketPath(strings.Repeat("n", 30)); !errors.Is(err, ErrPathTooLong) {
+		t.Errorf("a path past MaxSocketPath: %v", err)
+	}
+	if p, err := SocketPath("n"); err != nil || len(p) > MaxSocketPath {
+		t.Errorf("a short one: %q %v", p, err)
+	}
 	for _, bad := range []string{"", "../x", "a/b", "a b", "a.sock", strings.Repeat("a", 65)} {
 		if _, err := SocketPath(bad); !errors.Is(err, ErrBadNick) {
 			t.Errorf("SocketPath(%q) = %v", bad, err)

@@ -10,6 +10,14 @@ import (
 // ErrBadNick is returned for a nick that cannot name a socket file.
 var ErrBadNick = errors.New("ipc: invalid nick")
 
+// ErrPathTooLong is returned by SocketPath when the path is longer than
+// a Unix socket's address can be (MaxSocketPath).
+var ErrPathTooLong = errors.New("ipc: socket path too long")
+
+// MaxSocketPath is the longest socket path Linux takes (sun_path is 108
+// bytes with its NUL).
+const MaxSocketPath = 107
+
 // RunDir is the directory of the daemons' sockets and PID files:
 // $XDG_RUNTIME_DIR when set, else ~/.harness/run.
 func RunDir() (string, error) {
@@ -29,7 +37,11 @@ func RunDir() (string, error) {
 // ~/.harness/run/harness-<nick>.sock. It does not create anything; see
 // EnsureRunDir.
 func SocketPath(nick string) (string, error) {
-	return runFile(nick, ".sock")
+	p, err := runFile(nick, ".sock")
+	if err == nil && len(p) > MaxSocketPath {
+		return "", fmt.Errorf("%w: %s is %d bytes, %d at most (a shorter XDG_RUNTIME_DIR, or nick)", ErrPathTooLong, p, len(p), MaxSocketPath)
+	}
+	return p, err
 }
 
 // PIDPath is the daemon's PID file, beside its socket.
