@@ -12,7 +12,8 @@
 //	// each prompt: Harness.StartTurn → Follow until process:exit → Messages, then TurnEnd:
 //	//   completed · failed (an API error…: 3 in a row pause the Keeper, OnPause)
 //	//   crashed (the agent died, could not start, timed out: OnExit(≠0) → the Keeper calls
-//	//   Stop, then Start(ResumePrompt) on the same session; 3 crashes in 300 s open the breaker)
+//	//   Stop, then Start(ResumePrompt) on the same session, and prompts sent meanwhile wait in the
+//	//   Keeper, then follow it; 3 crashes in 300 s open the breaker)
 //	err = k.Compact(ctx)                      // queued: summary turn, then a new session seeded with it
 //	err = k.Stop(ctx)                         // interrupt, wait, kill after a grace; OnExit(0)
 //

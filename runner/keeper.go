@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,7 +88,12 @@ type Keeper struct {
 	lastActivation time.Time
 	working        bool
 	stopped        bool // Stop was called: no restarts
-	restarts       sync.WaitGroup
+	// restarting is set from a crash until a restart has handed pending
+	// to the runner: prompts sent meanwhile wait in pending (the runner
+	// refuses them while it is down), then run after the resume prompt.
+	restarting bool
+	pending    []string
+	restarts   sync.WaitGroup
 }
 
 // Status is the keeper's state, the daemon's `status` answer.
@@ -156,13 +162,17 @@ func (k *Keeper) OnTurnEnd(f func(TurnEnd)) { k.mu.Lock(); k.onTurnEnd = f; k.mu
 // non-zero a crash), before the Keeper restarts it.
 func (k *Keeper) OnExit(f func(code int)) { k.mu.Lock(); k.onExit = f; k.mu.Unlock() }
 
-// Start starts the runner with initialPrompt ("" = none). ctx bounds the
-// start only.
+// Start starts the runner with initialPrompt ("" = none), then hands it
+// the prompts that waited while it was down. ctx bounds the start only.
 func (k *Keeper) Start(ctx context.Context, initialPrompt string) error {
 	k.mu.Lock()
 	k.stopped = false
 	k.mu.Unlock()
-	return k.r.Start(ctx, initialPrompt)
+	if err := k.r.Start(ctx, initialPrompt); err != nil {
+		return err
+	}
+	k.flush()
+	return nil
 }
 
 // Stop ends crash recovery (a restart under way is waited for), then
@@ -176,9 +186,11 @@ func (k *Keeper) Stop(ctx context.Context) error {
 	return k.r.Stop(ctx)
 }
 
-// SendPrompt hands text to the runner; it never blocks. It fails with
+// SendPrompt hands text to the runner; it never blocks. While a restart
+// after a crash is under way the prompt waits in the Keeper (at most
+// DefaultMaxQueue) and runs after the resume prompt. It fails with
 // ErrPaused while paused, ErrCircuitOpen while the breaker is open, and
-// with the runner's errors (ErrNotRunning while a restart is under way).
+// with the runner's errors (ErrNotRunning when stopped).
 func (k *Keeper) SendPrompt(text string) error {
 	k.mu.Lock()
 	paused, open := k.paused, k.circuitOpen
@@ -189,7 +201,50 @@ func (k *Keeper) SendPrompt(text string) error {
 	case paused:
 		return ErrPaused
 	}
-	return k.r.SendPrompt(text)
+	err := k.r.SendPrompt(text)
+	if !errors.Is(err, ErrNotRunning) {
+		return err
+	}
+	k.mu.Lock()
+	if k.restarting && !k.stopped {
+		defer k.mu.Unlock()
+		if strings.TrimSpace(text) == "" {
+			return ErrEmptyPrompt
+		}
+		if len(k.pending) >= DefaultMaxQueue {
+			return ErrQueueFull
+		}
+		k.pending = append(k.pending, text)
+		return nil
+	}
+	k.mu.Unlock()
+	return k.r.SendPrompt(text) // a restart may have ended meanwhile
+}
+
+// flush hands the prompts that waited during a restart to the runner,
+// in order, and ends the restart; a refused one (the runner crashed
+// again) and those after it wait for the next start.
+func (k *Keeper) flush() {
+	for {
+		k.mu.Lock()
+		p := k.pending
+		k.pending = nil
+		if len(p) == 0 {
+			k.restarting = false
+			k.mu.Unlock()
+			return
+		}
+		k.mu.Unlock()
+		for i, text := range p {
+			if err := k.r.SendPrompt(text); err != nil {
+				k.mu.Lock()
+				k.pending = append(p[i:len(p):len(p)], k.pending...)
+				k.mu.Unlock()
+				k.log.Warn().Err(err).Int("waiting", len(p)-i).Msg("prompts wait for the next start")
+				return
+			}
+		}
+	}
 }
 
 // Pause makes SendPrompt refuse prompts (ErrPaused) until Resume. The
@@ -318,6 +373,7 @@ func (k *Keeper) exited(code int) {
 		k.mu.Unlock()
 		return
 	}
+	k.restarting = true
 	kept := k.crashes[:0]
 	for _, t := range k.crashes {
 		if now.Sub(t) < k.cfg.Window {
@@ -361,5 +417,7 @@ func (k *Keeper) restart() {
 	if err := k.r.Start(ctx, k.cfg.ResumePrompt); err != nil {
 		k.log.Error().Err(err).Msg("restart: start failed; counted as a crash")
 		k.exited(1) // bounded: the breaker opens after MaxCrashes
+		return
 	}
+	k.flush()
 }

@@ -23,9 +23,17 @@ type fakeRunner struct {
 	onStart  func(runner.TurnStart)
 	onEnd    func(runner.TurnEnd)
 	startErr error
+	// gate, when set, holds Start until it is closed (a slow restart)
+	gate chan struct{}
 }
 
 func (f *fakeRunner) Start(ctx context.Context, p string) error {
+	f.mu.Lock()
+	gate := f.gate
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.startErr != nil {
@@ -242,4 +250,45 @@ func TestKeeperStartFailureCountsAsCrash(t *testing.T) {
 	f.crash(1)
 	waitFor(t, "the breaker", func() bool { return k.Status().CircuitOpen })
 	stop(t, k)
+}
+
+// Mentions that come while a crashed runner restarts are not refused:
+// they wait in the Keeper and run after the resume prompt, in order.
+func TestKeeperPromptsDuringRestartWait(t *testing.T) {
+	f := &fakeRunner{}
+	clk := &clock{now: time.Unix(1_000_000, 0)}
+	var opened []string
+	k := newKeeper(t, f, clk, &opened)
+	gate := make(chan struct{})
+	f.mu.Lock()
+	f.gate = gate
+	f.mu.Unlock()
+	f.crash(1)
+	for _, p := range []string{"one", "two"} {
+		if err := k.SendPrompt(p); err != nil {
+			t.Fatalf("SendPrompt(%q) during the restart: %v", p, err)
+		}
+	}
+	f.mu.Lock()
+	if len(f.prompts) != 0 {
+		t.Errorf("prompts reached a runner that was down: %v", f.prompts)
+	}
+	f.mu.Unlock()
+	close(gate)
+	waitFor(t, "the restart", func() bool { return f.startCount() == 2 })
+	waitFor(t, "the waiting prompts", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.prompts) == 2 })
+	if err := k.SendPrompt("three"); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	got := append([]string(nil), f.prompts...)
+	first := f.starts[1]
+	f.mu.Unlock()
+	if first != "resume" || len(got) != 3 || got[0] != "one" || got[1] != "two" || got[2] != "three" {
+		t.Fatalf("started with %q, then %v", first, got)
+	}
+	stop(t, k)
+	if err := k.SendPrompt("after stop"); !errors.Is(err, runner.ErrNotRunning) {
+		t.Fatalf("SendPrompt after Stop = %v", err)
+	}
 }
