@@ -252,11 +252,17 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	closeAgent := func() {
+		if c, ok := a.(interface{ Close() }); ok {
+			c.Close()
+		}
+	}
 	if sup != nil {
 		sup.OnWhisper(d.onWhisper)
 		sup.OnEscalation(d.onEscalation)
 		// the supervisor lives until Stop, not until Start's ctx ends
 		if err := sup.Start(context.WithoutCancel(ctx)); err != nil {
+			closeAgent()
 			return fmt.Errorf("daemon: supervisor: %w", err)
 		}
 		d.mu.Lock()
@@ -267,9 +273,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	a.OnTurnStart(d.onTurnStart)
 	a.OnTurnEnd(d.onTurnEnd)
 	if err := a.Start(ctx, ""); err != nil {
-		if c, ok := a.(interface{ Close() }); ok {
-			c.Close()
-		}
+		closeAgent()
 		return fmt.Errorf("daemon: runner: %w", err)
 	}
 	d.mu.Lock()
