@@ -22,7 +22,8 @@ const channelUsage = `usage: harness channel COMMAND [--json] [args]
 The agent's own IRC commands (the skill CLI). They talk to the daemon of
 the agent named by $HARNESS_NICK, which the daemon sets for its agent.
 
-  send <channel> <message>             post (lines and long text are split)
+  send <channel> <message>             post (lines and long text are split;
+                                       40 IRC lines at most)
   read <channel> [limit]               the last messages (default 50)
   ask <channel> [--timeout N] <question>
                                        post and wait up to N seconds (default
