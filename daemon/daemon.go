@@ -358,7 +358,19 @@ func MentionPrompt(m irc.Message) string {
 	return "[IRC @mention in " + m.Channel + "] <" + m.Sender + "> " + m.Text
 }
 
-var mentionPromptRE = regexp.MustCompile(`^\[IRC @mention in ([^\]\s]+)\] <`)
+// mentionPromptRE finds the channel in a MentionPrompt. Channel names
+// and nicks may hold ']' but no space, so the name runs to the last "] <"
+// before the first space.
+var mentionPromptRE = regexp.MustCompile(`^\[IRC @mention in (\S+)\] <`)
+
+// mentionChannel is the channel (or, for a private message, the nick) of
+// a MentionPrompt; "" for any other prompt.
+func mentionChannel(prompt string) string {
+	if m := mentionPromptRE.FindStringSubmatch(prompt); m != nil {
+		return m[1]
+	}
+	return ""
+}
 
 // onIRC runs on the IRC client's dispatch goroutine, in order.
 func (d *Daemon) onIRC(m irc.Message) {
@@ -393,10 +405,7 @@ func (d *Daemon) onAgentMessage(m runner.Message) {
 }
 
 func (d *Daemon) onTurnStart(s runner.TurnStart) {
-	ch := ""
-	if m := mentionPromptRE.FindStringSubmatch(s.Prompt); m != nil {
-		ch = m[1]
-	}
+	ch := mentionChannel(s.Prompt)
 	d.mu.Lock()
 	d.sentInTurn, d.lastText = false, ""
 	if ch != "" {
@@ -416,8 +425,8 @@ func (d *Daemon) onTurnEnd(e runner.TurnEnd) {
 	if e.Final != "" {
 		text = e.Final
 	}
-	m := mentionPromptRE.FindStringSubmatch(e.Prompt)
-	if sent || text == "" || m == nil || e.Outcome != runner.Completed {
+	ch := mentionChannel(e.Prompt)
+	if sent || text == "" || ch == "" || e.Outcome != runner.Completed {
 		return
 	}
 	lines := irc.SplitText(text, 0)
@@ -425,8 +434,8 @@ func (d *Daemon) onTurnEnd(e runner.TurnEnd) {
 		more := len(lines) - MaxRelayLines
 		lines = append(lines[:MaxRelayLines], fmt.Sprintf("… (%d more lines; the whole answer is in session %s)", more, e.SessionID))
 	}
-	if err := d.irc.Send(m[1], strings.Join(lines, "\n")); err != nil {
-		d.log.Warn().Err(err).Str("channel", m[1]).Msg("relay of the final answer failed")
+	if err := d.irc.Send(ch, strings.Join(lines, "\n")); err != nil {
+		d.log.Warn().Err(err).Str("channel", ch).Msg("relay of the final answer failed")
 	}
 }
 

@@ -860,3 +860,22 @@ func TestSecondDaemonAndStaleFiles(t *testing.T) {
 		t.Fatalf("left in the run dir: %v", m)
 	}
 }
+
+// The relay and the alerts find the channel of a mention's prompt, also
+// when the channel or a private message's nick holds a ']'.
+func TestMentionChannel(t *testing.T) {
+	for _, m := range []irc.Message{
+		{Channel: "#dev", Sender: "bob", Text: "@lab-alice hi"},
+		{Channel: "#a]b", Sender: "bob", Text: "@lab-alice ] <x> tricky"},
+		{Channel: "[bob]", Sender: "[bob]", Text: "@lab-alice in private"},
+	} {
+		if got := mentionChannel(MentionPrompt(m)); got != m.Channel {
+			t.Errorf("mentionChannel(%q) = %q, want %q", MentionPrompt(m), got, m.Channel)
+		}
+	}
+	for _, p := range []string{"Your previous run ended", "[IRC @mention in #dev]", "[Context carried over] [IRC @mention in #x] <a> b"} {
+		if got := mentionChannel(p); got != "" {
+			t.Errorf("mentionChannel(%q) = %q, want none", p, got)
+		}
+	}
+}
