@@ -666,6 +666,25 @@ func TestSocketUnderHomeWithoutXDG(t *testing.T) {
 	}
 }
 
+// fakeServerConfig starts a fake IRC server and parses a configuration
+// of one agent, nick, on it; run is the run directory (XDG_RUNTIME_DIR).
+func fakeServerConfig(t *testing.T, nick string) (f *irctest.Fake, cfg *Config, run string) {
+	t.Helper()
+	f, err := irctest.NewFake()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	run = shortTemp(t)
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	host, port, _ := strings.Cut(f.Addr(), ":")
+	cfg, err = ParseConfig([]byte("server: {host: "+host+", port: "+port+"}\nagents:\n  - {nick: "+nick+", agent: claude, directory: /tmp, channels: [\"#x\"]}\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, cfg, run
+}
+
 // blockingAgent's Start waits for its context: a runner slow to come up.
 type blockingAgent struct {
 	*fakeAgent
@@ -682,18 +701,7 @@ func (b *blockingAgent) Start(ctx context.Context, _ string) error {
 // the start instead of racing it: Start fails, Done closes, nothing is
 // left in the run directory, and the supervisor was stopped again.
 func TestShutdownDuringStart(t *testing.T) {
-	f, err := irctest.NewFake()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	run := shortTemp(t)
-	t.Setenv("XDG_RUNTIME_DIR", run)
-	host, port, _ := strings.Cut(f.Addr(), ":")
-	cfg, err := ParseConfig([]byte("server: {host: "+host+", port: "+port+"}\nagents:\n  - {nick: erin, agent: claude, directory: /tmp, channels: [\"#x\"]}\n"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cfg, run := fakeServerConfig(t, "erin")
 	agent := &blockingAgent{fakeAgent: newFakeAgent(), entered: make(chan struct{})}
 	sup := &fakeSup{}
 	d, err := New(Options{Config: cfg, Agent: cfg.Agents[0],
@@ -757,7 +765,7 @@ func TestWebhookErrorLogHasNoURL(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens: the post fails
 	url := "http://" + addr + "/hooks/T000/s3cr3t-token"
-	var logs syncLog
+	var logs strings.Builder // written before d.hooks.Wait returns
 	logger := zerolog.New(&logs)
 	cfg := &Config{Supervisor: &SupervisorConfig{Webhook: url}}
 	d, err := New(Options{Config: cfg, Agent: AgentConfig{Nick: "x"}, Logger: &logger})
@@ -776,34 +784,11 @@ func TestWebhookErrorLogHasNoURL(t *testing.T) {
 	}
 }
 
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncLog) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncLog) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // A second daemon for a nick whose daemon is alive is refused before it
 // touches IRC; the files a crashed daemon left (a socket nobody serves, a
 // PID file) do not stop the next one.
 func TestSecondDaemonAndStaleFiles(t *testing.T) {
-	f, err := irctest.NewFake()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	run := shortTemp(t)
-	t.Setenv("XDG_RUNTIME_DIR", run)
-	host, port, _ := strings.Cut(f.Addr(), ":")
-	cfg, err := ParseConfig([]byte("server: {host: "+host+", port: "+port+"}\nagents:\n  - {nick: fay, agent: claude, directory: /tmp, channels: [\"#x\"]}\n"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, cfg, run := fakeServerConfig(t, "fay")
 	newD := func() *Daemon {
 		d, err := New(Options{Config: cfg, Agent: cfg.Agents[0], NewAgent: func(Hooks) (Agent, Supervisor, error) { return newFakeAgent(), nil, nil }})
 		if err != nil {
