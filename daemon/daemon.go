@@ -101,6 +101,11 @@ type Daemon struct {
 	pidf  string
 	hooks sync.WaitGroup
 
+	// promptMu orders the mentions' prompts: those that came while the
+	// runner started (early) go to it first, then the new ones.
+	promptMu sync.Mutex
+	early    []string
+
 	mu          sync.Mutex
 	whispers    []ipc.Whisper
 	sentInTurn  bool
@@ -276,9 +281,15 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		closeAgent()
 		return fmt.Errorf("daemon: runner: %w", err)
 	}
+	d.promptMu.Lock() // the early mentions go first, in order
 	d.mu.Lock()
 	d.run = a
 	d.mu.Unlock()
+	for _, p := range d.early {
+		d.prompt(a, p)
+	}
+	d.early = nil
+	d.promptMu.Unlock()
 	d.log.Info().Str("irc_nick", d.ircNick).Str("engine", d.agent.Engine()).Str("socket", sock).Msg("agent daemon up")
 	return nil
 }
@@ -377,19 +388,35 @@ func (d *Daemon) onIRC(m irc.Message) {
 	if !m.Mention || m.Self {
 		return
 	}
+	d.promptMu.Lock()
+	defer d.promptMu.Unlock()
 	d.mu.Lock()
 	a, stopping := d.run, d.stopping
 	d.mu.Unlock()
-	if a == nil || stopping {
-		d.log.Warn().Str("channel", m.Channel).Msg("mention before the runner is up: kept in the buffer")
+	if a == nil && !stopping && len(d.early) < maxEarly {
+		// IRC is up before the runner (the start order): prompted once it is
+		d.early = append(d.early, MentionPrompt(m))
 		return
 	}
-	err := a.SendPrompt(MentionPrompt(m))
+	if a == nil || stopping {
+		d.log.Warn().Str("channel", m.Channel).Msg("mention while the runner is not up: kept in the buffer, not prompted")
+		return
+	}
+	d.prompt(a, MentionPrompt(m))
+}
+
+// maxEarly bounds the mentions kept for a runner that is starting.
+const maxEarly = 100
+
+// prompt sends a mention's prompt to the agent.
+func (d *Daemon) prompt(a Agent, p string) {
+	err := a.SendPrompt(p)
+	ch := mentionChannel(p)
 	switch {
 	case errors.Is(err, runner.ErrPaused):
-		d.log.Info().Str("channel", m.Channel).Str("sender", m.Sender).Msg("mention while paused: kept in the buffer")
+		d.log.Info().Str("channel", ch).Msg("mention while paused: kept in the buffer")
 	case err != nil:
-		d.log.Warn().Err(err).Str("channel", m.Channel).Msg("mention not prompted")
+		d.log.Warn().Err(err).Str("channel", ch).Msg("mention not prompted")
 	}
 }
 

@@ -864,3 +864,75 @@ func TestMentionChannel(t *testing.T) {
 		}
 	}
 }
+
+// gatedAgent's Start waits for its gate: a runner that takes a while to
+// come up after IRC is.
+type gatedAgent struct {
+	*fakeAgent
+	entered, gate chan struct{}
+}
+
+func (g *gatedAgent) Start(context.Context, string) error {
+	close(g.entered)
+	<-g.gate
+	return nil
+}
+
+// IRC is up before the runner (the start order); mentions that come in
+// between are prompted once the runner is up, first and in order.
+func TestMentionsWhileTheRunnerStarts(t *testing.T) {
+	f, cfg, _ := fakeServerConfig(t, "gus")
+	agent := &gatedAgent{fakeAgent: newFakeAgent(), entered: make(chan struct{}), gate: make(chan struct{})}
+	d, err := New(Options{Config: cfg, Agent: cfg.Agents[0], NewAgent: func(Hooks) (Agent, Supervisor, error) { return agent, nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- d.Start(context.Background()) }()
+	t.Cleanup(func() { d.Stop(context.Background()) })
+	select {
+	case <-agent.entered:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the runner's Start was never reached")
+	}
+	bob, _ := human(t, f.Addr(), "bob", "#x")
+	for _, text := range []string{"@gus first", "@gus second"} {
+		if err := bob.Send("#x", text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// both reached the daemon (its buffer) while the runner was starting
+	c, err := ipc.Dial(ctxT(t, 5*time.Second), "gus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, _, err := c.Call(ctxT(t, 5*time.Second), ipc.Request{Type: ipc.CmdIRCRead, Channel: "#x"})
+		if err == nil && strings.Contains(string(resp.Data), "@gus second") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mentions not in the buffer: %+v %v", resp, err)
+		}
+		time.Sleep(10 * time.Millisecond) // poll the buffer
+	}
+	close(agent.gate)
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.Send("#x", "@gus third"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"first", "second", "third"} {
+		select {
+		case p := <-agent.promptAdded:
+			if !strings.HasSuffix(p, "@gus "+want) {
+				t.Fatalf("prompt %q, want the %s mention", p, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the %s mention was never prompted", want)
+		}
+	}
+}
