@@ -15,7 +15,8 @@
 //	[IRC @mention in #dev] <bob> @lab-alice the message, exactly as sent
 //
 // sent to the runner (a runner.Keeper over a runner.Core over the
-// agent's own *harness.Harness; prompts queue and run in order). While
+// agent's own *harness.Harness; prompts queue and run in order, also
+// those that came while the runner was starting or restarting). While
 // the agent is paused, mentions stay in the message buffer (readable
 // with `harness channel read`) and are not prompted. Every runner
 // Message goes to the supervisor; its whispers wait for the agent's next
