@@ -545,6 +545,45 @@ func TestRefusalIsAnError(t *testing.T) {
 	}
 }
 
+// TestSelfCancelledTurnRestartsTheAgent: an agent that cancels a prompt
+// by itself (Copilot 1.0.102 when its ACP event stream lags) answers no
+// later prompt of that session, so the engine stops it; the next turn
+// starts a new agent that loads the session, and does not hang.
+func TestSelfCancelledTurnRestartsTheAgent(t *testing.T) {
+	e := newFake(t, nil)
+	cwd := t.TempDir()
+	evs, err := run(t, e, engine.Request{Message: "hello", Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, pid := evs[0].Init.EngineSessionID, e.Pid("s1")
+	evs, err = run(t, e, engine.Request{Message: "selfcancel", Cwd: cwd, Resume: sid})
+	var te *engine.TurnError
+	if !errors.As(err, &te) || te.Kind != event.ErrorExecution || !strings.Contains(te.Message, "by itself") {
+		t.Fatalf("err = %v, want an execution TurnError", err)
+	}
+	if se := find(evs, event.TypeSessionError).Error; se.Subtype != "cancelled" {
+		t.Errorf("session:error = %+v", se)
+	}
+	if chat(evs) != "partial" {
+		t.Errorf("chat = %q", chat(evs))
+	}
+	processGone(t, pid)
+	if e.Pid("s1") != 0 {
+		t.Error("the agent that cancelled by itself is still the session's")
+	}
+	evs, err = run(t, e, engine.Request{Message: "recall", Cwd: cwd, Resume: sid})
+	if err != nil {
+		t.Fatalf("the turn after a self-cancel: %v (%v)", err, types(evs))
+	}
+	if got := chat(evs); got != "you said: selfcancel" || evs[0].Init.EngineSessionID != sid {
+		t.Errorf("after the restart: %q on session %q", got, evs[0].Init.EngineSessionID)
+	}
+	if p := e.Pid("s1"); p == 0 || p == pid {
+		t.Errorf("the session's agent after the restart: pid %d (was %d)", p, pid)
+	}
+}
+
 func TestBusyAndClosed(t *testing.T) {
 	e := newFake(t, nil)
 	tr, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s1", Message: "slow", Cwd: t.TempDir()})

@@ -261,7 +261,16 @@ func (t *Turn) run() {
 		connGone = true
 	default:
 	}
-	procEnded := connGone || !p.alive() || t.endKind("") == event.ErrorKilled || (te != nil && te.Kind == event.ErrorStart)
+	// So does a prompt the agent cancelled by itself: Copilot 1.0.102
+	// does when its ACP event stream falls behind its model stream
+	// ("ACP event stream lagged and lost N event(s)" in its log), and
+	// that session's stream is then over: it never answers another
+	// prompt. The next turn starts a new agent (and loads the session).
+	selfCancelled := te != nil && subtype == string(sdk.StopReasonCancelled) && !t.isInterrupted()
+	if selfCancelled {
+		t.log.Warn().Int("pid", p.pid).Msg("acp: the agent cancelled the turn by itself; stopping it, the next turn starts a new one")
+	}
+	procEnded := connGone || !p.alive() || selfCancelled || t.endKind("") == event.ErrorKilled || (te != nil && te.Kind == event.ErrorStart)
 	if procEnded {
 		t.e.dropProc(p)
 		if p.alive() {

@@ -29,6 +29,9 @@
 //	lateinput   a tool call whose input arrives in a later update
 //	plan        a plan, then an answer
 //	refuse      stopReason refusal
+//	selfcancel  one chunk, then stopReason cancelled though the client
+//	            did not cancel; the session then answers no prompt (as
+//	            Copilot 1.0.102 after its ACP event stream lagged)
 //	stream N    N chunks of text (benchmarks)
 //	recall      answers with the session's previous prompt
 //	(else)      a thought, then "echo: TEXT" in chunks
@@ -85,6 +88,7 @@ type Agent struct {
 	mu       sync.Mutex
 	sessions map[string][]string // prompts by session id
 	cancels  map[string]context.CancelFunc
+	dead     map[string]bool // sessions that answer no prompt (selfcancel)
 	next     int
 }
 
@@ -92,6 +96,7 @@ type Agent struct {
 func (a *Agent) Serve(in io.Reader, out io.Writer) error {
 	a.sessions = map[string][]string{}
 	a.cancels = map[string]context.CancelFunc{}
+	a.dead = map[string]bool{}
 	a.ready = make(chan struct{})
 	a.conn = sdk.NewConnection(a.handle, out, in)
 	close(a.ready)
@@ -211,9 +216,14 @@ func (a *Agent) handle(ctx context.Context, method string, params json.RawMessag
 		}
 		a.mu.Lock()
 		prev, ok := a.sessions[p.SessionID]
+		dead := a.dead[p.SessionID]
 		a.mu.Unlock()
 		if !ok {
 			return nil, sdk.NewInvalidParams("unknown session " + p.SessionID)
+		}
+		if dead {
+			<-ctx.Done() // never answered; the client must stop us
+			return nil, nil
 		}
 		var texts []string
 		for _, b := range p.Prompt {
@@ -343,6 +353,12 @@ func (a *Agent) turn(ctx context.Context, sid, msg string, all, prev []string) (
 		return end("end_turn")
 	case "refuse":
 		return end("refusal")
+	case "selfcancel":
+		a.chunks(sid, "partial")
+		a.mu.Lock()
+		a.dead[sid] = true
+		a.mu.Unlock()
+		return end("cancelled")
 	case "stream":
 		n := 1000
 		if len(f) > 1 {
