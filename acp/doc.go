@@ -29,7 +29,8 @@
 // session's agent between turns, and the session's conversation lives in
 // it. It lives at most as long as the session: Close(key) (which the core
 // calls on DELETE), IdleTimeout without a turn (default 30 minutes),
-// Shutdown, a Kill, a crash or a failed set-up stop it. The next turn then
+// Shutdown, a Kill, a crash, a failed set-up or a prompt the agent
+// cancelled by itself (below) stop it. The next turn then
 // starts a new process and, when the agent advertises loadSession and the
 // turn has Request.Resume (the ACP session id session:init reported as
 // EngineSessionID), sends session/load (the history it replays is not
@@ -64,8 +65,9 @@
 //	other kinds                ignored (logged at debug), never an error
 //	stopReason end_turn        session:complete (usage as the agent sent it)
 //	  cancelled                session:error interrupted (execution when
-//	                           the client did not cancel: Copilot now and then
-//	                           cancels a long answer by itself)
+//	                           the client did not cancel: Copilot does when
+//	                           its event stream lags; the agent is then
+//	                           stopped, and the next turn starts another)
 //	  end_turn after a cancel  session:error interrupted (OpenCode answers a
 //	                           cancel so)
 //	  max_turn_requests        session:error max_turns
@@ -160,8 +162,15 @@
 // COPILOT_MODEL, and COPILOT_OFFLINE=true to keep it off GitHub. It asks
 // permission for every shell command (its "allow all" option stays off);
 // modes are URLs ending in #agent, #plan, #autopilot (plan is set for
-// plan). It cancels a long answer by itself now and then (session:error
-// execution, subtype cancelled). loadSession: yes.
+// plan). loadSession: yes. When a burst of model deltas outruns its ACP
+// event stream (its log, ~/.copilot/logs: "ACP event stream lagged and
+// lost N event(s); ending the stream"), it ends the prompt "cancelled"
+// by itself (session:error execution, subtype cancelled) and that
+// session's stream is over: it would answer no later prompt, so the
+// engine stops it and the next turn starts a new process (session/load
+// with Request.Resume). Here the fake Messages API's 1,000 deltas sent
+// in one burst triggered it in about one turn of five; paced 1 ms
+// apart, as a model streams, in none of 40.
 //
 // Any other ACP agent: an entry of an engines file (`harness serve
 // --engines FILE`, also `agent serve` and `rpc`):

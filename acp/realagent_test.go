@@ -239,6 +239,11 @@ func runRealAgent(t *testing.T, spec agentSpec) {
 	rec := &recorder{}
 	acp.SetTap(e, rec.tap)
 	defer func() {
+		if t.Failed() {
+			logTrail(t, home, rec, fake)
+		}
+	}()
+	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := e.Shutdown(ctx); err != nil {
@@ -361,6 +366,33 @@ func runRealAgent(t *testing.T, spec agentSpec) {
 		writeRecording(t, spec.name, lines)
 	}
 	checkShapes(t, spec.name, lines)
+}
+
+// logTrail logs, for a failed run, what the agent did last: the end of
+// the recorded ACP stream, the model requests it made, and the errors of
+// its own log (Copilot's, under HOME/.copilot/logs: "ACP event stream
+// lagged" explains a prompt it cancelled by itself).
+func logTrail(t *testing.T, home string, rec *recorder, fake *claudetest.FakeAPI) {
+	lines := rec.all()
+	for _, l := range lines[max(0, len(lines)-30):] {
+		m := string(l.Msg)
+		if len(m) > 300 {
+			m = m[:300] + "…"
+		}
+		t.Logf("acp %s %s", l.Dir, m)
+	}
+	for i, r := range fake.Requests() {
+		t.Logf("model request %d: stream %v, %d tools, %d messages, last %.80q", i, r.Stream, len(r.Tools), len(r.Messages), r.LastUserText())
+	}
+	logs, _ := filepath.Glob(filepath.Join(home, ".copilot", "logs", "*.log"))
+	for _, f := range logs {
+		b, _ := os.ReadFile(f)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "[ERROR]") {
+				t.Logf("%s: %s", filepath.Base(f), l)
+			}
+		}
+	}
 }
 
 func asTurnError(err error, te **engine.TurnError) bool {
