@@ -170,7 +170,7 @@
 // engine stops it and the next turn starts a new process (session/load
 // with Request.Resume). Here the fake Messages API's 1,000 deltas sent
 // in one burst triggered it in about one turn of five; paced 1 ms
-// apart, as a model streams, in none of 40.
+// apart, as a model streams, in none of 20.
 //
 // Any other ACP agent: an entry of an engines file (`harness serve
 // --engines FILE`, also `agent serve` and `rpc`):
