@@ -306,7 +306,7 @@ func (e *Engine) Close(sessionKey string) {
 	e.mu.Unlock()
 	if t != nil {
 		_ = t.Kill()
-		<-t.done
+		<-t.s.Done()
 	}
 	if p != nil {
 		p.stop()
@@ -340,11 +340,11 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	var err error
 	for _, t := range ts {
 		select {
-		case <-t.done:
+		case <-t.s.Done():
 		case <-ctx.Done():
 			err = ctx.Err()
 			_ = t.Kill()
-			<-t.done
+			<-t.s.Done()
 		}
 	}
 	e.mu.Lock()

@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/internal/procgroup"
+	"github.com/chirality/harness/internal/stderrtail"
 )
 
 // ProtocolVersion is the ACP version the client speaks.
@@ -47,9 +47,7 @@ type proc struct {
 	gone   chan struct{} // closed once its pipes and readers are done
 	ps     atomic.Pointer[exitState]
 
-	secrets    []string
-	stderrMu   sync.Mutex
-	stderrTail []string
+	stderr *stderrtail.Tail // scrubbed of the agent's secret values
 
 	// session state
 	initialized bool
@@ -112,7 +110,7 @@ func spawn(e *Engine, key, bin string, env []string, cwd string, log zerolog.Log
 	errW.Close()
 	p := &proc{
 		e: e, key: key, log: log, cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stdout: outR,
-		exited: make(chan struct{}), gone: make(chan struct{}), secrets: secretValues(env),
+		exited: make(chan struct{}), gone: make(chan struct{}), stderr: stderrtail.New(claudecode.SecretValues(env)),
 	}
 	var w io.Writer = inW
 	var r io.Reader = outR
@@ -123,7 +121,10 @@ func spawn(e *Engine, key, bin string, env []string, cwd string, log zerolog.Log
 	p.conn = sdk.NewConnection(p.handle, w, r)
 	p.conn.SetLogger(slog.New(slog.NewTextHandler(logWriter{p}, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	stderrDone := make(chan struct{})
-	go p.readStderr(errR, stderrDone)
+	go func() {
+		defer close(stderrDone)
+		p.stderr.Read(errR, p.log, "acp agent stderr")
+	}()
 	go p.reap(errR, stderrDone, e.cfg.StopGrace)
 	p.log.Debug().Int("pid", p.pid).Strs("command", e.cfg.Command).Msg("acp: agent started")
 	return p, nil
@@ -259,88 +260,15 @@ func (p *proc) sessionIDOf(t *Turn) string {
 	return t.sessionID
 }
 
-// scrub replaces the values of the child's credentials and of other
-// secret-looking variables in a line it wrote.
-func (p *proc) scrub(line string) string {
-	for _, v := range p.secrets {
-		if len(v) >= 4 {
-			line = strings.ReplaceAll(line, v, "[REDACTED]")
-		}
-	}
-	return line
-}
-
-func (p *proc) readStderr(r io.Reader, done chan struct{}) {
-	defer close(done)
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := readBoundedLine(br, 1<<20)
-		if len(line) > 0 {
-			s := p.scrub(line)
-			p.log.Debug().Str("stderr", s).Msg("acp agent stderr")
-			p.stderrMu.Lock()
-			p.stderrTail = append(p.stderrTail, s)
-			if len(p.stderrTail) > 20 {
-				p.stderrTail = p.stderrTail[1:]
-			}
-			p.stderrMu.Unlock()
-		}
-		if err != nil {
-			_, _ = io.Copy(io.Discard, r)
-			return
-		}
-	}
-}
-
-// readBoundedLine reads one line, keeping at most max bytes of it.
-func readBoundedLine(br *bufio.Reader, max int) (string, error) {
-	var b []byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		if len(b) < max {
-			room := max - len(b)
-			if len(frag) > room {
-				frag = frag[:room]
-			}
-			b = append(b, frag...)
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		return strings.TrimRight(string(b), "\r\n"), err
-	}
-}
-
-func (p *proc) tail() string {
-	p.stderrMu.Lock()
-	defer p.stderrMu.Unlock()
-	s := strings.Join(p.stderrTail, "\n")
-	if len(s) > 2000 {
-		s = s[len(s)-2000:]
-	}
-	return s
-}
-
 // logWriter takes the SDK's slog lines to the turn's logger, scrubbed.
 type logWriter struct{ p *proc }
 
 func (w logWriter) Write(b []byte) (int, error) {
-	w.p.log.Debug().Str("sdk", w.p.scrub(strings.TrimSpace(string(b)))).Msg("acp connection")
+	w.p.log.Debug().Str("sdk", w.p.stderr.Scrub(strings.TrimSpace(string(b)))).Msg("acp connection")
 	return len(b), nil
 }
 
 // secretValues are the values of env's secret-looking variables.
-func secretValues(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		name, v, ok := strings.Cut(kv, "=")
-		if ok && v != "" && claudecode.IsSecretEnvName(name) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 type tapWriter struct {
 	dir string
 	f   func(dir string, b []byte)

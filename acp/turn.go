@@ -25,13 +25,7 @@ type Turn struct {
 	p     *proc
 	start time.Time
 
-	out  chan item
-	cur  event.Event
-	err  error
-	done chan struct{} // closed when run returned
-
-	outMu     sync.Mutex
-	outClosed bool
+	s *engine.Stream // ended when run returned
 
 	mapMu sync.Mutex
 	m     *Mapper
@@ -50,16 +44,9 @@ type Turn struct {
 	approvals sync.WaitGroup
 }
 
-// item is one entry of the stream: an event, or a function Next runs
-// once every earlier event was returned (an approval's start).
-type item struct {
-	ev    event.Event
-	after func()
-}
-
 func newTurn(e *Engine, req engine.Request, log *zerolog.Logger) *Turn {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Turn{e: e, req: req, out: make(chan item, 256), done: make(chan struct{}), m: NewMapper(), ctx: ctx, cancel: cancel, start: time.Now()}
+	t := &Turn{e: e, req: req, s: engine.NewStream(256), m: NewMapper(), ctx: ctx, cancel: cancel, start: time.Now()}
 	if log != nil {
 		t.log = log.With().Str("engine", e.cfg.Name).Str("session", req.SessionKey).Logger()
 	} else {
@@ -74,7 +61,7 @@ func (t *Turn) begin(ctx context.Context, p *proc) {
 		select {
 		case <-ctx.Done():
 			_ = t.Kill()
-		case <-t.done:
+		case <-t.s.Done():
 		}
 	}()
 	go t.run()
@@ -84,34 +71,14 @@ func (t *Turn) begin(ctx context.Context, p *proc) {
 func (t *Turn) Pid() int { return t.p.pid }
 
 // Next advances to the next event; false after process:exit.
-func (t *Turn) Next() bool {
-	for {
-		it, ok := <-t.out
-		if !ok {
-			return false
-		}
-		if it.after != nil {
-			it.after()
-			continue
-		}
-		t.cur = it.ev
-		return true
-	}
-}
+func (t *Turn) Next() bool { return t.s.Next() }
 
 // Event returns the event Next advanced to.
-func (t *Turn) Event() event.Event { return t.cur }
+func (t *Turn) Event() event.Event { return t.s.Event() }
 
 // Err returns, after Next returned false, nil when the turn completed and
 // an *engine.TurnError otherwise.
-func (t *Turn) Err() error {
-	select {
-	case <-t.done:
-		return t.err
-	default:
-		return nil
-	}
-}
+func (t *Turn) Err() error { return t.s.Err() }
 
 // Interrupt sends session/cancel (at once, or as soon as the prompt is
 // sent) and answers pending permission requests "cancelled"; the turn
@@ -119,7 +86,7 @@ func (t *Turn) Err() error {
 // answered the prompt InterruptGrace later is stopped.
 func (t *Turn) Interrupt() error {
 	select {
-	case <-t.done:
+	case <-t.s.Done():
 		return nil
 	default:
 	}
@@ -130,7 +97,7 @@ func (t *Turn) Interrupt() error {
 	if !already {
 		t.intrTimer = time.AfterFunc(t.e.cfg.InterruptGrace, func() {
 			select {
-			case <-t.done:
+			case <-t.s.Done():
 			default:
 				t.log.Warn().Msg("acp: the agent did not end the turn after session/cancel; stopping it")
 				t.p.kill()
@@ -155,7 +122,7 @@ func (t *Turn) sendCancel(sid string) {
 // with its turn; the next turn starts another). It returns at once.
 func (t *Turn) Kill() error {
 	select {
-	case <-t.done:
+	case <-t.s.Done():
 		return nil
 	default:
 	}
@@ -170,33 +137,18 @@ func (t *Turn) Kill() error {
 // Close kills the turn if it runs and discards the rest of its stream.
 func (t *Turn) Close() error {
 	select {
-	case <-t.done:
+	case <-t.s.Done():
 	default:
 		_ = t.Kill()
 	}
-	for it := range t.out {
-		if it.after != nil {
-			it.after()
-		}
-	}
-	<-t.done
+	t.s.Discard()
 	return nil
 }
 
 // emit queues an event; after the stream closed it drops it.
 func (t *Turn) emit(ev event.Event) {
 	ev.SessionID = t.req.SessionKey
-	t.push(item{ev: ev})
-}
-
-func (t *Turn) push(it item) bool {
-	t.outMu.Lock()
-	defer t.outMu.Unlock()
-	if t.outClosed {
-		return false
-	}
-	t.out <- it
-	return true
+	t.s.Emit(ev)
 }
 
 func (t *Turn) onUpdate(u Update) {
@@ -292,13 +244,14 @@ func (t *Turn) run() {
 		ps := p.ps.Load()
 		code, signal = ps.code, ps.signal
 	}
+	var endErr error // nil when completed (te is a typed pointer)
 	if te != nil {
-		t.err = te
+		endErr = te
 		se := &event.SessionError{Error: te.Message, Kind: te.Kind, Subtype: subtype, CostUSD: cost}
 		if te.Kind == event.ErrorProcess || te.Kind == event.ErrorStart {
 			c := code
 			se.ExitCode = &c
-			se.StderrTail = p.tail()
+			se.StderrTail = p.stderr.String()
 		}
 		t.emit(event.Event{Type: event.TypeSessionError, Error: se})
 		if !procEnded {
@@ -312,11 +265,7 @@ func (t *Turn) run() {
 		t.e.idle(p)
 	}
 	t.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: code, Signal: signal}})
-	t.outMu.Lock()
-	t.outClosed = true
-	close(t.done) // before out: Err is final once Next returned false
-	close(t.out)
-	t.outMu.Unlock()
+	t.s.End(endErr)
 }
 
 // converse sets the session up and runs the prompt. It returns the
@@ -608,12 +557,12 @@ func (t *Turn) ask(ctx context.Context, q engine.ApprovalRequest) (engine.Approv
 	}
 	t.approvals.Add(1)
 	t.mu.Unlock()
-	started := t.push(item{after: func() {
+	started := t.s.Defer(func() {
 		go func() {
 			defer t.approvals.Done()
 			ch <- t.req.Approver.Ask(t.ctx, q)
 		}()
-	}})
+	})
 	if !started {
 		t.approvals.Done()
 		return engine.ApprovalDecision{}, false

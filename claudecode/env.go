@@ -17,6 +17,19 @@ var (
 // DefaultAllowedEnv are re-added after filtering: the CLI needs its key.
 var DefaultAllowedEnv = []string{"ANTHROPIC_API_KEY"}
 
+// SecretValues returns the non-empty values of env's secret-looking
+// variables (IsSecretEnvName): what a child's output is scrubbed of.
+func SecretValues(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, v, ok := strings.Cut(kv, "=")
+		if ok && v != "" && IsSecretEnvName(name) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // IsSecretEnvName reports whether a variable of this name is withheld from
 // the child unless allowed by name.
 func IsSecretEnvName(name string) bool {

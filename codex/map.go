@@ -241,7 +241,7 @@ func (m *mapper) request(msg Message) {
 	id := msg.ID
 	approver := t.req.Approver
 	t.approvals.Add(1)
-	t.out <- item{after: func() {
+	queued := t.s.Defer(func() {
 		go func() {
 			defer t.approvals.Done()
 			dec := engine.ApprovalDecision{Message: "no approver"}
@@ -257,5 +257,9 @@ func (m *mapper) request(msg Message) {
 			}
 			_ = t.peer.reply(id, map[string]any{"decision": answer})
 		}()
-	}}
+	})
+	if !queued { // the stream already ended: nobody is left to ask
+		t.approvals.Done()
+		_ = t.peer.reply(id, map[string]any{"decision": "decline"})
+	}
 }

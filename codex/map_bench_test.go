@@ -26,7 +26,7 @@ func BenchmarkMap1000Deltas(b *testing.B) {
 		done := make(chan int)
 		go func() {
 			n := 0
-			for range t.out {
+			for t.Next() {
 				n++
 			}
 			done <- n
@@ -34,7 +34,7 @@ func BenchmarkMap1000Deltas(b *testing.B) {
 		for msg := range t.peer.in {
 			m.handle(msg)
 		}
-		close(t.out)
+		t.s.End(nil)
 		if n := <-done; n != 1000 {
 			b.Fatalf("%d events", n)
 		}

@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/procgroup"
+	"github.com/chirality/harness/internal/stderrtail"
 )
 
 // Turn is one Codex turn: its child, its stream of events. Next, Event
@@ -35,14 +35,9 @@ type Turn struct {
 	exited chan struct{} // closed once the child was reaped
 	ps     atomic.Pointer[exitState]
 
-	out  chan item
-	cur  event.Event
-	err  error
-	done chan struct{} // closed when run returned
+	s *engine.Stream // ended when run returned
 
-	stderrMu   sync.Mutex
-	stderrTail []string
-	secrets    []string // values scrubbed from stderr lines
+	stderr *stderrtail.Tail // scrubbed of the child's secret values
 
 	mu          sync.Mutex
 	turnID      string
@@ -59,16 +54,9 @@ type exitState struct {
 	signal string
 }
 
-// item is one entry of the stream: an event, or a function Next runs once
-// every earlier event was returned (an approval's start).
-type item struct {
-	ev    event.Event
-	after func()
-}
-
 func newTurn(e *Engine, req engine.Request) *Turn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Turn{eng: e, req: req, exited: make(chan struct{}), out: make(chan item, 64), done: make(chan struct{}), ctx: ctx, cancel: cancel}
+	return &Turn{eng: e, req: req, exited: make(chan struct{}), s: engine.NewStream(64), ctx: ctx, cancel: cancel}
 }
 
 // Pid is the child's process id.
@@ -82,7 +70,7 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 	}
 	cmd := exec.Command(bin, "app-server")
 	cmd.Env = env
-	t.secrets = secretValues(env)
+	t.stderr = stderrtail.New(claudecode.SecretValues(env))
 	cmd.Dir = t.req.Cwd
 	procgroup.Set(cmd)
 	stdin, err := cmd.StdinPipe()
@@ -102,10 +90,8 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 	}
 	t.cmd, t.stdin, t.pid = cmd, stdin, cmd.Process.Pid
 	t.peer = newPeer(stdout, stdin, func(err error) { t.log.Warn().Err(err).Msg("codex: undecodable line") }, t.eng.onMsg)
-	stderrDone := make(chan struct{})
-	go t.readStderr(stderr, stderrDone)
 	go func() {
-		<-stderrDone
+		t.stderr.Read(stderr, t.log, "codex stderr") // drained before Wait
 		_ = cmd.Wait()
 		code, sig := procgroup.ExitStatus(cmd.ProcessState)
 		t.ps.Store(&exitState{code, sig})
@@ -115,70 +101,22 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 		select {
 		case <-ctx.Done():
 			_ = t.Kill()
-		case <-t.done:
+		case <-t.s.Done():
 		}
 	}()
 	go t.run()
 	return nil
 }
 
-// scrub replaces the values of the child's credentials and of withheld
-// variables in a line of its stderr.
-func (t *Turn) scrub(line string) string {
-	for _, v := range t.secrets {
-		if len(v) >= 4 {
-			line = strings.ReplaceAll(line, v, "[REDACTED]")
-		}
-	}
-	return line
-}
-
-func (t *Turn) readStderr(r io.Reader, done chan struct{}) {
-	defer close(done)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		line := t.scrub(sc.Text())
-		t.log.Debug().Str("stderr", line).Msg("codex stderr")
-		t.stderrMu.Lock()
-		t.stderrTail = append(t.stderrTail, line)
-		if len(t.stderrTail) > 20 {
-			t.stderrTail = t.stderrTail[1:]
-		}
-		t.stderrMu.Unlock()
-	}
-	_, _ = io.Copy(io.Discard, r)
-}
-
 // Next advances to the next event; false after process:exit.
-func (t *Turn) Next() bool {
-	for {
-		it, ok := <-t.out
-		if !ok {
-			return false
-		}
-		if it.after != nil {
-			it.after()
-			continue
-		}
-		t.cur = it.ev
-		return true
-	}
-}
+func (t *Turn) Next() bool { return t.s.Next() }
 
 // Event returns the event Next advanced to.
-func (t *Turn) Event() event.Event { return t.cur }
+func (t *Turn) Event() event.Event { return t.s.Event() }
 
 // Err returns, after Next returned false, nil when the turn completed and
 // an *engine.TurnError otherwise.
-func (t *Turn) Err() error {
-	select {
-	case <-t.done:
-		return t.err
-	default:
-		return nil
-	}
-}
+func (t *Turn) Err() error { return t.s.Err() }
 
 // Interrupt asks Codex to stop the turn (turn/interrupt); the stream then
 // ends with session:error kind interrupted.
@@ -189,7 +127,7 @@ func (t *Turn) Interrupt() error {
 	t.mu.Unlock()
 	t.cancel() // pending approvals are denied
 	select {
-	case <-t.done:
+	case <-t.s.Done():
 		return nil // the turn already ended
 	default:
 	}
@@ -221,29 +159,23 @@ func (t *Turn) Kill() error {
 // Close kills the turn if it runs and discards the rest of its stream.
 func (t *Turn) Close() error {
 	select {
-	case <-t.done:
+	case <-t.s.Done():
 	default:
 		_ = t.Kill()
 	}
-	for it := range t.out {
-		if it.after != nil {
-			it.after() // the turn is killed: an approval is declined at once
-		}
-	}
-	<-t.done
+	t.s.Discard() // the turn is killed: an approval is declined at once
 	return nil
 }
 
 func (t *Turn) emit(ev event.Event) {
 	ev.SessionID = t.req.SessionKey
-	t.out <- item{ev: ev}
+	t.s.Emit(ev)
 }
 
 // run drives the protocol and produces the stream.
 func (t *Turn) run() {
-	defer close(t.out) // after done: Err is final once Next returned false
-	defer close(t.done)
 	endErr := t.converse()
+	defer func() { t.s.End(endErr) }()
 	// Stop the child: close stdin, grace, then kill the group.
 	_ = t.stdin.Close()
 	select {
@@ -260,30 +192,19 @@ func (t *Turn) run() {
 	ps := t.ps.Load()
 	code := ps.code
 	if endErr != nil {
-		t.err = endErr
 		var te *engine.TurnError
 		if errors.As(endErr, &te) {
 			se := &event.SessionError{Error: te.Message, Kind: te.Kind}
 			if te.Kind == event.ErrorProcess || te.Kind == event.ErrorStart {
 				c := code
 				se.ExitCode = &c
-				se.StderrTail = t.tail()
+				se.StderrTail = t.stderr.String()
 			}
 			t.emit(event.Event{Type: event.TypeSessionError, Error: se})
 		}
 	}
 	t.eng.remove(t) // the key is free once process:exit is read
 	t.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: code, Signal: ps.signal}})
-}
-
-func (t *Turn) tail() string {
-	t.stderrMu.Lock()
-	defer t.stderrMu.Unlock()
-	s := strings.Join(t.stderrTail, "\n")
-	if len(s) > 2000 {
-		s = s[len(s)-2000:]
-	}
-	return s
 }
 
 func (t *Turn) endKind(def event.ErrorKind) event.ErrorKind {
@@ -452,13 +373,3 @@ func (t *Turn) converse() error {
 
 // secretValues are the values of env's secret-looking variables (the
 // credentials the child gets).
-func secretValues(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		name, v, ok := strings.Cut(kv, "=")
-		if ok && v != "" && claudecode.IsSecretEnvName(name) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
