@@ -567,6 +567,17 @@ async function refreshSessions() {
   renderRoots();
 }
 
+// The session whose delete button was clicked once ("Delete?"), kept
+// across re-renders of the list: the sidebar is rebuilt whenever the
+// sessions change (a turn ends, a title is set), and a confirmation must
+// not be lost to that between the two clicks.
+let armedDelete = { id: null, timer: null };
+
+function disarmDelete() {
+  if (armedDelete.timer) clearTimeout(armedDelete.timer);
+  armedDelete = { id: null, timer: null };
+}
+
 function renderSessions() {
   const ul = $("session-list");
   const items = state.sessions.map((s) => {
@@ -585,29 +596,25 @@ function renderSessions() {
           .join(" · "),
       }),
     );
-    let armed = null;
     const del = el("button", {
-      class: "session-delete",
+      class: armedDelete.id === s.id ? "session-delete armed" : "session-delete",
       type: "button",
       "data-testid": "delete-session",
       "aria-label": "Delete session",
       title: "Delete session",
-      text: "✕",
+      text: armedDelete.id === s.id ? "Delete?" : "✕",
     });
     del.addEventListener("click", (e) => {
       e.stopPropagation();
-      if (armed) {
-        clearTimeout(armed);
+      if (armedDelete.id === s.id) {
+        disarmDelete();
         deleteSession(s.id);
         return;
       }
+      disarmDelete();
+      armedDelete = { id: s.id, timer: setTimeout(() => { disarmDelete(); renderSessions(); }, 4000) };
       del.classList.add("armed");
       del.textContent = "Delete?";
-      armed = setTimeout(() => {
-        armed = null;
-        del.classList.remove("armed");
-        del.textContent = "✕";
-      }, 4000);
     });
     return el(
       "li",
