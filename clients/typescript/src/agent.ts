@@ -4,7 +4,8 @@
 // Every event has `type` and `timestamp` (Unix ms). `text` and `reasoning`
 // carry streamed chunks: consecutive chunks of one type belong to one part.
 
-import { z } from "zod";
+// A namespace import so bundlers keep only what is used (see schemas.ts).
+import * as z from "zod";
 
 const at = { timestamp: z.number().int() };
 

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync, rmSync, realpathSync, existsSync } from "no
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { HarnessRpc, RpcError } from "../src/index.js";
+import { HarnessRpc, RpcError } from "../src/rpc.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const bin = path.resolve(here, "..", "..", process.env.HARNESS_BIN || "../../bin/harness");

@@ -1,0 +1,54 @@
+// The package as npm publishes it: what `npm pack` ships, that the main
+// entry bundles for a browser without Node built-ins (and without the
+// JSON-RPC client), and that Node resolves both entries by name.
+// Runs after `npm run build` (dist/ is what gets packed).
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { installPacked, browserBundle } from "../scripts/packed.mjs";
+
+let dir;
+let files;
+before(() => ({ dir, files } = installPacked()));
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+test("npm pack ships both entries with their types, and no tests or demo script", () => {
+  for (const f of ["package.json", "dist/src/index.js", "dist/src/index.d.ts", "dist/src/rpc.js", "dist/src/rpc.d.ts", "dist/src/client.js", "dist/src/sse.js"]) {
+    assert.ok(files.includes(f), `${f} is packed (files: ${files.join(", ")})`);
+  }
+  for (const f of files) {
+    assert.doesNotMatch(f, /^dist\/test\/|rpc-demo/, `${f} must not be packed`);
+  }
+});
+
+test("the main entry bundles for the browser: no Node built-ins, no JSON-RPC client", async () => {
+  const b = await browserBundle(dir, `import * as h from "@chirality/harness-client"; globalThis.h = h;`);
+  assert.ok(b.inputs.some((f) => f.endsWith("harness-client/dist/src/client.js")), b.inputs.join("\n"));
+  for (const f of b.inputs) {
+    assert.doesNotMatch(f, /rpc\.js$|^node:|child_process|readline/, `${f} in the browser bundle`);
+  }
+  assert.ok(b.gzip > 0 && b.minified > b.gzip);
+});
+
+test("the rpc subpath does not resolve for the browser", async () => {
+  await assert.rejects(
+    browserBundle(dir, `import { HarnessRpc } from "@chirality/harness-client/rpc"; globalThis.r = HarnessRpc;`),
+    (err) => /harness-client\/rpc/.test(String(err?.errors?.[0]?.text ?? err)),
+  );
+});
+
+test("Node resolves both entries by name; the main entry has no JSON-RPC client", () => {
+  const script = path.join(dir, "check.mjs");
+  fs.writeFileSync(
+    script,
+    `const main = await import("@chirality/harness-client");
+     const rpc = await import("@chirality/harness-client/rpc");
+     console.log(JSON.stringify({ client: typeof main.HarnessClient, sse: typeof main.readSSE, approve: typeof main.HarnessClient.prototype.approve,
+       mainRpc: typeof main.HarnessRpc, rpc: typeof rpc.HarnessRpc, rpcError: typeof rpc.RpcError }));`,
+  );
+  const got = JSON.parse(execFileSync(process.execPath, [script], { cwd: dir, encoding: "utf8" }));
+  assert.deepEqual(got, { client: "function", sse: "function", approve: "function", mainRpc: "undefined", rpc: "function", rpcError: "function" });
+});
