@@ -151,7 +151,7 @@ func (c *Config) permissionMode(p *persona.Persona) (string, error) {
 	if c.PermissionMode != "" {
 		mode = c.PermissionMode
 	}
-	if !slices.Contains(claudecode.PermissionModes, mode) {
+	if !slices.Contains(engine.PermissionModes, mode) {
 		return "", claudecode.ErrInvalidOptions
 	}
 	if mode == BypassPermissionMode && !c.AllowBypass {

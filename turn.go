@@ -236,7 +236,7 @@ func (lt *liveTurn) stopRequested() bool {
 // interrupted or killed, or the Harness shuts down. It fails with
 // ErrEmptyMessage, ErrInvalidID, ErrNotFound, ErrRootNotAllowed, ErrBusy,
 // ErrBypassRefused, ErrClosed, or the driver's start errors
-// (claudecode.ErrBinaryNotFound, …).
+// (engine.ErrBinaryNotFound, …).
 func (h *Harness) StartTurn(ctx context.Context, id, message string) (*Turn, error) {
 	if strings.TrimSpace(message) == "" {
 		return nil, ErrEmptyMessage

@@ -118,7 +118,7 @@
 // # Environment
 //
 // Children get the caller's environment filtered with
-// claudecode.FilterEnv's rules: secret-looking variables (…_KEY,
+// secrets.FilterEnv's rules: secret-looking variables (…_KEY,
 // …_TOKEN, …_SECRET…) are withheld except the engine entry's
 // Credentials and the operator's AllowEnv; ANTHROPIC_API_KEY reaches only
 // agents that list it. An entry's ExtraEnv and a Request's Env are added

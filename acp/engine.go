@@ -14,9 +14,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/procgroup"
+	"github.com/chirality/harness/internal/secrets"
 )
 
 // Kind is the engine kind of every ACP engine (engine.Status.Kind).
@@ -40,7 +40,7 @@ type Config struct {
 	// Install says how to get the agent, for Check's reason.
 	Install string
 	// Env is the base environment of every child (nil = os.Environ()). It
-	// is filtered with claudecode.FilterEnv's rules: secret-looking
+	// is filtered with secrets.FilterEnv's rules: secret-looking
 	// variables are withheld except Credentials and AllowEnv.
 	Env []string
 	// Credentials are the agent's own documented credential variables,
@@ -177,14 +177,14 @@ func (e *Engine) Check(ctx context.Context) engine.Status {
 }
 
 // ChildEnv is the environment an agent gets: base filtered with
-// claudecode.FilterEnv's rules (secret-looking variables withheld except
-// the allow names), then extra. claudecode.FilterEnv always lets
+// secrets.FilterEnv's rules (secret-looking variables withheld except
+// the allow names), then extra. secrets.FilterEnv always lets
 // ANTHROPIC_API_KEY through; ChildEnv withholds it unless allow names it
 // (an agent that does not call Anthropic does not get the key).
 func ChildEnv(base, extra, allow []string) []string {
 	keepAnthropic := slices.Contains(allow, "ANTHROPIC_API_KEY")
 	var out []string
-	for _, kv := range claudecode.FilterEnv(base, allow) {
+	for _, kv := range secrets.FilterEnv(base, allow) {
 		if !keepAnthropic && strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") {
 			continue
 		}

@@ -15,8 +15,8 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/rs/zerolog"
 
-	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/internal/procgroup"
+	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/stderrtail"
 )
 
@@ -110,7 +110,7 @@ func spawn(e *Engine, key, bin string, env []string, cwd string, log zerolog.Log
 	errW.Close()
 	p := &proc{
 		e: e, key: key, log: log, cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stdout: outR,
-		exited: make(chan struct{}), gone: make(chan struct{}), stderr: stderrtail.New(claudecode.SecretValues(env)),
+		exited: make(chan struct{}), gone: make(chan struct{}), stderr: stderrtail.New(secrets.SecretValues(env)),
 	}
 	var w io.Writer = inW
 	var r io.Reader = outR

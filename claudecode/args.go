@@ -14,9 +14,6 @@ import (
 // DefaultMaxTurns is the --max-turns given when TurnOpts.MaxTurns is 0.
 const DefaultMaxTurns = 25
 
-// PermissionModes are the values --permission-mode accepts.
-var PermissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"}
-
 // TurnOpts are the per-turn choices that become the CLI's flags. The zero
 // value runs a fresh conversation in the current directory with the CLI's
 // own defaults, 25 turns at most, partial messages streamed.
@@ -39,7 +36,7 @@ type TurnOpts struct {
 	// AllowedTools are auto-approved (--allowedTools); this does not
 	// restrict what exists, Tools does.
 	AllowedTools []string
-	// PermissionMode is one of PermissionModes ("" = the CLI's default).
+	// PermissionMode is one of engine.PermissionModes ("" = the CLI's default).
 	PermissionMode string
 	Model          string
 	AddDirs        []string
@@ -90,8 +87,8 @@ func (o *TurnOpts) Validate() error {
 	if o.Resume != "" && o.SessionID != "" && !o.Fork {
 		return fmt.Errorf("%w: a session id with resume needs Fork", ErrInvalidOptions)
 	}
-	if o.PermissionMode != "" && !contains(PermissionModes, o.PermissionMode) {
-		return fmt.Errorf("%w: permission mode %q is not one of %s", ErrInvalidOptions, o.PermissionMode, strings.Join(PermissionModes, ", "))
+	if o.PermissionMode != "" && !engine.ValidPermissionMode(o.PermissionMode) {
+		return fmt.Errorf("%w: permission mode %q is not one of %s", ErrInvalidOptions, o.PermissionMode, strings.Join(engine.PermissionModes, ", "))
 	}
 	if o.MaxTurns < 0 {
 		return fmt.Errorf("%w: max turns %d is negative", ErrInvalidOptions, o.MaxTurns)
@@ -107,15 +104,6 @@ func (o *TurnOpts) Validate() error {
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Args builds the CLI's argv (without the program name). The prompt is

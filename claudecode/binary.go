@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/secrets"
 )
 
 // TestedCLIVersion is the Claude Code version this driver's contract tests
@@ -28,15 +29,11 @@ const EnvClaudeBin = "HARNESS_CLAUDE_BIN"
 // running executable (a checkout's bin/harness finds the CLI its `make
 // cli` pinned, from any directory). An explicit or configured path that
 // does not exist is an error rather than a silent fallback. The error is a
-// *BinaryNotFoundError naming every place tried.
+// *engine.BinaryNotFoundError naming every place tried (it matches
+// engine.ErrBinaryNotFound and engine.ErrUnavailable).
 func FindBinary(explicit string) (string, error) {
-	p, err := engine.FindBinary(engine.Binary{Name: "claude", Explicit: explicit, EnvVar: EnvClaudeBin,
+	return engine.FindBinary(engine.Binary{Name: "claude", Explicit: explicit, EnvVar: EnvClaudeBin,
 		Install: "npm install @anthropic-ai/claude-code@" + TestedCLIVersion + ", or make cli in a checkout"})
-	var nf *engine.BinaryNotFoundError
-	if errors.As(err, &nf) {
-		return "", &BinaryNotFoundError{Tried: nf.Tried}
-	}
-	return p, err
 }
 
 var versionPattern = regexp.MustCompile(`\d+\.\d+\.\d+[0-9A-Za-z.+-]*`)
@@ -47,7 +44,7 @@ func CLIVersion(ctx context.Context, bin string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--version")
-	cmd.Env = FilterEnv(os.Environ(), nil)
+	cmd.Env = secrets.FilterEnv(os.Environ(), nil)
 	out := &capped{max: 4096}
 	cmd.Stdout = out
 	if err := cmd.Run(); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 )
 
@@ -215,8 +216,8 @@ func TestChildEnvironmentIsFiltered(t *testing.T) {
 func TestMissingBinaryNamesEveryPath(t *testing.T) {
 	mgr := fastManager()
 	_, err := mgr.StartTurn(context.Background(), "s", "hi", claudecode.TurnOpts{Binary: "/nonexistent/claude"})
-	var nf *claudecode.BinaryNotFoundError
-	if !errors.As(err, &nf) || !errors.Is(err, claudecode.ErrBinaryNotFound) || !strings.Contains(err.Error(), "/nonexistent/claude") {
+	var nf *engine.BinaryNotFoundError
+	if !errors.As(err, &nf) || !errors.Is(err, engine.ErrBinaryNotFound) || !strings.Contains(err.Error(), "/nonexistent/claude") {
 		t.Fatalf("err = %v", err)
 	}
 	if mgr.IsRunning("s") {

@@ -6,7 +6,7 @@
 //
 //	m := claudecode.NewManager(claudecode.Config{})      // finds claude, filters the env
 //	t, err := m.StartTurn(ctx, "session-1", "hello", claudecode.TurnOpts{Cwd: root})
-//	if err != nil { … }                                   // ErrBusy, *BinaryNotFoundError, ErrInvalidOptions
+//	if err != nil { … }                                   // ErrBusy, *engine.BinaryNotFoundError, ErrInvalidOptions
 //	defer t.Close()
 //	for t.Next() {
 //		ev := t.Event()                                   // session:init, chat:delta, tool:start, …
@@ -20,9 +20,9 @@
 //     processes. Lines may be of any size up to a bound (128 MiB by
 //     default); bad lines are reported and skipped, unknown frame types
 //     are ignored.
-//   - TurnOpts.Args builds the argv; FilterEnv builds the environment
-//     (credentials withheld unless allowed by name); FindBinary finds the
-//     CLI.
+//   - TurnOpts.Args builds the argv; the environment is the caller's
+//     filtered by the harness's one rule (internal/secrets: credentials
+//     withheld unless allowed by name); FindBinary finds the CLI.
 //   - Manager and Turn own the process: its own process group, the prompt
 //     on stdin (never argv), stdin kept open for control requests until
 //     the result, stdout and stderr drained, every wait bounded.

@@ -14,8 +14,6 @@ var (
 	ErrBusy = errors.New("claudecode: a turn is already running for this session")
 	// ErrNotRunning: no turn is running for the session key.
 	ErrNotRunning = errors.New("claudecode: no turn is running for this session")
-	// ErrBinaryNotFound: no claude executable was found (see BinaryNotFoundError).
-	ErrBinaryNotFound = errors.New("claudecode: claude CLI not found")
 	// ErrInvalidOptions: TurnOpts failed validation.
 	ErrInvalidOptions = errors.New("claudecode: invalid turn options")
 	// ErrClosed: the Manager was shut down.
@@ -30,18 +28,6 @@ var (
 	ErrResumeNotFound = errors.New("claudecode: conversation to resume not found")
 	ErrProcessDied    = errors.New("claudecode: CLI process ended without a result")
 )
-
-// BinaryNotFoundError names every place the driver looked for the CLI.
-type BinaryNotFoundError struct {
-	Tried []string
-}
-
-func (e *BinaryNotFoundError) Error() string {
-	return "claudecode: claude CLI not found; tried " + strings.Join(e.Tried, ", ") +
-		" (install it with `npm install @anthropic-ai/claude-code`, or set HARNESS_CLAUDE_BIN)"
-}
-
-func (e *BinaryNotFoundError) Is(target error) bool { return target == ErrBinaryNotFound }
 
 // TurnError is how a turn that did not complete ended. It matches the
 // sentinels above with errors.Is (ErrInterrupted, ErrMaxTurns, …).

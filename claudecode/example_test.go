@@ -82,12 +82,6 @@ func ExampleManager_StartTurn() {
 	// error: <nil>
 }
 
-func ExampleFilterEnv() {
-	env := []string{"PATH=/usr/bin", "GITHUB_TOKEN=ghp_x", "ANTHROPIC_API_KEY=sk-ant-x", "DATABASE_URL=postgres://", "CLAUDECODE=1"}
-	fmt.Println(claudecode.FilterEnv(env, nil))
-	// Output: [PATH=/usr/bin ANTHROPIC_API_KEY=sk-ant-x]
-}
-
 func ExampleTurnOpts_Args() {
 	o := claudecode.TurnOpts{Resume: "0b7e4c8a-1111-4222-8333-944455556666", Tools: []string{"Read", "Grep"}, PermissionMode: "dontAsk"}
 	fmt.Println(strings.Join(o.Args(), " "))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/internal/secrets"
 )
 
 // Config configures a Manager. The zero value is usable: the CLI is found
@@ -77,7 +79,7 @@ func NewManager(cfg Config) *Manager {
 	return &Manager{
 		cfg:         cfg,
 		log:         log,
-		scrub:       newScrubber(WithheldEnvValues(cfg.Env)),
+		scrub:       newScrubber(secrets.WithheldEnvValues(cfg.Env)),
 		turns:       map[string]*Turn{},
 		warm:        map[*Warm]struct{}{},
 		versionDone: make(chan struct{}),
@@ -86,7 +88,7 @@ func NewManager(cfg Config) *Manager {
 
 // StartTurn starts one turn of the CLI for sessionKey with message as the
 // user's prompt, and returns its event stream. It fails with ErrBusy while
-// the key has a running turn, with a *BinaryNotFoundError when there is no
+// the key has a running turn, with a *engine.BinaryNotFoundError when there is no
 // CLI, and with ErrInvalidOptions for options the CLI would misread.
 //
 // Cancelling ctx kills the turn (as Kill does); the stream still ends with

@@ -17,6 +17,7 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/procgroup"
+	"github.com/chirality/harness/internal/secrets"
 	"github.com/rs/zerolog"
 )
 
@@ -171,7 +172,7 @@ func (t *Turn) spawn(ctx context.Context) error {
 
 	cmd := exec.Command(t.bin, t.args...)
 	cmd.Dir = t.opts.Cwd
-	cmd.Env = append(FilterEnv(t.m.cfg.Env, t.m.cfg.AllowEnv), t.opts.Env...)
+	cmd.Env = append(secrets.FilterEnv(t.m.cfg.Env, t.m.cfg.AllowEnv), t.opts.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
 	procgroup.Set(cmd)
 	t.started = time.Now()

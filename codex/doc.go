@@ -63,7 +63,7 @@
 // # Environment
 //
 // Children get the caller's environment with secret-looking variables
-// withheld (claudecode.FilterEnv's rules) except OPENAI_API_KEY and
+// withheld (secrets.FilterEnv's rules) except OPENAI_API_KEY and
 // CODEX_API_KEY; CODEX_HOME passes through, and the user's provider in
 // $CODEX_HOME/config.toml is never overridden (a model is set only when
 // Request.Model is) except by what Config.ThreadConfig names (sent as

@@ -13,8 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/secrets"
 )
 
 // Name is the engine's name and kind.
@@ -135,7 +135,7 @@ func ChildEnv(base, extra, allow []string) []string {
 		}
 	}
 	var out []string
-	for _, kv := range claudecode.FilterEnv(append(append([]string(nil), base...), extra...), allow) {
+	for _, kv := range secrets.FilterEnv(append(append([]string(nil), base...), extra...), allow) {
 		if !keepAnthropic && strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") {
 			continue
 		}

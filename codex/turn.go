@@ -13,10 +13,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/procgroup"
+	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/stderrtail"
 )
 
@@ -70,7 +70,7 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 	}
 	cmd := exec.Command(bin, "app-server")
 	cmd.Env = env
-	t.stderr = stderrtail.New(claudecode.SecretValues(env))
+	t.stderr = stderrtail.New(secrets.SecretValues(env))
 	cmd.Dir = t.req.Cwd
 	procgroup.Set(cmd)
 	stdin, err := cmd.StdinPipe()

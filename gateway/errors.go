@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/persona"
 )
@@ -43,7 +42,7 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved):
 		return http.StatusConflict
-	case errors.Is(err, harness.ErrClosed), errors.Is(err, claudecode.ErrBinaryNotFound),
+	case errors.Is(err, harness.ErrClosed), errors.Is(err, engine.ErrBinaryNotFound),
 		errors.Is(err, engine.ErrUnavailable), errors.Is(err, engine.ErrBinaryNotFound):
 		return http.StatusServiceUnavailable
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 )
 
@@ -550,7 +551,7 @@ func TestStatusOf(t *testing.T) {
 		{harness.ErrInvalidID, 400}, {harness.ErrInvalidMode, 400}, {harness.ErrEmptyMessage, 400}, {harness.ErrInvalidRoot, 400},
 		{harness.ErrRootNotAllowed, 403}, {harness.ErrBypassRefused, 403}, {errBadHost, 403},
 		{harness.ErrBusy, 409}, {errUnauthorized, 401}, {errTooLarge, 413}, {&http.MaxBytesError{Limit: 1}, 413},
-		{harness.ErrClosed, 503}, {&claudecode.BinaryNotFoundError{}, 503}, {errors.New("boom"), 500},
+		{harness.ErrClosed, 503}, {&engine.BinaryNotFoundError{}, 503}, {errors.New("boom"), 500},
 	}
 	for _, c := range cases {
 		if got := statusOf(errors.Join(errors.New("ctx"), c.err)); got != c.want {

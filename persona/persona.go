@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/engine"
 )
 
 // Sentinel errors; test with errors.Is.
@@ -114,7 +114,7 @@ func cloneList(s []string) []string {
 
 // PermissionModes lists the accepted values of permission_mode: the
 // driver's, which are the CLI's.
-var PermissionModes = claudecode.PermissionModes
+var PermissionModes = engine.PermissionModes
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 

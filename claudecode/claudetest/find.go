@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/engine"
 )
 
 // FindCLI returns the claude CLI for tests, in the driver's order:
@@ -51,7 +52,7 @@ func LookupCLI() (string, error) {
 		}
 		dir = parent
 	}
-	return "", &claudecode.BinaryNotFoundError{Tried: compact(tried)}
+	return "", &engine.BinaryNotFoundError{Name: "claude", Tried: compact(tried)}
 }
 
 func compact(paths []string) []string {

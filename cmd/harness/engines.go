@@ -11,8 +11,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/chirality/harness/acp"
-	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/secrets"
 )
 
 const enginesHelp = "YAML file of engine entries (engines: [{name, kind: acp, command: [...], env: [...], credentials: [...], binary}]); an entry named like a built-in one (opencode, claude-acp, copilot) changes it"
@@ -116,7 +116,7 @@ func parseEngines(path string, data []byte) ([]acp.Config, error) {
 			if !ok || k == "" || strings.ContainsAny(k, " \t") {
 				return nil, errAt(item.Line, "engine %q: env entry %q is not KEY=VALUE", e.Name, kv)
 			}
-			if claudecode.IsSecretEnvName(k) {
+			if secrets.IsSecretEnvName(k) {
 				return nil, errAt(item.Line, "engine %q: env entry %s looks like a secret; keep secrets out of this file, export them and name them under credentials:", e.Name, k)
 			}
 		}

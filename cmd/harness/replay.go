@@ -14,6 +14,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/secrets"
 )
 
 func init() { register("replay", runReplay) }
@@ -109,7 +110,7 @@ func replayCommand(bin string, plan *harness.Plan) string {
 	b.WriteString("cd " + shellQuote(plan.Opts.Cwd) + " && ")
 	for _, kv := range plan.Opts.Env {
 		name, value, _ := strings.Cut(kv, "=")
-		if claudecode.IsSecretEnvName(name) {
+		if secrets.IsSecretEnvName(name) {
 			value = "[REDACTED]"
 		}
 		b.WriteString(name + "=" + shellQuote(value) + " ")

@@ -19,8 +19,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/gateway"
 	"github.com/chirality/harness/web"
 )
@@ -102,8 +102,8 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 			"  Set --token (or HARNESS_TOKEN), or bind 127.0.0.1.\n", f.addr)
 		return 2
 	}
-	if f.permissionMode != "" && !slices.Contains(claudecode.PermissionModes, f.permissionMode) {
-		fmt.Fprintf(stderr, "harness serve: --permission-mode %q is not one of %s\n", f.permissionMode, strings.Join(claudecode.PermissionModes, ", "))
+	if f.permissionMode != "" && !slices.Contains(engine.PermissionModes, f.permissionMode) {
+		fmt.Fprintf(stderr, "harness serve: --permission-mode %q is not one of %s\n", f.permissionMode, strings.Join(engine.PermissionModes, ", "))
 		return 2
 	}
 	if f.permissionMode == harness.BypassPermissionMode && !f.allowBypass {

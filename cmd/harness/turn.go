@@ -49,7 +49,7 @@ func (f *turnFlags) register(fs *flag.FlagSet) {
 	})
 	fs.Var(&f.allowedTools, "allowed-tools", "tools to auto-approve (comma-separated, repeatable)")
 	fs.Var(&f.disallowedTools, "disallowed-tools", "tools to remove (comma-separated, repeatable)")
-	fs.StringVar(&f.permissionMode, "permission-mode", "", "one of "+strings.Join(claudecode.PermissionModes, ", "))
+	fs.StringVar(&f.permissionMode, "permission-mode", "", "one of "+strings.Join(engine.PermissionModes, ", "))
 	fs.StringVar(&f.model, "model", "", "model name")
 	fs.StringVar(&f.promptFile, "append-system-prompt-file", "", "file appended to the system prompt")
 	fs.BoolVar(&f.json, "json", false, "print each event as one JSON line on stdout")

@@ -1,11 +1,18 @@
-package claudecode
+// Package secrets decides which environment variables are credentials and
+// keeps them from agents' child processes and from what the harness logs.
+// Every engine with a child process (Claude Code, Codex, the ACP agents)
+// builds the child's environment with FilterEnv and scrubs the child's
+// output of SecretValues; the commands use IsSecretEnvName to keep
+// secret values out of what they print. The rules live here once, so an
+// engine and a door never disagree about what a secret is.
+//
+// The child runs tools on the user's machine, and anything it can read may
+// reach the model; so an engine hands it the caller's environment minus
+// anything that looks like a credential, then re-adds the credentials the
+// agent itself needs (by name).
+package secrets
 
 import "strings"
-
-// Environment filtering. The child runs tools on the user's machine, and
-// anything it can read may reach the model; so the driver hands it the
-// caller's environment minus anything that looks like a credential, then
-// re-adds the credentials the CLI itself needs.
 
 // secretSuffixes and secretNames decide what is withheld. Matching ignores
 // case: a lower-case github_token is still a token.
@@ -14,7 +21,8 @@ var (
 	secretNames    = []string{"DATABASE_URL", "REDIS_URL"}
 )
 
-// DefaultAllowedEnv are re-added after filtering: the CLI needs its key.
+// DefaultAllowedEnv are re-added after filtering: the Claude Code CLI
+// needs its key.
 var DefaultAllowedEnv = []string{"ANTHROPIC_API_KEY"}
 
 // SecretValues returns the non-empty values of env's secret-looking
