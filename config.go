@@ -105,9 +105,9 @@ type Config struct {
 	Approvals       bool
 	ApprovalTimeout time.Duration
 
-	// WarmTurns is how many agents may wait, started ahead, for a
-	// session's next message (0 = warm turns off; `harness serve`
-	// defaults to 2). WarmIdle bounds each one's wait (0 =
+	// WarmTurns is how many agents may exist started ahead for a
+	// session's next message, counting those starting, waiting and being
+	// stopped (0 = warm turns off; `harness serve` defaults to 2). WarmIdle bounds each one's wait (0 =
 	// DefaultWarmIdle). See Harness.Prewarm.
 	WarmTurns int
 	WarmIdle  time.Duration

@@ -355,7 +355,7 @@ func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
 	h.noteRoot(root)
 	h.projectLog(root).Info().Str("sessionId", s.ID).Str("persona", spec.Persona).Str("mode", spec.Mode).
 		Str("engine", name).Msg("session created")
-	h.Prewarm(s.ID)
+	h.prewarm(s.ID, false) // a free slot only: creating sessions never evicts or spawns beyond --warm
 	return s, nil
 }
 
@@ -557,6 +557,7 @@ func (h *Harness) DeleteSession(ctx context.Context, id string) error {
 	}()
 	if w := h.warm.take(id); w != nil {
 		w.Stop()
+		h.warm.release()
 		h.log.Info().Str("sessionId", id).Int("pid", w.Pid()).Str("reason", "session deleted").Msg("warm turn discarded")
 	}
 	if c, ok := h.engines[s.Engine].(sessionCloser); ok {

@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -150,8 +151,17 @@ func TestWarmBoundsAndIdle(t *testing.T) {
 	for range 3 {
 		s, _ := e.h.CreateSession(e.root, "", "direct")
 		ids = append(ids, s.ID)
-		pids = append(pids, e.waitWarm(s.ID))
+		if len(ids) <= 2 {
+			pids = append(pids, e.waitWarm(s.ID))
+		}
 	}
+	// Every slot is taken: the third session's creation started none.
+	if _, ok := e.h.WarmPids()[ids[2]]; ok || len(e.h.WarmPids()) != 2 {
+		t.Fatalf("warm agents %v: a create beyond --warm started one", e.h.WarmPids())
+	}
+	// Opened in a client, it takes the least recently used one's slot.
+	e.h.Prewarm(ids[2])
+	pids = append(pids, e.waitWarm(ids[2]))
 	if n := len(e.h.WarmPids()); n != 2 {
 		t.Fatalf("%d warm agents, want at most 2", n)
 	}
@@ -204,3 +214,95 @@ func runApprovalWarm(t *testing.T, e *testEnv) []stored {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// childPids lists the live processes whose parent is this test process
+// (the CLIs the harness spawned: each runs in its own process group, but
+// its parent is still us). Zombies count until they are reaped.
+func childPids(t *testing.T) []int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := os.Getpid()
+	var out []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so split after ')'.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(me) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// Issue 24.3: the pool bounds processes before they start. 100 concurrent
+// creates with --warm 2 spawn at most 2 CLIs (before, each create spawned
+// one and the bound applied only once it had started: up to 100 alive),
+// and a storm of client opens (Prewarm, which may evict) stays within the
+// bound too.
+func TestWarmBoundsProcessesBeforeStart(t *testing.T) {
+	if n := len(childPids(t)); n != 0 {
+		t.Fatalf("%d child processes before the test", n)
+	}
+	const warm = 2
+	e, logs := warmEnv(t, warm, time.Minute)
+	stop := make(chan struct{})
+	sampled := make(chan [2]int)
+	go func() {
+		maxAlive, seen := 0, map[int]bool{}
+		for {
+			pids := childPids(t)
+			maxAlive = max(maxAlive, len(pids))
+			for _, p := range pids {
+				seen[p] = true
+			}
+			select {
+			case <-stop:
+				sampled <- [2]int{maxAlive, len(seen)}
+				return
+			default:
+			}
+		}
+	}()
+	storm := func(f func(i int)) {
+		var wg sync.WaitGroup
+		for i := range 100 {
+			wg.Add(1)
+			go func() { defer wg.Done(); f(i) }()
+		}
+		wg.Wait()
+	}
+	ids := make([]string, 100)
+	storm(func(i int) {
+		s, err := e.h.CreateSession(e.root, "", "direct")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		ids[i] = s.ID
+	})
+	waitFor(t, "the warm agents", func() bool { return len(e.h.WarmPids()) == warm })
+	// The creates started exactly --warm agents and discarded none.
+	if n := strings.Count(logs.String(), `"warm turn started"`); n != warm || strings.Contains(logs.String(), "discarded") {
+		t.Fatalf("%d warm starts for 100 creates (or some discarded), want exactly %d", n, warm)
+	}
+	storm(func(i int) { e.h.Prewarm(ids[i]) })
+	waitFor(t, "the warm agents after the opens", func() bool {
+		return len(e.h.WarmPids()) == warm && len(childPids(t)) == warm
+	})
+	close(stop)
+	got := <-sampled
+	if got[0] > warm {
+		t.Fatalf("%d CLI processes alive at once, want at most --warm %d", got[0], warm)
+	}
+	t.Logf("max alive %d, distinct CLI processes %d", got[0], got[1])
+}
