@@ -11,8 +11,10 @@
 //	t, err := h.StartTurn(ctx, s.ID, "review the diff")   // runs on the Harness's goroutine
 //	events, err := h.Follow(ctx, s.ID, t.StartSeq)       // stored, then live, until process:exit
 //	for rec, err := range events {                        // rec.Event: the UI event JSON with "seq"
-//		…
+//		…                                                  // rec.Typed: the event.Event, in process
 //	}
+//	res, err := h.Run(ctx, s.ID, "fix it", func(rec session.Record) error { … }) // both, and how it ended:
+//	                                                      // res.Status, res.Final, res.Complete; err a *TurnError
 //	err = h.Shutdown(ctx)                                 // interrupt, wait, kill what is left
 //
 // A turn: load the session → build the persona's system prompt and save it

@@ -122,6 +122,7 @@ func (h *Harness) ReplayPlan(s *session.Session) (*Plan, error) {
 
 // Turn is a turn started by StartTurn. It runs on a goroutine of the
 // Harness, not of the caller: it goes on when the caller stops reading.
+// Wait reads it to its end.
 type Turn struct {
 	// SessionID is the harness session.
 	SessionID string
@@ -129,6 +130,7 @@ type Turn struct {
 	// Follow(ctx, SessionID, StartSeq) yields exactly this turn's events.
 	StartSeq int64
 	lt       *liveTurn
+	h        *Harness
 }
 
 // Done is closed when the turn has ended, its events are stored and the
@@ -325,7 +327,7 @@ func (h *Harness) StartTurn(ctx context.Context, id, message string) (*Turn, err
 	lt.attach(et)
 	started = true
 	go r.run(et)
-	return &Turn{SessionID: id, StartSeq: startSeq, lt: lt}, nil
+	return &Turn{SessionID: id, StartSeq: startSeq, lt: lt, h: h}, nil
 }
 
 // forget removes a live turn from the running set. Safe to call twice.
@@ -524,7 +526,9 @@ func (r *runner) emit(ev event.Event) {
 	if ev.Type == event.TypeProcessExit {
 		r.finalize()
 	}
-	r.lt.broker.publish(session.Record{Seq: seq, Event: wire(seq, r.buf)}, isTerminal(ev.Type))
+	// The typed event travels with its JSON: in-process readers
+	// (Turn.Wait) take it as it is, without decoding the line back.
+	r.lt.broker.publish(session.Record{Seq: seq, Event: wire(seq, r.buf), Typed: &ev}, isTerminal(ev.Type))
 }
 
 // wire is the stored line of an event: its JSON with "seq" first (as

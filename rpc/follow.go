@@ -9,6 +9,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/session"
 )
 
 // follow turns one harness turn's UI events into the protocol's
@@ -18,23 +19,11 @@ func (s *Server) follow(t *thread, at *activeTurn, ht *harness.Turn) {
 	defer s.turns.Done()
 	f := &follower{s: s, t: t, turn: at.turn, tools: map[string]toolItem{}, approvals: map[string]string{}}
 	f.notify("turn.started", map[string]any{"turn": f.turn})
-	t.mu.Lock()
-	sid := t.meta.SessionID
-	t.mu.Unlock()
-	events, err := s.h.Follow(context.Background(), sid, ht.StartSeq)
-	if err == nil {
-		for rec, rerr := range events {
-			if rerr != nil {
-				break
-			}
-			var ev event.Event
-			if json.Unmarshal(rec.Event, &ev) == nil {
-				f.apply(ev)
-			}
-		}
-	}
+	_, _ = ht.Wait(context.Background(), func(rec session.Record) error {
+		f.apply(*rec.Typed)
+		return nil
+	})
 	f.finish()
-	<-ht.Done()
 	close(at.done)
 }
 

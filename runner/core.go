@@ -14,6 +14,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/logging"
+	"github.com/chirality/harness/session"
 )
 
 // Errors of this package, for callers to branch on with errors.Is.
@@ -600,38 +601,11 @@ func (c *Core) turn(it item, report bool) turnResult {
 			onMsg(m)
 		}
 	}
-	var sessErr *event.SessionError
-	gotExit, complete := false, false
-	exitCode := 0
-	var ferr error
-	events, err := c.h.Follow(context.Background(), sid, t.StartSeq)
-	if err != nil {
-		ferr = err
-	} else {
-		for rec, err := range events {
-			if err != nil {
-				ferr = err
-				break
-			}
-			var ev event.Event
-			if err := json.Unmarshal(rec.Event, &ev); err != nil {
-				c.log.Warn().Err(err).Msg("undecodable event skipped")
-				continue
-			}
-			switch ev.Type {
-			case event.TypeSessionError:
-				sessErr = ev.Error
-			case event.TypeSessionComplete:
-				complete = true
-			case event.TypeProcessExit:
-				gotExit = true
-				exitCode = ev.Exit.Code
-			}
-			n.add(ev, emit)
-		}
-	}
+	res, werr := t.Wait(context.Background(), func(rec session.Record) error {
+		n.add(*rec.Typed, emit)
+		return nil
+	})
 	n.flush(emit)
-	<-t.Done()
 	if timer != nil {
 		timer.Stop()
 	}
@@ -642,21 +616,24 @@ func (c *Core) turn(it item, report bool) turnResult {
 	c.mu.Lock()
 	stopping = c.stopping
 	c.mu.Unlock()
-	end.ExitCode = exitCode
+	if res.Exit != nil {
+		end.ExitCode = res.Exit.Code
+	}
+	var te *harness.TurnError
 	switch {
-	case ferr != nil || !gotExit:
+	case res.Exit == nil:
 		end.Outcome, end.Kind = Crashed, event.ErrorProcess
 		end.Error = "the turn's events could not be read"
-		if ferr != nil {
-			end.Error += ": " + ferr.Error()
+		if werr != nil {
+			end.Error += ": " + werr.Error()
 		}
-	case complete && sessErr == nil:
+	case res.Status == harness.TurnCompleted:
 		end.Outcome = Completed
-	case sessErr == nil:
+	case !errors.As(werr, &te):
 		end.Outcome, end.Kind, end.Error = Crashed, event.ErrorProcess, "the turn ended without a result"
 	default:
-		end.Kind, end.Error = sessErr.Kind, sessErr.Error
-		switch sessErr.Kind {
+		end.Kind, end.Error = te.Kind, te.Message
+		switch te.Kind {
 		case event.ErrorInterrupted:
 			end.Outcome = Interrupted
 		case event.ErrorKilled, event.ErrorProcess, event.ErrorStart:

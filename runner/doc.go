@@ -9,7 +9,7 @@
 //	k.OnMessage(sup.Observe)                 // {type:"assistant", model, content:[text|tool_use|thinking]}
 //	err = k.Start(ctx, "")                    // a session: new, Config.ResumeSession, or the last one
 //	err = k.SendPrompt("[IRC @mention in #dev] <ann> @bot hi") // never blocks: queued, run in order
-//	// each prompt: Harness.StartTurn → Follow until process:exit → Messages, then TurnEnd:
+//	// each prompt: Harness.StartTurn → Turn.Wait (typed events → Messages), then TurnEnd:
 //	//   completed · failed (an API error…: 3 in a row pause the Keeper, OnPause)
 //	//   crashed (the agent died, could not start, timed out: OnExit(≠0) → the Keeper calls
 //	//   Stop, then Start(ResumePrompt) on the same session, and prompts sent meanwhile wait in the

@@ -12,10 +12,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+
+	"github.com/chirality/harness/event"
 )
 
 // Record is one stored event: its seq and the whole stored line (a JSON
 // object whose first field is "seq").
+//
+// Event is the wire and storage form. In the process that made the event
+// (Harness.Follow's live records) Typed is the event.Event it was made
+// from, so an in-process reader need not decode it back; records read
+// from the log have Typed nil. Decode gives the typed event either way.
 type Record struct {
 	Seq   int64
 	Event json.RawMessage
@@ -23,6 +30,20 @@ type Record struct {
 	// now (Harness.Follow): a writer may hold its flush until a record
 	// without it, sending a burst in one write.
 	More bool
+	// Typed is the event Event was encoded from, or nil. It is shared by
+	// every reader of the record: read it, never modify it.
+	Typed *event.Event
+}
+
+// Decode returns the record's typed event: Typed when it is set,
+// otherwise Event decoded.
+func (r Record) Decode() (event.Event, error) {
+	if r.Typed != nil {
+		return *r.Typed, nil
+	}
+	var ev event.Event
+	err := json.Unmarshal(r.Event, &ev)
+	return ev, err
 }
 
 // ErrInvalidEvent is returned by Append for input that is not a JSON

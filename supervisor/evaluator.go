@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/atomicfile"
 	"github.com/chirality/harness/runner"
 )
@@ -72,44 +70,19 @@ func CoreEvaluator(h *harness.Harness, projectRoot, engineName, model, thinking 
 		if err != nil {
 			return "", fmt.Errorf("supervisor: evaluation turn: %w", err)
 		}
-		stop := context.AfterFunc(ctx, func() { _ = h.Kill(s.ID) })
-		defer stop()
-		events, err := h.Follow(context.Background(), s.ID, t.StartSeq)
-		if err != nil {
-			<-t.Done()
+		// Cancelling ctx kills the turn; Wait returns once it is over.
+		res, err := t.Wait(ctx, nil)
+		if cerr := ctx.Err(); cerr != nil {
+			return "", cerr
+		}
+		var te *harness.TurnError
+		switch {
+		case errors.As(err, &te):
+			return "", fmt.Errorf("supervisor: evaluation turn failed (%s): %s", te.Kind, te.Message)
+		case err != nil:
 			return "", fmt.Errorf("supervisor: evaluation turn: %w", err)
 		}
-		var final, deltas strings.Builder
-		var failed *event.SessionError
-		for rec, err := range events {
-			if err != nil {
-				break
-			}
-			var ev event.Event
-			if json.Unmarshal(rec.Event, &ev) != nil {
-				continue
-			}
-			switch ev.Type {
-			case event.TypeChatDelta:
-				deltas.WriteString(ev.Text)
-			case event.TypeChatComplete:
-				final.Reset()
-				final.WriteString(ev.Text)
-			case event.TypeSessionError:
-				failed = ev.Error
-			}
-		}
-		<-t.Done()
-		if err := ctx.Err(); err != nil {
-			return "", err
-		}
-		if failed != nil {
-			return "", fmt.Errorf("supervisor: evaluation turn failed (%s): %s", failed.Kind, failed.Error)
-		}
-		if final.Len() > 0 {
-			return final.String(), nil
-		}
-		return deltas.String(), nil
+		return res.Final, nil
 	}
 }
 

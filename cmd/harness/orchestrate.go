@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
@@ -197,22 +195,10 @@ func followTurn(h *harness.Harness, id, message string, asJSON bool, ask *asker,
 			}
 		}
 	}()
-	events, err := h.Follow(context.Background(), id, t.StartSeq)
-	if err != nil {
-		fmt.Fprintln(stderr, "harness turn:", err)
-		return 1
-	}
 	out := bufio.NewWriterSize(stdout, 64<<10)
 	text := &textPrinter{out: out, errw: stderr}
-	for rec, err := range events {
-		if err != nil {
-			fmt.Fprintln(stderr, "harness turn:", err)
-			break
-		}
-		var ev event.Event
-		if !asJSON || ask != nil {
-			_ = json.Unmarshal(rec.Event, &ev)
-		}
+	_, err = t.Wait(context.Background(), func(rec session.Record) error {
+		ev := *rec.Typed
 		if asJSON {
 			_, _ = out.Write(rec.Event)
 			_ = out.WriteByte('\n')
@@ -223,16 +209,20 @@ func followTurn(h *harness.Harness, id, message string, asJSON bool, ask *asker,
 			_ = out.Flush()
 			go ask.ask(ev.Approval)
 		}
-		if err := out.Flush(); err != nil {
-			_ = h.Kill(id) // stdout is gone: stop the agent too
-		}
-	}
-	<-t.Done()
-	if err := t.Err(); err != nil {
-		if !asJSON {
+		return out.Flush() // stdout is gone: Wait stops the agent too
+	})
+	if err != nil {
+		var te *harness.TurnError
+		switch {
+		case !errors.As(err, &te):
+			fmt.Fprintln(stderr, "harness turn:", err)
+		case asJSON: // the events said it
+		case te.Err != nil:
+			fmt.Fprintln(stderr, "harness turn:", te.Err) // the engine's own words
+		default:
 			fmt.Fprintln(stderr, "harness turn:", err)
 		}
-		if errors.Is(err, claudecode.ErrInterrupted) {
+		if te != nil && te.Kind == event.ErrorInterrupted {
 			return 130
 		}
 		return 1
