@@ -37,12 +37,14 @@ test: cli vet test-go test-js
 test-go: cli
 	go test $(GO_TEST_FLAGS) ./...
 
-# The TypeScript client and the browser test run against a real
+# The TypeScript client, the console's browser test and the Next.js
+# example (built, then driven in Chromium) run against a real
 # `harness serve --demo` (they start it themselves from bin/harness).
 test-js: build cli
 	node --test web/jstest/
 	@if [ -x clients/typescript/run.sh ]; then HARNESS_BIN=$(CURDIR)/bin/harness clients/typescript/run.sh; fi
 	@if [ -x e2e/run.sh ]; then HARNESS_BIN=$(CURDIR)/bin/harness e2e/run.sh; fi
+	@if [ -x examples/nextjs/run.sh ]; then HARNESS_BIN=$(CURDIR)/bin/harness examples/nextjs/run.sh; fi
 
 demo: build cli
 	./bin/harness serve --demo

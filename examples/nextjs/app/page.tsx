@@ -1,117 +1,175 @@
 "use client";
 
-// A minimal chat on @chirality/harness-client. It talks to the route handler
-// (way 2, baseUrl "/proxy"), so no token is needed in the browser; with the
-// rewrite (way 1) it would be baseUrl "" instead.
+// A small chat on @chirality/harness-client. It talks to the route handler
+// (way 2, baseUrl "/proxy"), so the browser never holds the gateway's
+// token; with the rewrite (way 1) it would be baseUrl "" and, if the
+// gateway has one, the token in the browser.
+//
+// Where each event goes is the routing table in lib/view.ts.
 
-import { useEffect, useMemo, useRef, useState } from "react";
-import { HarnessClient, HarnessError, type HarnessEvent, type SessionSummary } from "@chirality/harness-client";
+import { useCallback, useEffect, useMemo, useReducer, useRef, useState } from "react";
+import {
+  HarnessClient,
+  HarnessError,
+  type ApprovalDecision,
+  type HarnessEvent,
+  type Persona,
+  type SessionSummary,
+} from "@chirality/harness-client";
+import { emptyView, route, type View } from "./lib/view";
+import { ChatPane } from "./components/ChatPane";
+import { Composer } from "./components/Composer";
+import { NewSession, type NewSessionChoice } from "./components/NewSession";
+import { SessionList } from "./components/SessionList";
+import { StatusBar } from "./components/StatusBar";
+import { TerminalPane } from "./components/TerminalPane";
+import { Toast } from "./components/Toast";
+
+type Action = { type: "reset" } | { type: "event"; ev: HarnessEvent; live: boolean } | { type: "sending" };
+
+function reduce(v: View, a: Action): View {
+  switch (a.type) {
+    case "reset":
+      return emptyView;
+    case "sending":
+      return { ...v, running: true, state: "sending" };
+    case "event":
+      return route(v, a.ev, a.live);
+  }
+}
+
+function message(e: unknown): string {
+  if (e instanceof HarnessError) return `${e.status}: ${e.message}`;
+  return e instanceof Error ? e.message : String(e);
+}
+
+const hashSession = () => new URLSearchParams(window.location.hash.slice(1)).get("s");
 
 export default function Page() {
   const client = useMemo(() => new HarnessClient({ baseUrl: "/proxy" }), []);
+  const [roots, setRoots] = useState<string[]>([]);
+  const [personas, setPersonas] = useState<Persona[]>([]);
   const [sessions, setSessions] = useState<SessionSummary[]>([]);
   const [sessionId, setSessionId] = useState<string | null>(null);
-  const [root, setRoot] = useState("");
-  const [message, setMessage] = useState("");
-  const [answer, setAnswer] = useState("");
-  const [log, setLog] = useState<string[]>([]);
-  const [running, setRunning] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const abort = useRef<AbortController | null>(null);
+  const [view, dispatch] = useReducer(reduce, emptyView);
+  const [toast, setToast] = useState<string | null>(null);
+  const [loading, setLoading] = useState(false);
+  // The one stream this page reads (a turn, or a session's history and
+  // running turn); opening another session stops reading it.
+  const reader = useRef<AbortController | null>(null);
 
-  const refresh = () =>
-    client
-      .listSessions()
-      .then(setSessions)
-      .catch((e: unknown) => setError(String(e)));
+  const fail = useCallback((e: unknown) => setToast(message(e)), []);
+  const closeToast = useCallback(() => setToast(null), []);
   useEffect(() => {
+    if (view.toast) setToast(view.toast.text);
+  }, [view.toast]);
+
+  const refresh = useCallback(() => client.listSessions().then(setSessions, fail), [client, fail]);
+
+  /** Shows a session: its whole history, then its running turn live. */
+  const open = useCallback(
+    async (id: string) => {
+      reader.current?.abort();
+      const ctl = new AbortController();
+      reader.current = ctl;
+      setSessionId(id);
+      window.history.replaceState(null, "", `#s=${encodeURIComponent(id)}`);
+      dispatch({ type: "reset" });
+      setLoading(true);
+      try {
+        for await (const ev of client.sessionEvents(id, { signal: ctl.signal })) {
+          dispatch({ type: "event", ev, live: false });
+        }
+      } catch (e) {
+        if (!ctl.signal.aborted) fail(e);
+      } finally {
+        if (reader.current === ctl) setLoading(false);
+      }
+    },
+    [client, fail],
+  );
+
+  useEffect(() => {
+    client.roots().then((r) => setRoots(r.roots), fail);
+    client.listPersonas().then(setPersonas, fail);
     void refresh();
-    return () => abort.current?.abort();
-  }, []);
+    const id = hashSession();
+    if (id) void open(id);
+    return () => reader.current?.abort();
+  }, [client, fail, refresh, open]);
 
-  async function create() {
-    setError(null);
+  async function create(c: NewSessionChoice) {
     try {
-      const s = await client.createSession({ projectRoot: root, persona: null, mode: "direct" });
-      setSessionId(s.id);
+      const s = await client.createSession(c);
       await refresh();
+      void open(s.id);
     } catch (e) {
-      setError(e instanceof HarnessError ? `${e.status}: ${e.message}` : String(e));
+      fail(e);
     }
   }
 
-  async function send() {
-    if (!sessionId || !message.trim()) return;
-    setError(null);
-    setAnswer("");
-    setLog([]);
-    setRunning(true);
-    abort.current = new AbortController();
+  async function send(text: string) {
+    if (!sessionId) return;
+    reader.current?.abort();
+    const ctl = new AbortController();
+    reader.current = ctl;
+    dispatch({ type: "sending" });
     try {
-      const stream = await client.startTurn(sessionId, message, { signal: abort.current.signal });
-      setMessage("");
-      for await (const ev of stream) show(ev);
+      const stream = await client.startTurn(sessionId, text, { signal: ctl.signal });
+      for await (const ev of stream) dispatch({ type: "event", ev, live: true });
     } catch (e) {
-      if (!abort.current.signal.aborted) setError(e instanceof HarnessError ? `${e.status}: ${e.message}` : String(e));
+      if (!ctl.signal.aborted) {
+        fail(e);
+        // The turn was refused, or its stream is lost: the history says
+        // what happened.
+        void open(sessionId);
+      }
     } finally {
-      setRunning(false);
+      if (reader.current === ctl) void refresh();
     }
   }
 
-  function show(ev: HarnessEvent) {
-    switch (ev.type) {
-      case "chat:delta":
-        setAnswer((a) => a + ev.text);
-        break;
-      case "tool:start":
-        setLog((l) => [...l, `▶ ${ev.name} ${JSON.stringify(ev.input)}`]);
-        break;
-      case "tool:result":
-        setLog((l) => [...l, `${ev.isError ? "✗" : "✓"} ${ev.content.split("\n").length} lines`]);
-        break;
-      case "session:complete":
-        setLog((l) => [...l, `cost $${ev.costUsd.toFixed(4)}`]);
-        break;
-      case "session:error":
-        setLog((l) => [...l, `error (${ev.kind}): ${ev.error}`]);
-        break;
-      default:
-        break; // thinking, init, exit and unknown events are not shown here
+  async function approve(requestId: string, decision: ApprovalDecision) {
+    if (!sessionId) return;
+    try {
+      if (!(await client.approve(sessionId, requestId, decision))) setToast("That request was already answered.");
+    } catch (e) {
+      fail(e);
+    }
+  }
+
+  async function stop() {
+    if (!sessionId) return;
+    try {
+      await client.interrupt(sessionId);
+    } catch (e) {
+      fail(e);
     }
   }
 
   return (
-    <main>
-      <h1>harness from Next.js</h1>
-      <section>
-        <input value={root} onChange={(e) => setRoot(e.target.value)} placeholder="project root" />
-        <button onClick={create} disabled={!root}>
-          New session
-        </button>
-        <ul>
-          {sessions.map((s) => (
-            <li key={s.id}>
-              <button onClick={() => setSessionId(s.id)} disabled={s.id === sessionId}>
-                {s.persona ?? s.mode} — {s.projectRoot}
-              </button>
-            </li>
-          ))}
-        </ul>
-      </section>
-      {sessionId && (
-        <section>
-          <textarea value={message} onChange={(e) => setMessage(e.target.value)} rows={3} style={{ width: "100%" }} />
-          <button onClick={send} disabled={running}>
-            Send
-          </button>
-          <button onClick={() => void client.interrupt(sessionId)} disabled={!running}>
-            Stop
-          </button>
-          <pre style={{ whiteSpace: "pre-wrap" }}>{answer}</pre>
-          <pre style={{ color: "#666" }}>{log.join("\n")}</pre>
-        </section>
-      )}
-      {error && <p style={{ color: "crimson" }}>{error}</p>}
-    </main>
+    <div className="app">
+      <aside className="side">
+        <h1>harness from Next.js</h1>
+        <NewSession roots={roots} personas={personas} disabled={false} onCreate={create} />
+        <h2>Sessions</h2>
+        <SessionList sessions={sessions} current={sessionId} onOpen={(id) => void open(id)} />
+      </aside>
+      <main className="main">
+        {sessionId ? (
+          <>
+            <div className="panes">
+              <ChatPane items={view.chat} running={view.running} onApprove={approve} />
+              <TerminalPane entries={view.terminal} />
+            </div>
+            <Composer disabled={view.running || loading} running={view.running} onSend={send} onStop={stop} />
+          </>
+        ) : (
+          <p className="muted pick">Create a session, or pick one on the left.</p>
+        )}
+        <StatusBar sessionId={sessionId} state={loading && !view.running ? "loading" : view.state} engine={view.engine} model={view.model} costUsd={view.costUsd} />
+      </main>
+      <Toast text={toast} onClose={closeToast} />
+    </div>
   );
 }

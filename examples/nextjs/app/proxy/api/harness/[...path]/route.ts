@@ -8,6 +8,11 @@
 //
 // Anyone who can reach this route can drive the gateway: put your app's own
 // authentication in front of it (middleware, or a session check below).
+//
+// Only the headers listed below go to the gateway: not the browser's
+// cookies, Authorization or Origin (the gateway refuses a foreign Origin,
+// and this server, not the browser, is its client here). Last-Event-ID
+// goes through, so a dropped event stream resumes where it stopped.
 
 import type { NextRequest } from "next/server";
 
@@ -21,6 +26,28 @@ const TOKEN = process.env.HARNESS_TOKEN ?? "";
 // browser's own Authorization) stays here.
 const FORWARD_REQUEST = ["content-type", "accept", "last-event-id"];
 const FORWARD_RESPONSE = ["content-type", "cache-control", "location"];
+// The gateway's own cap on request bodies (1 MiB by default): refuse more
+// here, before buffering it.
+const MAX_BODY = 1 << 20;
+
+async function readBody(req: NextRequest): Promise<string | null> {
+  if (Number(req.headers.get("content-length") ?? 0) > MAX_BODY) return null;
+  if (!req.body) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const r = req.body.getReader();
+  for (;;) {
+    const { done, value } = await r.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY) {
+      await r.cancel();
+      return null;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
 
 async function proxy(req: NextRequest, ctx: { params: Promise<{ path: string[] }> }): Promise<Response> {
   const { path } = await ctx.params;
@@ -35,7 +62,11 @@ async function proxy(req: NextRequest, ctx: { params: Promise<{ path: string[] }
   if (TOKEN) headers.set("authorization", `Bearer ${TOKEN}`);
 
   const init: RequestInit = { method: req.method, headers, signal: req.signal, cache: "no-store", redirect: "manual" };
-  if (req.method !== "GET" && req.method !== "HEAD") init.body = await req.text();
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    const body = await readBody(req);
+    if (body === null) return Response.json({ error: "request body too large" }, { status: 413 });
+    init.body = body;
+  }
 
   let upstream: Response;
   try {
@@ -58,4 +89,4 @@ async function proxy(req: NextRequest, ctx: { params: Promise<{ path: string[] }
   return new Response(body, { status: upstream.status, headers: out });
 }
 
-export { proxy as GET, proxy as POST, proxy as DELETE };
+export { proxy as GET, proxy as POST, proxy as PATCH, proxy as DELETE };
