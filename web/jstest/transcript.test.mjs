@@ -134,3 +134,33 @@ test("the console's SSE parser handles ids, comments and split CRLF", () => {
     assert.deepEqual(comments, ["heartbeat"]);
   }
 });
+
+test("a native tool's one-field JSON answer is shown as its text", () => {
+  const t = new Transcript();
+  t.addUser("list", { local: true });
+  for (const e of [
+    ev("user:message", { text: "list" }),
+    ev("tool:start", { toolUseId: "n1", name: "list_dir", input: { path: "." } }),
+    ev("tool:result", { toolUseId: "n1", content: JSON.stringify({ entries: "total 24\ndrwx a\n-rw- b" }), isError: false }),
+    ev("tool:start", { toolUseId: "n2", name: "read", input: { path: "x" } }),
+    ev("tool:result", { toolUseId: "n2", content: JSON.stringify({ error: "no such file" }), isError: true }),
+    ev("process:exit", { code: 0 }),
+  ]) {
+    t.apply(e);
+  }
+  const tools = t.turns.at(-1).blocks.filter((b) => b.kind === "tool");
+  assert.equal(tools[0].result.content, "total 24\ndrwx a\n-rw- b");
+  assert.equal(tools[1].result.content, "no such file");
+  assert.equal(tools[1].result.isError, true);
+});
+
+test("resultText keeps every other result as it is", async () => {
+  const { resultText } = await import("../static/transcript.js");
+  assert.equal(resultText("plain\ntext"), "plain\ntext");
+  assert.equal(resultText('{"a":"x","b":"y"}'), '{"a":"x","b":"y"}', "two fields");
+  assert.equal(resultText('{"n":3}'), '{"n":3}', "not a string field");
+  assert.equal(resultText('["x"]'), '["x"]');
+  assert.equal(resultText("{not json"), "{not json");
+  assert.equal(resultText('{"content":""}'), "");
+  assert.equal(resultText(undefined), '""');
+});

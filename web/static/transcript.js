@@ -113,7 +113,7 @@ export class Transcript {
       }
       case "tool:result": {
         const b = turn.tools.get(ev.toolUseId);
-        const result = { content: typeof ev.content === "string" ? ev.content : JSON.stringify(ev.content ?? ""), isError: !!ev.isError };
+        const result = { content: resultText(ev.content), isError: !!ev.isError };
         if (b) {
           b.result = result;
           b.v++;
@@ -235,6 +235,28 @@ function completeText(container, text) {
 
 /** Cuts text to at most `max` lines; returns {text, more} where more is the
  * number of lines left out. */
+/**
+ * The text of a tool result. The native engine's tools answer a JSON
+ * object with one string field ({"content": …}, {"entries": …},
+ * {"matches": …}, {"error": …}): that field is shown, as the TUI does,
+ * so a listing reads as lines and not as JSON with \n in it. Anything
+ * else is shown as it is.
+ */
+export function resultText(content) {
+  if (typeof content !== "string") return JSON.stringify(content ?? "");
+  if (!content.startsWith("{")) return content;
+  try {
+    const v = JSON.parse(content);
+    if (v && typeof v === "object" && !Array.isArray(v)) {
+      const keys = Object.keys(v);
+      if (keys.length === 1 && typeof v[keys[0]] === "string") return v[keys[0]];
+    }
+  } catch {
+    // not JSON: a plain result that starts with "{"
+  }
+  return content;
+}
+
 export function truncateLines(text, max = 100) {
   const s = String(text ?? "");
   let count = 0;
