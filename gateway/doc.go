@@ -9,28 +9,39 @@
 //	h.Shutdown(ctx)         // interrupt turns, wait, kill what is left
 //
 // Routes (openapi.json, served at /api/harness/openapi.json, has the
-// shapes):
+// shapes; TestOpenAPIMatchesRoutes keeps it and the router equal):
 //
-//	POST   /api/harness/session/create   {projectRoot, persona, mode} → 201 {session}
+//	POST   /api/harness/session/create   {projectRoot, persona, mode, engine?, model?, title?} → 201 {session, pendingApprovals, permissionMode}
 //	GET    /api/harness/session/list     ?projectRoot= → 200 [SessionSummary]
-//	GET    /api/harness/session/{id}     → 200 {session}
+//	GET    /api/harness/session/{id}     → 200 {session, pendingApprovals, permissionMode}
+//	PATCH  /api/harness/session/{id}     {title} → 200 {session, …}
 //	DELETE /api/harness/session/{id}     → 204
 //	GET    /api/harness/session/{id}/events  SSE: stored after Last-Event-ID / ?after=, then live
 //	POST   /api/harness/turn             {sessionId, message} → 200 SSE of the turn
-//	POST   /api/harness/interrupt        {sessionId} → 200 | 404
+//	POST   /api/harness/interrupt        {sessionId} → 200 {interrupted} | 404
+//	POST   /api/harness/approval         {sessionId, requestId, decision, message?, updatedInput?} → 200 {resolved} | 404 | 409
 //	GET    /api/harness/personas         ?projectRoot= → 200 [persona]
+//	GET    /api/harness/engines          → 200 [{name, available, …}]
+//	GET    /api/harness/roots            → 200 {roots, demo}
 //	GET    /api/harness/health           → 200 {ok, claudeVersion}
+//	GET    /api/harness/openapi.json     → 200 the OpenAPI document
+//	GET    /…                            the web console (Config.Console), no token needed
 //
 // Every event goes out as "id: <seq>" and "data: <json>", flushed at
 // once; a ": heartbeat" comment every 15 s keeps proxies from timing the
-// stream out. Errors are {"error": "…"} with the status statusOf gives.
+// stream out. Errors are {"error": "…"} with the status statusOf gives,
+// the message cut to 512 bytes (client input is never echoed whole).
 //
-// Safety, in the order a request meets it: the Host header must name this
+// Safety, in the order a request meets it (package internal/httpguard,
+// the guard every HTTP door shares): the Host header must name this
 // server (loopback names, the bound host, Config.AllowHosts) against DNS
-// rebinding; a cross-origin request must come from Config.AllowOrigins
-// (CORS, with preflight); with a token, every /api route needs
-// "Authorization: Bearer <token>" (constant-time compare); bodies are
-// capped at Config.MaxBody (413). Project roots are checked by the
-// Harness (403 outside the allowed roots), and tool permissions come from
-// personas and server configuration only: no request field can widen them.
+// rebinding (403); a request with an Origin must come from this server or
+// Config.AllowOrigins, on every route (403; CORS, with preflight, for the
+// allowed ones only); with a token, every /api route — an unknown one
+// too — needs "Authorization: Bearer <token>" (constant-time compare,
+// 401); a POST or PATCH body must be application/json (415); bodies are
+// capped at Config.MaxBody (413) and must arrive within
+// Config.BodyTimeout (408). Project roots are checked by the Harness (403
+// outside the allowed roots), and tool permissions come from personas and
+// server configuration only: no request field can widen them.
 package gateway

@@ -2,15 +2,12 @@ package gateway
 
 import (
 	"context"
-	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,12 +19,13 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/session"
 )
 
 // Defaults of Config.
 const (
-	DefaultMaxBody   = 1 << 20
+	DefaultMaxBody   = httpguard.DefaultMaxBody
 	DefaultHeartbeat = 15 * time.Second
 	// APIPrefix is where the routes live.
 	APIPrefix = "/api/harness"
@@ -58,6 +56,10 @@ type Config struct {
 	AllowOrigins []string
 	// MaxBody caps request bodies in bytes (0 = DefaultMaxBody).
 	MaxBody int64
+	// BodyTimeout bounds the time from a request's start until its body
+	// is read (0 = httpguard.DefaultBodyTimeout): a body sent a byte at a
+	// time is cut with 408.
+	BodyTimeout time.Duration
 	// Heartbeat is the interval of SSE heartbeat comments (0 =
 	// DefaultHeartbeat).
 	Heartbeat time.Duration
@@ -75,8 +77,7 @@ type Gateway struct {
 	cfg     Config
 	h       *harness.Harness
 	log     zerolog.Logger
-	hosts   map[string]bool
-	origins map[string]bool
+	guard   *httpguard.Guard
 	router  *mux.Router
 	handler http.Handler
 
@@ -96,41 +97,25 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
-	g := &Gateway{cfg: cfg, h: cfg.Harness, log: zerolog.Nop(), closing: make(chan struct{}),
-		hosts: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}, origins: map[string]bool{}}
+	g := &Gateway{cfg: cfg, h: cfg.Harness, log: zerolog.Nop(), closing: make(chan struct{})}
 	if cfg.Logger != nil {
 		g.log = *cfg.Logger
 	}
-	if cfg.Addr != "" {
-		host, _, err := net.SplitHostPort(cfg.Addr)
-		if err != nil {
-			return nil, fmt.Errorf("gateway: addr %q: %w", cfg.Addr, err)
-		}
-		if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
-			g.hosts[strings.ToLower(host)] = true
-		}
+	guard, err := httpguard.New(httpguard.Config{
+		Addr: cfg.Addr, AllowHosts: cfg.AllowHosts, AllowOrigins: cfg.AllowOrigins,
+		Token: cfg.Token, MaxBody: cfg.MaxBody, BodyTimeout: cfg.BodyTimeout,
+		// The console's files are public; every /api route, known or
+		// not, needs the token.
+		NeedsToken: func(r *http.Request) bool { return !g.servesConsole(r) },
+		WriteError: g.writeError,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	for _, h := range cfg.AllowHosts {
-		g.hosts[normHost(h)] = true
-	}
-	for _, o := range cfg.AllowOrigins {
-		u, err := url.Parse(o)
-		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("gateway: allowed origin %q is not scheme://host[:port]", o)
-		}
-		g.origins[strings.ToLower(u.Scheme+"://"+u.Host)] = true
-	}
+	g.guard = guard
 	g.router = g.routes()
-	g.handler = g.checkHost(g.cors(g.dispatch()))
+	g.handler = guard.Wrap(g.dispatch())
 	return g, nil
-}
-
-// normHost lower-cases a Host value and strips its port and brackets.
-func normHost(h string) string {
-	if host, _, err := net.SplitHostPort(h); err == nil {
-		h = host
-	}
-	return strings.ToLower(strings.Trim(h, "[]"))
 }
 
 func (g *Gateway) routes() *mux.Router {
@@ -138,7 +123,6 @@ func (g *Gateway) routes() *mux.Router {
 	// No cleaning: mux would answer an unclean path (../, %2e%2e, //) with a
 	// 301 redirect; here it gets a JSON 400 or 404 like any bad path.
 	r.SkipClean(true)
-	r.Use(g.auth, g.limitBody)
 	route := func(method, path string, h http.HandlerFunc) {
 		r.HandleFunc(APIPrefix+path, h).Methods(method)
 	}
@@ -165,10 +149,15 @@ func (g *Gateway) routes() *mux.Router {
 	return r
 }
 
+// servesConsole reports whether r is for the console's files, not the API.
+func (g *Gateway) servesConsole(r *http.Request) bool {
+	return g.cfg.Console != nil && !strings.HasPrefix(r.URL.Path, "/api/")
+}
+
 // dispatch sends /api/ to the router and the rest to the console.
 func (g *Gateway) dispatch() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.cfg.Console != nil && !strings.HasPrefix(r.URL.Path, "/api/") {
+		if g.servesConsole(r) {
 			g.cfg.Console.ServeHTTP(w, r)
 			return
 		}
@@ -187,98 +176,19 @@ func (g *Gateway) Close() {
 	g.streams.Wait()
 }
 
-// Middleware.
-
-// checkHost refuses requests whose Host header does not name this server:
-// a DNS-rebinding page can reach a loopback port, but its Host is its own
-// domain.
-func (g *Gateway) checkHost(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !g.hosts[normHost(r.Host)] {
-			g.writeError(w, r, fmt.Errorf("%w: %q", errBadHost, r.Host))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// cors lets same-origin requests and requests from an allowed origin
-// through (answering preflights), and refuses other cross-origin ones.
-func (g *Gateway) cors(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := r.Header.Get("Origin")
-		if origin == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		u, err := url.Parse(origin)
-		sameOrigin := err == nil && strings.EqualFold(u.Host, r.Host)
-		allowed := err == nil && g.origins[strings.ToLower(u.Scheme+"://"+u.Host)]
-		if !sameOrigin && !allowed {
-			g.writeError(w, r, fmt.Errorf("%w: %q", errBadOrigin, origin))
-			return
-		}
-		if allowed {
-			h := w.Header()
-			h.Set("Access-Control-Allow-Origin", origin)
-			h.Add("Vary", "Origin")
-			h.Set("Access-Control-Expose-Headers", "Content-Type")
-			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-				h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
-				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID, Accept")
-				h.Set("Access-Control-Max-Age", "600")
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// auth requires the bearer token when one is configured.
-func (g *Gateway) auth(next http.Handler) http.Handler {
-	if g.cfg.Token == "" {
-		return next
-	}
-	want := []byte("Bearer " + g.cfg.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="harness"`)
-			g.writeError(w, r, errUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// limitBody caps request bodies.
-func (g *Gateway) limitBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > g.cfg.MaxBody {
-			g.writeError(w, r, errTooLarge)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, g.cfg.MaxBody)
-		next.ServeHTTP(w, r)
-	})
-}
-
 // decodeBody reads one JSON object into v; unknown fields are refused (a
 // client cannot smuggle tool flags in).
 func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if httpguard.Status(err) != 0 { // too large, too slow
 			return err
 		}
-		return fmt.Errorf("%w: %v", errBadBody, err)
+		return fmt.Errorf("%w: %s", errBadBody, httpguard.Clip(err.Error()))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if httpguard.Status(err) != 0 {
 			return err
 		}
 		return fmt.Errorf("%w: more than one JSON value", errBadBody)

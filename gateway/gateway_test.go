@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +25,7 @@ import (
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/httpguard"
 )
 
 // The gateway runs the real, pinned Claude Code CLI against the fake
@@ -492,6 +495,11 @@ func TestSafety(t *testing.T) {
 		{"preflight foreign", "OPTIONS", "/api/harness/turn", "", []string{"Origin", "https://evil.example.com", "Access-Control-Request-Method", "POST"}, 403},
 		{"body too large", "POST", "/api/harness/session/create", `{"projectRoot":"` + strings.Repeat("a", 300) + `","mode":"direct"}`, []string{"Authorization", auth}, 413},
 		{"body too large chunked", "POST", "/api/harness/interrupt", "", []string{"Authorization", auth, "X-Chunked", "1"}, 413},
+		{"unknown route without token", "GET", "/api/harness/no/such/route", "", nil, 401},
+		{"unknown api without token", "GET", "/api/other", "", nil, 401},
+		{"unknown route with token", "GET", "/api/harness/no/such/route", "", []string{"Authorization", auth}, 404},
+		{"text/plain post", "POST", "/api/harness/interrupt", `{"sessionId":"x"}`, []string{"Authorization", auth, "Content-Type", "text/plain"}, 415},
+		{"text/plain post from a foreign page", "POST", "/api/harness/turn", `{"sessionId":"x","message":"rm"}`, []string{"Authorization", auth, "Content-Type", "text/plain", "Origin", "https://evil.example.com"}, 403},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -505,6 +513,7 @@ func TestSafety(t *testing.T) {
 				}()
 				req, _ := http.NewRequest("POST", s.srv.URL+c.path, pr)
 				req.Header.Set("Authorization", auth)
+				req.Header.Set("Content-Type", "application/json")
 				var err error
 				if resp, err = s.srv.Client().Do(req); err != nil {
 					t.Fatal(err)
@@ -549,8 +558,9 @@ func TestStatusOf(t *testing.T) {
 	}{
 		{harness.ErrNotFound, 404}, {harness.ErrPersonaNotFound, 404}, {harness.ErrNotRunning, 404},
 		{harness.ErrInvalidID, 400}, {harness.ErrInvalidMode, 400}, {harness.ErrEmptyMessage, 400}, {harness.ErrInvalidRoot, 400},
-		{harness.ErrRootNotAllowed, 403}, {harness.ErrBypassRefused, 403}, {errBadHost, 403},
-		{harness.ErrBusy, 409}, {errUnauthorized, 401}, {errTooLarge, 413}, {&http.MaxBytesError{Limit: 1}, 413},
+		{harness.ErrRootNotAllowed, 403}, {harness.ErrBypassRefused, 403}, {httpguard.ErrHost, 403}, {httpguard.ErrOrigin, 403},
+		{harness.ErrBusy, 409}, {httpguard.ErrUnauthorized, 401}, {httpguard.ErrTooLarge, 413}, {&http.MaxBytesError{Limit: 1}, 413},
+		{httpguard.ErrMediaType, 415}, {httpguard.ErrBodyTimeout, 408},
 		{harness.ErrClosed, 503}, {&engine.BinaryNotFoundError{}, 503}, {errors.New("boom"), 500},
 	}
 	for _, c := range cases {
@@ -652,4 +662,67 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 	walk(all)
+}
+
+// TestHostileInput: what issue 24 found — a 100 KB session id echoed
+// whole, a 20 MB body, a body sent a byte at a time — each gets a short,
+// bounded answer.
+func TestHostileInput(t *testing.T) {
+	s := newServer(t, func(c *Config) { c.BodyTimeout = 300 * time.Millisecond })
+	long := strings.Repeat("7", 100<<10)
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/harness/session/" + long, ""},
+		{"GET", "/api/harness/session/" + long + "/events", ""},
+		{"POST", "/api/harness/interrupt", `{"sessionId":"` + long + `"}`},
+		{"POST", "/api/harness/turn", `{"sessionId":"` + long + `","message":"hi"}`},
+		{"POST", "/api/harness/session/create", `{"projectRoot":"/` + long + `","mode":"direct"}`},
+	} {
+		code, out := s.do(c.method, c.path, c.body)
+		if code != 400 && code != 403 && code != 404 {
+			t.Errorf("%s %.40s…: %d", c.method, c.path, code)
+		}
+		if len(out) > httpguard.MaxMessage+64 {
+			t.Errorf("%s %.40s…: %d bytes back, the input echoed: %.200s", c.method, c.path, len(out), out)
+		}
+	}
+
+	// 20 MB, declared: 413 before anything is read.
+	code, _ := s.do("POST", "/api/harness/session/create", `{"projectRoot":"`+strings.Repeat("a", 20<<20)+`"}`)
+	if code != http.StatusRequestEntityTooLarge {
+		t.Errorf("20 MB body: %d, want 413", code)
+	}
+
+	// 1 MB declared, sent a byte at a time: cut with 408 at the deadline.
+	conn, err := net.Dial("tcp", s.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/harness/interrupt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", 1<<20)
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	giveUp := time.After(20 * time.Second)
+	for {
+		select {
+		case code := <-answered:
+			if code != http.StatusRequestTimeout {
+				t.Fatalf("slow body: %d, want 408", code)
+			}
+			return
+		case <-tick.C:
+			_, _ = conn.Write([]byte(" "))
+		case <-giveUp:
+			t.Fatal("a body sent a byte at a time was never cut")
+		}
+	}
 }

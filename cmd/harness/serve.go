@@ -22,6 +22,7 @@ import (
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/gateway"
+	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/web"
 )
 
@@ -167,7 +168,7 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		_ = h.Shutdown(context.Background())
 		return 1
 	}
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := httpguard.Server(gw) // header, idle and size bounds; bodies are bounded by the gateway's guard
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	logger.Info().Strs("roots", h.Roots()).Bool("token", f.token != "").Bool("demo", f.demo).Msg("serving")
