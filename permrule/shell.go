@@ -1,0 +1,128 @@
+package permrule
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// MaxCommand is the longest command line a rule with content can allow
+// (bytes); a longer one is put to a person.
+const MaxCommand = 64 << 10
+
+// SimpleCommands parses a shell command line (bash) and returns its
+// simple commands, each as its words (leading assignments first) joined
+// by single spaces, in order. ok is false when the line does not parse or
+// holds anything but simple commands joined by ;, newline, &&, || and
+// pipes, or a substitution, redirection or other construct that runs or
+// redirects something not written as a simple command (the package doc
+// lists them). It never panics.
+func SimpleCommands(cmd string) (cmds []string, ok bool) {
+	if len(cmd) > MaxCommand {
+		return nil, false
+	}
+	for _, c := range cmd {
+		if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+			return nil, false
+		}
+	}
+	defer func() {
+		if recover() != nil {
+			cmds, ok = nil, false
+		}
+	}()
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
+	if err != nil {
+		return nil, false
+	}
+	ok = true
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if !ok || n == nil {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.File, *syntax.Word, *syntax.Lit, *syntax.SglQuoted, *syntax.DblQuoted, *syntax.BraceExp, *syntax.Comment:
+		case *syntax.Stmt:
+			ok = !n.Background && !n.Coprocess && !n.Disown && n.Cmd != nil
+		case *syntax.BinaryCmd:
+			switch n.Op {
+			case syntax.AndStmt, syntax.OrStmt, syntax.Pipe, syntax.PipeAll:
+			default:
+				ok = false
+			}
+		case *syntax.CallExpr:
+			words := make([]string, 0, len(n.Assigns)+len(n.Args))
+			for _, a := range n.Assigns {
+				words = append(words, source(cmd, a))
+			}
+			for _, w := range n.Args {
+				words = append(words, source(cmd, w))
+			}
+			cmds = append(cmds, strings.Join(words, " "))
+		case *syntax.Assign:
+			ok = n.Name != nil && n.Index == nil && n.Array == nil && !n.Naked
+		case *syntax.Redirect:
+			ok = fdCopy(n)
+			return false // its word is a number or "-": nothing to walk
+		case *syntax.ParamExp:
+			ok = plainParam(n)
+		default:
+			// CmdSubst, ProcSubst, ArithmExp, ExtGlob, Subshell, Block,
+			// IfClause, WhileClause, ForClause, CaseClause, FuncDecl,
+			// ArithmCmd, TestClause, DeclClause, LetClause, TimeClause,
+			// CoprocClause, TestDecl, and whatever a later parser adds.
+			ok = false
+		}
+		return ok
+	})
+	if !ok {
+		return nil, false
+	}
+	return cmds, true
+}
+
+// source is n's text in cmd.
+func source(cmd string, n syntax.Node) string {
+	s, e := n.Pos().Offset(), n.End().Offset()
+	if s > e || int(e) > len(cmd) {
+		panic("permrule: node outside the command") // recovered: not allowed
+	}
+	return cmd[s:e]
+}
+
+// fdCopy reports whether r only copies or closes a file descriptor
+// (2>&1, >&2, 3<&-): no file is named, nothing is read from the line.
+func fdCopy(r *syntax.Redirect) bool {
+	if r.Op != syntax.DplOut && r.Op != syntax.DplIn || r.Hdoc != nil || r.Word == nil {
+		return false
+	}
+	if r.N != nil && !digits(r.N.Value) {
+		return false
+	}
+	w := r.Word.Lit()
+	return len(r.Word.Parts) == 1 && (w == "-" || digits(w))
+}
+
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainParam reports whether p only reads a variable: $X, ${X}, ${#X},
+// ${X:-word} and the like, ${X/a/b}. Refused: ${!X} and subscripts and
+// slices (bash evaluates a variable's text as arithmetic there, which
+// can run a command substitution), and the @ operators (${X@P} expands a
+// prompt string, command substitutions included).
+func plainParam(p *syntax.ParamExp) bool {
+	return p.Param != nil && p.Flags == nil && p.NestedParam == nil && p.Index == nil && p.Slice == nil &&
+		!p.Excl && !p.Width && !p.IsSet && p.Names == 0 && len(p.Modifiers) == 0 &&
+		p.Split == syntax.OptUnset && p.GlobSubst == syntax.OptUnset && p.RcExpand == syntax.OptUnset &&
+		(p.Exp == nil || p.Exp.Op != syntax.OtherParamOps)
+}
