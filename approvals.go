@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,14 +14,16 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/permrule"
 	"github.com/chirality/harness/session"
 )
 
 // ApprovalAnswer is a person's answer to an approval request.
 type ApprovalAnswer struct {
-	// Decision is "allow", "deny" or "always" (allow, and remember a rule
-	// so that matching requests of this session are allowed without
-	// asking).
+	// Decision is "allow", "deny" or "always": allow, and remember the
+	// exact use (the request's rule; UpdatedInput's use when that is
+	// set) so that this session's later uses that permrule finds allowed
+	// by it run without asking.
 	Decision string `json:"decision"`
 	// Message is what the model sees when denied ("" = a default).
 	Message string `json:"message,omitempty"`
@@ -145,7 +146,7 @@ func (a *approvals) Ask(ctx context.Context, q engine.ApprovalRequest) engine.Ap
 	}
 	p := &pendingApproval{rule: rule, answer: make(chan engine.ApprovalDecision, 1), req: event.ApprovalRequested{
 		RequestID: "apr_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16],
-		ToolUseID: q.ToolUseID, ToolName: q.ToolName, Input: q.Input, Suggestions: q.Suggestions,
+		ToolUseID: q.ToolUseID, ToolName: q.ToolName, Input: q.Input, Suggestions: q.Suggestions, Rule: rule,
 		ExpiresAt: time.Now().Add(a.timeout).UTC().Format(time.RFC3339Nano),
 	}}
 	if len(p.req.Input) == 0 {
@@ -156,7 +157,7 @@ func (a *approvals) Ask(ctx context.Context, q engine.ApprovalRequest) engine.Ap
 	}
 	a.byID[p.req.RequestID] = p
 	a.order = append(a.order, p.req.RequestID)
-	byRule := matchesAny(a.r.rules(), q)
+	byRule := permrule.Allowed(a.r.rules(), q.ToolName, q.Input)
 	// Published under a.mu: no answer can be taken before the request is
 	// in the log, and the end of the turn cannot slip in between.
 	a.r.emit(event.Event{Type: event.TypeApprovalRequested, Approval: &p.req})
@@ -194,8 +195,14 @@ func (a *approvals) answer(requestID string, ans ApprovalAnswer) error {
 	if !d.Allow && d.Message == "" {
 		d.Message = "The user denied this tool use."
 	}
-	if d.Always {
-		a.r.addRule(p.rule)
+	rule := p.rule
+	if len(ans.UpdatedInput) > 0 {
+		// the person rewrote the input: remember what they wrote, the
+		// use that runs
+		rule = ruleFor(engine.ApprovalRequest{ToolName: p.req.ToolName, Input: ans.UpdatedInput})
+	}
+	if d.Always && rule != "" {
+		a.r.addRule(rule)
 	}
 	a.resolveLocked(p, d, event.ByUser, ans.Message)
 	return nil
@@ -257,103 +264,18 @@ func (a *approvals) ids() []string {
 	return slices.Clone(a.order)
 }
 
-// A rule is Claude Code's permission-rule form: "Tool" allows every use
-// of Tool; "Tool(content)" allows the uses whose main input (a Bash
-// command, a file path, else the input's JSON) content matches (see
-// contentMatches).
-
-// ruleFor is the rule "always" remembers for q: the first rule of the
-// agent's own suggestions when it made any, else the exact use.
+// ruleFor is the rule "always" remembers for q: the exact use
+// (permrule.Exact), never the agent's suggestions, which are wider than
+// what the person saw (Claude Code suggests Bash(npm test:*) for
+// `npm test`). approval:requested carries it as rule. It is "" when the
+// use has no subject to name (an empty command): such a use is allowed
+// once, never remembered.
 func ruleFor(q engine.ApprovalRequest) string {
-	var sugg []struct {
-		Type  string `json:"type"`
-		Rules []struct {
-			ToolName    string `json:"toolName"`
-			RuleContent string `json:"ruleContent"`
-		} `json:"rules"`
-		Behavior string `json:"behavior"`
+	r := permrule.Exact(q.ToolName, q.Input)
+	if _, err := permrule.Parse(r); err != nil {
+		return ""
 	}
-	if json.Unmarshal(q.Suggestions, &sugg) == nil {
-		for _, s := range sugg {
-			if s.Type == "addRules" && (s.Behavior == "" || s.Behavior == "allow") {
-				for _, r := range s.Rules {
-					if r.ToolName == "" {
-						continue
-					}
-					if r.RuleContent == "" {
-						return r.ToolName
-					}
-					return r.ToolName + "(" + r.RuleContent + ")"
-				}
-			}
-		}
-	}
-	return q.ToolName + "(" + mainInput(q.Input) + ")"
-}
-
-// mainInput is what a rule's content is compared with.
-func mainInput(input json.RawMessage) string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(input, &m) == nil {
-		for _, k := range []string{"command", "cmd", "file_path", "path", "notebook_path", "url"} {
-			var s string
-			if raw, ok := m[k]; ok && json.Unmarshal(raw, &s) == nil {
-				return s
-			}
-		}
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, input); err != nil {
-		return string(input)
-	}
-	return buf.String()
-}
-
-// matchesAny reports whether one of rules allows q.
-func matchesAny(rules []string, q engine.ApprovalRequest) bool {
-	for _, r := range rules {
-		name, content, hasContent := strings.Cut(r, "(")
-		if name != q.ToolName {
-			continue
-		}
-		if !hasContent || contentMatches(strings.TrimSuffix(content, ")"), mainInput(q.Input)) {
-			return true
-		}
-	}
-	return false
-}
-
-// contentMatches applies a rule's content to a tool's main input, as
-// Claude Code does: "cmd:*" is a prefix; "*" matches any run of
-// characters, and a trailing " *" also matches the bare command
-// ("touch marker *" allows "touch marker" and "touch marker -a");
-// anything else must be equal.
-func contentMatches(content, in string) bool {
-	if prefix, ok := strings.CutSuffix(content, ":*"); ok {
-		return strings.HasPrefix(in, prefix)
-	}
-	if !strings.Contains(content, "*") {
-		return in == content
-	}
-	if bare, ok := strings.CutSuffix(content, " *"); ok && !strings.Contains(bare, "*") && in == bare {
-		return true
-	}
-	parts := strings.Split(content, "*")
-	if !strings.HasPrefix(in, parts[0]) {
-		return false
-	}
-	in = in[len(parts[0]):]
-	for i, p := range parts[1:] {
-		if i == len(parts)-2 {
-			return strings.HasSuffix(in, p)
-		}
-		k := strings.Index(in, p)
-		if k < 0 {
-			return false
-		}
-		in = in[k+len(p):]
-	}
-	return true
+	return r
 }
 
 // addRule remembers rule in the session (persisted at once: shown by GET

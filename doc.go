@@ -41,7 +41,10 @@
 // With Config.Approvals, turns in permission modes default, acceptEdits
 // and plan get an engine.Approver (approvals.go): approval:requested is
 // stored and published, Approve takes the first answer exactly once,
-// "always" remembers a rule in the session, and a timeout, an interrupt,
+// "always" remembers the exact use as a rule in the session (permrule.Exact,
+// never the agent's wider suggestion; approval:requested shows it as
+// rule), later requests that permrule finds allowed by the session's
+// rules are resolved by rule, and a timeout, an interrupt,
 // a kill, a delete or Shutdown denies what is still open before the turn
 // ends.
 //

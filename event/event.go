@@ -102,9 +102,14 @@ type ApprovalRequested struct {
 	ToolUseID string          `json:"toolUseId"`
 	ToolName  string          `json:"toolName"`
 	Input     json.RawMessage `json:"input"`
-	// Suggestions are the rules an "always allow" would add (Claude's
-	// permission_suggestions), or null.
+	// Suggestions are the agent's own proposals for an "always allow"
+	// (Claude's permission_suggestions), or null: information only, the
+	// core never stores them.
 	Suggestions json.RawMessage `json:"suggestions"`
+	// Rule is what an "always" answer remembers for the rest of the
+	// session: this use exactly (permrule.Exact), never wider than what
+	// the person sees. Empty when the use cannot be remembered.
+	Rule string `json:"rule,omitempty"`
 	// ExpiresAt is when the request is denied by timeout (RFC 3339).
 	ExpiresAt string `json:"expiresAt"`
 }

@@ -61,6 +61,7 @@ export const ApprovalRequestSchema = z.looseObject({
   toolName: z.string(),
   input: z.record(z.string(), z.unknown()),
   suggestions: z.unknown().nullable(),
+  rule: z.string().optional(),
   expiresAt: z.string(),
 });
 export type ApprovalRequest = z.infer<typeof ApprovalRequestSchema>;
@@ -173,8 +174,10 @@ export const ApprovalRequestedEventSchema = z.looseObject({
   toolUseId: z.string(),
   toolName: z.string(),
   input: z.record(z.string(), z.unknown()),
-  /** The rules an "always allow" would add, in the agent's own form. */
+  /** The agent's own proposals for "always allow" (information only). */
   suggestions: z.unknown().nullable(),
+  /** What an "always" answer remembers: this use exactly, e.g. Bash(npm test). */
+  rule: z.string().optional(),
   /** When the request is denied by timeout (RFC 3339). */
   expiresAt: z.string(),
 });
