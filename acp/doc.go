@@ -79,18 +79,20 @@
 // A tool's name is the agent's own when it says it (claude-agent-acp's
 // _meta.claudeCode.toolName: "Bash"), else the ACP tool kind ("execute",
 // "read", "edit"…), else its title. Approval rules and AllowedTools match
-// that name; the shell's names are one (a Bash rule matches the execute
-// kind Copilot and OpenCode send, and the reverse), and a shell rule with
-// a pattern never allows a chained or redirected command (AllowedByRules).
+// that name through permrule, the harness's one matcher: the shell's names
+// are one (a Bash rule matches the execute kind Copilot and OpenCode
+// send, and the reverse), and a shell rule with a pattern never allows a
+// chained, substituted or redirected command it does not name.
 //
 // # Permissions
 //
 //	permission mode          Approver  session/request_permission
-//	dontAsk, ""              any       answered by AllowedTools (allow_once),
+//	dontAsk, ""              any       answered by AllowedTools (permrule; allow_once),
 //	                                   else rejected (reject_once); no person
 //	default, acceptEdits,    set       asked through the core (approval:requested);
-//	plan                               allow_once, allow_always when the
-//	                                   person chose "always", reject_once
+//	plan                               allow_once or reject_once; "always"
+//	                                   is remembered by the core (the exact
+//	                                   use), never sent as allow_always
 //	default, acceptEdits,    nil       as dontAsk
 //	plan
 //	bypassPermissions        any       allowed (allow_once)

@@ -2,7 +2,6 @@ package acp_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -450,7 +449,9 @@ func TestPermissionPolicy(t *testing.T) {
 		want    string
 	}{
 		{"asked and allowed", "default", nil, &engine.ApprovalDecision{Allow: true}, "ran (yes)"},
-		{"asked and always allowed", "acceptEdits", nil, &engine.ApprovalDecision{Allow: true, Always: true}, "ran (always)"},
+		// "always" is remembered by the core, never by the agent's
+		// allow_always (a rule of the agent's making, wider than the use)
+		{"asked and always allowed", "acceptEdits", nil, &engine.ApprovalDecision{Allow: true, Always: true}, "ran (yes)"},
 		{"asked and denied", "default", nil, &engine.ApprovalDecision{Allow: false, Message: "no"}, "denied"},
 		{"dontAsk with a rule", "dontAsk", []string{"execute(touch:*)"}, nil, "ran (yes)"},
 		{"dontAsk without a rule", "dontAsk", []string{"execute(rm:*)"}, nil, "denied"},
@@ -668,16 +669,5 @@ func TestChildEnv(t *testing.T) {
 	got = strings.Join(acp.ChildEnv(base, nil, []string{"ANTHROPIC_API_KEY"}), " ")
 	if got != "PATH=/bin ANTHROPIC_API_KEY=sk-1 HOME=/h" {
 		t.Errorf("anthropic env = %s", got)
-	}
-}
-
-func TestAllowedByRules(t *testing.T) {
-	in := json.RawMessage(`{"command":"git status -s"}`)
-	for rules, want := range map[string]bool{
-		"execute": true, "Execute(git:*)": true, "execute(git status*)": true, "execute(ls:*)": false, "read": false, "": false,
-	} {
-		if got := acp.AllowedByRules([]string{rules}, "execute", in); got != want {
-			t.Errorf("%q: %v", rules, got)
-		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/permrule"
 )
 
 // Turn is one ACP turn: one session/prompt on the session's agent. Next,
@@ -510,7 +510,7 @@ func (t *Turn) onPermission(ctx context.Context, params json.RawMessage) (any, *
 		return permissionCancelled(), nil
 	}
 	mode := t.req.PermissionMode
-	var allow, always bool
+	var allow bool
 	switch {
 	case mode == "bypassPermissions":
 		allow = true
@@ -519,19 +519,22 @@ func (t *Turn) onPermission(ctx context.Context, params json.RawMessage) (any, *
 		if !ok {
 			return permissionCancelled(), nil
 		}
-		allow, always = dec.Allow, dec.Always
+		// dec.Always is not passed on: the agent's allow_always would
+		// remember a rule of its own making, wider than the use the
+		// person saw; the core remembers the exact use and answers the
+		// agent's next request by it.
+		allow = dec.Allow
 	default:
-		allow = AllowedByRules(t.req.AllowedTools, name, input)
+		allow = permrule.Allowed(t.req.AllowedTools, name, input)
 	}
 	if t.ctx.Err() != nil {
 		return permissionCancelled(), nil
 	}
 	kinds := []string{"reject_once", "reject_always"}
 	if allow {
-		kinds = []string{"allow_once", "allow_always"}
-		if always {
-			kinds = []string{"allow_always", "allow_once"}
-		}
+		// never allow_always: the agent would remember a rule of its own
+		// making, wider than this use (none offered: cancelled, not run)
+		kinds = []string{"allow_once"}
 	}
 	for _, k := range kinds {
 		for _, o := range pr.Options {
@@ -585,133 +588,4 @@ func toolCallUpdate(raw json.RawMessage) Update {
 		Kind: KindToolCallUpdate, ToolCallID: w.ToolCallID, Title: w.Title, ToolKind: w.Kind, Status: w.Status,
 		ToolName: w.Meta.ClaudeCode.ToolName, RawInput: nonNull(w.RawInput),
 	}
-}
-
-// AllowedByRules reports whether one of the operator's rules
-// (Request.AllowedTools) allows a tool: "Name" allows every use,
-// "Name(prefix:*)" uses whose main input (command, path, url…) is prefix
-// or starts with prefix and a space, "Name(text)" exactly that input
-// ("*" matches any run of characters). Names match case-insensitively,
-// and the shell's names are one: a rule for "Bash" (Claude Code's
-// syntax, as the daemon writes Bash(harness channel:*)) also matches the
-// ACP tool kind "execute" that Copilot and OpenCode send for their shell,
-// and the reverse. A rule with an input pattern on the shell never
-// allows a command that does more than one thing: one with a shell
-// control operator, redirection or substitution (; & | < > newline,
-// backquote, $( ) outside single quotes (and the last two also inside
-// double quotes), or whose quotes do not close — so
-// Bash(harness channel:*) allows `harness channel send '#dev' 'a; b'` but
-// not `harness channel send x; rm -rf ~`.
-func AllowedByRules(rules []string, name string, input json.RawMessage) bool {
-	in := mainInput(input)
-	shell := isShellName(name)
-	for _, r := range rules {
-		rn, content, has := strings.Cut(r, "(")
-		rn = strings.TrimSpace(rn)
-		if !strings.EqualFold(rn, name) && !(shell && isShellName(rn)) {
-			continue
-		}
-		if !has {
-			return true
-		}
-		if shell && !SimpleCommand(in) {
-			continue
-		}
-		if globMatch(strings.TrimSuffix(content, ")"), in) {
-			return true
-		}
-	}
-	return false
-}
-
-// isShellName reports whether a tool name is the agent's shell: Claude's
-// "Bash", OpenCode's "bash", the ACP kind "execute".
-func isShellName(name string) bool {
-	return strings.EqualFold(name, "bash") || strings.EqualFold(name, "execute")
-}
-
-// SimpleCommand reports whether a shell command line runs one command
-// only: no control operator, redirection or substitution outside single
-// quotes (see AllowedByRules), and every quote closed.
-func SimpleCommand(cmd string) bool {
-	var quote byte // 0, '\'' or '"'
-	for i := 0; i < len(cmd); i++ {
-		c := cmd[i]
-		switch quote {
-		case '\'':
-			if c == '\'' {
-				quote = 0
-			}
-			continue
-		case '"':
-			switch c {
-			case '"':
-				quote = 0
-			case '\\':
-				i++
-			case '`':
-				return false
-			case '$':
-				if i+1 < len(cmd) && cmd[i+1] == '(' {
-					return false
-				}
-			}
-			continue
-		}
-		switch c {
-		case '\'', '"':
-			quote = c
-		case '\\':
-			if i+1 < len(cmd) && cmd[i+1] == '\n' {
-				return false
-			}
-			i++
-		case ';', '&', '|', '<', '>', '\n', '\r', '`':
-			return false
-		case '$':
-			if i+1 < len(cmd) && cmd[i+1] == '(' {
-				return false
-			}
-		}
-	}
-	return quote == 0
-}
-
-func mainInput(input json.RawMessage) string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(input, &m) == nil {
-		for _, k := range []string{"command", "cmd", "file_path", "filePath", "path", "url"} {
-			var s string
-			if raw, ok := m[k]; ok && json.Unmarshal(raw, &s) == nil {
-				return s
-			}
-		}
-	}
-	return string(input)
-}
-
-func globMatch(pattern, s string) bool {
-	if prefix, ok := strings.CutSuffix(pattern, ":*"); ok {
-		rest, ok := strings.CutPrefix(s, prefix)
-		return ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t')
-	}
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
-		return s == pattern
-	}
-	if !strings.HasPrefix(s, parts[0]) {
-		return false
-	}
-	s = s[len(parts[0]):]
-	for i, part := range parts[1:] {
-		if i == len(parts)-2 {
-			return strings.HasSuffix(s, part)
-		}
-		k := strings.Index(s, part)
-		if k < 0 {
-			return false
-		}
-		s = s[k+len(part):]
-	}
-	return true
 }

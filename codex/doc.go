@@ -52,11 +52,12 @@
 // before every command not known to be safe. The approval requests
 // item/commandExecution/requestApproval and item/fileChange/requestApproval
 // go to Request.Approver from a goroutine of their own, once the events
-// before them were read; the answer is accept, acceptForSession
-// (decision.Always, only when the request's availableDecisions offers it —
-// 0.169.0's command approvals offer accept, an execpolicy amendment and
-// cancel) or decline. Other server requests are answered "method not
-// found". The engine is not a Prestarter (no warm turns).
+// before them were read; the answer is accept or decline, never
+// acceptForSession or an execpolicy amendment (which would have Codex
+// remember a rule of its own making): a person's "always" is remembered
+// by the core as the exact use (permrule.Exact), which answers Codex's
+// next identical request (tool name shell, the command line). Other
+// server requests are answered "method not found". The engine is not a Prestarter (no warm turns).
 // Tool scoping (Request.Tools, DisallowedTools, AllowedTools) and MaxTurns
 // are not supported by the app-server and are ignored.
 //

@@ -214,11 +214,10 @@ func (m *mapper) request(msg Message) {
 		return
 	}
 	var p struct {
-		ItemID             string            `json:"itemId"`
-		Command            string            `json:"command"`
-		Cwd                string            `json:"cwd"`
-		Reason             string            `json:"reason"`
-		AvailableDecisions []json.RawMessage `json:"availableDecisions"`
+		ItemID  string `json:"itemId"`
+		Command string `json:"command"`
+		Cwd     string `json:"cwd"`
+		Reason  string `json:"reason"`
 	}
 	_ = json.Unmarshal(msg.Params, &p)
 	req := engine.ApprovalRequest{ToolUseID: p.ItemID}
@@ -232,12 +231,6 @@ func (m *mapper) request(msg Message) {
 			req.Input = json.RawMessage("{}")
 		}
 	}
-	sessionOK := len(p.AvailableDecisions) == 0
-	for _, d := range p.AvailableDecisions {
-		if string(d) == `"acceptForSession"` {
-			sessionOK = true
-		}
-	}
 	id := msg.ID
 	approver := t.req.Approver
 	t.approvals.Add(1)
@@ -248,11 +241,11 @@ func (m *mapper) request(msg Message) {
 			if approver != nil && t.ctx.Err() == nil {
 				dec = approver.Ask(t.ctx, req)
 			}
+			// never acceptForSession (dec.Always): Codex would remember
+			// the approval by a rule of its own; the core remembers the
+			// exact use (permrule) and answers Codex's next request by it
 			answer := "decline"
-			switch {
-			case dec.Allow && dec.Always && sessionOK:
-				answer = "acceptForSession"
-			case dec.Allow:
+			if dec.Allow {
 				answer = "accept"
 			}
 			_ = t.peer.reply(id, map[string]any{"decision": answer})

@@ -20,7 +20,9 @@ import (
 )
 
 // SkillTool is the tool rule that lets an agent run the skill CLI
-// without asking (Claude Code's --allowedTools syntax).
+// without asking (Claude Code's --allowedTools syntax, matched by
+// permrule wherever the harness answers: `harness channel …` alone, never
+// chained with, substituting or redirecting anything else).
 const SkillTool = "Bash(harness channel:*)"
 
 // CodexThreadConfig is the Codex configuration the daemon overrides for

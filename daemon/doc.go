@@ -44,8 +44,9 @@
 //	            it outside the sandbox), and the daemon's threads use a
 //	            non-login shell (CodexThreadConfig) so its PATH survives
 //	copilot     ACP permission request of kind execute: SkillTool answers
-//	            it (acp.AllowedByRules: a Bash rule matches the execute
-//	            kind; chained commands never match a prefix rule)
+//	            it (permrule, the one matcher: a Bash rule matches the
+//	            execute kind; a chained, substituted or redirected
+//	            command never matches it)
 //	acp         likewise (OpenCode asks only if configured to; Claude
 //	            over ACP names its tool Bash)
 //
