@@ -1,30 +1,50 @@
-// Package agentserver is `harness agent serve`: one conversation with an
-// agent over HTTP, the contract the terminal UI (package tui) talks to.
+// Package agentserver is `harness agent serve`: one harness session over
+// HTTP, the contract the terminal UI (package tui) talks to. Its turns run
+// on the core (harness.Harness) like every other door's: the session's
+// persona, mode and engine, its event log, warm turns and approvals.
 //
-//	GET  /events   text/event-stream: `data: {json}` per event, `: heartbeat` comments
-//	POST /prompt   {"content": "…"} → 200 {"accepted":true} (the turn runs in the background);
-//	               409 while a prompt runs; 400 for an empty or malformed body
-//	POST /cancel   → 200 {"cancelled":bool} (idle too)
+//	GET  /events    text/event-stream: the session's events (see below)
+//	POST /prompt    {"content": "…"} → 200 {"accepted":true} (the turn runs in the background);
+//	                409 while a prompt runs; 400 for an empty or malformed body
+//	POST /cancel    → 200 {"cancelled":bool} (idle too)
+//	POST /approval  {"requestId": "…", "decision": "allow|deny|always", "message"?: "…"}
+//	                → 200 {"ok":true}; 404 unknown request, 409 already answered, 400 bad decision
 //
-// Events are JSON objects with "type" and "timestamp" (Unix ms):
+// Events are JSON objects with "type" and "timestamp" (Unix ms, when the
+// server sent it):
 //
 //	user        {content}             the prompt, as accepted
-//	text        {content}             a streamed chunk of the answer
-//	reasoning   {content}             a streamed chunk of thinking
+//	text        {content}             a completed block of the answer, its whole text
+//	reasoning   {content}             a completed block of thinking, its whole text
 //	tool_call   {id, name, input}     a tool use, once its input is complete
 //	tool_result {id, result, isError} its outcome
 //	status      {state, message?}     thinking | running_tool (message: the tool) | idle | error (message)
+//	approval    {requestId, toolUseId, tool, input, suggestions, expiresAt}
+//	            a tool waits for a person: answer with POST /approval
+//	approval_resolved {requestId, decision (allow|deny), by (user|rule|timeout|interrupt|shutdown), message?}
 //
-// text and reasoning carry chunks: consecutive chunks of one type belong to
-// one part, and any other event ends it. A prompt's events are: user,
-// status thinking, then parts and tool calls, then status idle — or status
-// error with its message when the turn failed (an interrupted turn ends
-// idle).
+// text and reasoning are sent once per completed block, never per delta:
+// one event is one part. A prompt's events are: user, status thinking,
+// then parts, tool calls and approvals, then status idle — or status
+// error with its message when the turn failed. An interrupted turn ends
+// status idle with message "interrupted".
 //
-// The conversation runs on any engine.Engine, one turn per prompt, each
-// resuming the previous turn's conversation. Every event goes to every
-// connected client; a client too slow to keep up (its queue of 1,024
-// events full) is disconnected rather than slowing the turn down.
+// Opt-in streaming: GET /events?deltas=1 adds text_delta {content} and
+// reasoning_delta {content} for every piece as the model streams it,
+// before the block's text or reasoning event (which still comes). A
+// client without deltas=1 never gets them.
+//
+// Replay: every event has an SSE id made from the session log's seq: the
+// seq of the record it was made from, with a suffix ".1", ".2", … on all
+// but the last of several events made from one record ("41.1", "41").
+// A client that reconnects with Last-Event-ID (or ?after=ID, a seq or an
+// id) gets every event after it, exactly once; without either it gets
+// the session from its first event. The stream stays open across turns;
+// `: heartbeat` comments keep it alive.
+//
+// The server serves one existing session (Config.SessionID) of a Harness
+// its owner made and shuts down (cmd/harness makes the session, or
+// continues one with --session). Close ends the event streams.
 package agentserver
 
 import (
@@ -36,101 +56,77 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
 )
 
-// Config configures a Server. Engine is required.
+// Config configures New. Harness and SessionID are required.
 type Config struct {
-	Engine engine.Engine
-	// Cwd is the project the agent works in ("" = the current directory).
-	Cwd string
-	// Model, MaxTurns, SystemPrompt and AllowedTools go into every turn's
-	// request ("" / 0 = the engine's defaults).
-	Model        string
-	MaxTurns     int
-	SystemPrompt string
-	AllowedTools []string
-	// Env entries are added to a child's environment (the demo's fake API).
-	Env []string
+	// Harness runs the turns; its owner shuts it down after Close.
+	Harness *harness.Harness
+	// SessionID is the session served.
+	SessionID string
 	// Token, when set, is required as "Authorization: Bearer <Token>".
 	Token string
 	// Addr's host joins the Host allowlist (loopback names always are).
 	Addr string
+	// AllowHosts are more Host values accepted; AllowOrigins the origins
+	// allowed to call cross-origin (none by default).
+	AllowHosts, AllowOrigins []string
+	// MaxBody bounds a request body (0 = 1 MiB).
+	MaxBody int64
 	// Heartbeat is the interval of `: heartbeat` comments (0 = 30 s).
 	Heartbeat time.Duration
 	// Logger receives the server's logs (nil = none).
 	Logger *zerolog.Logger
 }
 
-// Event is one event of the stream (see the package doc).
-type Event struct {
-	Type      string          `json:"type"`
-	Timestamp int64           `json:"timestamp"`
-	Content   string          `json:"content,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	Result    *string         `json:"result,omitempty"`
-	IsError   *bool           `json:"isError,omitempty"`
-	State     string          `json:"state,omitempty"`
-	Message   string          `json:"message,omitempty"`
-}
-
-// Server serves one conversation. It is safe for concurrent use; Close
-// ends it.
+// Server serves one session. It is safe for concurrent use; Close ends
+// its event streams.
 type Server struct {
 	cfg   Config
+	h     *harness.Harness
+	id    string
 	log   zerolog.Logger
 	hosts map[string]bool
-	state string // the engine's state directory for this conversation
 	mux   *http.ServeMux
 
 	mu      sync.Mutex
-	clients map[*client]struct{}
-	turn    engine.Turn
-	busy    bool
-	resume  string
 	closed  bool
 	done    chan struct{}
-	wg      sync.WaitGroup
+	started chan struct{} // closed (and replaced) when a turn starts
+	starts  []int64       // seqs of the user:message records that open turns, ascending
+	streams sync.WaitGroup
 }
 
-type client struct {
-	ch      chan []byte
-	dropped chan struct{}
-}
+// DefaultMaxBody bounds a request body unless Config.MaxBody says
+// otherwise.
+const DefaultMaxBody = 1 << 20
 
-// ErrBusy is answered (409) to a prompt while another runs.
-var ErrBusy = errors.New("agentserver: a prompt is already running")
-
-// New returns a Server for cfg.
+// New returns a Server for cfg. It reads the session's event log once
+// (where each turn starts, for replay). It fails with the Harness's
+// errors for a bad session (harness.ErrInvalidID, harness.ErrNotFound, …).
 func New(cfg Config) (*Server, error) {
-	if cfg.Engine == nil {
-		return nil, errors.New("agentserver: Config.Engine is required")
+	if cfg.Harness == nil {
+		return nil, errors.New("agentserver: Config.Harness is required")
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 30 * time.Second
 	}
-	if cfg.Cwd == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, err
-		}
-		cfg.Cwd = wd
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
 	}
-	state, err := os.MkdirTemp("", "harness-agent-")
-	if err != nil {
+	if _, err := cfg.Harness.Session(cfg.SessionID); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: zerolog.Nop(), state: state, clients: map[*client]struct{}{}, done: make(chan struct{}),
+	s := &Server{cfg: cfg, h: cfg.Harness, id: cfg.SessionID, log: zerolog.Nop(), done: make(chan struct{}), started: make(chan struct{}),
 		hosts: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}}
 	if cfg.Logger != nil {
 		s.log = *cfg.Logger
@@ -140,11 +136,52 @@ func New(cfg Config) (*Server, error) {
 			s.hosts[strings.ToLower(strings.Trim(host, "[]"))] = true
 		}
 	}
+	for _, h := range cfg.AllowHosts {
+		s.hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
+	}
+	if err := s.indexTurns(); err != nil {
+		return nil, err
+	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /events", s.events)
 	s.mux.HandleFunc("POST /prompt", s.prompt)
 	s.mux.HandleFunc("POST /cancel", s.cancel)
+	s.mux.HandleFunc("POST /approval", s.approval)
 	return s, nil
+}
+
+// SessionID is the session served.
+func (s *Server) SessionID() string { return s.id }
+
+// indexTurns notes where each stored turn starts.
+func (s *Server) indexTurns() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Follow ends with the stored events when no turn runs; New runs
+	// before any turn of this server, and another door's turn simply
+	// ends the index at its process:exit.
+	events, err := s.h.Follow(ctx, s.id, 0)
+	if err != nil {
+		return err
+	}
+	for rec, err := range events {
+		if err != nil {
+			return err
+		}
+		if typeOf(rec.Event) == event.TypeUserMessage {
+			s.starts = append(s.starts, rec.Seq)
+		}
+	}
+	return nil
+}
+
+// typeOf reads a stored event's type without decoding the rest.
+func typeOf(line []byte) event.Type {
+	var head struct {
+		Type event.Type `json:"type"`
+	}
+	_ = json.Unmarshal(line, &head)
+	return head.Type
 }
 
 // ServeHTTP implements http.Handler: Host check, token, then the routes.
@@ -165,62 +202,89 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Close cancels a running prompt, waits for it, ends every event stream
-// and removes the conversation's state. Safe to call more than once.
+// Close ends every event stream and waits for their handlers. It does not
+// stop the running turn: the Harness's owner shuts it down. Safe to call
+// more than once.
 func (s *Server) Close() {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
+	if !s.closed {
+		s.closed = true
+		close(s.done)
 	}
-	s.closed = true
-	t := s.turn
-	close(s.done)
 	s.mu.Unlock()
-	if t != nil {
-		t.Interrupt()
-	}
-	s.wg.Wait()
-	os.RemoveAll(s.state)
+	s.streams.Wait()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, _ := json.Marshal(v)
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
 }
 
-// maxPrompt bounds a POST /prompt body.
-const maxPrompt = 1 << 20
+// Errors of the door (besides the Harness's).
+var (
+	// ErrBadBody: a POST body that is not the one JSON object the route
+	// takes (400).
+	ErrBadBody = errors.New("bad request body")
+	// ErrBadPosition: Last-Event-ID or ?after= is not an event id (400).
+	ErrBadPosition = errors.New("Last-Event-ID / after must be an event id (a seq, or seq.index)")
+)
+
+// statusOf maps an error to its HTTP status: the one place this door does.
+func statusOf(err error) int {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrBadBody), errors.Is(err, ErrBadPosition), errors.Is(err, harness.ErrEmptyMessage),
+		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, harness.ErrInvalidID):
+		return http.StatusBadRequest
+	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved):
+		return http.StatusConflict
+	case errors.Is(err, harness.ErrApprovalNotFound), errors.Is(err, harness.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, harness.ErrBypassRefused), errors.Is(err, harness.ErrRootNotAllowed):
+		return http.StatusForbidden
+	case errors.Is(err, harness.ErrClosed):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+}
+
+// decode reads the body as exactly one JSON object into v, refusing
+// unknown fields.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrBadBody, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: want one JSON object", ErrBadBody)
+	}
+	return nil
+}
 
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Content string `json:"content"`
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxPrompt))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body must be {\"content\": \"…\"}: " + err.Error()})
+	if err := s.decode(w, r, &body); err != nil {
+		writeError(w, err)
 		return
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body must be one JSON object"})
-		return
-	}
-	if strings.TrimSpace(body.Content) == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "content is empty"})
-		return
-	}
-	if err := s.Prompt(body.Content); err != nil {
-		status := http.StatusInternalServerError
-		switch {
-		case errors.Is(err, ErrBusy):
-			status = http.StatusConflict
-		case errors.Is(err, engine.ErrClosed):
-			status = http.StatusServiceUnavailable
-		}
-		writeJSON(w, status, map[string]string{"error": err.Error()})
+	if err := s.Prompt(r.Context(), body.Content); err != nil {
+		writeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"accepted": true})
@@ -230,170 +294,288 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]bool{"cancelled": s.Cancel()})
 }
 
-// Prompt starts a turn with content in the background. It fails with
-// ErrBusy while one runs, and with the engine's start error.
-func (s *Server) Prompt(content string) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return engine.ErrClosed
+func (s *Server) approval(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		RequestID string `json:"requestId"`
+		Decision  string `json:"decision"`
+		Message   string `json:"message,omitempty"`
 	}
-	if s.busy {
-		s.mu.Unlock()
-		return ErrBusy
-	}
-	s.busy = true
-	resume := s.resume
-	s.mu.Unlock()
-	s.broadcast(Event{Type: "user", Content: content})
-	s.broadcast(Event{Type: "status", State: "thinking"})
-	t, err := s.cfg.Engine.StartTurn(context.Background(), engine.Request{
-		SessionKey: "agent", Message: content, Cwd: s.cfg.Cwd, Resume: resume, SystemPrompt: s.cfg.SystemPrompt,
-		Model: s.cfg.Model, MaxTurns: s.cfg.MaxTurns, AllowedTools: s.cfg.AllowedTools, Env: s.cfg.Env,
-		StateDir: s.state, PermissionMode: "dontAsk", Logger: s.cfg.Logger,
-	})
-	if err != nil {
-		s.broadcast(Event{Type: "status", State: "error", Message: err.Error()})
-		s.mu.Lock()
-		s.busy = false
-		s.mu.Unlock()
-		return err
-	}
-	s.mu.Lock()
-	s.turn = t
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go s.run(t)
-	return nil
-}
-
-// Cancel interrupts the running prompt; it reports whether one ran.
-func (s *Server) Cancel() bool {
-	s.mu.Lock()
-	t := s.turn
-	s.mu.Unlock()
-	if t == nil {
-		return false
-	}
-	t.Interrupt()
-	return true
-}
-
-// run maps the turn's UI events onto the stream.
-func (s *Server) run(t engine.Turn) {
-	defer s.wg.Done()
-	defer t.Close()
-	failed := ""
-	for t.Next() {
-		ev := t.Event()
-		switch ev.Type {
-		case event.TypeSessionInit:
-			s.mu.Lock()
-			s.resume = ev.Init.ConversationID()
-			s.mu.Unlock()
-		case event.TypeChatDelta:
-			s.broadcast(Event{Type: "text", Content: ev.Text})
-		case event.TypeThinkingDelta:
-			s.broadcast(Event{Type: "reasoning", Content: ev.Text})
-		case event.TypeToolStart:
-			s.broadcast(Event{Type: "tool_call", ID: ev.ToolStart.ToolUseID, Name: ev.ToolStart.Name, Input: ev.ToolStart.Input})
-			s.broadcast(Event{Type: "status", State: "running_tool", Message: ev.ToolStart.Name})
-		case event.TypeToolResult:
-			res, isErr := ev.ToolResult.Content, ev.ToolResult.IsError
-			s.broadcast(Event{Type: "tool_result", ID: ev.ToolResult.ToolUseID, Result: &res, IsError: &isErr})
-			s.broadcast(Event{Type: "status", State: "thinking"})
-		case event.TypeSessionError:
-			if ev.Error.Kind == event.ErrorResumeNotFound {
-				s.mu.Lock()
-				s.resume = "" // the engine lost it; the next prompt starts afresh
-				s.mu.Unlock()
-			}
-			if ev.Error.Kind != event.ErrorInterrupted && ev.Error.Kind != event.ErrorKilled {
-				failed = ev.Error.Error
-			}
-		}
-	}
-	s.mu.Lock()
-	s.turn, s.busy = nil, false
-	s.mu.Unlock()
-	if failed != "" {
-		s.broadcast(Event{Type: "status", State: "error", Message: failed})
-	} else {
-		s.broadcast(Event{Type: "status", State: "idle"})
-	}
-}
-
-// broadcast stamps ev and hands it to every client without blocking.
-func (s *Server) broadcast(ev Event) {
-	ev.Timestamp = time.Now().UnixMilli()
-	b, err := json.Marshal(ev)
-	if err != nil {
+	if err := s.decode(w, r, &body); err != nil {
+		writeError(w, err)
 		return
 	}
+	if body.RequestID == "" {
+		writeError(w, fmt.Errorf("%w: requestId is required", ErrBadBody))
+		return
+	}
+	if err := s.h.Approve(s.id, body.RequestID, harness.ApprovalAnswer{Decision: body.Decision, Message: body.Message}); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// Prompt starts a turn with content; it runs on the Harness. It fails
+// with harness.ErrEmptyMessage, harness.ErrBusy while one runs,
+// harness.ErrClosed, or the engine's start error (the turn's events say
+// so too). ctx bounds only the start.
+func (s *Server) Prompt(ctx context.Context, content string) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return harness.ErrClosed
+	}
+	t, err := s.h.StartTurn(ctx, s.id, content)
+	if err == nil || !errors.Is(err, harness.ErrBusy) && !errors.Is(err, harness.ErrEmptyMessage) {
+		// A turn that could not start still stored its user:message.
+		s.mu.Lock()
+		if t != nil {
+			s.starts = append(s.starts, t.StartSeq+1)
+		} else {
+			s.reindexLocked()
+		}
+		close(s.started)
+		s.started = make(chan struct{})
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// reindexLocked is indexTurns for a turn that failed to start (its
+// events are stored, but no Turn says where).
+func (s *Server) reindexLocked() {
+	s.starts = nil
+	_ = s.indexTurns()
+}
+
+// Cancel interrupts the running turn; it reports whether one ran.
+func (s *Server) Cancel() bool {
+	return s.h.Interrupt(s.id) == nil
+}
+
+// replayFrom is where a stream at p must start reading: the start of the
+// turn that holds p, so the block open at p is known.
+func (s *Server) replayFrom(p Position) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for c := range s.clients {
-		select {
-		case c.ch <- b:
-		default:
-			delete(s.clients, c) // too slow: cut off, never waited for
-			close(c.dropped)
-			s.log.Warn().Msg("an event stream client fell behind and was disconnected")
+	from := int64(0)
+	for _, st := range s.starts {
+		if st > p.Seq {
+			break
 		}
+		from = st - 1
 	}
+	return from
 }
 
-// events streams the conversation's events from now on.
+// position reads Last-Event-ID, else ?after=, else the beginning.
+func position(r *http.Request) (Position, error) {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("after")
+	}
+	if v == "" {
+		return Position{}, nil
+	}
+	p, ok := ParsePosition(strings.TrimSpace(v))
+	if !ok {
+		return Position{}, fmt.Errorf("%w (got %q)", ErrBadPosition, clip(v, 40))
+	}
+	return p, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// events streams the session's events after the client's position, then
+// live ones, turn after turn, until the client goes or Close.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	rc := http.NewResponseController(w)
-	c := &client{ch: make(chan []byte, 1024), dropped: make(chan struct{})}
+	pos, err := position(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	deltas := false
+	if v := r.URL.Query().Get("deltas"); v != "" {
+		if deltas, err = strconv.ParseBool(v); err != nil {
+			writeError(w, fmt.Errorf("%w: deltas must be 1 or 0", ErrBadBody))
+			return
+		}
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "shutting down"})
+		writeError(w, harness.ErrClosed)
 		return
 	}
-	s.clients[c] = struct{}{}
+	s.streams.Add(1)
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.clients, c)
-		s.mu.Unlock()
-	}()
+	defer s.streams.Done()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(doneContext{s.done}, cancel)
+	defer stop()
+
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if _, err := io.WriteString(w, ": connected\n\n"); err != nil || rc.Flush() != nil {
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	if sw.comment("connected") != nil {
 		return
 	}
-	beat := time.NewTicker(s.cfg.Heartbeat)
-	defer beat.Stop()
-	for {
-		var err error
-		select {
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			return
-		case <-c.dropped:
-			return
-		case <-beat.C:
-			_, err = io.WriteString(w, ": heartbeat\n\n")
-		case b := <-c.ch:
-			_, err = fmt.Fprintf(w, "data: %s\n\n", b)
-			for more := true; more && err == nil; { // drain what is queued, then flush once
-				select {
-				case b = <-c.ch:
-					_, err = fmt.Fprintf(w, "data: %s\n\n", b)
-				default:
-					more = false
+	var hb sync.WaitGroup
+	hb.Add(1)
+	go func() {
+		defer hb.Done()
+		t := time.NewTicker(s.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if sw.comment("heartbeat") != nil {
+					cancel()
+					return
 				}
+			case <-ctx.Done():
+				return
 			}
 		}
-		if err != nil || rc.Flush() != nil {
+	}()
+	defer hb.Wait()
+	defer cancel()
+
+	m := &mapper{deltas: deltas}
+	last := s.replayFrom(pos)
+	var out []Event
+	var ev event.Event
+	for ctx.Err() == nil {
+		s.mu.Lock()
+		next := s.started
+		s.mu.Unlock()
+		events, err := s.h.Follow(ctx, s.id, last)
+		if err != nil {
+			s.log.Warn().Err(err).Msg("event stream: the session cannot be read")
 			return
 		}
+		for rec, err := range events {
+			if err != nil {
+				s.log.Warn().Err(err).Msg("event stream: reading the log failed")
+				return
+			}
+			if rec.Seq != 0 {
+				last = rec.Seq
+			}
+			if ev.UnmarshalJSON(rec.Event) != nil {
+				continue
+			}
+			out = m.record(&ev, out[:0])
+			for i := range out {
+				e := &out[i]
+				if rec.Seq != 0 && pos.delivered(rec.Seq, i+1, len(out)) {
+					continue
+				}
+				e.Timestamp = time.Now().UnixMilli()
+				id := ""
+				if rec.Seq != 0 {
+					id = idOf(rec.Seq, i+1, len(out)).String()
+				}
+				if sw.event(id, e) != nil {
+					return // the client went away; the turn goes on
+				}
+			}
+			if !rec.More && sw.flush() != nil {
+				return
+			}
+		}
+		select {
+		case <-next:
+		case <-ctx.Done():
+		}
 	}
+}
+
+// doneContext is a context that is done when ch is closed.
+type doneContext struct{ ch <-chan struct{} }
+
+func (c doneContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c doneContext) Done() <-chan struct{}       { return c.ch }
+func (c doneContext) Err() error {
+	select {
+	case <-c.ch:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+func (c doneContext) Value(any) any { return nil }
+
+// writeTimeout bounds one write to a client: one that reads nothing for
+// that long is cut off.
+const writeTimeout = 30 * time.Second
+
+// sseWriter serialises event and heartbeat writes on one response.
+type sseWriter struct {
+	mu  sync.Mutex
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf []byte
+	err error
+	// pending is set while written events wait for a flush.
+	pending bool
+}
+
+// event writes one event, unflushed: the stream flushes once per burst.
+func (s *sseWriter) event(id string, ev *Event) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	b := s.buf[:0]
+	if id != "" {
+		b = append(append(append(b, "id: "...), id...), '\n')
+	}
+	b = append(append(append(b, "data: "...), data...), '\n', '\n')
+	s.buf = b
+	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, s.err = s.w.Write(b)
+	s.pending = s.err == nil
+	return s.err
+}
+
+// flush sends what event wrote.
+func (s *sseWriter) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil || !s.pending {
+		return s.err
+	}
+	s.pending = false
+	s.err = s.rc.Flush()
+	return s.err
+}
+
+func (s *sseWriter) comment(text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, s.err = io.WriteString(s.w, ": "+text+"\n\n"); s.err == nil {
+		s.err = s.rc.Flush()
+		s.pending = false
+	}
+	return s.err
 }

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,232 +17,538 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engine"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// stream is one SSE client of /events.
-type stream struct {
-	resp  *http.Response
-	lines chan string
+// env is a Harness on the fake Messages API (the real Claude CLI, or the
+// native engine) and an agent server of one session on it.
+type env struct {
+	t      *testing.T
+	api    *claudetest.FakeAPI
+	cfg    harness.Config
+	h      *harness.Harness
+	root   string
+	id     string
+	srv    *Server
+	url    string
+	token  string
+	closed bool
+	stop   func()
 }
 
-func openStream(t *testing.T, url, token string) *stream {
+func realDir(t *testing.T) string {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url+"/events", nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("events: %v %v", resp, err)
-	}
-	s := &stream{resp: resp, lines: make(chan string, 4096)}
-	go func() {
-		defer close(s.lines)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			if l := sc.Text(); l != "" {
-				s.lines <- l
-			}
-		}
-	}()
-	t.Cleanup(func() { resp.Body.Close() })
-	return s
-}
-
-// until reads events until one matches stop, returning them all.
-func (s *stream) until(t *testing.T, stop func(Event) bool) []Event {
-	t.Helper()
-	var out []Event
-	timeout := time.After(30 * time.Second)
-	for {
-		select {
-		case l, ok := <-s.lines:
-			if !ok {
-				t.Fatalf("stream ended after %d events", len(out))
-			}
-			if !strings.HasPrefix(l, "data: ") {
-				continue
-			}
-			var ev Event
-			if err := json.Unmarshal([]byte(l[6:]), &ev); err != nil || ev.Type == "" || ev.Timestamp == 0 {
-				t.Fatalf("bad event %q: %v", l, err)
-			}
-			out = append(out, ev)
-			if stop(ev) {
-				return out
-			}
-		case <-timeout:
-			t.Fatalf("timed out after %d events", len(out))
-		}
-	}
-}
-
-func post(t *testing.T, url, token, body string) int {
-	t.Helper()
-	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	d, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return d
 }
 
-func serve(t *testing.T, opts Options) string {
+// newEnv makes the Harness and a session on engineName (with persona
+// when set, written to the project first).
+func newEnv(t *testing.T, engineName, personaText string) *env {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	urls := make(chan string, 1)
-	done := make(chan error, 1)
-	opts.Addr = "127.0.0.1:0"
-	go func() { done <- Run(ctx, opts, func(u string) { urls <- u }) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	select {
-	case u := <-urls:
-		return u
-	case err := <-done:
-		t.Fatalf("Run: %v", err)
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return ""
+	t.Cleanup(func() { api.Close() })
+	e := &env{t: t, api: api, root: realDir(t), token: "tok"}
+	os.WriteFile(filepath.Join(e.root, "hello.go"), []byte("package hello\n"), 0o644)
+	home := t.TempDir()
+	e.cfg = harness.Config{
+		Roots: []string{e.root}, StateDir: t.TempDir(), ClaudeBinary: claudetest.FindCLI(t),
+		Env: claudetest.BaseEnv(home), ChildEnv: api.Env(), InterruptGrace: time.Second, KillGrace: 2 * time.Second,
+		DefaultPermissionMode: "default", Approvals: true, AllowedTools: []string{"Bash(ls:*)"},
+		DefaultEngine: engineName, NoProjectLogs: true,
+	}
+	persona := ""
+	if personaText != "" {
+		os.MkdirAll(filepath.Join(e.root, "agents"), 0o755)
+		os.WriteFile(filepath.Join(e.root, "agents", "AGENT_REVIEWER.md"), []byte(personaText), 0o644)
+		persona = "REVIEWER"
+	}
+	e.open()
+	s, err := e.h.NewSession(harness.SessionSpec{ProjectRoot: e.root, Persona: persona, Mode: "workbench", Engine: engineName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.id = s.ID
+	e.serve()
+	return e
 }
 
-func isIdle(ev Event) bool { return ev.Type == "status" && (ev.State == "idle" || ev.State == "error") }
-
-func TestDemoEndToEnd(t *testing.T) {
-	cwd := t.TempDir()
-	os.WriteFile(filepath.Join(cwd, "hello.go"), []byte("package hello\n"), 0o644)
-	url := serve(t, Options{Demo: true, Cwd: cwd, Heartbeat: 50 * time.Millisecond, Token: "tok"})
-	a, b := openStream(t, url, "tok"), openStream(t, url, "tok")
-
-	if code := post(t, url+"/prompt", "", `{"content":"hi"}`); code != 401 {
-		t.Fatalf("no token: %d", code)
+func (e *env) open() {
+	e.t.Helper()
+	h, err := harness.New(e.cfg)
+	if err != nil {
+		e.t.Fatal(err)
 	}
+	e.h = h
+}
+
+// serve starts the agent server of e.id on e.h.
+func (e *env) serve() {
+	e.t.Helper()
+	srv, err := New(Config{Harness: e.h, SessionID: e.id, Token: e.token, Heartbeat: time.Second})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	e.srv, e.url = srv, hs.URL
+	h := e.h
+	done := false
+	e.stop = func() {
+		if done {
+			return
+		}
+		done = true
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		h.Shutdown(ctx)
+		srv.Close()
+		hs.Close()
+	}
+	e.t.Cleanup(e.stop)
+}
+
+// sseEvent is one event as a client sees it.
+type sseEvent struct {
+	id string
+	Event
+}
+
+// stream is one SSE client of /events.
+type stream struct {
+	resp   *http.Response
+	cancel context.CancelFunc
+	events chan sseEvent
+	lastID string
+}
+
+// openStream connects with query (e.g. "?deltas=1") and lastID as
+// Last-Event-ID ("" = none).
+func (e *env) openStream(query, lastID string) *stream {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.url+"/events"+query, nil)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		cancel()
+		e.t.Fatalf("events: %v %v", resp, err)
+	}
+	s := &stream{resp: resp, cancel: cancel, events: make(chan sseEvent, 1<<16)}
+	go func() {
+		defer close(s.events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		var cur sseEvent
+		have := false
+		for sc.Scan() {
+			l := sc.Text()
+			switch {
+			case l == "":
+				if have {
+					s.events <- cur
+				}
+				cur, have = sseEvent{}, false
+			case strings.HasPrefix(l, "id: "):
+				cur.id = l[4:]
+			case strings.HasPrefix(l, "data: "):
+				if err := json.Unmarshal([]byte(l[6:]), &cur.Event); err != nil || cur.Type == "" || cur.Timestamp == 0 {
+					cur.Type = "INVALID:" + l
+				}
+				have = true
+			}
+		}
+	}()
+	e.t.Cleanup(s.close)
+	return s
+}
+
+func (s *stream) close() {
+	s.cancel()
+	s.resp.Body.Close()
+}
+
+// until reads events until one matches stop, returning them all.
+func (s *stream) until(t *testing.T, stop func(Event) bool) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				t.Fatalf("stream ended after %d events: %v", len(out), kinds(out))
+			}
+			if strings.HasPrefix(ev.Type, "INVALID:") {
+				t.Fatalf("bad event %s", ev.Type)
+			}
+			if ev.id == "" {
+				t.Fatalf("event without id: %+v", ev)
+			}
+			s.lastID = ev.id
+			out = append(out, ev)
+			if stop(ev.Event) {
+				return out
+			}
+		case <-timeout:
+			t.Fatalf("timed out after %d events: %v", len(out), kinds(out))
+		}
+	}
+}
+
+func kinds(evs []sseEvent) []string {
+	var out []string
+	for _, e := range evs {
+		k := e.Type
+		if e.Type == "status" {
+			k += ":" + e.State
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+func isEnd(ev Event) bool { return ev.Type == "status" && (ev.State == "idle" || ev.State == "error") }
+
+// post sends body as JSON (contentType "" = application/json) and
+// returns the status and the answer.
+func (e *env) post(path, body string) (int, string) {
+	e.t.Helper()
+	req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (e *env) prompt(content string) {
+	e.t.Helper()
+	b, _ := json.Marshal(map[string]string{"content": content})
+	if code, body := e.post("/prompt", string(b)); code != 200 {
+		e.t.Fatalf("prompt: %d %s", code, body)
+	}
+}
+
+// engines are the engines the contract tests run on: the real Claude
+// CLI, and the native loop; tool is the listing tool each offers.
+var engines = []struct{ name, tool string }{
+	{engine.ClaudeCode, "Bash"},
+	{engine.Anthropic, "list_dir"},
+}
+
+func listing(tool string) claudetest.Block {
+	if tool == "Bash" {
+		return claudetest.ToolUse("", "Bash", map[string]any{"command": "ls", "description": "list"})
+	}
+	return claudetest.ToolUse("", "list_dir", map[string]any{"path": "."})
+}
+
+const (
+	thinking = "Let me think about this carefully, step by step, before answering."
+	first    = "## First block\n\nThis is the **first** text block, long enough to stream in many deltas.\n"
+	second   = "The listing has hello.go in it; this is the second block, also streamed in pieces."
+)
+
+// A turn's text and reasoning arrive once per completed block with the
+// block's whole text; deltas only for a client that asked (?deltas=1),
+// and then as well as the blocks.
+func TestBlockEventsAndOptInDeltas(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			e := newEnv(t, eng.name, "")
+			e.api.Script(
+				claudetest.Reply{Blocks: []claudetest.Block{claudetest.Thinking(thinking), claudetest.Text(first), listing(eng.tool)}, ChunkSize: 4},
+				claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(second)}, ChunkSize: 4},
+			)
+			plain := e.openStream("", "")
+			withDeltas := e.openStream("?deltas=1", "")
+			e.prompt("what is here?")
+			evs := plain.until(t, isEnd)
+			want := []string{"user", "status:thinking", "reasoning", "text", "tool_call", "status:running_tool", "tool_result", "status:thinking", "text", "status:idle"}
+			if got := kinds(evs); !slices.Equal(got, want) {
+				t.Fatalf("events %v\nwant   %v", got, want)
+			}
+			var texts []string
+			for _, ev := range evs {
+				switch ev.Type {
+				case "text":
+					texts = append(texts, ev.Content)
+				case "reasoning":
+					if ev.Content != thinking {
+						t.Errorf("reasoning %q, want the whole block %q", ev.Content, thinking)
+					}
+				case "tool_call":
+					if ev.Name != eng.tool || ev.ID == "" || len(ev.Input) == 0 {
+						t.Errorf("tool_call %+v", ev)
+					}
+				case "tool_result":
+					if ev.Result == nil || !strings.Contains(*ev.Result, "hello.go") || *ev.IsError {
+						t.Errorf("tool_result %+v", ev)
+					}
+				}
+			}
+			if !slices.Equal(texts, []string{first, second}) {
+				t.Errorf("text events %q, want each block whole", texts)
+			}
+
+			dev := withDeltas.until(t, isEnd)
+			var blocks, pieces []string
+			var piece strings.Builder
+			for _, ev := range dev {
+				switch ev.Type {
+				case "text_delta":
+					piece.WriteString(ev.Content)
+					pieces = append(pieces, ev.Content)
+				case "text":
+					if piece.String() != ev.Content {
+						t.Errorf("the deltas before a text event make %q, the event %q", piece.String(), ev.Content)
+					}
+					piece.Reset()
+					blocks = append(blocks, ev.Content)
+				}
+			}
+			if len(pieces) < 10 || !slices.Equal(blocks, texts) {
+				t.Errorf("with deltas: %d text deltas, blocks %q", len(pieces), blocks)
+			}
+			// Without deltas=1 the same stream never carried one.
+			for _, ev := range evs {
+				if strings.HasSuffix(ev.Type, "_delta") {
+					t.Fatalf("a delta without ?deltas=1: %+v", ev)
+				}
+			}
+		})
+	}
+}
+
+// A client cut in the middle of a turn reconnects with Last-Event-ID and
+// gets every event exactly once: what it had plus what it gets equals
+// what a client that stayed got, ids included. Cut once after an event
+// with a plain id and once after one of several events of one record.
+func TestReconnectGetsEveryEventOnce(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			e := newEnv(t, eng.name, "")
+			from := "" // where the turn starts: the previous turn's last id
+			for _, q := range []string{"", "?deltas=1"} {
+				e.api.Script(
+					claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(first), listing(eng.tool)}, ChunkSize: 4},
+					claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(strings.Repeat("slow words ", 40))}, ChunkSize: 4, ChunkDelay: 10 * time.Millisecond},
+				)
+				ref := e.openStream(q, from)
+				cut := e.openStream(q, from)
+				e.prompt("go " + q)
+				// Cut 1: right after the first event whose id carries an
+				// index (one of several events of one record).
+				got := cut.until(t, func(ev Event) bool { return strings.Contains(cut.lastID, ".") || isEnd(ev) })
+				if !strings.Contains(cut.lastID, ".") {
+					t.Fatalf("no event with an indexed id: %v", kinds(got))
+				}
+				cut.close()
+				again := e.openStream(q, got[len(got)-1].id)
+				// Cut 2: in the middle of the slow block.
+				more := again.until(t, func(ev Event) bool { return ev.Type == "tool_result" })
+				if q != "" {
+					more = append(more, again.until(t, func(ev Event) bool { return ev.Type == "text_delta" })...)
+				} else {
+					more = append(more, again.until(t, func(ev Event) bool { return ev.Type == "status" })...)
+				}
+				again.close()
+				third := e.openStream(q, more[len(more)-1].id)
+				rest := third.until(t, isEnd)
+				all := append(append(got, more...), rest...)
+				want := ref.until(t, isEnd)
+				if len(all) != len(want) {
+					t.Fatalf("%s: reconnecting client got %d events, the one that stayed %d\n%v\n%v", q, len(all), len(want), kinds(all), kinds(want))
+				}
+				for i := range want {
+					if all[i].id != want[i].id || all[i].Type != want[i].Type || all[i].Content != want[i].Content || all[i].State != want[i].State {
+						t.Fatalf("%s: event %d: %+v, want %+v", q, i, all[i], want[i])
+					}
+				}
+				third.close()
+				ref.close()
+				from = want[len(want)-1].id
+			}
+		})
+	}
+}
+
+// An approval is asked over the stream and answered over HTTP: allow and
+// the tool runs, deny and it does not; the outcome is an event; a bad or
+// late answer is refused with its status.
+func TestApprovalOverHTTP(t *testing.T) {
+	e := newEnv(t, engine.ClaudeCode, "")
+	touch := func(name string) claudetest.Reply {
+		return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Bash", map[string]any{"command": "touch " + name, "description": "make " + name})}}
+	}
+	s := e.openStream("", "")
+	for _, c := range []struct{ file, decision string }{{"allowed.txt", "allow"}, {"denied.txt", "deny"}} {
+		e.api.Script(touch(c.file), claudetest.TextReply("done"))
+		e.prompt("make " + c.file)
+		evs := s.until(t, func(ev Event) bool { return ev.Type == "approval" })
+		ap := evs[len(evs)-1]
+		var in struct{ Command string }
+		if json.Unmarshal(ap.Input, &in); ap.RequestID == "" || ap.Tool != "Bash" || in.Command != "touch "+c.file {
+			t.Fatalf("approval %+v", ap)
+		}
+		if code, _ := e.post("/approval", `{"requestId":"`+ap.RequestID+`","decision":"maybe"}`); code != 400 {
+			t.Errorf("decision maybe: %d, want 400", code)
+		}
+		if code, _ := e.post("/approval", `{"requestId":"nope","decision":"allow"}`); code != 404 {
+			t.Errorf("unknown request: %d, want 404", code)
+		}
+		if code, body := e.post("/approval", `{"requestId":"`+ap.RequestID+`","decision":"`+c.decision+`"}`); code != 200 {
+			t.Fatalf("approval: %d %s", code, body)
+		}
+		if code, _ := e.post("/approval", `{"requestId":"`+ap.RequestID+`","decision":"allow"}`); code != 409 {
+			t.Errorf("a second answer: %d, want 409", code)
+		}
+		rest := s.until(t, isEnd)
+		var resolved *sseEvent
+		for i := range rest {
+			if rest[i].Type == "approval_resolved" {
+				resolved = &rest[i]
+			}
+		}
+		if resolved == nil || resolved.RequestID != ap.RequestID || resolved.Decision != c.decision || resolved.By != "user" {
+			t.Fatalf("outcome %+v in %v", resolved, kinds(rest))
+		}
+		_, err := os.Stat(filepath.Join(e.root, c.file))
+		if ran := err == nil; ran != (c.decision == "allow") {
+			t.Fatalf("%s: the tool ran: %v", c.decision, ran)
+		}
+	}
+}
+
+// A restarted server on a new Harness continues the same session: the
+// model gets the first turn's conversation, and the stream replays both
+// turns. A persona's prompt reaches the model.
+func TestRestartContinuesTheSessionWithItsPersona(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			e := newEnv(t, eng.name, "---\ndescription: reviews\n---\nYou are the REVIEWER persona. Codeword: QUINCE.\n")
+			s := e.openStream("", "")
+			e.prompt("remember the word PLUM")
+			s.until(t, isEnd)
+			s.close()
+			e.stop()
+
+			e.open()
+			e.serve()
+			e.prompt("which word?")
+			all := e.openStream("", "").until(t, func(ev Event) bool { return ev.Type == "user" && ev.Content == "which word?" })
+			all = append(all, e.openStream("", all[len(all)-1].id).until(t, isEnd)...)
+			var users []string
+			for _, ev := range all {
+				if ev.Type == "user" {
+					users = append(users, ev.Content)
+				}
+			}
+			if !slices.Equal(users, []string{"remember the word PLUM", "which word?"}) {
+				t.Fatalf("replayed prompts %q", users)
+			}
+			var last *claudetest.Request
+			for _, r := range e.api.Requests() {
+				if r.Stream && strings.Contains(r.LastUserText(), "which word?") {
+					last = r
+				}
+			}
+			if last == nil {
+				t.Fatal("the second prompt never reached the model")
+			}
+			body := string(last.Body)
+			if !strings.Contains(body, "PLUM") {
+				t.Errorf("the continued conversation lacks the first turn: %s", body)
+			}
+			if !strings.Contains(last.SystemText(), "Codeword: QUINCE") {
+				t.Errorf("the persona's prompt did not reach the model: %q", last.SystemText())
+			}
+		})
+	}
+}
+
+// Bad requests are refused with their status and run nothing.
+func TestBadRequests(t *testing.T) {
+	e := newEnv(t, engine.Anthropic, "")
 	for _, body := range []string{``, `{`, `{"content":""}`, `{"content":"  "}`, `{"content":"x","extra":1}`, `{"content":"a"} {"content":"b"}`} {
-		if code := post(t, url+"/prompt", "tok", body); code != 400 {
+		if code, _ := e.post("/prompt", body); code != 400 {
 			t.Errorf("body %q: %d, want 400", body, code)
 		}
 	}
-	if code := post(t, url+"/cancel", "tok", ""); code != 200 {
-		t.Fatalf("cancel when idle: %d", code)
+	if code, _ := e.post("/prompt", fmt.Sprintf(`{"content":%q}`, strings.Repeat("x", DefaultMaxBody))); code != 413 {
+		t.Errorf("a body over the limit: %d, want 413", code)
 	}
-	if code := post(t, url+"/prompt", "tok", `{"content":"what is here?"}`); code != 200 {
-		t.Fatalf("prompt: %d", code)
+	req, _ := http.NewRequest("GET", e.url+"/events", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Last-Event-ID", "x1")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
+		t.Errorf("a bad Last-Event-ID: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
-	evA := a.until(t, isIdle)
-	evB := b.until(t, isIdle)
-	typesOf := func(evs []Event) []string {
-		var out []string
-		for _, e := range evs {
-			if len(out) == 0 || out[len(out)-1] != e.Type || e.Type == "status" || e.Type == "tool_call" || e.Type == "tool_result" {
-				out = append(out, e.Type)
-			}
-		}
-		return out
+	req, _ = http.NewRequest("POST", e.url+"/cancel", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Errorf("no token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
-	want := []string{"user", "status", "reasoning", "text", "tool_call", "status", "tool_result", "status", "text", "status"}
-	if got := typesOf(evA); !slices.Equal(got, want) {
-		t.Fatalf("events %v\nwant %v", got, want)
-	}
-	if len(evA) != len(evB) {
-		t.Fatalf("client A got %d events, client B %d", len(evA), len(evB))
-	}
-	for i := range evA {
-		if evA[i].Type != evB[i].Type || evA[i].Content != evB[i].Content {
-			t.Fatalf("event %d differs between clients", i)
-		}
-	}
-	for _, e := range evA {
-		if e.Type == "tool_call" && e.Name != "list_dir" {
-			t.Errorf("tool %s", e.Name)
-		}
-		if e.Type == "tool_result" && (e.Result == nil || !strings.Contains(*e.Result, "hello.go") || *e.IsError) {
-			t.Errorf("tool result %+v", e)
-		}
-		if e.Type == "status" && e.State == "running_tool" && e.Message != "list_dir" {
-			t.Errorf("running_tool %+v", e)
-		}
-	}
-	// The heartbeat comes on its own.
-	deadline := time.After(5 * time.Second)
-	for beat := false; !beat; {
-		select {
-		case l := <-a.lines:
-			beat = l == ": heartbeat"
-		case <-deadline:
-			t.Fatal("no heartbeat")
-		}
-	}
-
-	// A long answer: a second prompt meanwhile is 409; cancel ends it idle.
-	if code := post(t, url+"/prompt", "tok", `{"content":"tell me something long"}`); code != 200 {
-		t.Fatalf("prompt: %d", code)
-	}
-	a.until(t, func(e Event) bool { return e.Type == "text" })
-	if code := post(t, url+"/prompt", "tok", `{"content":"again"}`); code != 409 {
-		t.Fatalf("prompt while busy: %d, want 409", code)
-	}
-	if code := post(t, url+"/cancel", "tok", ""); code != 200 {
-		t.Fatalf("cancel: %d", code)
-	}
-	end := a.until(t, isIdle)
-	if last := end[len(end)-1]; last.State != "idle" {
-		t.Fatalf("a cancelled prompt ends %+v, want idle", last)
-	}
-	// The conversation goes on after a cancel.
-	if code := post(t, url+"/prompt", "tok", `{"content":"an error please"}`); code != 200 {
-		t.Fatalf("prompt after cancel: %d", code)
-	}
-	end = a.until(t, isIdle)
-	if last := end[len(end)-1]; last.State != "error" || !strings.Contains(last.Message, "400") {
-		t.Fatalf("a failed prompt ends %+v, want status error", last)
-	}
-}
-
-func TestRunRefusesAnOpenAddressWithoutToken(t *testing.T) {
-	err := Run(context.Background(), Options{Addr: "0.0.0.0:0", Demo: true}, nil)
-	if err == nil || !strings.Contains(err.Error(), "--token") {
-		t.Fatalf("Run: %v", err)
-	}
-}
-
-func TestHostAllowlist(t *testing.T) {
-	api, _ := claudetest.NewFakeAPI()
-	defer api.Close()
-	url := serve(t, Options{Demo: true, Cwd: t.TempDir()})
-	req, _ := http.NewRequest("POST", url+"/cancel", nil)
+	req, _ = http.NewRequest("POST", e.url+"/cancel", nil)
+	req.Header.Set("Authorization", "Bearer tok")
 	req.Host = "evil.example"
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 403 {
-		t.Fatalf("foreign Host: %v %v", resp, err)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 403 {
+		t.Errorf("foreign Host: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
-	resp.Body.Close()
+	if n := len(e.api.Requests()); n != 0 {
+		t.Errorf("%d model requests, want none", n)
+	}
 }
 
-// engine claude-code: the real CLI behind the same contract.
-func TestClaudeCodeEngine(t *testing.T) {
-	url := serve(t, Options{Demo: true, Engine: "claude-code", ClaudeBinary: claudetest.FindCLI(t), Cwd: t.TempDir()})
-	s := openStream(t, url, "")
-	if code := post(t, url+"/prompt", "", `{"content":"hello"}`); code != 200 {
-		t.Fatalf("prompt: %d", code)
+func TestParsePosition(t *testing.T) {
+	for in, want := range map[string]Position{"0": {}, "12": {Seq: 12}, "12.3": {Seq: 12, Index: 3}} {
+		if p, ok := ParsePosition(in); !ok || p != want || p.String() != in {
+			t.Errorf("%q: %+v %v", in, p, ok)
+		}
 	}
-	evs := s.until(t, isIdle)
-	var kinds []string
-	for _, e := range evs {
-		kinds = append(kinds, e.Type)
+	for _, in := range []string{"", "-1", "+1", "1.", "1.0", "1.-2", ".1", "a", "1.2.3", "99999999999999999999"} {
+		if p, ok := ParsePosition(in); ok {
+			t.Errorf("%q accepted: %+v", in, p)
+		}
 	}
-	j := strings.Join(kinds, ",")
-	if !strings.HasPrefix(j, "user,status,reasoning") || !strings.Contains(j, "tool_call,status,tool_result") || evs[len(evs)-1].State != "idle" {
-		t.Fatalf("events %s (last %+v)", j, evs[len(evs)-1])
+}
+
+func FuzzParsePosition(f *testing.F) {
+	for _, s := range []string{"0", "12", "12.3", "1.", "x"} {
+		f.Add(s)
 	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, ok := ParsePosition(s)
+		if !ok {
+			return
+		}
+		if p.Seq < 0 || p.Index < 0 {
+			t.Fatalf("%q: %+v", s, p)
+		}
+		if q, ok := ParsePosition(p.String()); !ok || q != p {
+			t.Fatalf("%q: %+v does not round-trip", s, p)
+		}
+	})
 }

@@ -26,7 +26,15 @@ func DecodeEvent(data []byte) (Event, error) {
 		return ev, fmt.Errorf("%w: no timestamp", ErrInvalidEvent)
 	}
 	switch ev.Type {
-	case "user", "text", "reasoning":
+	case "user", "text", "reasoning", "text_delta", "reasoning_delta":
+	case "approval":
+		if ev.RequestID == "" || ev.Tool == "" {
+			return ev, fmt.Errorf("%w: approval without requestId or tool", ErrInvalidEvent)
+		}
+	case "approval_resolved":
+		if ev.RequestID == "" || (ev.Decision != "allow" && ev.Decision != "deny") {
+			return ev, fmt.Errorf("%w: approval_resolved without requestId or with decision %q", ErrInvalidEvent, ev.Decision)
+		}
 	case "tool_call":
 		if ev.ID == "" || ev.Name == "" {
 			return ev, fmt.Errorf("%w: tool_call without id or name", ErrInvalidEvent)

@@ -14,15 +14,19 @@ const MaxResultLines = 100
 
 // part is one block of the conversation.
 type part struct {
-	kind    string // user, text, reasoning, tool
-	text    string
-	id      string
-	name    string
-	input   string
-	result  *string
-	isError bool
-	lines   []string // rendered, cached until the part changes
-	width   int
+	kind      string // user, text, reasoning, tool, approval, note
+	text      string
+	streaming bool // text or reasoning still growing by deltas
+	id        string
+	name      string
+	input     string
+	result    *string
+	isError   bool
+	// approval: the request (id), its tool (name), input, and once
+	// answered the decision and who made it.
+	decision, by string
+	lines        []string // rendered, cached until the part changes
+	width        int
 }
 
 // Messages the model gets besides keys and sizes.
@@ -39,7 +43,9 @@ type (
 type Actions struct {
 	Prompt func(string) tea.Cmd
 	Cancel func() tea.Cmd
-	Copy   func(string) tea.Cmd // OSC 52
+	// Approve answers approval request id: allow, deny or always.
+	Approve func(id, decision string) tea.Cmd
+	Copy    func(string) tea.Cmd // OSC 52
 }
 
 // Model is the TUI's state: the conversation, the status, the input.
@@ -58,6 +64,8 @@ type Model struct {
 	newBelow bool // content arrived while scrolled up
 	help     bool
 	selected string // text chosen for copying (the last assistant part)
+	asking   *part  // the approval card waiting for a, d or w
+	stopping bool   // Ctrl+C sent during a turn
 }
 
 // NewModel returns a model using act for its requests and hist for the
@@ -99,6 +107,15 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if m.asking != nil && len(m.input) == 0 && m.act.Approve != nil {
+		decision := map[string]string{"a": "allow", "d": "deny", "w": "always"}[s]
+		if decision != "" {
+			id := m.asking.id
+			m.asking.decision, m.asking.by, m.asking.lines = "sent:"+decision, "", nil
+			m.asking = nil
+			return m.act.Approve(id, decision)
+		}
+	}
 	switch s {
 	case "enter":
 		text := strings.TrimSpace(string(m.input))
@@ -115,6 +132,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.input = append(m.input, '\n')
 	case "ctrl+c":
 		if m.busy() {
+			m.stopping = true
 			if m.act.Cancel != nil {
 				return m.act.Cancel()
 			}
@@ -180,25 +198,28 @@ func (m *Model) apply(ev Event) {
 	switch ev.Type {
 	case "user":
 		m.parts = append(m.parts, &part{kind: "user", text: ev.Content})
-	case "text", "reasoning":
-		if p := last(); p != nil && p.kind == ev.Type {
+		m.stopping = false
+	case "text_delta", "reasoning_delta":
+		kind := strings.TrimSuffix(ev.Type, "_delta")
+		if p := last(); p != nil && p.kind == kind && p.streaming {
 			p.text += ev.Content
 			p.lines = nil
+		} else {
+			m.parts = append(m.parts, &part{kind: kind, text: ev.Content, streaming: true})
+		}
+	case "text", "reasoning":
+		// The whole block: it replaces what its deltas built.
+		if p := last(); p != nil && p.kind == ev.Type && p.streaming {
+			p.text, p.streaming, p.lines = ev.Content, false, nil
 		} else {
 			m.parts = append(m.parts, &part{kind: ev.Type, text: ev.Content})
 		}
 		if ev.Type == "text" {
-			m.selected = last().text
+			m.selected = ev.Content
 		}
 	case "tool_call":
-		in := string(ev.Input)
-		var v any
-		if json.Unmarshal(ev.Input, &v) == nil {
-			if b, err := json.MarshalIndent(v, "", "  "); err == nil {
-				in = string(b)
-			}
-		}
-		m.parts = append(m.parts, &part{kind: "tool", id: ev.ID, name: ev.Name, input: in})
+		m.endStreaming()
+		m.parts = append(m.parts, &part{kind: "tool", id: ev.ID, name: ev.Name, input: pretty(ev.Input)})
 	case "tool_result":
 		for i := len(m.parts) - 1; i >= 0; i-- {
 			if p := m.parts[i]; p.kind == "tool" && p.id == ev.ID {
@@ -206,12 +227,55 @@ func (m *Model) apply(ev Event) {
 				break
 			}
 		}
+	case "approval":
+		m.endStreaming()
+		p := &part{kind: "approval", id: ev.RequestID, name: ev.Tool, input: pretty(ev.Input)}
+		m.parts = append(m.parts, p)
+		m.asking = p
+	case "approval_resolved":
+		for i := len(m.parts) - 1; i >= 0; i-- {
+			if p := m.parts[i]; p.kind == "approval" && p.id == ev.RequestID {
+				p.decision, p.by, p.lines = ev.Decision, ev.By, nil
+				if m.asking == p {
+					m.asking = nil
+				}
+				break
+			}
+		}
 	case "status":
 		m.status, m.statusM = ev.State, ev.Message
+		if ev.State == "idle" || ev.State == "error" {
+			m.endStreaming()
+			m.asking = nil
+			if ev.State == "idle" && (ev.Message == "interrupted" || m.stopping) {
+				m.parts = append(m.parts, &part{kind: "note", text: "Interrupted"})
+			}
+			m.stopping = false
+		}
 	}
 	if m.scroll > 0 && ev.Type != "status" {
 		m.newBelow = true
 	}
+}
+
+// endStreaming ends a part still growing by deltas (its block event
+// never came: the turn was cut).
+func (m *Model) endStreaming() {
+	if n := len(m.parts); n > 0 {
+		m.parts[n-1].streaming = false
+	}
+}
+
+// pretty indents a JSON input for a tool or approval part.
+func pretty(input json.RawMessage) string {
+	in := string(input)
+	var v any
+	if json.Unmarshal(input, &v) == nil {
+		if b, err := json.MarshalIndent(v, "", "  "); err == nil {
+			in = string(b)
+		}
+	}
+	return in
 }
 
 // resultText shows a native tool's one-field JSON answer ({"content": …},
@@ -275,9 +339,33 @@ func (m *Model) render(p *part) []string {
 				lines = append(lines, st.Render("  │ "+l))
 			}
 		}
+	case "approval":
+		lines = append(lines, m.approvalCard(p, w)...)
+	case "note":
+		lines = append(lines, m.th.style(m.th.Status).Italic(true).Render("⏹ "+p.text))
 	}
 	p.lines, p.width = append(lines, ""), m.width
 	return p.lines
+}
+
+// approvalCard is an approval request in a box: the tool, its input, and
+// the keys while it waits, or its outcome.
+func (m *Model) approvalCard(p *part, w int) []string {
+	var b strings.Builder
+	b.WriteString(m.th.style(m.th.ToolName).Bold(true).Render("? Allow "+p.name+"?") + "\n")
+	b.WriteString(Truncate(p.input, 20) + "\n")
+	switch {
+	case p.decision == "":
+		b.WriteString(m.th.style(m.th.Status).Render("a allow · d deny · w always allow"))
+	case strings.HasPrefix(p.decision, "sent:"):
+		b.WriteString(m.th.style(m.th.Status).Render("answering: " + strings.TrimPrefix(p.decision, "sent:") + "…"))
+	case p.decision == "allow":
+		b.WriteString(m.th.style(m.th.User).Render("✓ allowed (" + p.by + ")"))
+	default:
+		b.WriteString(m.th.style(m.th.Error).Render("✗ denied (" + p.by + ")"))
+	}
+	box := lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(lipgloss.Color(m.th.Border)).Padding(0, 1).Width(max(10, w))
+	return strings.Split(box.Render(b.String()), "\n")
 }
 
 func (m *Model) convLines() []string {
@@ -289,8 +377,32 @@ func (m *Model) convLines() []string {
 }
 
 func (m *Model) convHeight() int {
-	h := m.height - 1 - strings.Count(m.inputBox(), "\n") - 1
+	h := m.height - 1 - strings.Count(m.inputBox(), "\n") - 1 - strings.Count(m.statusLine(), "\n")
 	return max(1, h)
+}
+
+// statusLine is the status (and connection state), wrapped at the
+// terminal's width: an error is shown whole, never cut.
+func (m *Model) statusLine() string {
+	status := StatusLine(m.status, m.statusM)
+	if m.asking != nil {
+		status = "Waiting for your answer: " + m.asking.name + " (a allow · d deny · w always)"
+	}
+	if m.conn != "" {
+		status = strings.TrimSpace(status + "  [" + m.conn + "]")
+	}
+	stStyle := m.th.style(m.th.Status)
+	if m.status == "error" {
+		stStyle = m.th.style(m.th.Error)
+	}
+	if lipgloss.Width(status) > m.width {
+		status = lipgloss.NewStyle().Width(max(10, m.width)).Render(status)
+	}
+	var out []string
+	for _, l := range strings.Split(status, "\n") {
+		out = append(out, stStyle.Render(strings.TrimRight(l, " ")))
+	}
+	return strings.Join(out, "\n")
 }
 
 // inputBox is the rendered input: the text (or a hint) in a rounded box.
@@ -331,15 +443,7 @@ func (m *Model) Frame() string {
 	if m.newBelow && m.scroll > 0 {
 		view[len(view)-1] = m.th.style(m.th.Status).Render("↓ New content")
 	}
-	status := StatusLine(m.status, m.statusM)
-	if m.conn != "" {
-		status = strings.TrimSpace(status + "  [" + m.conn + "]")
-	}
-	stStyle := m.th.style(m.th.Status)
-	if m.status == "error" {
-		stStyle = m.th.style(m.th.Error)
-	}
-	frame := strings.Join(view, "\n") + "\n" + stStyle.Render(status) + "\n" + m.inputBox()
+	frame := strings.Join(view, "\n") + "\n" + m.statusLine() + "\n" + m.inputBox()
 	if m.help {
 		return overlay(frame, m.helpBox(), m.width, m.height)
 	}
@@ -352,6 +456,7 @@ var Bindings = [][2]string{
 	{"Ctrl+Enter", "new line (Alt+Enter or Ctrl+J where the"},
 	{"", "terminal cannot send Ctrl+Enter)"},
 	{"Ctrl+C", "stop the running agent; quit when idle"},
+	{"a / d / w", "a tool asks: allow, deny, always allow"},
 	{"Up / Down", "prompt history"},
 	{"PageUp / PageDown", "scroll the conversation"},
 	{"Ctrl+U", "clear the input"},

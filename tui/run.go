@@ -1,15 +1,19 @@
 // Package tui is `harness tui`: a conversation with an agent in the
-// terminal, a client of `harness agent serve` (GET /events, POST /prompt,
-// POST /cancel; package agentserver).
+// terminal, a client of `harness agent serve` (GET /events?deltas=1,
+// POST /prompt, POST /cancel, POST /approval; package agentserver).
 //
 //	err := tui.Run(ctx, tui.Options{URL: "http://127.0.0.1:8788"})
 //
 // The screen is the conversation (user parts, markdown answers, tool parts
-// with their results, reasoning), a status line and an input box. Events
+// with their results, reasoning, approval cards, an "Interrupted" mark),
+// a status line and an input box. Answers stream by their deltas; each
+// block's whole text then replaces what the deltas built. An approval
+// request is a card answered with a (allow), d (deny) or w (always). Events
 // are decoded strictly (DecodeEvent); an invalid one is written to the log
-// file and skipped. The event stream reconnects by itself with back-off,
-// and the status line says so. Model is the Bubble Tea model; Frame is the
-// screen as text.
+// file and skipped. The event stream reconnects by itself with back-off
+// and Last-Event-ID, so nothing is lost or shown twice, and the status
+// line says so. Model is the Bubble Tea model; Frame is the screen as
+// text.
 package tui
 
 import (
@@ -67,7 +71,7 @@ func Run(ctx context.Context, opts Options) error {
 		logger.SetOutput(f)
 	}
 	c := &client{url: strings.TrimRight(opts.URL, "/"), token: opts.Token, http: &http.Client{}}
-	m := NewModel(DefaultTheme, Actions{Prompt: c.prompt, Cancel: c.cancel, Copy: copyOSC52}, LoadHistory(opts.HistoryFile))
+	m := NewModel(DefaultTheme, Actions{Prompt: c.prompt, Cancel: c.cancel, Approve: c.approve, Copy: copyOSC52}, LoadHistory(opts.HistoryFile))
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
 	if opts.In != nil {
 		popts = append(popts, tea.WithInput(opts.In))
@@ -99,22 +103,37 @@ func (c *client) req(ctx context.Context, method, path string, body []byte) (*ht
 	if c.token != "" {
 		r.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if body != nil {
+		r.Header.Set("Content-Type", "application/json")
+	}
 	return c.http.Do(r)
+}
+
+// post sends body and turns a refusal into an ErrMsg.
+func (c *client) post(path, what string, body []byte) tea.Msg {
+	resp, err := c.req(context.Background(), "POST", path, body)
+	if err != nil {
+		return ErrMsg{err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return ErrMsg{fmt.Errorf("%s refused (%d): %s", what, resp.StatusCode, strings.TrimSpace(string(msg)))}
+	}
+	return nil
+}
+
+func (c *client) approve(id, decision string) tea.Cmd {
+	return func() tea.Msg {
+		b, _ := json.Marshal(map[string]string{"requestId": id, "decision": decision})
+		return c.post("/approval", "answer", b)
+	}
 }
 
 func (c *client) prompt(text string) tea.Cmd {
 	return func() tea.Msg {
 		b, _ := json.Marshal(map[string]string{"content": text})
-		resp, err := c.req(context.Background(), "POST", "/prompt", b)
-		if err != nil {
-			return ErrMsg{err}
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != 200 {
-			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			return ErrMsg{fmt.Errorf("prompt refused (%d): %s", resp.StatusCode, strings.TrimSpace(string(msg)))}
-		}
-		return nil
+		return c.post("/prompt", "prompt", b)
 	}
 }
 
@@ -129,19 +148,53 @@ func (c *client) cancel() tea.Cmd {
 	}
 }
 
-// stream reads /events until ctx ends, reconnecting with back-off (0.5 s
-// doubling to 10 s); the status line shows the state.
+// stream reads /events?deltas=1 until ctx ends, reconnecting with
+// back-off (0.5 s doubling to 10 s) and Last-Event-ID set to the last
+// event's id, so the server sends what was missed and nothing twice; the
+// status line shows the state.
 func (c *client) stream(ctx context.Context, send func(tea.Msg), logger *log.Logger) {
 	backoff := 500 * time.Millisecond
+	lastID := ""
 	for ctx.Err() == nil {
-		resp, err := c.req(ctx, "GET", "/events", nil)
-		if err == nil && resp.StatusCode == 200 {
+		r, err := http.NewRequestWithContext(ctx, "GET", c.url+"/events?deltas=1", nil)
+		if err != nil {
+			send(ConnMsg(err.Error()))
+			return
+		}
+		if c.token != "" {
+			r.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		if lastID != "" {
+			r.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := c.http.Do(r)
+		why := ""
+		switch {
+		case err != nil:
+			why = err.Error()
+		case resp.StatusCode != 200:
+			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			why = fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+			resp.Body.Close()
+		default:
 			send(ConnMsg(""))
 			backoff = 500 * time.Millisecond
 			sc := bufio.NewScanner(resp.Body)
 			sc.Buffer(make([]byte, 64<<10), 64<<20)
+			id := ""
 			for sc.Scan() {
 				line := sc.Text()
+				if line == "" { // the end of an event
+					if id != "" {
+						lastID = id
+					}
+					id = ""
+					continue
+				}
+				if v, ok := strings.CutPrefix(line, "id: "); ok {
+					id = v
+					continue
+				}
 				data, ok := strings.CutPrefix(line, "data: ")
 				if !ok {
 					continue
@@ -154,13 +207,13 @@ func (c *client) stream(ctx context.Context, send func(tea.Msg), logger *log.Log
 				send(EventMsg(ev))
 			}
 			resp.Body.Close()
-		} else if resp != nil {
-			resp.Body.Close()
+			why = "the event stream ended"
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		send(ConnMsg(fmt.Sprintf("disconnected, retrying in %s", backoff)))
+		logger.Printf("event stream: %s", why)
+		send(ConnMsg(fmt.Sprintf("disconnected (%s), retrying in %s", why, backoff)))
 		select {
 		case <-ctx.Done():
 			return

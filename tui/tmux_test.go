@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chirality/harness/claudecode/claudetest"
 )
 
 // TestRealTerminal runs `harness tui --demo` in tmux, types, and reads
@@ -82,8 +84,8 @@ func TestRealTerminal(t *testing.T) {
 		return strings.Contains(s, "Thinking...") && strings.Contains(s, "streams slowly")
 	})
 	run("send-keys", "-t", "t", "C-c")
-	waitFor("the stop", func(s string) bool {
-		return !strings.Contains(s, "Thinking...") && strings.Contains(s, "Message  (Enter send")
+	waitFor("the stop and its mark", func(s string) bool {
+		return !strings.Contains(s, "Thinking...") && strings.Contains(s, "Message  (Enter send") && strings.Contains(s, "⏹ Interrupted")
 	})
 
 	// Up recalls the last prompt.
@@ -116,5 +118,73 @@ func TestRealTerminal(t *testing.T) {
 			t.Fatal("Ctrl+C when idle did not quit")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRealTerminalApproval runs `harness tui --demo` on the real Claude
+// CLI in tmux: a tool no rule allows shows a card; a runs it, d does not.
+func TestRealTerminalApproval(t *testing.T) {
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal("tmux is needed for the real-terminal test (Debian: apt-get install tmux; .ci/run installs it)")
+	}
+	cli := claudetest.FindCLI(t)
+	bin := filepath.Join(t.TempDir(), "harness")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/harness").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cwd := t.TempDir()
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	errFile := filepath.Join(t.TempDir(), "stderr")
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			b, _ := os.ReadFile(errFile)
+			t.Fatalf("tmux %v: %v\n%s\nthe TUI's stderr:\n%s", args, err, out, b)
+		}
+		return string(out)
+	}
+	cmd := "HOME=" + t.TempDir() + " " + bin + " tui --demo --engine claude-code --claude-bin " + cli + " --cwd " + cwd + " 2>" + errFile
+	run("new-session", "-d", "-s", "t", "-x", "100", "-y", "50", cmd)
+	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
+	screen := func() string { return run("capture-pane", "-t", "t", "-p") }
+	waitFor := func(what string, ok func(string) bool) string {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			s := screen()
+			if ok(s) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s on the screen:\n%s", what, s)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	has := func(sub string) func(string) bool { return func(s string) bool { return strings.Contains(s, sub) } }
+	waitFor("the input box", has("Message  (Enter send"))
+	marker := filepath.Join(cwd, "demo-marker.txt")
+	for i, c := range []struct {
+		key, outcome string
+		runs         bool
+	}{{"a", "✓ allowed (user)", true}, {"d", "✗ denied (user)", false}} {
+		os.Remove(marker)
+		run("send-keys", "-t", "t", "-l", "touch a file please")
+		run("send-keys", "-t", "t", "Enter")
+		waitFor("the approval card", func(s string) bool {
+			return strings.Count(s, "? Allow Bash?") == i+1 && strings.Contains(s, "touch demo-marker.txt") && strings.Contains(s, "a allow · d deny · w always allow")
+		})
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("the tool ran before it was allowed")
+		}
+		run("send-keys", "-t", "t", "-l", c.key)
+		waitFor("the outcome and the turn's end", func(s string) bool {
+			return strings.Contains(s, c.outcome) && !strings.Contains(s, "Thinking...") && !strings.Contains(s, "Running:") && !strings.Contains(s, "Waiting for")
+		})
+		if _, err := os.Stat(marker); (err == nil) != c.runs {
+			t.Fatalf("after %q the tool ran: %v, want %v", c.key, err == nil, c.runs)
+		}
 	}
 }

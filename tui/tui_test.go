@@ -226,6 +226,111 @@ func TestKeys(t *testing.T) {
 	}
 }
 
+// An approval request is a card: a allows, d denies, w always allows
+// (with the input empty; otherwise the letter is typed); the outcome
+// replaces the keys.
+func TestApprovalCard(t *testing.T) {
+	var answers []string
+	m := scripted(70, 30, Event{Type: "user", Content: "make a file"}, Event{Type: "status", State: "thinking"})
+	m.act.Approve = func(id, d string) tea.Cmd { answers = append(answers, id+"="+d); return nil }
+	for i, key := range []rune{'a', 'd', 'w'} {
+		id := "req" + strconv.Itoa(i)
+		m.Update(EventMsg{Type: "approval", Timestamp: 1, RequestID: id, Tool: "Bash", Input: []byte(`{"command":"touch x"}`)})
+		f := plain(m.Frame())
+		for _, want := range []string{"? Allow Bash?", `"command": "touch x"`, "a allow · d deny · w always allow", "Waiting for your answer: Bash"} {
+			if !strings.Contains(f, want) {
+				t.Fatalf("the card lacks %q:\n%s", want, f)
+			}
+		}
+		if i == 0 { // typing first: the letter is text
+			m.Update(tea.KeyPressMsg{Code: 'x', Text: "x"})
+			m.Update(tea.KeyPressMsg{Code: 'a', Text: "a"})
+			if string(m.input) != "xa" || len(answers) != 0 {
+				t.Fatalf("input %q answers %q", string(m.input), answers)
+			}
+			m.Update(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
+		}
+		m.Update(tea.KeyPressMsg{Code: key, Text: string(key)})
+		want := id + "=" + map[rune]string{'a': "allow", 'd': "deny", 'w': "always"}[key]
+		if len(answers) != i+1 || answers[i] != want {
+			t.Fatalf("answers %q, want %s last", answers, want)
+		}
+		decision := "allow"
+		if key == 'd' {
+			decision = "deny"
+		}
+		m.Update(EventMsg{Type: "approval_resolved", Timestamp: 1, RequestID: id, Decision: decision, By: "user"})
+		f = plain(m.Frame())
+		if outcome := map[string]string{"allow": "✓ allowed (user)", "deny": "✗ denied (user)"}[decision]; !strings.Contains(f, outcome) {
+			t.Fatalf("no outcome %q:\n%s", outcome, f)
+		}
+		if strings.Contains(f, "Waiting for your answer") {
+			t.Fatalf("still waiting:\n%s", f)
+		}
+	}
+	// No card open: a, d and w are text.
+	m.Update(tea.KeyPressMsg{Code: 'a', Text: "a"})
+	if len(answers) != 3 || string(m.input) != "a" {
+		t.Fatalf("answers %q input %q", answers, string(m.input))
+	}
+}
+
+// Ctrl+C mid-turn leaves an "Interrupted" mark once the turn has
+// stopped; so does a turn the server reports interrupted.
+func TestInterruptedMark(t *testing.T) {
+	m := scripted(60, 20, Event{Type: "user", Content: "long"}, Event{Type: "status", State: "thinking"}, Event{Type: "text_delta", Content: "half an ans"})
+	m.Update(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
+	if strings.Contains(plain(m.Frame()), "Interrupted") {
+		t.Fatal("marked before the turn stopped")
+	}
+	m.Update(EventMsg{Type: "text", Timestamp: 1, Content: "half an ans"})
+	m.Update(EventMsg{Type: "status", Timestamp: 1, State: "idle", Message: "interrupted"})
+	f := plain(m.Frame())
+	if strings.Count(f, "Interrupted") != 1 || !strings.Contains(f, "half an ans") {
+		t.Fatalf("want one Interrupted mark after the text:\n%s", f)
+	}
+	m.Update(EventMsg{Type: "user", Timestamp: 1, Content: "again"})
+	m.Update(EventMsg{Type: "status", Timestamp: 1, State: "idle"})
+	if f := plain(m.Frame()); strings.Count(f, "Interrupted") != 1 {
+		t.Fatalf("a completed turn was marked:\n%s", f)
+	}
+}
+
+// Deltas build a part; the block's whole text replaces it, so one block is
+// one part however it streamed, and two blocks are two parts.
+func TestDeltasThenBlocks(t *testing.T) {
+	m := scripted(60, 20, Event{Type: "text_delta", Content: "Hel"}, Event{Type: "text_delta", Content: "lo"}, Event{Type: "text", Content: "Hello!"},
+		Event{Type: "text", Content: "Second block"})
+	if len(m.parts) != 2 || m.parts[0].text != "Hello!" || m.parts[1].text != "Second block" {
+		var got []string
+		for _, p := range m.parts {
+			got = append(got, p.kind+":"+p.text)
+		}
+		t.Fatalf("parts %q", got)
+	}
+}
+
+// A long error on the status line is wrapped, never cut at the width.
+func TestStatusLineWraps(t *testing.T) {
+	msg := `Get "http://127.0.0.1:1/events?deltas=1": dial tcp 127.0.0.1:1: connect: connection refused`
+	m := scripted(40, 20)
+	m.Update(ConnMsg("disconnected (" + msg + "), retrying in 10s"))
+	f := m.Frame()
+	if lines := strings.Split(f, "\n"); len(lines) != 20 {
+		t.Fatalf("%d lines for 20 rows", len(lines))
+	}
+	var joined strings.Builder
+	for _, l := range strings.Split(plain(f), "\n") {
+		if w := lipgloss.Width(l); w > 40 {
+			t.Fatalf("a line %d wide: %q", w, l)
+		}
+		joined.WriteString(strings.TrimSpace(l) + " ")
+	}
+	if !strings.Contains(strings.Join(strings.Fields(joined.String()), ""), strings.Join(strings.Fields("["+"disconnected ("+msg+"), retrying in 10s]"), "")) {
+		t.Fatalf("the error is not whole on the screen:\n%s", plain(f))
+	}
+}
+
 // scripted builds a model and feeds it events.
 func scripted(w, h int, evs ...Event) *Model {
 	m := NewModel(DefaultTheme, Actions{}, LoadHistory(""))
@@ -262,8 +367,8 @@ func TestGoldenFrames(t *testing.T) {
 		long = append(long, "result line "+strconv.Itoa(i))
 	}
 	answer := []Event{{Type: "user", Content: "What is here?"}, {Type: "status", State: "thinking"},
-		{Type: "reasoning", Content: "Let me "}, {Type: "reasoning", Content: "look."},
-		{Type: "text", Content: "## Files\n\n- **main.go**: the "}, {Type: "text", Content: "entry point\n- `go.mod`"}}
+		{Type: "reasoning_delta", Content: "Let me "}, {Type: "reasoning_delta", Content: "look."}, {Type: "reasoning", Content: "Let me look."},
+		{Type: "text_delta", Content: "## Files\n\n- **main.go**: the "}, {Type: "text", Content: "## Files\n\n- **main.go**: the entry point\n- `go.mod`"}}
 	frames := map[string]*Model{
 		"empty":  scripted(80, 20),
 		"answer": scripted(80, 24, answer...),
@@ -332,7 +437,7 @@ func BenchmarkStream10k(b *testing.B) {
 		lat := make([]time.Duration, 0, 10_000)
 		for i := range 10_000 {
 			t0 := time.Now()
-			m.Update(EventMsg{Type: "text", Timestamp: 1, Content: "tok" + strconv.Itoa(i%10) + " "})
+			m.Update(EventMsg{Type: "text_delta", Timestamp: 1, Content: "tok" + strconv.Itoa(i%10) + " "})
 			_ = m.View()
 			lat = append(lat, time.Since(t0))
 		}
@@ -353,11 +458,20 @@ func TestStreamReconnects(t *testing.T) {
 		n := conns
 		mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
+		if r.URL.Query().Get("deltas") != "1" {
+			t.Errorf("the TUI asked for %s, without deltas=1", r.URL)
+		}
 		if n == 1 {
-			fmt.Fprint(w, "data: {\"type\":\"bogus\",\"timestamp\":1}\n\ndata: {\"type\":\"user\",\"timestamp\":1,\"content\":\"first\"}\n\n")
+			if id := r.Header.Get("Last-Event-ID"); id != "" {
+				t.Errorf("first connection with Last-Event-ID %q", id)
+			}
+			fmt.Fprint(w, "id: 1\ndata: {\"type\":\"bogus\",\"timestamp\":1}\n\nid: 2.1\ndata: {\"type\":\"user\",\"timestamp\":1,\"content\":\"first\"}\n\n")
 			return // the connection drops
 		}
-		fmt.Fprint(w, "data: {\"type\":\"user\",\"timestamp\":1,\"content\":\"second\"}\n\n")
+		if id := r.Header.Get("Last-Event-ID"); id != "2.1" {
+			t.Errorf("reconnected with Last-Event-ID %q, want 2.1", id)
+		}
+		fmt.Fprint(w, "id: 2\ndata: {\"type\":\"user\",\"timestamp\":1,\"content\":\"second\"}\n\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}))
@@ -390,7 +504,7 @@ func TestStreamReconnects(t *testing.T) {
 	}
 	cancel()
 	<-done
-	want := []string{"conn:", "event:first", "conn:disconnected, retrying in 500ms", "conn:", "event:second"}
+	want := []string{"conn:", "event:first", "conn:disconnected (the event stream ended), retrying in 500ms", "conn:", "event:second"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}

@@ -2,27 +2,50 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/chirality/harness"
 	"github.com/chirality/harness/agentserver"
+	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/persona"
 )
 
 func init() { register("agent", runAgent) }
 
 const agentUsage = `usage: harness agent serve [flags]
 
-Serves one conversation with an agent over HTTP: GET /events (SSE),
-POST /prompt {"content"}, POST /cancel. The terminal UI (harness tui)
-talks to it.
+Serves one harness session over HTTP; the terminal UI (harness tui)
+talks to it. The session is made in the project's .chirality/ on start
+(--persona, --mode, --engine), or --session ID continues one; its turns
+run on the core like every door's: the persona's prompt and tools, the
+event log, warm turns and approvals (in permission mode default, a tool
+no rule allows waits for POST /approval).
+
+  GET  /events     SSE: user, text and reasoning (one event per completed
+                   block), tool_call, tool_result, status, approval,
+                   approval_resolved; every event has an id, and
+                   Last-Event-ID (or ?after=ID) replays from the log;
+                   ?deltas=1 adds text_delta / reasoning_delta
+  POST /prompt     {"content": "…"}             (409 while one runs)
+  POST /cancel                                   interrupt the turn
+  POST /approval   {"requestId": "…", "decision": "allow|deny|always"}
+
+Loopback only unless --token; a foreign Origin is refused.
 `
 
 func runAgent(args []string, stdout, stderr io.Writer) int {
@@ -42,50 +65,253 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	return agentServe(ctx, args[1:], stdout, stderr)
 }
 
-// agentFlags are the flags `agent serve` and `tui` share.
-func agentFlags(fs *flag.FlagSet, o *agentserver.Options) {
-	fs.StringVar(&o.Engine, "engine", engine.Anthropic, "engine: anthropic (the native loop on the Messages API), claude-code (the Claude Code CLI), an ACP agent (opencode, claude-acp, copilot) or an engine of --engines (agent serve)")
-	fs.StringVar(&o.Cwd, "cwd", "", "project directory the agent works in (default: the current directory)")
-	fs.StringVar(&o.Model, "model", "", "model (default: the engine's; aliases haiku, sonnet, opus)")
-	fs.IntVar(&o.MaxTurns, "max-turns", 0, "model calls per prompt (default: the engine's)")
-	fs.StringVar(&o.SystemPromptFile, "system-prompt-file", "", "file whose text is the system prompt")
-	fs.BoolVar(&o.Demo, "demo", false, "answer with the built-in demo model (no key needed)")
-	fs.StringVar(&o.ClaudeBinary, "claude-bin", "", claudeBinHelp+" (--engine claude-code)")
+// agentOptions are what `agent serve` and `tui` (without --url) run an
+// agent server with.
+type agentOptions struct {
+	engine, cwd, model, persona, mode, session, permissionMode, claudeBin string
+	maxTurns, warm                                                        int
+	demo                                                                  bool
+	approvalTimeout                                                       time.Duration
+
+	// Server side.
+	addr, token              string
+	allowHosts, allowOrigins []string
+	heartbeat                time.Duration
+	enginesFile              string
+	set                      map[string]bool // the flags given
+}
+
+// agentFlags declares the flags `agent serve` and `tui` share. withEngines
+// says whether the command has --engines (its help mentions it then).
+func agentFlags(fs *flag.FlagSet, o *agentOptions, withEngines bool) {
+	engines := ""
+	if withEngines {
+		engines = " or an engine of --engines"
+	}
+	fs.StringVar(&o.engine, "engine", "", "engine of a new session: anthropic (the native loop on the Messages API), claude-code (the Claude Code CLI), codex, opencode, claude-acp, copilot"+engines+" (default: the persona's, else anthropic)")
+	fs.StringVar(&o.cwd, "cwd", "", "project directory the agent works in (default: the current directory)")
+	fs.StringVar(&o.model, "model", "", "model of a new session (default: the persona's, else the engine's; aliases haiku, sonnet, opus)")
+	fs.StringVar(&o.persona, "persona", "", "persona of a new session (agents/AGENT_<ID>.md in the project)")
+	fs.StringVar(&o.mode, "mode", "workbench", "mode of a new session: workbench, pipeline or direct")
+	fs.StringVar(&o.session, "session", "", "continue this session of the project instead of making one")
+	fs.StringVar(&o.permissionMode, "permission-mode", "", "permission mode of every turn, over the persona's (default: the persona's, else default: a tool no rule allows is put to the person at the TUI)")
+	fs.IntVar(&o.maxTurns, "max-turns", 0, "model calls per prompt (default: the persona's, else the mode's)")
+	fs.IntVar(&o.warm, "warm", 1, "start the next turn's agent ahead while the person reads (0 = off)")
+	fs.DurationVar(&o.approvalTimeout, "approval-timeout", harness.DefaultApprovalTimeout, "how long a tool waits for an answer before it is denied")
+	fs.BoolVar(&o.demo, "demo", false, "answer with the built-in demo model (no key needed)")
+	fs.StringVar(&o.claudeBin, "claude-bin", "", claudeBinHelp+" (--engine claude-code)")
+}
+
+// flagsSet records which flags fs was given.
+func flagsSet(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
 }
 
 func agentServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("harness agent serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o agentserver.Options
-	fs.StringVar(&o.Addr, "addr", agentserver.DefaultAddr, "address to listen on (a non-loopback one needs --token)")
-	fs.StringVar(&o.Token, "token", "", "bearer token every request must carry (default: $HARNESS_TOKEN)")
-	fs.DurationVar(&o.Heartbeat, "heartbeat", 30*time.Second, "interval of the SSE heartbeat comments")
-	agentFlags(fs, &o)
-	enginesFile := fs.String("engines", "", enginesHelp)
+	var o agentOptions
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8788", "address to listen on (a non-loopback one needs --token)")
+	fs.StringVar(&o.token, "token", "", "bearer token every request must carry (default: $HARNESS_TOKEN)")
+	fs.DurationVar(&o.heartbeat, "heartbeat", 30*time.Second, "interval of the SSE heartbeat comments")
+	var hosts, origins stringList
+	fs.Var(&hosts, "allow-host", "extra Host header value to accept (repeatable)")
+	fs.Var(&origins, "allow-origin", "origin allowed to call cross-origin (repeatable; none by default)")
+	agentFlags(fs, &o, true)
+	fs.StringVar(&o.enginesFile, "engines", "", enginesHelp)
 	verbose := fs.Bool("v", false, "debug logging on stderr")
 	if code, ok := parseNoArgs(fs, agentUsage, args, stdout, stderr); !ok {
 		return code
 	}
-	if o.Token == "" {
-		o.Token = os.Getenv("HARNESS_TOKEN")
+	o.allowHosts, o.allowOrigins, o.set = hosts, origins, flagsSet(fs)
+	if o.token == "" {
+		o.token = os.Getenv("HARNESS_TOKEN")
 	}
 	level := zerolog.InfoLevel
 	if *verbose {
 		level = zerolog.DebugLevel
 	}
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).Level(level).With().Timestamp().Logger()
-	o.Logger = &logger
-	var err error
-	if o.Engines, err = loadEngines(*enginesFile, nil, nil, nil, &logger); err != nil {
-		fmt.Fprintln(stderr, "harness agent serve:", err)
-		return 2
-	}
-	err = agentserver.Run(ctx, o, func(url string) { fmt.Fprintf(stdout, "harness agent: listening on %s\n", url) })
+	a, err := startAgent(o, &logger, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "harness agent serve:", err)
+		if errors.Is(err, errAgentUsage) {
+			return 2
+		}
 		return 1
 	}
-	return 0
+	fmt.Fprintf(stdout, "harness agent: session %s (continue it with --session %s)\n", a.sessionID, a.sessionID)
+	fmt.Fprintf(stdout, "harness agent: listening on %s\n", a.url)
+	status := 0
+	select {
+	case <-ctx.Done():
+		logger.Info().Msg("shutting down: interrupting the running turn")
+	case err := <-a.served:
+		logger.Error().Err(err).Msg("server failed")
+		a.served <- err
+		status = 1
+	}
+	if err := a.stop(); err != nil && status == 0 {
+		fmt.Fprintln(stderr, "harness agent serve:", err)
+		status = 1
+	}
+	return status
+}
+
+// errAgentUsage marks a start error that is the command line's fault.
+var errAgentUsage = errors.New("usage")
+
+// runningAgent is an agent server started by startAgent.
+type runningAgent struct {
+	url, sessionID string
+	h              *harness.Harness
+	srv            *agentserver.Server
+	hs             *http.Server
+	served         chan error
+	cleanup        []func()
+}
+
+// startAgent makes the Harness (its engines: the built-in ones and
+// --engines'), makes or continues the session, and serves it on o.addr.
+// The caller must call stop.
+func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *runningAgent, err error) {
+	usage := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{errAgentUsage}, args...)...)
+	}
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		return nil, usage("--addr %q: %v", o.addr, err)
+	}
+	if !isLoopbackHost(host) && o.token == "" {
+		return nil, usage("--addr %s is not a loopback address: set --token (or HARNESS_TOKEN) so the agent is not open to the network", o.addr)
+	}
+	if o.cwd == "" {
+		if o.cwd, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	if o.cwd, err = filepath.Abs(o.cwd); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(o.cwd); err != nil || !fi.IsDir() {
+		return nil, usage("--cwd %s is not a directory", o.cwd)
+	}
+	if o.permissionMode != "" && !slices.Contains(claudecode.PermissionModes, o.permissionMode) {
+		return nil, usage("--permission-mode %q is not one of %s", o.permissionMode, strings.Join(claudecode.PermissionModes, ", "))
+	}
+	if o.session != "" {
+		for _, f := range []string{"persona", "mode", "engine", "model"} {
+			if o.set[f] {
+				return nil, usage("--%s is for a new session; --session %s keeps its own", f, o.session)
+			}
+		}
+	} else if !persona.ValidMode(o.mode) {
+		return nil, usage("--mode %q: want workbench, pipeline or direct", o.mode)
+	}
+	a := &runningAgent{}
+	defer func() {
+		if err != nil {
+			a.runCleanup()
+		}
+	}()
+	cfg := harness.Config{
+		Roots: []string{o.cwd}, ClaudeBinary: o.claudeBin, MaxTurns: o.maxTurns, Logger: logger,
+		DefaultPermissionMode: "default", PermissionMode: o.permissionMode,
+		Approvals: true, ApprovalTimeout: o.approvalTimeout, WarmTurns: o.warm, DefaultEngine: engine.Anthropic,
+	}
+	if o.demo {
+		undo, err := setUpDemo(&cfg, stderr)
+		a.cleanup = append(a.cleanup, undo)
+		if err != nil {
+			return nil, fmt.Errorf("--demo: %w", err)
+		}
+	}
+	if cfg.Engines, err = loadEngines(o.enginesFile, cfg.Env, cfg.AllowEnv, cfg.ChildEnv, logger); err != nil {
+		return nil, fmt.Errorf("%w: %w", errAgentUsage, err)
+	}
+	if a.h, err = harness.New(cfg); err != nil {
+		return nil, err
+	}
+	a.cleanup = append(a.cleanup, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		_ = a.h.Shutdown(ctx)
+	})
+	if o.session != "" {
+		sess, err := a.h.SessionIn(o.cwd, o.session)
+		if err != nil {
+			return nil, fmt.Errorf("--session %s (in %s): %w", o.session, o.cwd, err)
+		}
+		a.sessionID = sess.ID
+		o.engine = sess.Engine
+	} else {
+		if o.engine != "" && !slices.Contains(a.h.EngineNames(), o.engine) {
+			more := ""
+			if o.set["engines"] || o.enginesFile != "" {
+				more = " (with --engines' entries)"
+			}
+			return nil, usage("--engine %q: want one of %s%s", o.engine, strings.Join(a.h.EngineNames(), ", "), more)
+		}
+		sess, err := a.h.NewSession(harness.SessionSpec{ProjectRoot: o.cwd, Persona: o.persona, Mode: o.mode, Engine: o.engine, Model: o.model})
+		if err != nil {
+			if errors.Is(err, harness.ErrPersonaNotFound) || errors.Is(err, harness.ErrInvalidPersona) {
+				return nil, fmt.Errorf("%w: --persona: %w", errAgentUsage, err)
+			}
+			return nil, err
+		}
+		a.sessionID, o.engine = sess.ID, sess.Engine
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, st := range a.h.Engines(cctx) {
+		if st.Name == o.engine && !st.Available {
+			return nil, fmt.Errorf("engine %s cannot run here: %s", st.Name, st.Reason)
+		}
+	}
+	a.srv, err = agentserver.New(agentserver.Config{Harness: a.h, SessionID: a.sessionID, Token: o.token, Addr: o.addr,
+		AllowHosts: o.allowHosts, AllowOrigins: o.allowOrigins, Heartbeat: o.heartbeat, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return nil, err
+	}
+	a.url = "http://" + ln.Addr().String()
+	a.hs = &http.Server{Handler: a.srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	a.served = make(chan error, 1)
+	go func() { a.served <- a.hs.Serve(ln) }()
+	return a, nil
+}
+
+func (a *runningAgent) runCleanup() {
+	for i := len(a.cleanup) - 1; i >= 0; i-- {
+		a.cleanup[i]()
+	}
+	a.cleanup = nil
+}
+
+// stop interrupts the running turn (waiting up to shutdownGrace, then
+// killing what is left), ends the event streams, stops serving and
+// removes the demo's scratch files. No process outlives it.
+func (a *runningAgent) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	herr := a.h.Shutdown(ctx) // the turn's last events reach the streams
+	a.srv.Close()
+	_ = a.hs.Shutdown(ctx)
+	_ = a.hs.Close()
+	err := <-a.served
+	a.runCleanup()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	if err == nil && herr != nil {
+		err = herr
+	}
+	return err
 }
 
 func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "help" }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +14,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/chirality/harness/agentserver"
 	"github.com/chirality/harness/tui"
 )
 
@@ -22,10 +23,12 @@ const tuiUsage = `usage: harness tui [--url URL [--token T]] [flags]
 
 A conversation with the agent in the terminal. With --url it talks to a
 running harness agent serve; without, it starts one in-process on a
-loopback port for the current directory (--engine, --model, --demo).
+loopback port for the current directory, with a random token only it
+knows (--engine, --persona, --session, --demo…).
 Keys: Enter send · Ctrl+Enter newline (Alt+Enter or Ctrl+J where the
 terminal cannot send Ctrl+Enter) · Ctrl+C stop / quit · Up/Down history ·
-PageUp/PageDown scroll · Ctrl+U clear · ? or F1 help.
+PageUp/PageDown scroll · Ctrl+U clear · ? or F1 help; when a tool asks:
+a allow · d deny · w always allow.
 `
 
 func runTUI(args []string, stdout, stderr io.Writer) int {
@@ -34,34 +37,31 @@ func runTUI(args []string, stdout, stderr io.Writer) int {
 	url := fs.String("url", "", "agent server to talk to (default: start one in-process)")
 	token := fs.String("token", "", "its bearer token (default: $HARNESS_TOKEN)")
 	logFile := fs.String("log", defaultTUILog(), "file for the TUI's log (invalid events are written there, never to the screen)")
-	var o agentserver.Options
-	agentFlags(fs, &o)
+	var o agentOptions
+	agentFlags(fs, &o, false)
 	if code, ok := parseNoArgs(fs, tuiUsage, args, stdout, stderr); !ok {
 		return code
 	}
+	o.set = flagsSet(fs)
 	if *token == "" {
 		*token = os.Getenv("HARNESS_TOKEN")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	served := make(chan error, 1)
 	if *url == "" {
-		o.Addr, o.Token = "127.0.0.1:0", *token
+		// The embedded server: loopback, and a token nobody else has.
+		o.addr, o.token = "127.0.0.1:0", randomToken()
 		nop := zerolog.Nop()
-		o.Logger = &nop // the screen is the TUI's
-		sctx, cancel := context.WithCancel(ctx)
-		defer func() { cancel(); <-served }()
-		ready := make(chan string, 1)
-		go func() { served <- agentserver.Run(sctx, o, func(u string) { ready <- u }) }()
-		select {
-		case *url = <-ready:
-		case err := <-served:
-			served <- nil
+		a, err := startAgent(o, &nop, io.Discard) // the screen is the TUI's
+		if err != nil {
 			fmt.Fprintln(stderr, "harness tui:", err)
+			if errors.Is(err, errAgentUsage) {
+				return 2
+			}
 			return 1
 		}
-	} else {
-		served <- nil
+		defer a.stop()
+		*url, *token = a.url, o.token
 	}
 	if err := tui.Run(ctx, tui.Options{URL: *url, Token: *token, LogFile: *logFile}); err != nil {
 		fmt.Fprintln(stderr, "harness tui:", err)
@@ -69,6 +69,9 @@ func runTUI(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// randomToken is 256 random bits.
+func randomToken() string { return rand.Text() + rand.Text() }
 
 func defaultTUILog() string {
 	home, err := os.UserHomeDir()
