@@ -20,7 +20,6 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/agentserver"
-	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/persona"
 )
@@ -198,8 +197,8 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 	if fi, err := os.Stat(o.cwd); err != nil || !fi.IsDir() {
 		return nil, usage("--cwd %s is not a directory", o.cwd)
 	}
-	if o.permissionMode != "" && !slices.Contains(claudecode.PermissionModes, o.permissionMode) {
-		return nil, usage("--permission-mode %q is not one of %s", o.permissionMode, strings.Join(claudecode.PermissionModes, ", "))
+	if o.permissionMode != "" && !engine.ValidPermissionMode(o.permissionMode) {
+		return nil, usage("--permission-mode %q is not one of %s", o.permissionMode, strings.Join(engine.PermissionModes, ", "))
 	}
 	if o.session != "" {
 		for _, f := range []string{"persona", "mode", "engine", "model"} {
