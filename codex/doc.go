@@ -6,8 +6,9 @@
 //	for t.Next() { … } // session:init … session:complete|session:error, process:exit
 //
 // Each turn starts `codex app-server` in its own process group and talks
-// newline-delimited JSON-RPC without the "jsonrpc" member (a small peer of
-// its own: LineReader bounds a line at MaxLineBytes, DecodeMessage parses
+// newline-delimited JSON-RPC without the "jsonrpc" member (a small peer on
+// the harness's one JSON-RPC codec, internal/jsonrpc, in its Codex
+// dialect: LineReader bounds a line at MaxLineBytes, DecodeMessage parses
 // it, calls are correlated by id, the server's requests are answered).
 // The turn sends initialize + initialized, thread/start (or thread/resume
 // with Request.Resume, the thread id session:init reported as

@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/atomicfile"
+	"github.com/chirality/harness/internal/jsonrpc"
 	"github.com/chirality/harness/session"
 )
 
@@ -113,9 +113,9 @@ func Serve(ctx context.Context, h *harness.Harness, in io.Reader, out io.Writer,
 	if err != nil {
 		return err
 	}
-	r := bufio.NewReaderSize(in, 64<<10)
+	r := jsonrpc.NewLineReader(in, s.opts.MaxLineBytes)
 	for {
-		line, err := readLine(r, s.opts.MaxLineBytes)
+		line, err := r.Line()
 		if errors.Is(err, ErrLineTooLong) {
 			s.send(nil, nil, errorf(CodeInvalidRequest, fmt.Sprintf("invalid request: the line is longer than %d bytes", s.opts.MaxLineBytes)))
 			continue
