@@ -140,6 +140,15 @@ type Compactor interface {
 	Clear(ctx context.Context) error
 }
 
+// Holder is a runner whose queue can be held (Core is one): Hold(true)
+// lets the item being worked on finish and starts no other until
+// Hold(false), keeping the queue; Pending is how many items wait. A
+// Keeper pauses a Holder this way.
+type Holder interface {
+	Hold(on bool)
+	Pending() int
+}
+
 // item is one entry of the queue.
 type item struct {
 	kind itemKind
@@ -188,6 +197,7 @@ type Core struct {
 	killing     bool          // Stop's grace ran out
 	turnSID     string        // the session of the running turn, "" when idle
 	busy        bool          // a queue item is being worked on
+	held        bool          // Hold(true): no queue item starts until Hold(false)
 	carry       string        // a compaction summary for the next prompt
 	spec        harness.SessionSpec
 }
@@ -222,6 +232,7 @@ var (
 	_ Runner       = (*Core)(nil)
 	_ TurnReporter = (*Core)(nil)
 	_ Compactor    = (*Core)(nil)
+	_ Holder       = (*Core)(nil)
 )
 
 // OnMessage sets the message callback (before Start).
@@ -242,6 +253,23 @@ func (c *Core) IsRunning() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.run
 
 // Busy reports whether a prompt (or a compaction) is being worked on.
 func (c *Core) Busy() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.busy }
+
+// Hold(true) holds the queue: the item being worked on finishes, and no
+// other starts until Hold(false); the queue is kept, SendPrompt still
+// adds to it (up to Config.MaxQueue), and a hold lasts across Stop and
+// Start. It is how a paused agent stops working without losing what
+// waits.
+func (c *Core) Hold(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = on
+	if !on && c.wake != nil {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // Pending returns how many prompts wait in the queue.
 func (c *Core) Pending() int { c.mu.Lock(); defer c.mu.Unlock(); return len(c.queue) }
@@ -454,7 +482,7 @@ func (c *Core) work(wake, quit, done chan struct{}) {
 	defer close(done)
 	for {
 		c.mu.Lock()
-		for len(c.queue) == 0 && !c.stopping {
+		for (len(c.queue) == 0 || c.held) && !c.stopping {
 			c.mu.Unlock()
 			select {
 			case <-wake:

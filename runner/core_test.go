@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -361,17 +363,88 @@ func TestCoreFailedTurnsPause(t *testing.T) {
 	if st := k.Status(); !st.Paused || !st.Running || st.Activity != "paused" {
 		t.Errorf("status %+v", st)
 	}
-	if err := k.SendPrompt("while paused"); !errors.Is(err, runner.ErrPaused) {
-		t.Errorf("SendPrompt while paused = %v", err)
+	// paused means paused: a prompt now is queued, not run, and waits
+	if err := k.SendPrompt("while paused"); err != nil {
+		t.Errorf("SendPrompt while paused = %v, want it queued", err)
 	}
-	k.Resume()
+	if st := k.Status(); st.Waiting != 1 || r.endCount() != 3 {
+		t.Errorf("status %+v after %d turns, want 1 waiting", st, r.endCount())
+	}
 	e.api.SetResponder(echo)
+	k.Resume()
 	if err := k.SendPrompt("after resume"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the turn after resume", func() bool { return r.endCount() == 4 })
-	if _, _, ends := r.snapshot(); ends[3].Outcome != runner.Completed {
-		t.Errorf("after resume %+v", ends[3])
+	waitFor(t, "the turns after resume", func() bool { return r.endCount() == 5 })
+	if _, _, ends := r.snapshot(); ends[3].Outcome != runner.Completed || ends[3].Prompt != "while paused" || ends[4].Prompt != "after resume" {
+		t.Errorf("after resume %+v, %+v", ends[3], ends[4])
+	}
+	stop(t, k)
+}
+
+// TestCorePauseHoldsTheQueue (issue 24.5): pausing with 50 mentions
+// queued lets the turn under way finish and starts no other until
+// Resume; status says how many wait; Resume runs them all, in order.
+func TestCorePauseHoldsTheQueue(t *testing.T) {
+	e := newEnv(t, "")
+	c := e.core(engine.Anthropic, nil)
+	k := runner.NewKeeper(runner.KeeperConfig{Runner: c})
+	r := recordKeeper(k)
+	release, first := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var requests atomic.Int32
+	e.api.SetResponder(func(req *claudetest.Request) claudetest.Reply {
+		if requests.Add(1) == 1 {
+			close(first)
+			<-release // the first turn runs until the test lets it end
+		}
+		return echo(req)
+	})
+	if err := k.Start(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	for i := range 51 {
+		if err := k.SendPrompt("m" + strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-first:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the first turn never reached the model")
+	}
+	k.Pause()
+	if st := k.Status(); !st.Paused || !st.Working || st.Waiting != 50 || st.Activity != "paused" {
+		t.Fatalf("status while the first turn finishes: %+v", st)
+	}
+	once.Do(func() { close(release) })
+	waitFor(t, "the first turn to end", func() bool { return r.endCount() == 1 })
+	// no new turn starts: watch for a while (the next would start at once)
+	watch := time.After(500 * time.Millisecond)
+	for done := false; !done; {
+		select {
+		case <-watch:
+			done = true
+		case <-time.After(5 * time.Millisecond):
+			if n := requests.Load(); n != 1 {
+				t.Fatalf("paused, but %d requests reached the model", n)
+			}
+		}
+	}
+	if st := k.Status(); st.TurnCount != 1 || st.Waiting != 50 || st.Working || !st.Paused {
+		t.Fatalf("paused status %+v, want 1 turn, 50 waiting", st)
+	}
+	k.Resume()
+	waitFor(t, "the 50 queued turns", func() bool { return r.endCount() == 51 })
+	_, _, ends := r.snapshot()
+	for i, e := range ends {
+		if e.Prompt != "m"+strconv.Itoa(i) || e.Outcome != runner.Completed {
+			t.Fatalf("turn %d: %q %s, want m%d completed", i, e.Prompt, e.Outcome, i)
+		}
+	}
+	if st := k.Status(); st.Waiting != 0 || st.TurnCount != 51 {
+		t.Errorf("after resume %+v", st)
 	}
 	stop(t, k)
 }

@@ -14,7 +14,9 @@ import (
 // Errors of the Keeper, for callers to branch on with errors.Is.
 var (
 	// ErrPaused is returned by Keeper.SendPrompt while the keeper is
-	// paused; the prompt is not queued (the daemon keeps it in its buffer).
+	// paused and its runner is not a Holder; the prompt is not queued
+	// (the daemon keeps it in its buffer). A Holder's prompts queue
+	// while paused instead.
 	ErrPaused = errors.New("runner: paused")
 	// ErrCircuitOpen is returned by Keeper.SendPrompt while the circuit
 	// breaker is open (too many crashes; nothing restarts the runner).
@@ -66,10 +68,13 @@ type KeeperConfig struct {
 // session, which the engine resumes where it can. MaxCrashes crashes
 // within Window open the circuit breaker: no more restarts (Status
 // circuit_open) until Resume. MaxFailedTurns consecutive failed turns
-// (a TurnReporter's Failed outcome) pause it: OnPause(reason), and
-// SendPrompt refuses with ErrPaused until Resume; the runner keeps running
-// and the prompts it already had still run. A Keeper is safe for
-// concurrent use.
+// (a TurnReporter's Failed outcome) pause it: OnPause(reason).
+//
+// Paused (by Pause or by failed turns) means paused: the turn under way
+// finishes, and no other starts until Resume. For a Holder (Core) the
+// queue is held and kept, SendPrompt still queues (Status.Waiting counts
+// them), and Resume lets them run in order; for any other runner
+// SendPrompt refuses with ErrPaused. A Keeper is safe for concurrent use.
 type Keeper struct {
 	cfg KeeperConfig
 	r   Runner
@@ -104,8 +109,13 @@ type Status struct {
 	TurnCount      int       `json:"turn_count"`
 	LastActivation time.Time `json:"last_activation"`
 	// Activity is "paused" (paused or circuit open), "working" (a turn
-	// runs) or "idle".
+	// runs) or "idle". A paused agent may still be finishing the turn it
+	// was in: Working says so.
 	Activity string `json:"activity"`
+	Working  bool   `json:"working"`
+	// Waiting is how many prompts wait to run (queued, or kept during a
+	// restart).
+	Waiting int `json:"waiting"`
 }
 
 // NewKeeper returns a Keeper over cfg.Runner and installs its callbacks
@@ -188,17 +198,19 @@ func (k *Keeper) Stop(ctx context.Context) error {
 
 // SendPrompt hands text to the runner; it never blocks. While a restart
 // after a crash is under way the prompt waits in the Keeper (at most
-// DefaultMaxQueue) and runs after the resume prompt. It fails with
-// ErrPaused while paused, ErrCircuitOpen while the breaker is open, and
-// with the runner's errors (ErrNotRunning when stopped).
+// DefaultMaxQueue) and runs after the resume prompt. While paused it is
+// queued behind the held ones (a Holder) or refused with ErrPaused. It
+// fails with ErrCircuitOpen while the breaker is open, and with the
+// runner's errors (ErrNotRunning when stopped, ErrQueueFull).
 func (k *Keeper) SendPrompt(text string) error {
 	k.mu.Lock()
 	paused, open := k.paused, k.circuitOpen
 	k.mu.Unlock()
+	_, holds := k.r.(Holder)
 	switch {
 	case open:
 		return ErrCircuitOpen
-	case paused:
+	case paused && !holds:
 		return ErrPaused
 	}
 	err := k.r.SendPrompt(text)
@@ -247,13 +259,22 @@ func (k *Keeper) flush() {
 	}
 }
 
-// Pause makes SendPrompt refuse prompts (ErrPaused) until Resume. The
-// runner keeps running. It does not call OnPause.
+// Pause pauses the keeper until Resume: the turn under way finishes and
+// no other starts (a Holder's queue is held and kept; another runner's
+// SendPrompt refuses with ErrPaused). It does not call OnPause.
 func (k *Keeper) Pause() {
 	k.mu.Lock()
 	k.paused = true
 	k.mu.Unlock()
+	k.hold(true)
 	k.log.Info().Msg("keeper paused")
+}
+
+// hold holds or releases a Holder's queue; not under k.mu.
+func (k *Keeper) hold(on bool) {
+	if h, ok := k.r.(Holder); ok {
+		h.Hold(on)
+	}
 }
 
 // Resume ends a pause and resets the failed-turn count. When the circuit
@@ -269,6 +290,7 @@ func (k *Keeper) Resume() {
 		k.restarts.Add(1)
 	}
 	k.mu.Unlock()
+	k.hold(false)
 	k.log.Info().Bool("restart", restart).Msg("keeper resumed")
 	if restart {
 		go k.restart()
@@ -278,10 +300,14 @@ func (k *Keeper) Resume() {
 // Status returns the keeper's state.
 func (k *Keeper) Status() Status {
 	running := k.r.IsRunning()
+	waiting := 0
+	if h, ok := k.r.(Holder); ok {
+		waiting = h.Pending()
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	st := Status{Running: running, Paused: k.paused, CircuitOpen: k.circuitOpen, TurnCount: k.turnCount,
-		LastActivation: k.lastActivation, Activity: "idle"}
+		LastActivation: k.lastActivation, Activity: "idle", Working: k.working && running, Waiting: waiting + len(k.pending)}
 	switch {
 	case k.paused || k.circuitOpen:
 		st.Activity = "paused"
@@ -343,6 +369,9 @@ func (k *Keeper) turnEnded(e TurnEnd) {
 	}
 	f := k.onTurnEnd
 	k.mu.Unlock()
+	if reason != "" {
+		k.hold(true) // before the runner takes its next item
+	}
 	if f != nil {
 		f(e)
 	}
