@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -56,16 +58,24 @@ type Config struct {
 	File string `yaml:"-"`
 }
 
-// ServerConfig is the IRC server. Name, when set, prefixes every agent's
-// IRC nick: "<name>-<nick>".
+// ServerConfig is the IRC server. Name, when set, prefixes the agents'
+// IRC nicks that do not start with "<name>-" already (see
+// Config.IRCNick).
 type ServerConfig struct {
 	Name string `yaml:"name"`
 	Host string `yaml:"host"`
 	Port int    `yaml:"port"`
+	// Hosts are more servers of the same IRC network ("host:port"),
+	// tried in order after host:port when a connection fails: the agent
+	// reconnects to the next one with back-off, and rejoins its channels.
+	Hosts []string `yaml:"hosts"`
 }
 
 // Addr is host:port.
-func (s ServerConfig) Addr() string { return fmt.Sprintf("%s:%d", s.Host, s.Port) }
+func (s ServerConfig) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
+
+// Addrs is host:port, then Hosts: the order the agents try them in.
+func (s ServerConfig) Addrs() []string { return append([]string{s.Addr()}, s.Hosts...) }
 
 // SupervisorConfig configures the supervisor of every agent; omit the
 // section for none.
@@ -178,7 +188,7 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 	}
 	if serverNode == nil {
 		v.add(doc.Line, "server", "missing")
-	} else if v.decode(serverNode, "server", &c.Server, []string{"name", "host", "port"}) {
+	} else if v.decode(serverNode, "server", &c.Server, []string{"name", "host", "port", "hosts"}) {
 		v.server(&c.Server, serverNode)
 	}
 	if supNode != nil && !(supNode.Kind == yaml.ScalarNode && supNode.Tag == "!!null") {
@@ -204,10 +214,12 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 			a.Line, a.lines = n.Line, keyLines(n)
 			v.agent(&a, field, c.Server.Name)
 			if a.Nick != "" {
-				if prev, dup := seen[strings.ToLower(a.Nick)]; dup {
-					v.add(a.line("nick"), field+".nick", fmt.Sprintf("%q is already the nick of the agent on line %d", a.Nick, prev))
+				// two spellings of one IRC nick (alice and lab-alice) collide too
+				key := strings.ToLower(ircNick(c.Server.Name, a.Nick))
+				if prev, dup := seen[key]; dup {
+					v.add(a.line("nick"), field+".nick", fmt.Sprintf("%q is already the IRC nick of the agent on line %d", ircNick(c.Server.Name, a.Nick), prev))
 				}
-				seen[strings.ToLower(a.Nick)] = a.Line
+				seen[key] = a.Line
 			}
 			if a.Directory != "" && !filepath.IsAbs(a.Directory) {
 				base := "."
@@ -315,6 +327,13 @@ func (v *validator) server(s *ServerConfig, n *yaml.Node) {
 	} else if s.Port < 1 || s.Port > 65535 {
 		v.add(at("port"), "server.port", fmt.Sprintf("%d is not a port (1-65535)", s.Port))
 	}
+	for _, h := range s.Hosts {
+		host, port, err := net.SplitHostPort(h)
+		n, perr := strconv.Atoi(port)
+		if err != nil || host == "" || strings.ContainsAny(host, " /\t") || perr != nil || n < 1 || n > 65535 {
+			v.add(at("hosts"), "server.hosts", fmt.Sprintf("%q is not host:port (quote it: \"irc-b.example:6667\")", h))
+		}
+	}
 }
 
 func (v *validator) supervisor(s *SupervisorConfig, n *yaml.Node) {
@@ -355,8 +374,8 @@ func (v *validator) agent(a *AgentConfig, field, server string) {
 	default:
 		if err := irc.ValidateNick(a.Nick, 0); err != nil {
 			v.add(a.line("nick"), field+".nick", err.Error())
-		} else if err := irc.ValidateNick(irc.PrefixNick(server, a.Nick), 30); err != nil {
-			v.add(a.line("nick"), field+".nick", fmt.Sprintf("with the server name the IRC nick %q is too long (30 at most)", irc.PrefixNick(server, a.Nick)))
+		} else if err := irc.ValidateNick(ircNick(server, a.Nick), 30); err != nil {
+			v.add(a.line("nick"), field+".nick", fmt.Sprintf("with the server name the IRC nick %q is too long (30 at most)", ircNick(server, a.Nick)))
 		} else if strings.ContainsAny(a.Nick, "[]{}\\`^|") {
 			v.add(a.line("nick"), field+".nick", fmt.Sprintf("%q: use letters, digits, - and _ (it names files)", a.Nick))
 		}
@@ -417,8 +436,25 @@ func engineName(kind, nick string) string {
 	return kind
 }
 
-// IRCNick is the agent's nick on IRC: PrefixNick(server.name, nick).
-func (c *Config) IRCNick(a AgentConfig) string { return irc.PrefixNick(c.Server.Name, a.Nick) }
+// IRCNick is the agent's nick on IRC. The one rule: a nick that starts
+// with "<server.name>-" is the whole IRC nick, used as written (the
+// seed's form: server spark, nick spark-culture → spark-culture); any
+// other nick is the short form and gets the prefix (nick culture →
+// spark-culture). With no server.name the nick is used as written. The
+// agent's socket, PID file and HARNESS_NICK use the nick as configured.
+func (c *Config) IRCNick(a AgentConfig) string { return ircNick(c.Server.Name, a.Nick) }
+
+func ircNick(server, nick string) string {
+	if server == "" || hasServerPrefix(server, nick) {
+		return nick
+	}
+	return irc.PrefixNick(server, nick)
+}
+
+// hasServerPrefix: nick starts with "<server>-" (IRC folds case).
+func hasServerPrefix(server, nick string) bool {
+	return len(nick) > len(server)+1 && strings.EqualFold(nick[:len(server)+1], server+"-")
+}
 
 // Select returns the agents named by nicks (all when none), in the
 // file's order, or an error naming the unknown ones.
@@ -429,7 +465,9 @@ func (c *Config) Select(nicks []string) ([]AgentConfig, error) {
 	var out []AgentConfig
 	var unknown []string
 	for _, n := range nicks {
-		i := slices.IndexFunc(c.Agents, func(a AgentConfig) bool { return strings.EqualFold(a.Nick, n) })
+		i := slices.IndexFunc(c.Agents, func(a AgentConfig) bool {
+			return strings.EqualFold(a.Nick, n) || strings.EqualFold(c.IRCNick(a), n)
+		})
 		if i < 0 {
 			unknown = append(unknown, n)
 			continue

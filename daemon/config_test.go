@@ -91,7 +91,10 @@ func TestConfigValidation(t *testing.T) {
 		{"port type", "server:\n  port: high\nagents: [{nick: a, agent: claude, directory: /x, channels: ['#c']}]\n", 2, "cannot unmarshal"},
 		{"unknown server key", "server:\n  hots: x\nagents: [{nick: a, agent: claude, directory: /x, channels: ['#c']}]\n", 2, "server.hots: unknown key"},
 		{"bad kind", agent("  - nick: bob\n    agent: gpt\n    directory: /x\n    channels: ['#dev']\n"), 8, "agents[1].agent: \"gpt\" is not one of"},
-		{"dup nick", agent("  - nick: Alice\n    agent: codex\n    directory: /x\n    channels: ['#dev']\n"), 7, "already the nick of the agent on line 3"},
+		{"dup nick", agent("  - nick: Alice\n    agent: codex\n    directory: /x\n    channels: ['#dev']\n"), 7, "\"lab-Alice\" is already the IRC nick of the agent on line 3"},
+		{"two spellings of one IRC nick", agent("  - nick: lab-alice\n    agent: codex\n    directory: /x\n    channels: ['#dev']\n"), 7, "\"lab-alice\" is already the IRC nick of the agent on line 3"},
+		{"bad hosts", "server:\n  hosts: ['irc-b.example']\nagents: [{nick: a, agent: claude, directory: /x, channels: ['#c']}]\n", 2, "server.hosts: \"irc-b.example\" is not host:port"},
+		{"bad hosts port", "server:\n  hosts: ['b:0']\nagents: [{nick: a, agent: claude, directory: /x, channels: ['#c']}]\n", 2, "server.hosts"},
 		{"bad nick", "server: {}\nagents:\n  - nick: 9lives\n    agent: claude\n    directory: /x\n    channels: ['#dev']\n", 3, "agents[0].nick"},
 		{"nick too long with prefix", "server: {name: longservername}\nagents:\n  - nick: abcdefghijklmnopq\n    agent: claude\n    directory: /x\n    channels: ['#dev']\n", 3, "too long"},
 		{"channel unquoted", "server: {}\nagents:\n  - nick: a\n    agent: claude\n    directory: /x\n    channels: [dev]\n", 6, "channels"},
@@ -133,6 +136,42 @@ func TestConfigValidation(t *testing.T) {
 	_, err := ParseConfig([]byte("server: {port: -1}\nagents:\n  - {nick: '1', agent: x, directory: /x, channels: ['#c']}\n"), "f.yaml")
 	if err == nil || strings.Count(err.Error(), "f.yaml:") != 3 {
 		t.Fatalf("want three errors: %v", err)
+	}
+}
+
+// TestSeedConfig: the seed's agents.yaml (whole nicks, "<server>-<name>")
+// validates and is used as written: each IRC nick is the nick, not
+// spark-spark-culture, and the socket's name follows it.
+func TestSeedConfig(t *testing.T) {
+	c, err := LoadConfig("testdata/seed-agents.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range c.Agents {
+		got = append(got, a.Nick+"="+c.IRCNick(a)+"="+a.Engine())
+	}
+	if want := "spark-culture=spark-culture=claude-code spark-codex=spark-codex=codex spark-cline=spark-cline=acp-spark-cline"; strings.Join(got, " ") != want {
+		t.Fatalf("agents %s, want %s", strings.Join(got, " "), want)
+	}
+	if sel, err := c.Select([]string{"SPARK-CODEX"}); err != nil || len(sel) != 1 || sel[0].Nick != "spark-codex" {
+		t.Fatalf("select: %v %v", sel, err)
+	}
+	// the short form is the convenience: it gets the prefix; either
+	// spelling selects the agent
+	c, err = ParseConfig([]byte("server: {name: spark, hosts: ['10.0.0.2:6667', '[::1]:6697']}\nagents: [{nick: culture, agent: claude, directory: /x, channels: ['#c']},"+
+		" {nick: Spark-Codex, agent: codex, directory: /x, channels: ['#c']}, {nick: sparkle, agent: codex, directory: /x, channels: ['#c']}]\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b, s := c.IRCNick(c.Agents[0]), c.IRCNick(c.Agents[1]), c.IRCNick(c.Agents[2]); a != "spark-culture" || b != "Spark-Codex" || s != "spark-sparkle" {
+		t.Fatalf("IRC nicks %s %s %s", a, b, s)
+	}
+	if sel, err := c.Select([]string{"spark-culture"}); err != nil || sel[0].Nick != "culture" {
+		t.Fatalf("select by IRC nick: %v %v", sel, err)
+	}
+	if got := strings.Join(c.Server.Addrs(), " "); got != "127.0.0.1:6667 10.0.0.2:6667 [::1]:6697" {
+		t.Fatalf("addrs %s", got)
 	}
 }
 
