@@ -53,8 +53,10 @@ func (e *ServerError) Error() string {
 
 // NickError is a nick the server will not register as configured: it
 // refused it (a numeric reply such as 432 "Nickname too long" before the
-// welcome), or its ISUPPORT NICKLEN is shorter than the nick (a server
-// that truncates instead of refusing). Retrying cannot help, so the
+// welcome), its ISUPPORT NICKLEN is shorter than the nick (a server
+// that truncates instead of refusing), or the nick is in use on the
+// network at the first registration (433: another client has it, on
+// this server or a linked one; the client never takes another nick). Retrying cannot help, so the
 // client stops: WaitRegistered returns the error and the client no
 // longer reconnects.
 type NickError struct {
@@ -66,6 +68,9 @@ type NickError struct {
 }
 
 func (e *NickError) Error() string {
+	if e.Code == "433" || e.Code == "437" {
+		return fmt.Sprintf("irc: the nick %q is already in use on the IRC network (%s %s): another agent or person has it, on this server or a linked one; give each agent its own nick", e.Nick, e.Code, e.Message)
+	}
 	if e.Max > 0 && len(e.Nick) > e.Max {
 		return fmt.Sprintf("irc: the nick %q has %d characters but the server allows %d (its NICKLEN): use a shorter nick or server name", e.Nick, len(e.Nick), e.Max)
 	}
@@ -77,6 +82,10 @@ func (e *NickError) Error() string {
 type Config struct {
 	// Addr is the server's host:port.
 	Addr string
+	// Addrs are more servers of the same network (host:port), tried in
+	// order after Addr: a failed connection moves on to the next one,
+	// after the back-off; a registration starts again from Addr.
+	Addrs []string
 	// Nick is the IRC nick to register (validated; see ValidateNick).
 	Nick string
 	// User and RealName default to Nick.
@@ -122,6 +131,10 @@ type Client struct {
 	log  zerolog.Logger
 
 	mu         sync.Mutex
+	addrs      []string // Addr, then Addrs
+	next       int      // the index in addrs of the next dial
+	addr       string   // the address dialled last
+	outbox     []outMsg // Later's messages waiting for a connection
 	want       map[string]string // folded → channel name: joined on registration
 	joined     map[string]string
 	failures   int
@@ -182,6 +195,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		cfg:      cfg,
+		addrs:    append([]string{cfg.Addr}, cfg.Addrs...),
 		buf:      cfg.Buffer,
 		want:     map[string]string{},
 		joined:   map[string]string{},
@@ -227,8 +241,10 @@ func (w zerologWriter) Write(p []byte) (int, error) {
 
 var _ io.Writer = zerologWriter{}
 
-// dial waits out the back-off of the failures so far, then dials; the
-// wait ends early when the client is closed.
+// dial waits out the back-off of the failures so far, then dials the
+// next of the client's addresses (ircevent's addr is Config.Addr; the
+// list is tried in order); the wait ends early when the client is
+// closed.
 func (c *Client) dial(_ context.Context, network, addr string) (net.Conn, error) {
 	c.mu.Lock()
 	n := c.failures
@@ -247,6 +263,14 @@ func (c *Client) dial(_ context.Context, network, addr string) (net.Conn, error)
 			t.Stop()
 			return nil, ErrClosed
 		}
+	}
+	c.mu.Lock()
+	addr = c.addrs[c.next%len(c.addrs)]
+	c.next++
+	c.addr = addr
+	c.mu.Unlock()
+	if len(c.addrs) > 1 {
+		c.log.Info().Str("addr", addr).Msg("connecting")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	defer cancel()
@@ -270,13 +294,38 @@ func (c *Client) setupCallbacks() {
 			c.stopFor(&NickError{Nick: c.cfg.Nick, Code: m.Command, Message: m.Params[len(m.Params)-1]})
 		}
 	})
+	// the nick is in use: at the first registration an error (another
+	// daemon has it, on this server or a linked one); on a reconnection
+	// (a ghost of this client the server has not dropped yet) this
+	// connection is given up and tried again after the back-off. Either
+	// way never under another nick (ircevent would take nick_0).
+	inUse := func(m ircmsg.Message) {
+		if len(m.Params) < 2 || foldIRC(m.Params[1]) != foldIRC(c.cfg.Nick) || ic.CurrentNick() != "" {
+			return
+		}
+		c.mu.Lock()
+		first := c.registered == 0
+		c.mu.Unlock()
+		if first {
+			c.stopFor(&NickError{Nick: c.cfg.Nick, Code: m.Command, Message: m.Params[len(m.Params)-1]})
+			return
+		}
+		c.log.Warn().Str("addr", c.currentAddr()).Msg("nick in use after a reconnection; trying again later")
+		_ = ic.SendRaw("QUIT :nick in use")
+	}
+	ic.AddCallback("433", inUse)
+	ic.AddCallback("437", inUse)
 	ic.AddConnectCallback(func(ircmsg.Message) {
 		if n, err := strconv.Atoi(ic.ISupport()["NICKLEN"]); err == nil && n > 0 && len(c.cfg.Nick) > n {
 			c.stopFor(&NickError{Nick: c.cfg.Nick, Max: n})
 			return
 		}
+		if foldIRC(ic.CurrentNick()) != foldIRC(c.cfg.Nick) {
+			return // registered under another nick: inUse quit this connection
+		}
 		c.mu.Lock()
 		c.failures = 0
+		c.next = 0 // the next reconnection starts from Addr again
 		c.registered++
 		chans := make([]string, 0, len(c.want))
 		for _, ch := range c.want {
@@ -285,10 +334,11 @@ func (c *Client) setupCallbacks() {
 		c.notifyLocked()
 		c.mu.Unlock()
 		slices.Sort(chans)
-		c.log.Info().Str("addr", c.cfg.Addr).Strs("channels", chans).Msg("registered")
+		c.log.Info().Str("addr", c.currentAddr()).Strs("channels", chans).Msg("registered")
 		for _, ch := range chans {
 			_ = ic.Join(ch)
 		}
+		c.flushOutbox("")
 	})
 	ic.AddDisconnectCallback(func(ircmsg.Message) {
 		c.mu.Lock()
@@ -297,7 +347,7 @@ func (c *Client) setupCallbacks() {
 		closed := c.closed
 		c.mu.Unlock()
 		if !closed {
-			c.log.Warn().Str("addr", c.cfg.Addr).Msg("disconnected; reconnecting")
+			c.log.Warn().Str("addr", c.currentAddr()).Msg("disconnected; reconnecting")
 		}
 	})
 	ic.AddCallback("JOIN", func(m ircmsg.Message) {
@@ -306,6 +356,7 @@ func (c *Client) setupCallbacks() {
 			c.joined[foldIRC(m.Params[0])] = m.Params[0]
 			c.notifyLocked()
 			c.mu.Unlock()
+			c.flushOutbox(m.Params[0])
 		}
 		c.feed(m)
 	})
@@ -343,7 +394,7 @@ func (c *Client) stopFor(err error) {
 	}
 	c.notifyLocked()
 	c.mu.Unlock()
-	c.log.Error().Err(err).Str("addr", c.cfg.Addr).Msg("registration refused; not retrying")
+	c.log.Error().Err(err).Str("addr", c.currentAddr()).Msg("registration refused; not retrying")
 	c.conn.Quit()
 }
 
@@ -455,7 +506,7 @@ func (c *Client) Start() error {
 				return
 			default:
 			}
-			c.log.Warn().Err(err).Str("addr", c.cfg.Addr).Msg("connect failed")
+			c.log.Warn().Err(err).Str("addr", c.currentAddr()).Msg("connect failed")
 		}
 		c.conn.Loop()
 	}()
@@ -631,6 +682,105 @@ func (c *Client) Send(target, text string) error {
 		c.buf.Add(Message{Time: time.Now(), Channel: target, Sender: c.Nick(), Text: l, Self: true})
 	}
 	return nil
+}
+
+// MaxOutbox bounds the messages Later keeps for a connection; beyond
+// it Later refuses with ErrOutboxFull.
+const MaxOutbox = 50
+
+// ErrOutboxFull: Later already keeps MaxOutbox messages; this one was
+// not kept.
+var ErrOutboxFull = errors.New("irc: too many messages wait for a connection")
+
+// outMsg is a message Later keeps until its target can take it.
+type outMsg struct {
+	target, text string
+	at           time.Time
+}
+
+// Later posts text to target like Send when the client is connected
+// and, for a channel, in it; otherwise it keeps the message (at most
+// MaxOutbox) and posts it once the client has registered again (a nick)
+// or rejoined the channel, in order. It fails at once only for what Send
+// would refuse whatever the connection (an invalid target, empty or too
+// long text) and with ErrOutboxFull or ErrClosed.
+func (c *Client) Later(target, text string) error {
+	if err := validTarget(target); err != nil {
+		return err
+	}
+	lines := SplitText(text, 0)
+	if len(lines) == 0 {
+		return ErrEmptyMessage
+	}
+	if len(lines) > MaxSendLines {
+		return fmt.Errorf("%w: %d lines of IRC text, %d at most", ErrTooLong, len(lines), MaxSendLines)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	_, in := c.joined[foldIRC(target)]
+	ready := c.conn.Connected() && len(c.outbox) == 0 && (in || !strings.ContainsAny(target[:1], "#&"))
+	c.mu.Unlock()
+	if ready {
+		err := c.Send(target, text)
+		if err == nil || !errors.Is(err, ErrNotConnected) {
+			return err
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.outbox) >= MaxOutbox {
+		return ErrOutboxFull
+	}
+	c.outbox = append(c.outbox, outMsg{target: target, text: text, at: time.Now()})
+	c.log.Info().Str("target", target).Int("waiting", len(c.outbox)).Msg("not connected or not in the channel: the message waits")
+	return nil
+}
+
+// Waiting is how many messages Later keeps for a connection.
+func (c *Client) Waiting() int { c.mu.Lock(); defer c.mu.Unlock(); return len(c.outbox) }
+
+// flushOutbox posts Later's messages for channel (after its JOIN), or
+// for nicks (channel "", after a registration); runs on ircevent's
+// goroutine.
+func (c *Client) flushOutbox(channel string) {
+	c.mu.Lock()
+	var send, keep []outMsg
+	for _, m := range c.outbox {
+		isChan := strings.ContainsAny(m.target[:1], "#&")
+		if (channel == "" && !isChan) || (channel != "" && isChan && foldIRC(m.target) == foldIRC(channel)) {
+			send = append(send, m)
+		} else {
+			keep = append(keep, m)
+		}
+	}
+	c.outbox = keep
+	c.mu.Unlock()
+	for i, m := range send {
+		if err := c.Send(m.target, m.text); err != nil {
+			c.mu.Lock()
+			c.outbox = append(send[i:len(send):len(send)], c.outbox...)
+			c.mu.Unlock()
+			c.log.Warn().Err(err).Str("target", m.target).Msg("a waiting message could not be posted yet")
+			return
+		}
+		c.log.Info().Str("target", m.target).Dur("waited", time.Since(m.at)).Msg("posted a message that waited for the connection")
+	}
+}
+
+// Addr is the address the client dialled last (Config.Addr before the
+// first dial).
+func (c *Client) Addr() string { return c.currentAddr() }
+
+func (c *Client) currentAddr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.addr == "" {
+		return c.cfg.Addr
+	}
+	return c.addr
 }
 
 func validTarget(target string) error {

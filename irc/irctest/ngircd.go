@@ -1,6 +1,7 @@
 package irctest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -27,7 +29,10 @@ type Ngircd struct {
 	t    testing.TB
 	dir  string
 	port int
-	name string
+	name string // the binary
+	// Name is the server's name (irc.test; irc-a.test and irc-b.test
+	// when linked).
+	Name string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -41,6 +46,99 @@ type Ngircd struct {
 // within 10 s.
 func StartNgircd(t testing.TB) *Ngircd {
 	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startNgircd(t, "irc.test", port, "")
+}
+
+// StartLinkedNgircd starts two ngircd servers linked to each other on
+// loopback, irc-a.test and irc-b.test (a connects to b; both retry the
+// link every 2 s after a split), and waits up to 20 s for the link. Stop
+// either and start it again (Restart) to split and rejoin the network.
+func StartLinkedNgircd(t testing.TB) (a, b *Ngircd) {
+	t.Helper()
+	pa, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// MyPassword is what a server sends, PeerPassword what it expects:
+	// they cross. a dials b; b only waits (Passive).
+	link := func(peer string, port int, my, theirs, passive string) string {
+		return fmt.Sprintf("[Server]\nName = %s\nHost = 127.0.0.1\nPort = %d\nMyPassword = %s\nPeerPassword = %s\nPassive = %s\n",
+			peer, port, my, theirs, passive)
+	}
+	blockA := link("irc-b.test", pb, "pw-a-to-b", "pw-b-to-a", "no")
+	blockB := link("irc-a.test", pa, "pw-b-to-a", "pw-a-to-b", "yes")
+	b = startNgircd(t, "irc-b.test", pb, blockB)
+	a = startNgircd(t, "irc-a.test", pa, blockA)
+	if err := a.WaitLinked("irc-b.test", 20*time.Second); err != nil {
+		t.Fatalf("%v\n--- irc-a ---\n%s\n--- irc-b ---\n%s", err, a.Output(), b.Output())
+	}
+	return a, b
+}
+
+// WaitLinked waits until the server lists peer among its links (LINKS,
+// asked by a client of its own every 100 ms).
+func (n *Ngircd) WaitLinked(peer string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		ok, err := n.links(peer)
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is not linked to %s after %s (last: %v)", n.Name, peer, d, err)
+		}
+		time.Sleep(100 * time.Millisecond) // poll: the link retries every 2 s
+	}
+}
+
+// links registers a probe client, asks LINKS and reports whether peer is
+// in the answer.
+func (n *Ngircd) links(peer string) (bool, error) {
+	c, err := net.DialTimeout("tcp", n.Addr(), 2*time.Second)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	nick := fmt.Sprintf("probe%d", time.Now().UnixNano()%1000000)
+	fmt.Fprintf(c, "NICK %s\r\nUSER p 0 * :p\r\n", nick)
+	r := bufio.NewReader(c)
+	asked := false
+	found := false
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return false, err
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch {
+		case f[0] == "PING":
+			fmt.Fprintf(c, "PONG %s\r\n", strings.Join(f[1:], " "))
+		case (f[1] == "376" || f[1] == "422") && !asked:
+			asked = true
+			fmt.Fprintf(c, "LINKS\r\n")
+		case f[1] == "364" && len(f) > 3 && f[3] == peer:
+			found = true
+		case f[1] == "365":
+			fmt.Fprintf(c, "QUIT\r\n")
+			return found, nil
+		}
+	}
+}
+
+func startNgircd(t testing.TB, name string, port int, extra string) *Ngircd {
+	t.Helper()
 	bin := NgircdPath
 	if _, err := os.Stat(bin); err != nil {
 		p, lerr := exec.LookPath("ngircd")
@@ -49,15 +147,11 @@ func StartNgircd(t testing.TB) *Ngircd {
 		}
 		bin = p
 	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	// ngircd drops to nobody when started as root: it reads its config
 	// first, so the file may stay private; nothing is written there.
 	conf := fmt.Sprintf(`[Global]
-Name = irc.test
+Name = %s
 Info = harness test server
 AdminInfo1 = test
 AdminInfo2 = test
@@ -72,17 +166,17 @@ MaxConnectionsIP = 0
 MaxJoins = 0
 PingTimeout = 120
 PongTimeout = 20
-ConnectRetry = 60
+ConnectRetry = 2
 [Options]
 PAM = no
 Ident = no
 DNS = no
-`, port)
+`, name, port) + extra
 	path := filepath.Join(dir, "ngircd.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n := &Ngircd{t: t, dir: dir, port: port, name: bin}
+	n := &Ngircd{t: t, dir: dir, port: port, name: bin, Name: name}
 	t.Cleanup(n.Stop)
 	if err := n.start(path); err != nil {
 		t.Fatal(err)
