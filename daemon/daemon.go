@@ -111,6 +111,7 @@ type Daemon struct {
 	sentInTurn  bool
 	lastText    string
 	lastChannel string
+	refusals    map[string]*refusal // channel → the mentions not taken, to be told
 	started     bool
 	stopping    bool
 	// starting is closed when Start has returned; cancelStart ends
@@ -192,12 +193,16 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := ipc.CheckNotRunning(sock); err != nil {
 		return fmt.Errorf("daemon %s: %w", d.agent.Nick, err)
 	}
+	// and so is one whose directory cannot be: before anything connects
+	if err := EnsureDirectory(d.agent); err != nil {
+		return err
+	}
 
 	// 1. message buffer
 	d.buf = irc.NewBuffer(0)
 
 	// 2. IRC transport
-	cl, err := irc.New(irc.Config{Addr: d.opts.Config.Server.Addr(), Nick: d.ircNick, Channels: d.agent.Channels,
+	cl, err := irc.New(irc.Config{Addr: d.opts.Config.Server.Addr(), Addrs: d.opts.Config.Server.Hosts, Nick: d.ircNick, Channels: d.agent.Channels,
 		Buffer: d.buf, MinBackoff: d.opts.MinBackoff, MaxBackoff: d.opts.MaxBackoff, Logger: d.opts.Logger})
 	if err != nil {
 		return fmt.Errorf("daemon %s: %w", d.agent.Nick, err)
@@ -362,6 +367,26 @@ func (d *Daemon) supOrNil() Supervisor {
 	return d.sup
 }
 
+// EnsureDirectory creates the agent's directory when it does not exist
+// (as `harness agents skills install` does for the engines with a skill
+// file), so a fresh folder works for every agent; a path that exists and
+// is not a directory is an error naming it.
+func EnsureDirectory(a AgentConfig) error {
+	fi, err := os.Stat(a.Directory)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return fmt.Errorf("agent %s: directory %s exists and is not a directory", a.Nick, a.Directory)
+	case !os.IsNotExist(err):
+		return fmt.Errorf("agent %s: directory %s: %w", a.Nick, a.Directory, err)
+	}
+	if err := os.MkdirAll(a.Directory, 0o755); err != nil {
+		return fmt.Errorf("agent %s: directory %s: %w", a.Nick, a.Directory, err)
+	}
+	return nil
+}
+
 // MentionPrompt is the prompt a mention becomes:
 // "[IRC @mention in #channel] <sender> message", the message exactly as
 // sent.
@@ -373,6 +398,17 @@ func MentionPrompt(m irc.Message) string {
 // and nicks may hold ']' but no space, so the name runs to the last "] <"
 // before the first space.
 var mentionPromptRE = regexp.MustCompile(`^\[IRC @mention in (\S+)\] <`)
+
+// mentionSender is the sender of a MentionPrompt; "" for any other
+// prompt.
+func mentionSender(prompt string) string {
+	if m := mentionPromptRE.FindStringIndex(prompt); m != nil {
+		if nick, _, ok := strings.Cut(prompt[m[1]:], "> "); ok {
+			return nick
+		}
+	}
+	return ""
+}
 
 // mentionChannel is the channel (or, for a private message, the nick) of
 // a MentionPrompt; "" for any other prompt.
@@ -393,13 +429,18 @@ func (d *Daemon) onIRC(m irc.Message) {
 	d.mu.Lock()
 	a, stopping := d.run, d.stopping
 	d.mu.Unlock()
-	if a == nil && !stopping && len(d.early) < maxEarly {
+	if a == nil && !stopping {
+		if len(d.early) >= maxEarly {
+			d.refused(m.Channel, m.Sender, fmt.Sprintf("the agent is starting and %d mentions wait already", maxEarly))
+			return
+		}
 		// IRC is up before the runner (the start order): prompted once it is
 		d.early = append(d.early, MentionPrompt(m))
 		return
 	}
 	if a == nil || stopping {
 		d.log.Warn().Str("channel", m.Channel).Msg("mention while the runner is not up: kept in the buffer, not prompted")
+		d.refused(m.Channel, m.Sender, "the agent is not running")
 		return
 	}
 	d.prompt(a, MentionPrompt(m))
@@ -408,15 +449,84 @@ func (d *Daemon) onIRC(m irc.Message) {
 // maxEarly bounds the mentions kept for a runner that is starting.
 const maxEarly = 100
 
-// prompt sends a mention's prompt to the agent.
+// prompt sends a mention's prompt to the agent. A mention the agent
+// cannot take (its queue is full, its circuit breaker is open, it is
+// stopping) is not lost silently: its sender is told in the channel
+// (refused).
 func (d *Daemon) prompt(a Agent, p string) {
 	err := a.SendPrompt(p)
-	ch := mentionChannel(p)
+	ch, sender := mentionChannel(p), mentionSender(p)
 	switch {
+	case err == nil:
 	case errors.Is(err, runner.ErrPaused):
 		d.log.Info().Str("channel", ch).Msg("mention while paused: kept in the buffer")
-	case err != nil:
+	case errors.Is(err, runner.ErrQueueFull):
 		d.log.Warn().Err(err).Str("channel", ch).Msg("mention not prompted")
+		d.refused(ch, sender, fmt.Sprintf("%d mentions wait already", a.Status().Waiting))
+	case errors.Is(err, runner.ErrCircuitOpen):
+		d.log.Warn().Err(err).Str("channel", ch).Msg("mention not prompted")
+		d.refused(ch, sender, "it stopped restarting after repeated crashes")
+	default:
+		d.log.Warn().Err(err).Str("channel", ch).Msg("mention not prompted")
+		d.refused(ch, sender, "the agent is not running")
+	}
+}
+
+// RefusedDelay is how long the daemon gathers the mentions it could not
+// take before it tells their senders, in one line per channel (a burst
+// of refusals must not flood the channel).
+var RefusedDelay = 2 * time.Second
+
+// refused tells sender, in channel, that their mention was not taken:
+// gathered for RefusedDelay, then one line naming every sender.
+func (d *Daemon) refused(channel, sender, why string) {
+	if channel == "" || sender == "" {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopping {
+		return // shutdown waits for d.hooks: add none now
+	}
+	if d.refusals == nil {
+		d.refusals = map[string]*refusal{}
+	}
+	r := d.refusals[channel]
+	if r == nil {
+		r = &refusal{}
+		d.refusals[channel] = r
+		d.hooks.Add(1)
+		time.AfterFunc(RefusedDelay, func() { defer d.hooks.Done(); d.tellRefused(channel) })
+	}
+	r.n++
+	r.why = why
+	if !slices.Contains(r.senders, sender) && len(r.senders) < 10 {
+		r.senders = append(r.senders, sender)
+	}
+}
+
+// refusal is the mentions of one channel not taken, waiting to be told.
+type refusal struct {
+	n       int
+	senders []string
+	why     string
+}
+
+func (d *Daemon) tellRefused(channel string) {
+	d.mu.Lock()
+	r := d.refusals[channel]
+	delete(d.refusals, channel)
+	d.mu.Unlock()
+	if r == nil || d.irc == nil {
+		return
+	}
+	what := "your mention was"
+	if r.n > 1 {
+		what = fmt.Sprintf("%d mentions were", r.n)
+	}
+	text := fmt.Sprintf("%s: %s not taken by %s (%s); ask again later", strings.Join(r.senders, ", "), what, d.ircNick, r.why)
+	if err := d.irc.Later(channel, text); err != nil {
+		d.log.Warn().Err(err).Str("channel", channel).Int("mentions", r.n).Msg("could not tell the senders of refused mentions")
 	}
 }
 
@@ -441,8 +551,9 @@ func (d *Daemon) onTurnStart(s runner.TurnStart) {
 	d.mu.Unlock()
 }
 
-// onTurnEnd relays the turn's final answer to the mention's channel
-// when the agent did not post to IRC itself during the turn (the
+// onTurnEnd relays the turn's final answer, as plain text
+// (irc.PlainText), to the mention's channel when the agent did not post
+// to IRC itself during the turn (the
 // anthropic engine has no shell to run the skill CLI; other engines post
 // themselves, and are relayed only when they did not).
 func (d *Daemon) onTurnEnd(e runner.TurnEnd) {
@@ -456,12 +567,14 @@ func (d *Daemon) onTurnEnd(e runner.TurnEnd) {
 	if sent || text == "" || ch == "" || e.Outcome != runner.Completed {
 		return
 	}
-	lines := irc.SplitText(text, 0)
+	lines := irc.SplitText(irc.PlainText(text), 0) // IRC renders no markdown
 	if len(lines) > MaxRelayLines {
 		more := len(lines) - MaxRelayLines
 		lines = append(lines[:MaxRelayLines], fmt.Sprintf("… (%d more lines; the whole answer is in session %s)", more, e.SessionID))
 	}
-	if err := d.irc.Send(ch, strings.Join(lines, "\n")); err != nil {
+	// Later: an answer that finds the agent between connections (a split)
+	// is posted once it has rejoined the channel
+	if err := d.irc.Later(ch, strings.Join(lines, "\n")); err != nil {
 		d.log.Warn().Err(err).Str("channel", ch).Msg("relay of the final answer failed")
 	}
 }

@@ -16,9 +16,12 @@
 //
 // sent to the runner (a runner.Keeper over a runner.Core over the
 // agent's own *harness.Harness; prompts queue and run in order, also
-// those that came while the runner was starting or restarting). While
-// the agent is paused, mentions stay in the message buffer (readable
-// with `harness channel read`) and are not prompted. Every runner
+// those that came while the runner was starting or restarting). Paused
+// means paused: the agent finishes the turn it is in and starts no
+// other until resumed; the queue is kept, new mentions join it, and
+// status says how many wait. A mention the agent cannot take (its queue
+// full, its circuit breaker open) is not dropped silently: its sender is
+// told in the channel (one line per channel for a burst). Every runner
 // Message goes to the supervisor; its whispers wait for the agent's next
 // skill-CLI call and are printed on that command's stderr; an escalation
 // POSTs JSON (Escalation) to supervisor.webhook and pauses the supervisor
@@ -33,7 +36,10 @@
 // allows "Bash(harness channel:*)" (SkillTool) without asking. When a
 // turn that answered a mention ends without the agent having posted (no
 // irc_send or irc_ask during the turn), the daemon relays the turn's
-// final answer to the mention's channel. Per engine (each proven end to
+// final answer to the mention's channel, as plain text (irc.PlainText:
+// IRC renders no markdown), at most MaxRelayLines lines. An answer that
+// finds the agent disconnected waits for its reconnection and is posted
+// once the channel is joined again. Per engine (each proven end to
 // end with the real agent on ngircd: e2e_test.go, engines_e2e_test.go):
 //
 //	anthropic   native loop, no shell: always relayed
@@ -56,9 +62,10 @@
 // # agents.yaml
 //
 //	server:
-//	  name: lab            # prefixes IRC nicks: lab-alice (letters, digits, _; 16 at most)
+//	  name: lab            # prefixes short nicks: alice → lab-alice (letters, digits, _; 16 at most)
 //	  host: 127.0.0.1      # default
 //	  port: 6667           # default
+//	  hosts: ["irc-b.example:6667"]   # optional: more servers of the network, tried in order
 //	supervisor:            # optional: no section, no supervisor
 //	  agent: claude        # claude | codex | copilot | anthropic (native)
 //	  model: ""            # the engine's default
@@ -80,6 +87,21 @@
 //	    acp_command: opencode acp    # the ACP agent's command line (split on spaces)
 //	    directory: ./oc
 //	    channels: ["#dev"]
+//
+// nick is the agent's IRC nick. One rule: a nick that starts with
+// "<server.name>-" is used as written (the seed's form: server spark,
+// nick spark-culture); any other nick is the short form and gets the
+// prefix (alice → lab-alice). Two agents whose IRC nicks are the same
+// are an error naming both lines. The socket, PID file and HARNESS_NICK
+// use the nick as configured, and `harness agents status` takes either
+// spelling. testdata/seed-agents.yaml is the seed's file.
+//
+// On a network of linked servers (see docs/irc-network.md) each daemon
+// connects to host:port, then to each of hosts in order when a connection
+// fails, with back-off, and rejoins its channels. A nick already in use on
+// the network when a daemon first registers (another daemon, on any
+// linked server) ends its start with an irc.NickError; it never answers
+// under another nick.
 //
 // agent maps to harness engines: claude → claude-code, codex → codex,
 // anthropic/native → anthropic, copilot → the ACP engine "copilot"

@@ -60,6 +60,9 @@ func (d *Daemon) Status() Status {
 // Line is the readable one-line form of a status.
 func (s Status) Line() string {
 	state := s.Activity
+	if s.Paused && s.Working {
+		state = "paused (finishing the turn under way)"
+	}
 	if s.CircuitOpen {
 		state = "circuit open"
 	}
@@ -81,7 +84,7 @@ func (s Status) Line() string {
 	if s.SupervisorPaused {
 		sup = ", supervisor paused (escalated)"
 	}
-	return fmt.Sprintf("%s: %s, %s, %d turns, last activation %s%s — %s", s.Nick, state, irc, s.TurnCount, last, sup, s.Description)
+	return fmt.Sprintf("%s: %s, %s, %d turns, %d waiting, last activation %s%s — %s", s.Nick, state, irc, s.TurnCount, s.Waiting, last, sup, s.Description)
 }
 
 // handle answers one IPC request.

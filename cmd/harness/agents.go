@@ -161,7 +161,17 @@ func agentsStart(args []string, stdout, stderr io.Writer) int {
 
 	var daemons []*daemon.Daemon
 	failed := false
+	// every agent's directory is made or refused before any agent connects
+	ready := sel[:0:0]
 	for _, a := range sel {
+		if err := daemon.EnsureDirectory(a); err != nil {
+			fmt.Fprintf(stderr, "harness agents: %v\n", err)
+			failed = true
+			continue
+		}
+		ready = append(ready, a)
+	}
+	for _, a := range ready {
 		if ctx.Err() != nil {
 			break // a signal during start-up: start no more
 		}

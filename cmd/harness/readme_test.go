@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/daemon"
+	"github.com/chirality/harness/irc/irctest"
 )
 
 // TestREADMECurlSession runs the README's curl session, as written,
@@ -106,5 +110,86 @@ func TestREADMEEnginesYAML(t *testing.T) {
 	}
 	if len(cfgs) != 1 || cfgs[0].Name != "my-agent" || strings.Join(cfgs[0].Command, " ") != "my-agent --acp" {
 		t.Errorf("entries: %+v", cfgs)
+	}
+}
+
+// TestREADMEAgentsOnFreshFolders runs the README's agents.yaml as a
+// newcomer would, in an empty folder (issue 20.7): every agent comes up
+// (nat, the anthropic agent with no skill file, too), each directory is
+// made before anything connects, and stop ends them all.
+func TestREADMEAgentsOnFreshFolders(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)<!-- agents-yaml -->\\s*```yaml\\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README has no marked agents.yaml example")
+	}
+	f, err := irctest.NewFake()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	run1, _ := os.MkdirTemp("", "hs")
+	t.Cleanup(func() { os.RemoveAll(run1) })
+	t.Setenv("XDG_RUNTIME_DIR", run1)
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	host, port, _ := strings.Cut(f.Addr(), ":")
+	dir := t.TempDir()
+	yaml := strings.Replace(string(m[1]), "host: 127.0.0.1, port: 6667", "host: "+host+", port: "+port, 1)
+	if yaml == string(m[1]) {
+		t.Fatal("the README's server line changed: update this test")
+	}
+	cfg := filepath.Join(dir, "agents.yaml")
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"agents", "start", "--config", cfg}, &out, &errOut) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for strings.Count(out.String(), ": up as") < 3 {
+		if time.Now().After(deadline) || strings.Contains(errOut.String(), "not a directory") {
+			t.Fatalf("the README's agents did not all come up:\n%s\n%s", out.String(), errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond) // poll the command's output
+	}
+	for _, a := range []string{"alice", "nat", "oc"} {
+		if fi, err := os.Stat(filepath.Join(dir, a)); err != nil || !fi.IsDir() {
+			t.Errorf("./%s: %v", a, err)
+		}
+		if !strings.Contains(out.String(), a+": up as lab-"+a) {
+			t.Errorf("%s not up: %s", a, out.String())
+		}
+	}
+	for _, a := range []string{"alice", "nat", "oc"} {
+		var o, e bytes.Buffer
+		if code := run([]string{"agents", "stop", a}, &o, &e); code != 0 {
+			t.Fatalf("stop %s: %d %s", a, code, e.String())
+		}
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("start exited %d: %s", code, errOut.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("start did not exit after its agents stopped")
+	}
+
+	// a directory that cannot be made is refused before that agent connects
+	nicks := func() int { return strings.Count(strings.Join(f.Lines(), "\n"), "NICK lab-nat") }
+	before := nicks()
+	os.RemoveAll(filepath.Join(dir, "nat"))
+	os.WriteFile(filepath.Join(dir, "nat"), []byte("a file"), 0o600)
+	var o, e bytes.Buffer
+	if code := run([]string{"agents", "start", "nat", "--config", cfg}, &o, &e); code != 1 ||
+		!strings.Contains(e.String(), "agent nat: directory "+filepath.Join(dir, "nat")+" exists and is not a directory") {
+		t.Fatalf("start with a file for a directory: %d %q %q", code, o.String(), e.String())
+	}
+	if n := nicks(); n != before {
+		t.Fatalf("nat registered on IRC (%d NICK lines, %d before) although its directory is a file", n, before)
 	}
 }
