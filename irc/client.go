@@ -131,10 +131,10 @@ type Client struct {
 	log  zerolog.Logger
 
 	mu         sync.Mutex
-	addrs      []string // Addr, then Addrs
-	next       int      // the index in addrs of the next dial
-	addr       string   // the address dialled last
-	outbox     []outMsg // Later's messages waiting for a connection
+	addrs      []string          // Addr, then Addrs
+	next       int               // the index in addrs of the next dial
+	addr       string            // the address dialled last
+	outbox     []outMsg          // Later's messages waiting for a connection
 	want       map[string]string // folded → channel name: joined on registration
 	joined     map[string]string
 	failures   int
