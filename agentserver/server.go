@@ -139,7 +139,7 @@ func New(cfg Config) (*Server, error) {
 	for _, h := range cfg.AllowHosts {
 		s.hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
 	}
-	if err := s.indexTurns(); err != nil {
+	if err := s.indexTurns(0); err != nil {
 		return nil, err
 	}
 	s.mux = http.NewServeMux()
@@ -153,18 +153,14 @@ func New(cfg Config) (*Server, error) {
 // SessionID is the session served.
 func (s *Server) SessionID() string { return s.id }
 
-// indexTurns notes where each stored turn starts.
-func (s *Server) indexTurns() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// Follow ends with the stored events when no turn runs; New runs
-	// before any turn of this server, and another door's turn simply
-	// ends the index at its process:exit.
-	events, err := s.h.Follow(ctx, s.id, 0)
+// indexTurns notes where each stored turn after seq after starts. It
+// reads the stored events only (never waits for a running turn).
+func (s *Server) indexTurns(after int64) error {
+	elog, err := s.h.Store().EventLog(s.id)
 	if err != nil {
 		return err
 	}
-	for rec, err := range events {
+	for rec, err := range elog.Records(after) {
 		if err != nil {
 			return err
 		}
@@ -333,20 +329,19 @@ func (s *Server) Prompt(ctx context.Context, content string) error {
 		if t != nil {
 			s.starts = append(s.starts, t.StartSeq+1)
 		} else {
-			s.reindexLocked()
+			// A turn that failed to start stored its events; no Turn says
+			// where.
+			from := int64(0)
+			if n := len(s.starts); n > 0 {
+				from = s.starts[n-1]
+			}
+			_ = s.indexTurns(from)
 		}
 		close(s.started)
 		s.started = make(chan struct{})
 		s.mu.Unlock()
 	}
 	return err
-}
-
-// reindexLocked is indexTurns for a turn that failed to start (its
-// events are stored, but no Turn says where).
-func (s *Server) reindexLocked() {
-	s.starts = nil
-	_ = s.indexTurns()
 }
 
 // Cancel interrupts the running turn; it reports whether one ran.

@@ -552,3 +552,26 @@ func FuzzParsePosition(f *testing.F) {
 		}
 	})
 }
+
+// A turn that cannot start is answered with its error, and its events
+// (the prompt, then status error) are on the stream, in the replay index
+// too: a client that reconnects after them gets only what follows.
+func TestTurnThatCannotStart(t *testing.T) {
+	e := newEnv(t, engine.ClaudeCode, "")
+	e.stop()
+	e.cfg.ClaudeBinary = filepath.Join(t.TempDir(), "no-such-claude")
+	e.open()
+	e.serve()
+	s := e.openStream("", "")
+	if code, body := e.post("/prompt", `{"content":"hello"}`); code == 200 || !strings.Contains(body, "error") {
+		t.Fatalf("prompt: %d %s", code, body)
+	}
+	evs := s.until(t, isEnd)
+	if got := kinds(evs); !slices.Equal(got, []string{"user", "status:thinking", "status:error"}) || evs[2].Message == "" {
+		t.Fatalf("events %v (%+v)", got, evs[len(evs)-1])
+	}
+	again := e.openStream("", evs[0].id)
+	if rest := again.until(t, isEnd); len(rest) != 2 || rest[0].id != evs[1].id {
+		t.Fatalf("after %s: %v", evs[0].id, kinds(rest))
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,7 +135,7 @@ func TestRealTerminalApproval(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/harness").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	cwd := t.TempDir()
+	cwd, _ := filepath.EvalSymlinks(t.TempDir())
 	sock := filepath.Join(t.TempDir(), "tmux.sock")
 	errFile := filepath.Join(t.TempDir(), "stderr")
 	run := func(args ...string) string {
@@ -145,7 +147,7 @@ func TestRealTerminalApproval(t *testing.T) {
 		}
 		return string(out)
 	}
-	cmd := "HOME=" + t.TempDir() + " " + bin + " tui --demo --engine claude-code --claude-bin " + cli + " --cwd " + cwd + " 2>" + errFile
+	cmd := "HOME=" + t.TempDir() + " exec " + bin + " tui --demo --engine claude-code --claude-bin " + cli + " --cwd " + cwd + " 2>" + errFile
 	run("new-session", "-d", "-s", "t", "-x", "100", "-y", "50", cmd)
 	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
 	screen := func() string { return run("capture-pane", "-t", "t", "-p") }
@@ -187,4 +189,41 @@ func TestRealTerminalApproval(t *testing.T) {
 			t.Fatalf("after %q the tool ran: %v, want %v", c.key, err == nil, c.runs)
 		}
 	}
+
+	// SIGTERM mid-turn: the TUI and its embedded server stop, and no
+	// process is left working in the project.
+	run("send-keys", "-t", "t", "-l", "a long one please")
+	run("send-keys", "-t", "t", "Enter")
+	waitFor("the long answer streaming", has("streams slowly"))
+	if len(processesIn(cwd)) == 0 {
+		t.Fatal("no agent process works in the project mid-turn")
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(run("display-message", "-p", "-t", "t", "#{pane_pid}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the TUI did not stop on SIGTERM")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := processesIn(cwd); len(left) > 0 {
+		t.Fatalf("processes left in the project: %v", left)
+	}
+}
+
+// processesIn lists the processes whose working directory is dir.
+func processesIn(dir string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && cwd == dir {
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			out = append(out, e.Name()+" "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return out
 }
