@@ -7,7 +7,7 @@
 //   chat:delta             appended to the answer  —                  "writing"
 //   thinking:delta         —                       —                  "thinking"
 //   tool:start             (next text: new bubble) "$ Bash ls -la"    "running Bash"
-//   tool:result            —                       the result, text   "thinking"
+//   tool:result            —                       the result as text "thinking"
 //   approval:requested     an approval card        —                  "waiting for approval"
 //   approval:resolved      the card's outcome      —                  "thinking"
 //   session:init           —                       —                  engine, model
@@ -67,6 +67,23 @@ export function describeInput(input: Record<string, unknown> | null): string {
   return JSON.stringify(input);
 }
 
+/** A tool result as text: the native engine's tools answer a JSON object
+ * with one string field ({"entries": "total 24\n…"}), shown as that
+ * field, lines and all; anything else as it is. */
+export function resultText(content: string): string {
+  if (!content.startsWith("{")) return content;
+  try {
+    const v: unknown = JSON.parse(content);
+    if (v && typeof v === "object" && !Array.isArray(v)) {
+      const values = Object.values(v);
+      if (values.length === 1 && typeof values[0] === "string") return values[0];
+    }
+  } catch {
+    // not JSON after all
+  }
+  return content;
+}
+
 /** The next view after ev. live is false while a history is replayed: an
  * old error is marked in the chat but raises no toast. */
 export function route(v: View, ev: HarnessEvent, live = true): View {
@@ -92,7 +109,7 @@ export function route(v: View, ev: HarnessEvent, live = true): View {
     case "tool:result":
       return {
         ...v,
-        terminal: v.terminal.map((t) => (t.toolUseId === ev.toolUseId ? { ...t, result: ev.content, isError: ev.isError } : t)),
+        terminal: v.terminal.map((t) => (t.toolUseId === ev.toolUseId ? { ...t, result: resultText(ev.content), isError: ev.isError } : t)),
         state: "thinking",
       };
     case "approval:requested":
