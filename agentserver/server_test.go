@@ -399,7 +399,7 @@ func TestApprovalOverHTTP(t *testing.T) {
 		return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Bash", map[string]any{"command": "touch " + name, "description": "make " + name})}}
 	}
 	s := e.openStream("", "")
-	for _, c := range []struct{ file, decision string }{{"allowed.txt", "allow"}, {"denied.txt", "deny"}} {
+	for _, c := range []struct{ file, decision string }{{"allowed.txt", "allow"}, {"denied.txt", "deny"}, {"always.txt", "always"}} {
 		e.api.Script(touch(c.file), claudetest.TextReply("done"))
 		e.prompt("make " + c.file)
 		evs := s.until(t, func(ev Event) bool { return ev.Type == "approval" })
@@ -427,13 +427,66 @@ func TestApprovalOverHTTP(t *testing.T) {
 				resolved = &rest[i]
 			}
 		}
-		if resolved == nil || resolved.RequestID != ap.RequestID || resolved.Decision != c.decision || resolved.By != "user" {
+		wantDecision := map[string]string{"always": "allow"}[c.decision]
+		if wantDecision == "" {
+			wantDecision = c.decision
+		}
+		if resolved == nil || resolved.RequestID != ap.RequestID || resolved.Decision != wantDecision || resolved.By != "user" {
 			t.Fatalf("outcome %+v in %v", resolved, kinds(rest))
 		}
 		_, err := os.Stat(filepath.Join(e.root, c.file))
-		if ran := err == nil; ran != (c.decision == "allow") {
+		if ran := err == nil; ran != (c.decision != "deny") {
 			t.Fatalf("%s: the tool ran: %v", c.decision, ran)
 		}
+	}
+	// "always" remembered the exact command: it runs again, resolved by
+	// the rule, nobody asked.
+	os.Remove(filepath.Join(e.root, "always.txt"))
+	e.api.Script(touch("always.txt"), claudetest.TextReply("done"))
+	e.prompt("again")
+	byRule := false
+	for _, ev := range s.until(t, isEnd) {
+		if ev.Type == "approval_resolved" {
+			if ev.By != "rule" || ev.Decision != "allow" {
+				t.Fatalf("after always: %+v", ev)
+			}
+			byRule = true
+		}
+	}
+	if !byRule {
+		t.Fatal("no approval resolved by the remembered rule")
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "always.txt")); err != nil {
+		t.Fatal("the remembered command did not run")
+	}
+}
+
+// With warm turns, the session's next agent is started while the person
+// reads, and the next prompt runs on it.
+func TestWarmTurn(t *testing.T) {
+	e := newEnv(t, engine.ClaudeCode, "")
+	e.stop()
+	e.cfg.WarmTurns = 1
+	e.open()
+	e.serve()
+	s := e.openStream("", "")
+	e.prompt("first")
+	s.until(t, isEnd)
+	deadline := time.Now().Add(30 * time.Second)
+	pid := 0
+	for pid == 0 {
+		if pid = e.h.WarmPids()[e.id]; pid == 0 && time.Now().After(deadline) {
+			t.Fatal("no warm agent after the first turn")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.prompt("second")
+	evs := s.until(t, isEnd)
+	if last := evs[len(evs)-1]; last.State != "idle" {
+		t.Fatalf("second turn: %+v", last)
+	}
+	if now := e.h.WarmPids()[e.id]; now == pid {
+		t.Fatalf("the warm agent %d was not used", pid)
 	}
 }
 
