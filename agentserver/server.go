@@ -42,6 +42,14 @@
 // the session from its first event. The stream stays open across turns;
 // `: heartbeat` comments keep it alive.
 //
+// Every request meets the one guard of the harness's HTTP doors (package
+// internal/httpguard, as the gateway does): the Host must name this
+// server; a request with a foreign Origin is refused (403) on every
+// route, and a CORS preflight gets a grant only from Config.AllowOrigins;
+// the token when set (401); a POST with a body must say Content-Type:
+// application/json (415), so a page cannot send a "simple" text/plain
+// request; bodies over Config.MaxBody are 413.
+//
 // The server serves one existing session (Config.SessionID) of a Harness
 // its owner made and shuts down (cmd/harness makes the session, or
 // continues one with --session). Close ends the event streams.
@@ -49,12 +57,10 @@ package agentserver
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -65,6 +71,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/httpguard"
 )
 
 // Config configures New. Harness and SessionID are required.
@@ -80,7 +87,7 @@ type Config struct {
 	// AllowHosts are more Host values accepted; AllowOrigins the origins
 	// allowed to call cross-origin (none by default).
 	AllowHosts, AllowOrigins []string
-	// MaxBody bounds a request body (0 = 1 MiB).
+	// MaxBody bounds a request body (0 = httpguard.DefaultMaxBody).
 	MaxBody int64
 	// Heartbeat is the interval of `: heartbeat` comments (0 = 30 s).
 	Heartbeat time.Duration
@@ -91,12 +98,11 @@ type Config struct {
 // Server serves one session. It is safe for concurrent use; Close ends
 // its event streams.
 type Server struct {
-	cfg   Config
-	h     *harness.Harness
-	id    string
-	log   zerolog.Logger
-	hosts map[string]bool
-	mux   *http.ServeMux
+	cfg     Config
+	h       *harness.Harness
+	id      string
+	log     zerolog.Logger
+	handler http.Handler // the routes behind the guard
 
 	mu      sync.Mutex
 	closed  bool
@@ -108,11 +114,12 @@ type Server struct {
 
 // DefaultMaxBody bounds a request body unless Config.MaxBody says
 // otherwise.
-const DefaultMaxBody = 1 << 20
+const DefaultMaxBody = httpguard.DefaultMaxBody
 
 // New returns a Server for cfg. It reads the session's event log once
 // (where each turn starts, for replay). It fails with the Harness's
-// errors for a bad session (harness.ErrInvalidID, harness.ErrNotFound, …).
+// errors for a bad session (harness.ErrInvalidID, harness.ErrNotFound, …)
+// and the guard's for a malformed Addr or origin.
 func New(cfg Config) (*Server, error) {
 	if cfg.Harness == nil {
 		return nil, errors.New("agentserver: Config.Harness is required")
@@ -126,27 +133,24 @@ func New(cfg Config) (*Server, error) {
 	if _, err := cfg.Harness.Session(cfg.SessionID); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, h: cfg.Harness, id: cfg.SessionID, log: zerolog.Nop(), done: make(chan struct{}), started: make(chan struct{}),
-		hosts: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}}
+	s := &Server{cfg: cfg, h: cfg.Harness, id: cfg.SessionID, log: zerolog.Nop(), done: make(chan struct{}), started: make(chan struct{})}
 	if cfg.Logger != nil {
 		s.log = *cfg.Logger
 	}
-	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && host != "" {
-		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
-			s.hosts[strings.ToLower(strings.Trim(host, "[]"))] = true
-		}
-	}
-	for _, h := range cfg.AllowHosts {
-		s.hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
+	guard, err := httpguard.New(httpguard.Config{Addr: cfg.Addr, AllowHosts: cfg.AllowHosts, AllowOrigins: cfg.AllowOrigins,
+		Token: cfg.Token, MaxBody: cfg.MaxBody, WriteError: func(w http.ResponseWriter, _ *http.Request, err error) { writeError(w, err) }})
+	if err != nil {
+		return nil, err
 	}
 	if err := s.indexTurns(0); err != nil {
 		return nil, err
 	}
-	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("GET /events", s.events)
-	s.mux.HandleFunc("POST /prompt", s.prompt)
-	s.mux.HandleFunc("POST /cancel", s.cancel)
-	s.mux.HandleFunc("POST /approval", s.approval)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("POST /prompt", s.prompt)
+	mux.HandleFunc("POST /cancel", s.cancel)
+	mux.HandleFunc("POST /approval", s.approval)
+	s.handler = guard.Wrap(mux)
 	return s, nil
 }
 
@@ -180,23 +184,9 @@ func typeOf(line []byte) event.Type {
 	return head.Type
 }
 
-// ServeHTTP implements http.Handler: Host check, token, then the routes.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	if !s.hosts[strings.ToLower(strings.Trim(host, "[]"))] {
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "host not allowed"})
-		return
-	}
-	if s.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.cfg.Token)) != 1 {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="harness"`)
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token"})
-		return
-	}
-	s.mux.ServeHTTP(w, r)
-}
+// ServeHTTP implements http.Handler: the guard (see the package doc),
+// then the routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // Close ends every event stream and waits for their handlers. It does not
 // stop the running turn: the Harness's owner shuts it down. Safe to call
@@ -211,13 +201,7 @@ func (s *Server) Close() {
 	s.streams.Wait()
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, _ := json.Marshal(v)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httpguard.WriteJSON(w, status, v) }
 
 // Errors of the door (besides the Harness's).
 var (
@@ -230,10 +214,10 @@ var (
 
 // statusOf maps an error to its HTTP status: the one place this door does.
 func statusOf(err error) int {
-	var mbe *http.MaxBytesError
+	if s := httpguard.Status(err); s != 0 {
+		return s // the guard's: 403, 401, 415, 413, 408
+	}
 	switch {
-	case errors.As(err, &mbe):
-		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, ErrBadBody), errors.Is(err, ErrBadPosition), errors.Is(err, harness.ErrEmptyMessage),
 		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, harness.ErrInvalidID):
 		return http.StatusBadRequest
@@ -250,18 +234,17 @@ func statusOf(err error) int {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+	writeJSON(w, statusOf(err), map[string]string{"error": httpguard.Clip(err.Error())})
 }
 
-// decode reads the body as exactly one JSON object into v, refusing
-// unknown fields.
+// decode reads the body (capped by the guard) as exactly one JSON object
+// into v, refusing unknown fields.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
+		if httpguard.Status(err) != 0 {
+			return err // too large, too slow
 		}
 		return fmt.Errorf("%w: %v", ErrBadBody, err)
 	}
@@ -375,16 +358,9 @@ func position(r *http.Request) (Position, error) {
 	}
 	p, ok := ParsePosition(strings.TrimSpace(v))
 	if !ok {
-		return Position{}, fmt.Errorf("%w (got %q)", ErrBadPosition, clip(v, 40))
+		return Position{}, fmt.Errorf("%w (got %s)", ErrBadPosition, httpguard.Quote(v))
 	}
 	return p, nil
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }
 
 // events streams the session's events after the client's position, then

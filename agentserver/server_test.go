@@ -628,3 +628,91 @@ func TestTurnThatCannotStart(t *testing.T) {
 		t.Fatalf("after %s: %v", evs[0].id, kinds(rest))
 	}
 }
+
+// A page the user visits cannot drive the agent: a foreign Origin is
+// refused on every route (a preflight gets no grant), a text/plain POST
+// (which a page sends without a preflight) is refused, and nothing runs:
+// no model request, nothing in the log, a running turn not cancelled.
+func TestGuardRefusesAHostilePage(t *testing.T) {
+	e := newEnv(t, engine.Anthropic, "")
+	do := func(method, path, body string, hdr map[string]string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	evil, bearer, jsonCT, plainCT := "https://evil.example", "Bearer "+e.token, "application/json", "text/plain"
+	attacks := []struct {
+		method, path, body string
+		hdr                map[string]string
+		want               int
+	}{
+		{"POST", "/prompt", `{"content":"touch pwned"}`, map[string]string{"Origin": evil, "Content-Type": plainCT}, 403},
+		{"POST", "/prompt", `{"content":"touch pwned"}`, map[string]string{"Origin": evil, "Content-Type": jsonCT, "Authorization": bearer}, 403},
+		{"POST", "/prompt", `{"content":"touch pwned"}`, map[string]string{"Origin": "null", "Content-Type": jsonCT, "Authorization": bearer}, 403},
+		{"POST", "/prompt", `{"content":"touch pwned"}`, map[string]string{"Content-Type": plainCT, "Authorization": bearer}, 415},
+		{"POST", "/prompt", `{"content":"touch pwned"}`, map[string]string{"Authorization": bearer}, 415},
+		{"POST", "/approval", `{"requestId":"x","decision":"allow"}`, map[string]string{"Origin": evil, "Content-Type": jsonCT, "Authorization": bearer}, 403},
+		{"GET", "/events", ``, map[string]string{"Origin": evil, "Authorization": bearer}, 403},
+		{"OPTIONS", "/prompt", ``, map[string]string{"Origin": evil, "Access-Control-Request-Method": "POST"}, 403},
+	}
+	for _, a := range attacks {
+		resp := do(a.method, a.path, a.body, a.hdr)
+		if resp.StatusCode != a.want || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("%s %s %v: %d (ACAO %q), want %d", a.method, a.path, a.hdr, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"), a.want)
+		}
+	}
+	elog, _ := e.h.Store().EventLog(e.id)
+	if n := len(e.api.Requests()); n != 0 || elog.LastSeq() != 0 {
+		t.Fatalf("the attacks ran something: %d model requests, %d events", n, elog.LastSeq())
+	}
+
+	// A running turn: a page's /cancel does not stop it.
+	e.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(strings.Repeat("word ", 60))}, ChunkSize: 5, ChunkDelay: 20 * time.Millisecond})
+	s := e.openStream("?deltas=1", "")
+	e.prompt("a slow answer")
+	s.until(t, func(ev Event) bool { return ev.Type == "text_delta" })
+	for _, hdr := range []map[string]string{
+		{"Origin": evil},
+		{"Origin": evil, "Content-Type": plainCT, "Authorization": bearer},
+		{"Content-Type": plainCT, "Authorization": bearer},
+	} {
+		body := ""
+		if hdr["Content-Type"] != "" {
+			body = "x"
+		}
+		if resp := do("POST", "/cancel", body, hdr); resp.StatusCode != 403 && resp.StatusCode != 415 {
+			t.Errorf("/cancel %v: %d", hdr, resp.StatusCode)
+		}
+	}
+	end := s.until(t, isEnd)
+	if last := end[len(end)-1]; last.State != "idle" || last.Message == "interrupted" {
+		t.Fatalf("the turn ended %+v: a refused /cancel stopped it", last)
+	}
+
+	// This server's own origin, and an origin the operator allowed, pass.
+	if resp := do("POST", "/cancel", "", map[string]string{"Origin": e.url, "Authorization": bearer}); resp.StatusCode != 200 {
+		t.Errorf("same-origin /cancel: %d", resp.StatusCode)
+	}
+	ok, err := New(Config{Harness: e.h, SessionID: e.id, AllowOrigins: []string{"https://ok.example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ok.Close()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("OPTIONS", "http://127.0.0.1/prompt", nil)
+	req.Header.Set("Origin", "https://ok.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	ok.ServeHTTP(rec, req)
+	if rec.Code != 204 || rec.Header().Get("Access-Control-Allow-Origin") != "https://ok.example" {
+		t.Errorf("an allowed origin's preflight: %d %v", rec.Code, rec.Header())
+	}
+}

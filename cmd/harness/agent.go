@@ -21,6 +21,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/agentserver"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/persona"
 )
 
@@ -165,6 +166,7 @@ var errAgentUsage = errors.New("usage")
 // runningAgent is an agent server started by startAgent.
 type runningAgent struct {
 	url, sessionID string
+	token          string // the bearer token the server requires ("" = none)
 	h              *harness.Harness
 	srv            *agentserver.Server
 	hs             *http.Server
@@ -209,7 +211,7 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 	} else if !persona.ValidMode(o.mode) {
 		return nil, usage("--mode %q: want workbench, pipeline or direct", o.mode)
 	}
-	a := &runningAgent{}
+	a := &runningAgent{token: o.token}
 	defer func() {
 		if err != nil {
 			a.runCleanup()
@@ -279,7 +281,7 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 		return nil, err
 	}
 	a.url = "http://" + ln.Addr().String()
-	a.hs = &http.Server{Handler: a.srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	a.hs = httpguard.Server(a.srv)
 	a.served = make(chan error, 1)
 	go func() { a.served <- a.hs.Serve(ln) }()
 	return a, nil

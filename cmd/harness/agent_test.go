@@ -254,3 +254,92 @@ func processesIn(dir string) []string {
 	}
 	return out
 }
+
+// `harness agent serve` and the TUI's embedded server refuse what a page
+// in the user's browser can send — a foreign Origin, a text/plain POST —
+// on /prompt and /cancel, and run nothing; the embedded server also
+// wants the token only the TUI has.
+func TestAgentDoorsRefuseAHostilePage(t *testing.T) {
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	t.Setenv("ANTHROPIC_BASE_URL", api.URL)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-fake-for-tests")
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	served := startAgentServe(t, "--cwd", t.TempDir(), "--engine", "anthropic", "--warm", "0")
+
+	cwd := t.TempDir()
+	o := agentOptions{cwd: cwd, engine: "anthropic", mode: "workbench"}
+	emb, err := startEmbeddedAgent(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.stop()
+	if len(emb.token) < 32 || !strings.HasPrefix(emb.url, "http://127.0.0.1:") {
+		t.Fatalf("embedded server at %s with token %q", emb.url, emb.token)
+	}
+	other, err := startEmbeddedAgent(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.token == emb.token {
+		t.Fatal("two embedded servers share a token")
+	}
+	other.stop()
+
+	for _, door := range []struct{ name, url, token string }{{"agent serve", served.url, ""}, {"tui's embedded server", emb.url, emb.token}} {
+		bearer := ""
+		if door.token != "" {
+			bearer = "Bearer " + door.token
+		}
+		for _, path := range []string{"/prompt", "/cancel"} {
+			for _, c := range []struct {
+				origin, ct, auth string
+				want             int
+			}{
+				{"https://evil.example", "text/plain", "", 403},
+				{"https://evil.example", "application/json", bearer, 403},
+				{"", "text/plain", bearer, 415},
+				{"", "application/x-www-form-urlencoded", bearer, 415},
+			} {
+				req, _ := http.NewRequest("POST", door.url+path, strings.NewReader(`{"content":"touch pwned"}`))
+				req.Header.Set("Content-Type", c.ct)
+				if c.origin != "" {
+					req.Header.Set("Origin", c.origin)
+				}
+				if c.auth != "" {
+					req.Header.Set("Authorization", c.auth)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != c.want {
+					t.Errorf("%s %s %+v: %d, want %d", door.name, path, c, resp.StatusCode, c.want)
+				}
+			}
+		}
+	}
+	resp, err := http.Post(emb.url+"/prompt", "application/json", strings.NewReader(`{"content":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("embedded server without its token: %d, want 401", resp.StatusCode)
+	}
+	if n := len(api.Requests()); n != 0 {
+		t.Fatalf("%d model requests: an attack ran", n)
+	}
+	for _, dir := range []string{cwd} {
+		logs, _ := filepath.Glob(filepath.Join(dir, ".chirality", "sessions", "*.jsonl"))
+		for _, l := range logs {
+			if b, _ := os.ReadFile(l); len(b) > 0 {
+				t.Fatalf("events were stored: %s", b)
+			}
+		}
+	}
+}

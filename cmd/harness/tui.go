@@ -49,10 +49,7 @@ func runTUI(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if *url == "" {
-		// The embedded server: loopback, and a token nobody else has.
-		o.addr, o.token = "127.0.0.1:0", randomToken()
-		nop := zerolog.Nop()
-		a, err := startAgent(o, &nop, io.Discard) // the screen is the TUI's
+		a, err := startEmbeddedAgent(o)
 		if err != nil {
 			fmt.Fprintln(stderr, "harness tui:", err)
 			if errors.Is(err, errAgentUsage) {
@@ -61,13 +58,24 @@ func runTUI(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer a.stop()
-		*url, *token = a.url, o.token
+		*url, *token = a.url, a.token
 	}
 	if err := tui.Run(ctx, tui.Options{URL: *url, Token: *token, LogFile: *logFile}); err != nil {
 		fmt.Fprintln(stderr, "harness tui:", err)
 		return 1
 	}
 	return 0
+}
+
+// startEmbeddedAgent starts the TUI's own agent server: on a loopback
+// port, with a random token that only this TUI knows (a page in the
+// user's browser cannot guess it, and the guard refuses its Origin and
+// its text/plain anyway), logging nowhere (the screen is the TUI's).
+func startEmbeddedAgent(o agentOptions) (*runningAgent, error) {
+	o.addr, o.token = "127.0.0.1:0", randomToken()
+	o.allowHosts, o.allowOrigins = nil, nil
+	nop := zerolog.Nop()
+	return startAgent(o, &nop, io.Discard)
 }
 
 // randomToken is 256 random bits.
