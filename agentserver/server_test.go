@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
 	"github.com/chirality/harness"
@@ -467,6 +469,9 @@ func TestWarmTurn(t *testing.T) {
 	e := newEnv(t, engine.ClaudeCode, "")
 	e.stop()
 	e.cfg.WarmTurns = 1
+	var logs lockedBuffer
+	logger := zerolog.New(&logs)
+	e.cfg.Logger = &logger
 	e.open()
 	e.serve()
 	s := e.openStream("", "")
@@ -485,9 +490,27 @@ func TestWarmTurn(t *testing.T) {
 	if last := evs[len(evs)-1]; last.State != "idle" {
 		t.Fatalf("second turn: %+v", last)
 	}
-	if now := e.h.WarmPids()[e.id]; now == pid {
-		t.Fatalf("the warm agent %d was not used", pid)
+	used := fmt.Sprintf(`"pid":%d,"message":"warm turn used"`, pid)
+	if !strings.Contains(logs.String(), used) {
+		t.Fatalf("the warm agent %d was not used:\n%s", pid, logs.String())
 	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // A restarted server on a new Harness continues the same session: the
