@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -226,4 +227,46 @@ func processesIn(dir string) []string {
 		}
 	}
 	return out
+}
+
+// TestRealTerminalDeadServer: `harness tui --url` at a server that is not
+// there says why on the status line, whole (wrapped), in a narrow window.
+func TestRealTerminalDeadServer(t *testing.T) {
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal("tmux is needed for the real-terminal test (Debian: apt-get install tmux; .ci/run installs it)")
+	}
+	bin := filepath.Join(t.TempDir(), "harness")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/harness").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	tm := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	tm("new-session", "-d", "-s", "t", "-x", "50", "-y", "20", "HOME="+t.TempDir()+" exec "+bin+" tui --url "+dead)
+	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
+	want := "connect: connection refused), retrying in"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := tm("capture-pane", "-t", "t", "-p")
+		if strings.Contains(strings.Join(strings.Fields(s), " "), want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the status line does not say %q whole:\n%s", want, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
