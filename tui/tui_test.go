@@ -377,6 +377,13 @@ func TestGoldenFrames(t *testing.T) {
 			Event{Type: "tool_result", ID: "t1", Result: strp(strings.Join(long, "\n")), IsError: boolp(false)}),
 		"error":  scripted(80, 16, Event{Type: "user", Content: "fail"}, Event{Type: "status", State: "error", Message: "API error 529: overloaded"}),
 		"narrow": scripted(30, 24, answer...),
+		"approval": scripted(80, 24, Event{Type: "user", Content: "make a marker"},
+			Event{Type: "tool_call", ID: "t1", Name: "Bash", Input: []byte(`{"command":"touch marker.txt"}`)},
+			Event{Type: "status", State: "running_tool", Message: "Bash"},
+			Event{Type: "approval", RequestID: "apr_1", ToolUseID: "t1", Tool: "Bash", Input: []byte(`{"command":"touch marker.txt"}`)}),
+		"interrupted": scripted(80, 16, Event{Type: "user", Content: "a long one"}, Event{Type: "status", State: "thinking"},
+			Event{Type: "text_delta", Content: "It streams slowly and"}, Event{Type: "text", Content: "It streams slowly and"},
+			Event{Type: "status", State: "idle", Message: "interrupted"}),
 	}
 	help := scripted(80, 24)
 	help.help = true
