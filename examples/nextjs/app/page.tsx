@@ -113,6 +113,7 @@ export default function Page() {
     reader.current?.abort();
     const ctl = new AbortController();
     reader.current = ctl;
+    setLoading(false); // a history still being read is superseded by the turn
     dispatch({ type: "sending" });
     try {
       const stream = await client.startTurn(sessionId, text, { signal: ctl.signal });

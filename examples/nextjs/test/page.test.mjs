@@ -167,9 +167,16 @@ test("the page chats through the route handler: stream, tool, approval, interrup
     });
   });
   await input.press("Enter");
-  await byId(page, "user-message").first().waitFor({ timeout: T });
-  assert.equal(await byId(page, "user-message").first().innerText(), "What is in this project?");
-  assert.ok(await input.isDisabled(), "the input is disabled while the turn runs");
+  // Looked at in the frame where the user's message first shows.
+  const atFirstUser = await page.waitForFunction(
+    () => {
+      const u = document.querySelector('[data-testid="user-message"]');
+      return u ? { text: u.innerText, disabled: document.querySelector('[data-testid="message-input"]').disabled } : null;
+    },
+    null,
+    { timeout: T, polling: "raf" },
+  );
+  assert.deepEqual(await atFirstUser.jsonValue(), { text: "What is in this project?", disabled: true }, "the input is disabled while the turn runs");
   const answer = byId(page, "assistant-message").first();
   // The first text is on screen while the turn still runs (looked at in the
   // frame where it first shows): the stream is not buffered until the end.
@@ -251,7 +258,9 @@ test("the page chats through the route handler: stream, tool, approval, interrup
   assert.equal(await byId(page, "tool-call").count(), before.tools);
   assert.equal(await byId(page, "assistant-message").first().innerText(), before.first);
   assert.match(await byId(page, "approval-outcome").first().innerText(), /Allowed/);
-  assert.ok(await byId(page, "message-input").isEnabled());
+  // The history ends with the interrupted turn's process:exit: the input
+  // comes back once the replay is read.
+  await page.waitForFunction(() => !document.querySelector('[data-testid="message-input"]').disabled, null, { timeout: T });
   await shot(page, "05-after-reload");
 
   // --- a second session, then the first resumed from the list
