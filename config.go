@@ -4,11 +4,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/chirality/harness/claudecode"
+	"fmt"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/persona"
+	"github.com/rs/zerolog"
+	"maps"
+	"strings"
 )
 
 // DefaultPermissionMode is the permission mode of every mode unless a
@@ -34,18 +35,16 @@ var ModeMaxTurns = map[persona.Mode]int{
 	persona.ModeDirect:    25,
 }
 
-// Config configures New. The zero value is usable: the current directory
-// is the only allowed root, the CLI is found by claudecode.FindBinary, the
-// session index lives in session.DefaultStateDir(), turns run in dontAsk
-// mode, and the server logs nothing (project logs are still written).
-// New copies it; later changes have no effect.
+// Config configures New. Engines is required (a command builds the
+// built-in ones with package engines); with the rest zero, the current
+// directory is the only allowed root, the session index lives in
+// session.DefaultStateDir(), turns run in dontAsk mode, and the server
+// logs nothing (project logs are still written). New copies it; later
+// changes have no effect.
 type Config struct {
 	// Roots are the directories a project root must resolve inside
 	// (symlinks followed). Empty means the current directory.
 	Roots []string
-	// ClaudeBinary is the claude executable ("" = claudecode.FindBinary's
-	// search).
-	ClaudeBinary string
 	// StateDir holds the session ID index ("" = session.DefaultStateDir()).
 	StateDir string
 
@@ -66,13 +65,9 @@ type Config struct {
 	// "Bash(ls:*)". Clients can never add to it.
 	AllowedTools []string
 
-	// Env is the environment a child's is filtered from (nil =
-	// os.Environ()); AllowEnv names secret-looking variables to pass
-	// anyway (see claudecode.Config).
-	Env      []string
-	AllowEnv []string
-	// ChildEnv entries (KEY=VALUE) are added to every child's environment
-	// after filtering and win over Env: the demo's fake API URL and key.
+	// ChildEnv entries (KEY=VALUE) are added to every turn's environment
+	// (engine.Request.Env: an engine with a child process adds them after
+	// filtering its own environment): the demo's fake API URL and key.
 	ChildEnv []string
 
 	// Logger receives the server's own log lines (nil = none). Turn logs
@@ -81,20 +76,22 @@ type Config struct {
 	Logger        *zerolog.Logger
 	NoProjectLogs bool
 
-	// InterruptGrace and KillGrace tune the driver's stop sequence (see
-	// claudecode.Config; 0 = its defaults).
-	InterruptGrace time.Duration
-	KillGrace      time.Duration
 	// SubscriberBuffer is the live-event queue of one reader (0 =
 	// DefaultSubscriberBuffer). See Harness.Follow for the policy.
 	SubscriberBuffer int
 
-	// Engines are engines to offer beside the built-in ones (Codex, ACP
-	// agents…), by Name. An entry named like a built-in one replaces it.
-	// The Harness shuts them down with itself.
+	// Engines are the engines sessions run on, by Name, offered in this
+	// order (at least one; the core knows no engine of its own: package
+	// engines builds the built-in ones). A later entry of a name replaces
+	// an earlier one. The Harness shuts them down with itself.
 	Engines []engine.Engine
+	// Aliases are other names of engines (alias → engine name, the alias
+	// lower-case): a session, persona or client naming an alias gets that
+	// engine, and sessions store the engine's own name (engines.Aliases:
+	// claude → claude-code, native → anthropic, openai → codex).
+	Aliases map[string]string
 	// DefaultEngine runs sessions whose request and persona name none
-	// ("" = engine.ClaudeCode).
+	// ("" = engine.ClaudeCode when Engines has it, else the first).
 	DefaultEngine string
 
 	// Approvals makes turns in the permission modes default, acceptEdits
@@ -120,15 +117,9 @@ func (c *Config) clone() Config {
 	d := *c
 	d.Roots = slices.Clone(c.Roots)
 	d.AllowedTools = slices.Clone(c.AllowedTools)
-	if c.Env != nil {
-		d.Env = slices.Clone(c.Env)
-	}
-	d.AllowEnv = slices.Clone(c.AllowEnv)
+	d.Aliases = maps.Clone(c.Aliases)
 	d.ChildEnv = slices.Clone(c.ChildEnv)
 	d.Engines = slices.Clone(c.Engines)
-	if d.DefaultEngine == "" {
-		d.DefaultEngine = engine.ClaudeCode
-	}
 	if d.ApprovalTimeout <= 0 {
 		d.ApprovalTimeout = DefaultApprovalTimeout
 	}
@@ -151,8 +142,8 @@ func (c *Config) permissionMode(p *persona.Persona) (string, error) {
 	if c.PermissionMode != "" {
 		mode = c.PermissionMode
 	}
-	if !slices.Contains(engine.PermissionModes, mode) {
-		return "", claudecode.ErrInvalidOptions
+	if !engine.ValidPermissionMode(mode) {
+		return "", fmt.Errorf("%w %q: want one of %s", ErrInvalidPermissionMode, mode, strings.Join(engine.PermissionModes, ", "))
 	}
 	if mode == BypassPermissionMode && !c.AllowBypass {
 		return "", ErrBypassRefused

@@ -3,10 +3,11 @@
 // gateway), the JSON-RPC door (package rpc), one conversation over HTTP
 // (package agentserver, which the TUI talks to), the IRC agents (packages
 // runner and daemon), the CLI (cmd/harness) — drive a Harness; the engines
-// (package engine's seam: claudecode, native, codex, acp) run the turns;
-// nothing here knows about HTTP or about which agent answers.
+// run the turns behind package engine's seam; nothing here knows about
+// HTTP or about which agent answers.
 //
-//	h, err := harness.New(harness.Config{Roots: []string{root}})
+//	all := engines.Builtin(engines.Config{})              // package engines: the built-in ones
+//	h, err := harness.New(harness.Config{Roots: []string{root}, Engines: all, Aliases: engines.Aliases})
 //	s, err := h.CreateSession(root, "REVIEWER", "workbench")
 //	t, err := h.StartTurn(ctx, s.ID, "review the diff")   // runs on the Harness's goroutine
 //	events, err := h.Follow(ctx, s.ID, t.StartSeq)       // stored, then live, until process:exit
@@ -29,12 +30,15 @@
 //
 // # Engines
 //
-// Claude Code (package claudecode), the native loop on the Messages API
-// (package native), Codex (package codex) and the ACP agents opencode,
-// claude-acp and copilot (package acp) are built in; Config.Engines adds
-// more (any ACP command: acp.NewEngine). DeleteSession also closes what an
-// engine keeps for the session (an ACP agent's process). A session names its engine at creation (SessionSpec.Engine >
-// the persona's engine: > Config.DefaultEngine) and keeps it.
+// The core imports no engine: Config.Engines are the engines it runs,
+// built at the edge. Package engines builds the built-in ones (Claude
+// Code, the native loop on the Messages API, Codex and the ACP agents
+// opencode, claude-acp and copilot) and reads an engines file; any
+// engine.Engine may be added. Config.Aliases are other names of them
+// (claude, native, openai). DeleteSession also closes what an engine
+// keeps for the session (an ACP agent's process). A session names its
+// engine at creation (SessionSpec.Engine > the persona's engine: >
+// Config.DefaultEngine) and keeps it.
 //
 // # Approvals
 //

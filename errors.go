@@ -36,6 +36,11 @@ var (
 	ErrClosed = errors.New("harness is shutting down")
 	// ErrUnknownEngine: no engine of that name is configured (400).
 	ErrUnknownEngine = errors.New("unknown engine")
+	// ErrNoEngines: New was given no engine.
+	ErrNoEngines = errors.New("no engines")
+	// ErrInvalidPermissionMode: the permission mode (of the server or a
+	// persona) is not one of engine.PermissionModes (400).
+	ErrInvalidPermissionMode = errors.New("invalid permission mode")
 	// ErrApprovalNotFound: the session has no approval request of that
 	// ID (404).
 	ErrApprovalNotFound = errors.New("approval request not found")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 )
 
@@ -15,7 +16,9 @@ import (
 // their seq and can be followed (or replayed later) by anyone.
 func Example() {
 	root := "/path/to/project"
-	h, err := harness.New(harness.Config{Roots: []string{root}})
+	// The core runs the engines it is given: here the built-in ones.
+	all := engines.Builtin(engines.Config{})
+	h, err := harness.New(harness.Config{Roots: []string{root}, Engines: all, Aliases: engines.Aliases})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -13,17 +13,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/session"
+	"github.com/rs/zerolog"
 )
 
-// Harness runs harness sessions: it owns the claudecode.Manager, the
+// Harness runs harness sessions on the engines it is given: it owns the
 // session store, the per-project logs and the live fan-out of every
 // running turn. A Harness is safe for concurrent use; the gateway and the
 // CLI each build one with New and end it with Shutdown.
@@ -31,7 +29,6 @@ type Harness struct {
 	cfg     Config
 	roots   []string // allowed roots, absolute, symlinks resolved
 	log     zerolog.Logger
-	mgr     *claudecode.Manager
 	engines map[string]engine.Engine
 	order   []string // engine names, built-in first
 	store   *session.Store
@@ -93,20 +90,21 @@ func New(cfg Config) (*Harness, error) {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	h.store = st
-	cc := claudecode.NewEngine(claudecode.Config{
-		Binary: c.ClaudeBinary, Env: c.Env, AllowEnv: c.AllowEnv, Logger: c.Logger,
-		InterruptGrace: c.InterruptGrace, KillGrace: c.KillGrace,
-	})
-	h.mgr = cc.Manager()
 	h.warm = newWarmPool(c.WarmTurns, c.WarmIdle)
-	h.addEngine(cc)
-	for _, e := range builtinEngines(&c) {
-		h.addEngine(e)
-	}
 	for _, e := range c.Engines {
 		h.addEngine(e)
 	}
-	if _, ok := h.engines[c.DefaultEngine]; !ok {
+	if len(h.order) == 0 {
+		return nil, fmt.Errorf("harness: %w: Config.Engines is empty (a command builds the built-in ones with engines.Builtin)", ErrNoEngines)
+	}
+	if c.DefaultEngine == "" {
+		c.DefaultEngine = h.order[0]
+		if _, ok := h.engines[engine.ClaudeCode]; ok {
+			c.DefaultEngine = engine.ClaudeCode
+		}
+	}
+	h.cfg.DefaultEngine = h.canonical(c.DefaultEngine)
+	if _, ok := h.engines[h.cfg.DefaultEngine]; !ok {
 		return nil, fmt.Errorf("harness: default engine %q: %w (have %s)", c.DefaultEngine, ErrUnknownEngine, strings.Join(h.order, ", "))
 	}
 	return h, nil
@@ -122,9 +120,35 @@ func (h *Harness) addEngine(e engine.Engine) {
 	h.engines[name] = e
 }
 
-// engineFor returns the engine called name.
+// canonical returns the engine name that name stands for: an engine's
+// name (case aside) or an alias of it (Config.Aliases), else name.
+func (h *Harness) canonical(name string) string {
+	if _, ok := h.engines[name]; ok {
+		return name
+	}
+	lower := strings.ToLower(name)
+	if _, ok := h.engines[lower]; ok {
+		return lower
+	}
+	if n, ok := h.cfg.Aliases[lower]; ok {
+		return n
+	}
+	return name
+}
+
+// EngineName returns the name of the engine that name (an engine's name
+// or one of Config.Aliases) stands for, or an error wrapping
+// ErrUnknownEngine that lists the engines there are.
+func (h *Harness) EngineName(name string) (string, error) {
+	if _, err := h.engineFor(name); err != nil {
+		return "", err
+	}
+	return h.canonical(name), nil
+}
+
+// engineFor returns the engine called name (or an alias of it).
 func (h *Harness) engineFor(name string) (engine.Engine, error) {
-	if e, ok := h.engines[name]; ok {
+	if e, ok := h.engines[h.canonical(name)]; ok {
 		return e, nil
 	}
 	return nil, fmt.Errorf("%w %q (have %s)", ErrUnknownEngine, name, strings.Join(h.order, ", "))
@@ -164,15 +188,23 @@ func (h *Harness) EngineNames() []string { return slices.Clone(h.order) }
 // Roots returns the allowed roots, absolute with symlinks resolved.
 func (h *Harness) Roots() []string { return append([]string(nil), h.roots...) }
 
-// Manager returns the driver the Harness runs turns with (for `harness
-// replay`, which bypasses the session machinery on purpose).
-func (h *Harness) Manager() *claudecode.Manager { return h.mgr }
-
 // Store returns the session store.
 func (h *Harness) Store() *session.Store { return h.store }
 
-// CLIVersion returns the version of the claude CLI in use.
-func (h *Harness) CLIVersion(ctx context.Context) (string, error) { return h.mgr.CLIVersion(ctx) }
+// CLIVersion returns the version of the Claude Code CLI in use: what
+// the claude-code engine's Check reports. It fails when the Harness has
+// no such engine or the CLI cannot run here (the error says why).
+func (h *Harness) CLIVersion(ctx context.Context) (string, error) {
+	e, err := h.engineFor(engine.ClaudeCode)
+	if err != nil {
+		return "", err
+	}
+	st := e.Check(ctx)
+	if !st.Available {
+		return "", fmt.Errorf("%w: %s", engine.ErrUnavailable, st.Reason)
+	}
+	return st.Version, nil
+}
 
 // ResolveRoot returns projectRoot with symlinks resolved when it is an
 // existing directory inside an allowed root. projectRoot must be
@@ -344,6 +376,7 @@ func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
 	if _, err := h.engineFor(name); err != nil {
 		return nil, err
 	}
+	name = h.canonical(name)
 	if strings.ContainsRune(spec.Model, 0) || len(spec.Model) > 200 {
 		return nil, fmt.Errorf("%w: model name", ErrInvalidID)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
 )
@@ -29,6 +30,7 @@ type testEnv struct {
 	root  string
 	home  string
 	state string
+	bin   string
 }
 
 func newTestEnv(t *testing.T, mutate func(*Config)) *testEnv {
@@ -40,14 +42,12 @@ func newTestEnv(t *testing.T, mutate func(*Config)) *testEnv {
 	}
 	t.Cleanup(func() { api.Close() })
 	e := &testEnv{t: t, api: api, root: realDir(t), home: t.TempDir(), state: t.TempDir()}
+	e.bin = bin
 	e.cfg = Config{
-		Roots:          []string{e.root},
-		ClaudeBinary:   bin,
-		StateDir:       e.state,
-		Env:            claudetest.BaseEnv(e.home),
-		ChildEnv:       api.Env(),
-		InterruptGrace: time.Second,
-		KillGrace:      2 * time.Second,
+		Roots:    []string{e.root},
+		StateDir: e.state,
+		ChildEnv: api.Env(),
+		Aliases:  engines.Aliases,
 	}
 	if mutate != nil {
 		mutate(&e.cfg)
@@ -58,7 +58,14 @@ func newTestEnv(t *testing.T, mutate func(*Config)) *testEnv {
 
 func (e *testEnv) open() *Harness {
 	e.t.Helper()
-	h, err := New(e.cfg)
+	// The built-in engines, then the test's own (which replace a
+	// built-in one of the same name).
+	cfg := e.cfg
+	cfg.Engines = append(engines.Builtin(engines.Config{
+		ClaudeBinary: e.bin, Env: claudetest.BaseEnv(e.home), ChildEnv: cfg.ChildEnv, Logger: cfg.Logger,
+		InterruptGrace: time.Second, KillGrace: 2 * time.Second,
+	}), e.cfg.Engines...)
+	h, err := New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -13,14 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/session"
+	"github.com/rs/zerolog"
 )
 
 // Plan is how a session's next turn will be run: the persona, the saved
@@ -37,9 +35,6 @@ type Plan struct {
 	// Request is what the engine is started with (Message, Approver and
 	// Logger are filled in by StartTurn).
 	Request engine.Request
-	// Opts are the Claude Code CLI's options for Request: what `harness
-	// replay` runs. Zero for sessions of other engines.
-	Opts claudecode.TurnOpts
 }
 
 // plan builds the Plan of s. With rebuild the prompt is assembled and
@@ -104,13 +99,7 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 			req.Model = p.Model
 		}
 	}
-	plan := &Plan{Session: s, Persona: p, Engine: name, PromptFile: path, Request: req}
-	if name == engine.ClaudeCode {
-		if plan.Opts, err = claudecode.OptsFor(req); err != nil {
-			return nil, err
-		}
-	}
-	return plan, nil
+	return &Plan{Session: s, Persona: p, Engine: name, PromptFile: path, Request: req}, nil
 }
 
 // ReplayPlan returns the Plan `harness replay` runs for session id: the
@@ -138,7 +127,7 @@ type Turn struct {
 func (t *Turn) Done() <-chan struct{} { return t.lt.done }
 
 // Err returns, after Done, nil when the turn completed and otherwise how
-// it ended (a *claudecode.TurnError, or the error that kept a resume
+// it ended (the engine's Turn.Err, or an *engine.TurnError for what kept a resume
 // fallback from starting).
 func (t *Turn) Err() error {
 	select {
@@ -504,7 +493,7 @@ func (r *runner) endWith(exit *event.Event, kind event.ErrorKind, msg string) er
 		exit = &event.Event{Type: event.TypeProcessExit, SessionID: r.s.ID, Exit: &event.ProcessExit{Code: -1}}
 	}
 	r.emit(*exit)
-	return &claudecode.TurnError{Kind: kind, Message: msg}
+	return &engine.TurnError{Kind: kind, Message: msg}
 }
 
 // emit stores ev in the event log, then publishes it: a reader that

@@ -22,6 +22,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
+	builtin "github.com/chirality/harness/engines"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -29,17 +30,18 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // env is a Harness on the fake Messages API (the real Claude CLI, or the
 // native engine) and an agent server of one session on it.
 type env struct {
-	t      *testing.T
-	api    *claudetest.FakeAPI
-	cfg    harness.Config
-	h      *harness.Harness
-	root   string
-	id     string
-	srv    *Server
-	url    string
-	token  string
-	closed bool
-	stop   func()
+	t       *testing.T
+	api     *claudetest.FakeAPI
+	cfg     harness.Config
+	engines builtin.Config // the built-in engines open gives each Harness
+	h       *harness.Harness
+	root    string
+	id      string
+	srv     *Server
+	url     string
+	token   string
+	closed  bool
+	stop    func()
 }
 
 func realDir(t *testing.T) string {
@@ -62,10 +64,10 @@ func newEnv(t *testing.T, engineName, personaText string) *env {
 	t.Cleanup(func() { api.Close() })
 	e := &env{t: t, api: api, root: realDir(t), token: "tok"}
 	os.WriteFile(filepath.Join(e.root, "hello.go"), []byte("package hello\n"), 0o644)
-	home := t.TempDir()
+	e.engines = builtin.Config{ClaudeBinary: claudetest.FindCLI(t), Env: claudetest.BaseEnv(t.TempDir()), ChildEnv: api.Env(),
+		InterruptGrace: time.Second, KillGrace: 2 * time.Second}
 	e.cfg = harness.Config{
-		Roots: []string{e.root}, StateDir: t.TempDir(), ClaudeBinary: claudetest.FindCLI(t),
-		Env: claudetest.BaseEnv(home), ChildEnv: api.Env(), InterruptGrace: time.Second, KillGrace: 2 * time.Second,
+		Roots: []string{e.root}, StateDir: t.TempDir(), ChildEnv: api.Env(),
 		DefaultPermissionMode: "default", Approvals: true, AllowedTools: []string{"Bash(ls:*)"},
 		DefaultEngine: engineName, NoProjectLogs: true,
 	}
@@ -87,7 +89,9 @@ func newEnv(t *testing.T, engineName, personaText string) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	h, err := harness.New(e.cfg)
+	cfg := e.cfg
+	cfg.Engines = builtin.Builtin(e.engines) // new ones each time: a Harness shuts its engines down
+	h, err := harness.New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}

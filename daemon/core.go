@@ -12,8 +12,8 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/acp"
-	"github.com/chirality/harness/codex"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/ipc"
 	"github.com/chirality/harness/runner"
 	"github.com/chirality/harness/supervisor"
@@ -120,37 +120,26 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 		return nil, nil, fmt.Errorf("agent %s: %w", a.Nick, err)
 	}
 	childEnv = append(childEnv, think...)
-	var engines []engine.Engine
-	addACP := func(name string, c acp.Config) error {
-		c.Name, c.Env, c.ExtraEnv, c.Logger = name, env, nil, logger
-		e, err := acp.NewEngine(c)
-		if err != nil {
-			return err
-		}
-		engines = append(engines, e)
-		return nil
+	// The built-in engines (package engines), with Codex's threads in a
+	// non-login shell: Codex runs commands in a login shell by default,
+	// whose profile (/etc/profile on Debian) resets PATH, so the skill CLI
+	// would not be found. An acp agent adds its acp_command.
+	builtin := func(childEnv []string) []engine.Engine {
+		return engines.Builtin(engines.Config{ClaudeBinary: o.ClaudeBinary, Env: env, ChildEnv: childEnv,
+			Logger: logger, CodexThreadConfig: CodexThreadConfig})
 	}
-	needsCopilot := a.Agent == KindCopilot || (cfg.Supervisor != nil && cfg.Supervisor.Agent == KindCopilot)
-	if needsCopilot {
-		c, _ := acp.BuiltinConfig(acp.Copilot)
-		if err := addACP(acp.Copilot, c); err != nil {
-			return nil, nil, err
-		}
-	}
-	if a.Agent == KindCodex {
-		// Codex runs commands in a login shell by default, whose profile
-		// (/etc/profile on Debian) resets PATH: the skill CLI would not be
-		// found. CodexThreadConfig turns it off for the agent's threads.
-		engines = append(engines, codex.NewEngine(codex.Config{Env: env, Logger: logger, ThreadConfig: CodexThreadConfig}))
-	}
+	var custom []engine.Engine
 	if a.Agent == KindACP {
-		if err := addACP(eng, acp.Config{Command: strings.Fields(a.ACPCommand)}); err != nil {
+		e, err := acp.NewEngine(acp.Config{Name: eng, Command: strings.Fields(a.ACPCommand), Env: env, Logger: logger})
+		if err != nil {
 			return nil, nil, err
 		}
+		custom = append(custom, e)
 	}
 	h, err := harness.New(harness.Config{
-		Roots: []string{dir}, StateDir: o.StateDir, ClaudeBinary: o.ClaudeBinary, Env: env, ChildEnv: childEnv,
-		AllowedTools: []string{SkillTool}, Engines: engines, DefaultEngine: eng, Logger: logger, NoProjectLogs: false,
+		Roots: []string{dir}, StateDir: o.StateDir, ChildEnv: childEnv,
+		AllowedTools: []string{SkillTool}, Engines: append(builtin(childEnv), custom...), Aliases: engines.Aliases,
+		DefaultEngine: eng, Logger: logger, NoProjectLogs: false,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -178,9 +167,10 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 			agent.Close()
 			return nil, nil, fmt.Errorf("supervisor: %w", err)
 		}
+		supEnv := append(append([]string{}, o.ChildEnv...), supThink...)
 		sh, err := harness.New(harness.Config{
-			Roots: []string{dir}, StateDir: o.StateDir, ClaudeBinary: o.ClaudeBinary, Env: env,
-			ChildEnv: append(append([]string{}, o.ChildEnv...), supThink...), Engines: engines,
+			Roots: []string{dir}, StateDir: o.StateDir, ChildEnv: supEnv,
+			Engines: append(builtin(supEnv), custom...), Aliases: engines.Aliases,
 			DefaultEngine: supEngine, Logger: logger,
 		})
 		if err != nil {

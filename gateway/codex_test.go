@@ -35,7 +35,7 @@ func TestCodexThroughTheGateway(t *testing.T) {
 	if _, err := fake.WriteConfig(codexHome); err != nil {
 		t.Fatal(err)
 	}
-	s := newServerWith(t, func(c *harness.Config) { c.Env = append(c.Env, "CODEX_HOME="+codexHome) }, nil)
+	s := newServerWith(t, func(c *harness.Config) { c.ChildEnv = append(c.ChildEnv, "CODEX_HOME="+codexHome) }, nil)
 	_, out := s.createJSON(map[string]any{"engine": "codex"})
 	id := sessionID(t, out)
 

@@ -1,7 +1,7 @@
 // Package gateway serves a harness.Harness over HTTP at /api/harness: the
 // routes the web console and the TypeScript client use.
 //
-//	h, _ := harness.New(harness.Config{Roots: roots})
+//	h, _ := harness.New(harness.Config{Roots: roots, Engines: engines.Builtin(engines.Config{})})
 //	gw, _ := gateway.New(gateway.Config{Harness: h, Addr: "127.0.0.1:8787", Token: tok})
 //	srv := &http.Server{Handler: gw}
 //	…

@@ -24,6 +24,7 @@ import (
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/httpguard"
 )
@@ -58,17 +59,19 @@ func newServerWith(t *testing.T, hmut func(*harness.Config), mutate func(*Config
 	t.Cleanup(func() { api.Close() })
 	root := realDir(t)
 	hcfg := harness.Config{
-		Roots:          []string{root},
-		ClaudeBinary:   bin,
-		StateDir:       t.TempDir(),
-		Env:            claudetest.ScratchEnv(t),
-		ChildEnv:       api.Env(),
-		InterruptGrace: time.Second,
-		KillGrace:      2 * time.Second,
+		Roots:    []string{root},
+		StateDir: t.TempDir(),
+		ChildEnv: api.Env(),
+		Aliases:  engines.Aliases,
 	}
 	if hmut != nil {
 		hmut(&hcfg)
 	}
+	// The built-in engines, then hmut's (a later one of a name wins).
+	hcfg.Engines = append(engines.Builtin(engines.Config{
+		ClaudeBinary: bin, Env: claudetest.ScratchEnv(t), ChildEnv: hcfg.ChildEnv, Logger: hcfg.Logger,
+		InterruptGrace: time.Second, KillGrace: 2 * time.Second,
+	}), hcfg.Engines...)
 	h, err := harness.New(hcfg)
 	if err != nil {
 		t.Fatal(err)
@@ -542,7 +545,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	if _, err := New(Config{}); err == nil {
 		t.Error("New without a Harness succeeded")
 	}
-	h, err := harness.New(harness.Config{Roots: []string{t.TempDir()}, StateDir: t.TempDir()})
+	h, err := harness.New(harness.Config{Roots: []string{t.TempDir()}, StateDir: t.TempDir(), Engines: engines.Builtin(engines.Config{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,7 +600,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			}
 		}
 	}
-	h, err := harness.New(harness.Config{Roots: []string{t.TempDir()}, StateDir: t.TempDir()})
+	h, err := harness.New(harness.Config{Roots: []string{t.TempDir()}, StateDir: t.TempDir(), Engines: engines.Builtin(engines.Config{})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/engines"
 )
 
 // BenchmarkThreadList1000: thread.list over 1,000 stored threads (goal
@@ -26,7 +27,7 @@ func BenchmarkThreadList1000(b *testing.B) {
 		m, _ := json.Marshal(meta{Thread: Thread{ThreadID: id, Title: "t", Directory: cwd, Time: threadTime{Created: int64(i), Updated: int64(i)}}})
 		os.WriteFile(filepath.Join(dir, "meta.json"), m, 0o600)
 	}
-	h, err := harness.New(harness.Config{Roots: []string{cwd}, StateDir: b.TempDir(), NoProjectLogs: true})
+	h, err := harness.New(harness.Config{Roots: []string{cwd}, StateDir: b.TempDir(), NoProjectLogs: true, Engines: engines.Builtin(engines.Config{})})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func BenchmarkThreadList1000(b *testing.B) {
 // from disk (bytes allocated per op stay far below the history's size).
 func BenchmarkThreadGet100k(b *testing.B) {
 	cwd, _ := filepath.EvalSymlinks(b.TempDir())
-	h, _ := harness.New(harness.Config{Roots: []string{cwd}, StateDir: b.TempDir(), NoProjectLogs: true})
+	h, _ := harness.New(harness.Config{Roots: []string{cwd}, StateDir: b.TempDir(), NoProjectLogs: true, Engines: engines.Builtin(engines.Config{})})
 	defer h.Shutdown(context.Background())
 	s, _ := NewServer(h, io.Discard, Options{Cwd: cwd})
 	res, _ := s.threadCreate(json.RawMessage(`{}`))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 )
 
@@ -44,10 +45,12 @@ type client struct {
 }
 
 type env struct {
-	api  *claudetest.FakeAPI
-	cwd  string
-	cfg  harness.Config
-	home string
+	api *claudetest.FakeAPI
+	cwd string
+	cfg harness.Config
+	// engines configures the built-in engines each harness() gets.
+	engines engines.Config
+	home    string
 }
 
 func newEnv(t *testing.T) *env {
@@ -59,16 +62,24 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { api.Close() })
 	cwd, _ := filepath.EvalSymlinks(t.TempDir())
 	e := &env{api: api, cwd: cwd, home: t.TempDir()}
-	e.cfg = harness.Config{Roots: []string{cwd}, ClaudeBinary: claudetest.FindCLI(t), StateDir: t.TempDir(),
-		Env: claudetest.BaseEnv(e.home), ChildEnv: api.Env(), DefaultPermissionMode: "default", Approvals: true,
-		InterruptGrace: time.Second, KillGrace: 2 * time.Second, NoProjectLogs: true}
+	e.cfg = harness.Config{Roots: []string{cwd}, StateDir: t.TempDir(),
+		ChildEnv: api.Env(), DefaultPermissionMode: "default", Approvals: true, NoProjectLogs: true, Aliases: engines.Aliases}
+	e.engines = engines.Config{ClaudeBinary: claudetest.FindCLI(t), Env: claudetest.BaseEnv(e.home), ChildEnv: api.Env(),
+		InterruptGrace: time.Second, KillGrace: 2 * time.Second}
 	return e
+}
+
+// harness returns a Harness of e.cfg on new built-in engines.
+func (e *env) harness() (*harness.Harness, error) {
+	cfg := e.cfg
+	cfg.Engines = engines.Builtin(e.engines)
+	return harness.New(cfg)
 }
 
 // start runs a server over pipes; stop it with close().
 func (e *env) start(t *testing.T) *client {
 	t.Helper()
-	h, err := harness.New(e.cfg)
+	h, err := e.harness()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +250,7 @@ func TestConformance(t *testing.T) {
 
 func TestOversizedLine(t *testing.T) {
 	e := newEnv(t)
-	h, _ := harness.New(e.cfg)
+	h, _ := e.harness()
 	defer h.Shutdown(context.Background())
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"thread.list","params":{"x":"` + strings.Repeat("y", 5000) + `"}}` + "\n" +
 		`{"jsonrpc":"2.0","id":2,"method":"thread.list"}` + "\n")
@@ -491,7 +502,7 @@ func replayExample(t *testing.T, file string) {
 // A file a Write or Edit tool changed becomes an artifact item.
 func TestArtifactItems(t *testing.T) {
 	cwd, _ := filepath.EvalSymlinks(t.TempDir())
-	h, _ := harness.New(harness.Config{Roots: []string{cwd}, StateDir: t.TempDir(), NoProjectLogs: true})
+	h, _ := harness.New(harness.Config{Roots: []string{cwd}, StateDir: t.TempDir(), NoProjectLogs: true, Engines: engines.Builtin(engines.Config{})})
 	defer h.Shutdown(context.Background())
 	var out strings.Builder
 	s, _ := NewServer(h, &out, Options{Cwd: cwd})
@@ -518,7 +529,7 @@ func TestArtifactItems(t *testing.T) {
 // (mapped, appended to events.jsonl, written).
 func BenchmarkNotify(b *testing.B) {
 	cwd, _ := filepath.EvalSymlinks(b.TempDir())
-	h, _ := harness.New(harness.Config{Roots: []string{cwd}, StateDir: b.TempDir(), NoProjectLogs: true})
+	h, _ := harness.New(harness.Config{Roots: []string{cwd}, StateDir: b.TempDir(), NoProjectLogs: true, Engines: engines.Builtin(engines.Config{})})
 	defer h.Shutdown(context.Background())
 	s, _ := NewServer(h, io.Discard, Options{Cwd: cwd})
 	res, _ := s.threadCreate(json.RawMessage(`{}`))

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/atomicfile"
 	"github.com/chirality/harness/internal/jsonrpc"
 	"github.com/chirality/harness/session"
@@ -513,23 +511,18 @@ func (s *Server) notify(t *thread, method string, p map[string]any) {
 }
 
 // engineFor maps a model's providerID to an engine; "" keeps the
-// thread's (or the server's default). Any other engine the harness has
-// (the ACP agents, an engines file's entries) is taken by its name.
-func engineFor(providerID string, names []string) (string, *Error) {
-	switch strings.ToLower(providerID) {
-	case "":
+// thread's (or the server's default). A providerID is any engine the
+// harness has (the built-in ones, an engines file's entries) or one of
+// its aliases (harness.Config.Aliases: native, claude, openai).
+func engineFor(h *harness.Harness, providerID string) (string, *Error) {
+	if providerID == "" {
 		return "", nil
-	case "anthropic", "native":
-		return engine.Anthropic, nil
-	case "claude-code", "claude", "claudecode":
-		return engine.ClaudeCode, nil
-	case "codex", "openai":
-		return "codex", nil
 	}
-	if slices.Contains(names, providerID) {
-		return providerID, nil
+	name, err := h.EngineName(providerID)
+	if err != nil {
+		return "", errorf(CodeInvalidParams, fmt.Sprintf("invalid params: model.providerID %q: want one of %s", providerID, strings.Join(h.EngineNames(), ", ")))
 	}
-	return "", errorf(CodeInvalidParams, fmt.Sprintf("invalid params: model.providerID %q: want anthropic (the native loop), claude-code (the Claude Code CLI) or codex", providerID))
+	return name, nil
 }
 
 func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Error) {
@@ -566,7 +559,7 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 	eng, model := "", ""
 	if p.Model != nil {
 		var eerr *Error
-		if eng, eerr = engineFor(p.Model.ProviderID, s.h.EngineNames()); eerr != nil {
+		if eng, eerr = engineFor(s.h, p.Model.ProviderID); eerr != nil {
 			return nil, eerr
 		}
 		model = p.Model.ModelID

@@ -10,6 +10,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/runner"
 )
 
@@ -30,7 +31,8 @@ func BenchmarkSendPromptToTurnStart(b *testing.B) {
 	}
 	defer api.Close()
 	root, _ := filepath.EvalSymlinks(b.TempDir())
-	h, err := harness.New(harness.Config{Roots: []string{root}, StateDir: b.TempDir(), Env: []string{}, ChildEnv: api.Env(), NoProjectLogs: true})
+	h, err := harness.New(harness.Config{Roots: []string{root}, StateDir: b.TempDir(), ChildEnv: api.Env(), NoProjectLogs: true,
+		Engines: engines.Builtin(engines.Config{Env: []string{}, ChildEnv: api.Env()})})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/runner"
 )
 
@@ -50,9 +51,9 @@ func newEnvGrace(t *testing.T, bin string, interruptGrace time.Duration) *env {
 		t.Fatal(err)
 	}
 	h, err := harness.New(harness.Config{
-		Roots: []string{root}, ClaudeBinary: bin, StateDir: t.TempDir(),
-		Env: claudetest.BaseEnv(t.TempDir()), ChildEnv: api.Env(),
-		InterruptGrace: interruptGrace, KillGrace: 2 * time.Second,
+		Roots: []string{root}, StateDir: t.TempDir(), ChildEnv: api.Env(),
+		Engines: engines.Builtin(engines.Config{ClaudeBinary: bin, Env: claudetest.BaseEnv(t.TempDir()), ChildEnv: api.Env(),
+			InterruptGrace: interruptGrace, KillGrace: 2 * time.Second}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/runner"
 )
 
@@ -21,7 +22,7 @@ func Example() {
 	root, _ := os.MkdirTemp("", "runner-example")
 	defer os.RemoveAll(root)
 	h, err := harness.New(harness.Config{Roots: []string{root}, StateDir: filepath.Join(root, ".state"),
-		Env: []string{}, ChildEnv: api.Env()})
+		Engines: engines.Builtin(engines.Config{Env: []string{}, ChildEnv: api.Env()}), ChildEnv: api.Env()})
 	if err != nil {
 		fmt.Println(err)
 		return

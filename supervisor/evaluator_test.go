@@ -13,6 +13,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/runner"
 	"github.com/chirality/harness/supervisor"
 )
@@ -28,8 +29,8 @@ func newHarness(t *testing.T, bin string) (*harness.Harness, *claudetest.FakeAPI
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := harness.New(harness.Config{Roots: []string{root}, ClaudeBinary: bin, StateDir: t.TempDir(),
-		Env: claudetest.BaseEnv(t.TempDir()), ChildEnv: api.Env()})
+	h, err := harness.New(harness.Config{Roots: []string{root}, StateDir: t.TempDir(), ChildEnv: api.Env(),
+		Engines: engines.Builtin(engines.Config{ClaudeBinary: bin, Env: claudetest.BaseEnv(t.TempDir()), ChildEnv: api.Env()})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/gateway"
 )
@@ -239,7 +240,8 @@ func listen(tmp, script string) (*server, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	h, err := harness.New(harness.Config{Roots: []string{root}, ClaudeBinary: script, StateDir: filepath.Join(tmp, "state")})
+	h, err := harness.New(harness.Config{Roots: []string{root}, StateDir: filepath.Join(tmp, "state"),
+		Engines: engines.Builtin(engines.Config{ClaudeBinary: script})})
 	if err != nil {
 		return nil, err
 	}

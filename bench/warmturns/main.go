@@ -43,6 +43,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/gateway"
 	"github.com/rs/zerolog"
 )
@@ -238,8 +239,9 @@ func measure(bin string, api *claudetest.FakeAPI, warm, turns int) ([]timing, er
 	defer os.RemoveAll(root)
 	home := must(os.MkdirTemp("", "warmturns-home-"))
 	defer os.RemoveAll(home)
-	h, err := harness.New(harness.Config{Roots: []string{root}, ClaudeBinary: bin, StateDir: filepath.Join(home, "state"),
-		Env: claudetest.BaseEnv(home), ChildEnv: api.Env(), WarmTurns: warm, NoProjectLogs: true, Logger: &serverLog})
+	h, err := harness.New(harness.Config{Roots: []string{root}, StateDir: filepath.Join(home, "state"),
+		Engines:  engines.Builtin(engines.Config{ClaudeBinary: bin, Env: claudetest.BaseEnv(home), ChildEnv: api.Env(), Logger: &serverLog}),
+		ChildEnv: api.Env(), WarmTurns: warm, NoProjectLogs: true, Logger: &serverLog})
 	if err != nil {
 		return nil, err
 	}
@@ -336,8 +338,9 @@ func rss(bin string, api *claudetest.FakeAPI, n int) error {
 	home := must(os.MkdirTemp("", "warmturns-home-"))
 	defer os.RemoveAll(home)
 	before := rssKB(os.Getpid())
-	h, err := harness.New(harness.Config{Roots: []string{root}, ClaudeBinary: bin, StateDir: filepath.Join(home, "state"),
-		Env: claudetest.BaseEnv(home), ChildEnv: api.Env(), WarmTurns: n, NoProjectLogs: true})
+	h, err := harness.New(harness.Config{Roots: []string{root}, StateDir: filepath.Join(home, "state"),
+		Engines:  engines.Builtin(engines.Config{ClaudeBinary: bin, Env: claudetest.BaseEnv(home), ChildEnv: api.Env()}),
+		ChildEnv: api.Env(), WarmTurns: n, NoProjectLogs: true})
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/agentserver"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/persona"
 )
@@ -218,7 +219,7 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 		}
 	}()
 	cfg := harness.Config{
-		Roots: []string{o.cwd}, ClaudeBinary: o.claudeBin, MaxTurns: o.maxTurns, Logger: logger,
+		Roots: []string{o.cwd}, MaxTurns: o.maxTurns, Logger: logger, Aliases: engines.Aliases,
 		DefaultPermissionMode: "default", PermissionMode: o.permissionMode,
 		Approvals: true, ApprovalTimeout: o.approvalTimeout, WarmTurns: o.warm, DefaultEngine: engine.Anthropic,
 	}
@@ -229,7 +230,7 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 			return nil, fmt.Errorf("--demo: %w", err)
 		}
 	}
-	if cfg.Engines, err = loadEngines(o.enginesFile, cfg.Env, cfg.AllowEnv, cfg.ChildEnv, logger); err != nil {
+	if cfg.Engines, err = buildEngines(o.enginesFile, engines.Config{ClaudeBinary: o.claudeBin, ChildEnv: cfg.ChildEnv, Logger: logger}); err != nil {
 		return nil, fmt.Errorf("%w: %w", errAgentUsage, err)
 	}
 	if a.h, err = harness.New(cfg); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
 )
@@ -70,7 +71,8 @@ func runOrchestrated(f *turnFlags, message string, childEnv []string, stdout, st
 	// one the turn runs headless, as the gateway's dontAsk does.
 	tty := isTTY(os.Stdin)
 	h, err := harness.New(harness.Config{
-		Roots: []string{root}, ClaudeBinary: f.claudeBin, Logger: &logger,
+		Roots: []string{root}, Logger: &logger, Aliases: engines.Aliases,
+		Engines:        engines.Builtin(engines.Config{ClaudeBinary: f.claudeBin, ChildEnv: childEnv, Logger: &logger}),
 		PermissionMode: f.permissionMode, MaxTurns: f.maxTurns,
 		ChildEnv: childEnv, AllowedTools: demoAllowed(f), Approvals: tty,
 	})

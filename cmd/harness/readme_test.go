@@ -12,6 +12,7 @@ import (
 
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/daemon"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/irc/irctest"
 )
 
@@ -104,7 +105,7 @@ func TestREADMEEnginesYAML(t *testing.T) {
 	if m == nil {
 		t.Fatal("the README has no marked engines file")
 	}
-	cfgs, err := parseEngines("README.md", m[1])
+	cfgs, err := engines.ParseFile("README.md", m[1])
 	if err != nil {
 		t.Fatalf("the README's engines file is not valid: %v", err)
 	}

@@ -73,7 +73,13 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	if verbose {
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: stderr}).With().Timestamp().Logger()
 	}
-	h, err := harness.New(harness.Config{Roots: []string{s.ProjectRoot}, ClaudeBinary: claudeBin, Logger: &logger,
+	if s.Engine != "" && s.Engine != engine.ClaudeCode {
+		fmt.Fprintf(stderr, "harness replay: session %s runs on %s; replay re-runs Claude Code sessions only\n", s.ID, s.Engine)
+		return 1
+	}
+	// The replay runs the Claude Code CLI itself: the Harness only plans.
+	cc := claudecode.NewEngine(claudecode.Config{Binary: claudeBin, Logger: &logger})
+	h, err := harness.New(harness.Config{Roots: []string{s.ProjectRoot}, Logger: &logger, Engines: []engine.Engine{cc},
 		PermissionMode: permissionMode, MaxTurns: maxTurns, NoProjectLogs: true})
 	if err != nil {
 		fmt.Fprintln(stderr, "harness replay:", err)
@@ -89,26 +95,31 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "harness replay:", err)
 		return 1
 	}
+	opts, err := claudecode.OptsFor(plan.Request)
+	if err != nil {
+		fmt.Fprintln(stderr, "harness replay:", err)
+		return 1
+	}
 	if printOnly {
 		bin, err := claudecode.FindBinary(claudeBin)
 		if err != nil {
 			bin = "claude"
 		}
-		fmt.Fprintln(stdout, replayCommand(bin, plan))
+		fmt.Fprintln(stdout, replayCommand(bin, opts))
 		return 0
 	}
 	return streamTurn(func() (engine.Turn, error) {
-		return h.Manager().StartTurn(context.Background(), s.ID, message, plan.Opts)
+		return cc.Manager().StartTurn(context.Background(), s.ID, message, opts)
 	}, asJSON, stdout, stderr)
 }
 
-// replayCommand renders the plan as a shell command. The message goes on
-// stdin as a stream-json user message, so it is not part of it; the
-// environment additions are shown with secret values redacted.
-func replayCommand(bin string, plan *harness.Plan) string {
+// replayCommand renders a plan's CLI options as a shell command. The
+// message goes on stdin as a stream-json user message, so it is not part
+// of it; the environment additions are shown with secret values redacted.
+func replayCommand(bin string, opts claudecode.TurnOpts) string {
 	var b strings.Builder
-	b.WriteString("cd " + shellQuote(plan.Opts.Cwd) + " && ")
-	for _, kv := range plan.Opts.Env {
+	b.WriteString("cd " + shellQuote(opts.Cwd) + " && ")
+	for _, kv := range opts.Env {
 		name, value, _ := strings.Cut(kv, "=")
 		if secrets.IsSecretEnvName(name) {
 			value = "[REDACTED]"
@@ -116,7 +127,7 @@ func replayCommand(bin string, plan *harness.Plan) string {
 		b.WriteString(name + "=" + shellQuote(value) + " ")
 	}
 	b.WriteString(shellQuote(bin))
-	for _, a := range plan.Opts.Args() {
+	for _, a := range opts.Args() {
 		b.WriteString(" " + shellQuote(a))
 	}
 	b.WriteString("  # the message goes on stdin as a stream-json user message")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/rpc"
 )
 
@@ -63,8 +64,8 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly}).With().Timestamp().Logger()
 	}
-	cfg := harness.Config{Roots: []string{dir}, ClaudeBinary: *claudeBin, Logger: &logger, DefaultPermissionMode: *perm,
-		Approvals: true, ApprovalTimeout: *timeout}
+	cfg := harness.Config{Roots: []string{dir}, Logger: &logger, DefaultPermissionMode: *perm,
+		Approvals: true, ApprovalTimeout: *timeout, Aliases: engines.Aliases}
 	if *demo {
 		env, undo, err := startDemo()
 		if err != nil {
@@ -75,7 +76,7 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 		cfg.ChildEnv = env
 		cfg.AllowedTools = claudetest.DemoAllowedTools
 	}
-	if cfg.Engines, err = loadEngines(*enginesFile, cfg.Env, cfg.AllowEnv, cfg.ChildEnv, &logger); err != nil {
+	if cfg.Engines, err = buildEngines(*enginesFile, engines.Config{ClaudeBinary: *claudeBin, ChildEnv: cfg.ChildEnv, Logger: &logger}); err != nil {
 		fmt.Fprintln(stderr, "harness rpc:", err)
 		return 2
 	}

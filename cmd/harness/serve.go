@@ -21,6 +21,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/gateway"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/web"
@@ -120,7 +121,7 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		Level(level).With().Timestamp().Logger()
 
 	cfg := harness.Config{
-		Roots: f.roots, ClaudeBinary: f.claudeBin, StateDir: f.stateDir,
+		Roots: f.roots, StateDir: f.stateDir, Aliases: engines.Aliases,
 		PermissionMode: f.permissionMode, AllowBypass: f.allowBypass, MaxTurns: f.maxTurns,
 		AllowedTools: f.allowedTools, Logger: &logger,
 		Approvals: f.approvals, ApprovalTimeout: f.approvalTimeout, WarmTurns: f.warm, WarmIdle: f.warmIdle,
@@ -140,7 +141,7 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 			return 1
 		}
 	}
-	if cfg.Engines, err = loadEngines(f.enginesFile, cfg.Env, cfg.AllowEnv, cfg.ChildEnv, &logger); err != nil {
+	if cfg.Engines, err = buildEngines(f.enginesFile, engines.Config{ClaudeBinary: f.claudeBin, ChildEnv: cfg.ChildEnv, Logger: &logger}); err != nil {
 		fmt.Fprintln(stderr, "harness serve:", err)
 		return 2
 	}

@@ -1,4 +1,4 @@
-package main
+package engines
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestParseEngines(t *testing.T) {
+func TestParseFile(t *testing.T) {
 	good := `engines:
   - name: opencode
     binary: /opt/opencode
@@ -18,7 +18,7 @@ func TestParseEngines(t *testing.T) {
     env: [MY_MODE=fast]
     credentials: [MY_AGENT_API_KEY]
 `
-	cfgs, err := parseEngines("e.yaml", []byte(good))
+	cfgs, err := ParseFile("e.yaml", []byte(good))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +43,7 @@ func TestParseEngines(t *testing.T) {
 		"engines:\n  - name: x\n    command: [x]\n    env: [NOEQUALS]\n":           "e.yaml:2: engine \"x\": env entry \"NOEQUALS\"",
 		"engines:\n  - name: x\n    command: [x]\n    env: [MY_TOKEN=s3]\n":        "looks like a secret",
 		"engines:\n  - name: codex\n    command: [x]\n":                            "is built in",
+		"engines:\n  - name: native\n    command: [x]\n":                           "another name of the built-in anthropic",
 		"engines:\n  - name: Bad Name\n    command: [x]\n":                         "e.yaml:2:",
 		"agents: []\n":                    "e.yaml:1: unknown key \"agents\"",
 		"engines: {}\n":                   "engines: must be a list",
@@ -52,26 +53,26 @@ func TestParseEngines(t *testing.T) {
 		"engines:\n  - name: [x]\n":       "e.yaml:2:",
 	}
 	for in, want := range bad {
-		_, err := parseEngines("e.yaml", []byte(in))
+		_, err := ParseFile("e.yaml", []byte(in))
 		if !errors.Is(err, ErrEngineFile) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", in, err, want)
 		}
 	}
 }
 
-func TestLoadEnginesFile(t *testing.T) {
+func TestLoad(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "engines.yaml")
 	if err := os.WriteFile(p, []byte("engines:\n  - name: mine\n    command: [no-such-agent-xyz]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	engs, err := loadEngines(p, nil, nil, nil, nil)
+	engs, err := Load(p, Config{})
 	if err != nil || len(engs) != 1 || engs[0].Name() != "mine" {
 		t.Fatalf("%v %v", engs, err)
 	}
-	if _, err := loadEngines(filepath.Join(t.TempDir(), "none.yaml"), nil, nil, nil, nil); !errors.Is(err, ErrEngineFile) {
+	if _, err := Load(filepath.Join(t.TempDir(), "none.yaml"), Config{}); !errors.Is(err, ErrEngineFile) {
 		t.Errorf("missing file: %v", err)
 	}
-	if engs, err := loadEngines("", nil, nil, nil, nil); engs != nil || err != nil {
+	if engs, err := Load("", Config{}); engs != nil || err != nil {
 		t.Errorf("no file: %v %v", engs, err)
 	}
 }
