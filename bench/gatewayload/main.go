@@ -739,7 +739,7 @@ func run(o opts) error {
 	// 3. Listing a big project.
 	big := filepath.Join(tmp, "big")
 	os.MkdirAll(big, 0o755)
-	h2, err := harness.New(harness.Config{Roots: []string{big}, StateDir: filepath.Join(tmp, "state2")})
+	h2, err := harness.New(harness.Config{Roots: []string{big}, StateDir: filepath.Join(tmp, "state2"), Engines: engines.Builtin(engines.Config{})})
 	if err != nil {
 		return err
 	}
