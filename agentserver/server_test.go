@@ -639,7 +639,7 @@ func FuzzParsePosition(f *testing.F) {
 func TestTurnThatCannotStart(t *testing.T) {
 	e := newEnv(t, engine.ClaudeCode, "")
 	e.stop()
-	e.cfg.ClaudeBinary = filepath.Join(t.TempDir(), "no-such-claude")
+	e.engines.ClaudeBinary = filepath.Join(t.TempDir(), "no-such-claude")
 	e.open()
 	e.serve()
 	s := e.openStream("", "")
