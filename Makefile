@@ -56,6 +56,7 @@ bench: build cli
 fuzz:
 	go test ./claudecode -run '^$$' -fuzz FuzzDecoder -fuzztime 60s
 	go test ./claudecode -run '^$$' -fuzz FuzzTextValue -fuzztime 60s
+	go test ./permrule -run '^$$' -fuzz FuzzRuleNamesProgram -fuzztime 60s
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
