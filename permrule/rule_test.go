@@ -294,3 +294,15 @@ func TestSimpleCommands(t *testing.T) {
 		t.Error("a command over MaxCommand was parsed")
 	}
 }
+
+// BenchmarkAllowed: the cost a session's rules add to each approval
+// question: a shell command parsed and matched against three rules.
+func BenchmarkAllowed(b *testing.B) {
+	rules := []string{"Read", "Bash(git status)", "Bash(npm test *)"}
+	in := cmdInput(`npm test -- --grep "a b" 2>&1 | npm test && git status`)
+	for b.Loop() {
+		if !permrule.Allowed(rules, "Bash", in) {
+			b.Fatal("not allowed")
+		}
+	}
+}
