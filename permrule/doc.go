@@ -43,8 +43,9 @@
 //   - no word holds a command substitution $( ) or ` ` (also inside
 //     double quotes), a process substitution <( ) >( ), an arithmetic
 //     expansion $(( )), an extended glob @( ) or a parameter expansion
-//     beyond $X, ${X} and ${X:-word}-style operators (no ${X@P},
-//     ${X[i]}, ${X:i:j});
+//     other than $X, ${X}, ${#X}, ${X/a/b} and ${X:-word}-style
+//     operators (no ${X@P}, ${!X}, ${X[i]}, ${X:i:j}: bash may evaluate
+//     a variable's text there, substitutions included);
 //   - no redirection but a descriptor copy or close (2>&1, >&2, 3<&-):
 //     no >, >>, <, <>, here-document or here-string;
 //   - and every simple command is allowed by some rule: its words (and
