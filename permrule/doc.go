@@ -45,7 +45,8 @@
 //     expansion $(( )), an extended glob @( ) or a parameter expansion
 //     other than $X, ${X}, ${#X}, ${X/a/b} and ${X:-word}-style
 //     operators (no ${X@P}, ${!X}, ${X[i]}, ${X:i:j}: bash may evaluate
-//     a variable's text there, substitutions included);
+//     a variable's text there, substitutions included), nor a "$"
+//     that bash leaves as text but zsh expands ($~X, $=X);
 //   - no redirection but a descriptor copy or close (2>&1, >&2, 3<&-):
 //     no >, >>, <, <>, here-document or here-string;
 //   - and every simple command is allowed by some rule: its words (and

@@ -152,6 +152,10 @@ func TestShellRules(t *testing.T) {
 		{npmTest, "npm test *(e:'touch pwned':)", false},
 		{npmTest, "npm test =(touch pwned)", false},
 		{npmTest, "npm test ${(e)X}", false},
+		{npmTest, "npm test $~X", false}, // zsh: X's text as a pattern, qualifiers and all
+		{npmTest, "npm test $=X", false},
+		{npmTest, "npm test x(e:'touch pwned':)", false},
+		{npmTest, "npm test $'a;b\n'", true}, // ANSI-C quoting is data
 	} {
 		if got := permrule.Allowed(c.rules, "Bash", cmdInput(c.cmd)); got != c.want {
 			t.Errorf("%v on %q: %v, want %v", c.rules, c.cmd, got, c.want)

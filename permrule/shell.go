@@ -41,7 +41,11 @@ func SimpleCommands(cmd string) (cmds []string, ok bool) {
 			return false
 		}
 		switch n := n.(type) {
-		case *syntax.File, *syntax.Word, *syntax.Lit, *syntax.SglQuoted, *syntax.DblQuoted, *syntax.BraceExp, *syntax.Comment:
+		case *syntax.File, *syntax.Word, *syntax.SglQuoted, *syntax.DblQuoted, *syntax.BraceExp, *syntax.Comment:
+		case *syntax.Lit:
+			// a "$" bash leaves as text ($~X, $=X) is an expansion in
+			// zsh, a shell agents run commands in too
+			ok = !bareDollar(n.Value)
 		case *syntax.Stmt:
 			ok = !n.Background && !n.Coprocess && !n.Disown && n.Cmd != nil
 		case *syntax.BinaryCmd:
@@ -101,6 +105,20 @@ func fdCopy(r *syntax.Redirect) bool {
 	}
 	w := r.Word.Lit()
 	return len(r.Word.Parts) == 1 && (w == "-" || digits(w))
+}
+
+// bareDollar reports whether a literal holds a "$" not escaped by a
+// backslash.
+func bareDollar(lit string) bool {
+	for i := 0; i < len(lit); i++ {
+		switch lit[i] {
+		case '\\':
+			i++
+		case '$':
+			return true
+		}
+	}
+	return false
 }
 
 func digits(s string) bool {
