@@ -7,6 +7,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/httpguard"
+	"github.com/chirality/harness/internal/sse"
 	"github.com/chirality/harness/persona"
 )
 
@@ -37,7 +38,7 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved):
 		return http.StatusConflict
-	case errors.Is(err, harness.ErrClosed), errors.Is(err, engine.ErrBinaryNotFound),
+	case errors.Is(err, harness.ErrClosed), errors.Is(err, sse.ErrTooManyStreams), errors.Is(err, engine.ErrBinaryNotFound),
 		errors.Is(err, engine.ErrUnavailable), errors.Is(err, engine.ErrBinaryNotFound):
 		return http.StatusServiceUnavailable
 	}

@@ -20,13 +20,14 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/httpguard"
+	"github.com/chirality/harness/internal/sse"
 	"github.com/chirality/harness/session"
 )
 
 // Defaults of Config.
 const (
 	DefaultMaxBody   = httpguard.DefaultMaxBody
-	DefaultHeartbeat = 15 * time.Second
+	DefaultHeartbeat = sse.DefaultHeartbeat
 	// APIPrefix is where the routes live.
 	APIPrefix = "/api/harness"
 )
@@ -63,6 +64,16 @@ type Config struct {
 	// Heartbeat is the interval of SSE heartbeat comments (0 =
 	// DefaultHeartbeat).
 	Heartbeat time.Duration
+	// WriteTimeout is how long one SSE event may take to be written
+	// before the stream is dropped (0 = sse.DefaultWriteTimeout, 10 s): a
+	// client that stops reading holds nothing longer. It comes back with
+	// Last-Event-ID.
+	WriteTimeout time.Duration
+	// MaxStreams and MaxSessionStreams cap the event streams open at once,
+	// in all and per session (0 = sse.DefaultMaxStreams, 256, and
+	// sse.DefaultMaxStreamsPerKey, 64; negative = no cap). Beyond them a
+	// stream is answered 503 with Retry-After.
+	MaxStreams, MaxSessionStreams int
 	// Console, if set, is served at / (the web console).
 	Console http.Handler
 	// DemoRoot is the demo project (serve --demo): listed first by GET
@@ -78,6 +89,7 @@ type Gateway struct {
 	h       *harness.Harness
 	log     zerolog.Logger
 	guard   *httpguard.Guard
+	limits  *sse.Limiter
 	router  *mux.Router
 	handler http.Handler
 
@@ -97,7 +109,8 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
-	g := &Gateway{cfg: cfg, h: cfg.Harness, log: zerolog.Nop(), closing: make(chan struct{})}
+	g := &Gateway{cfg: cfg, h: cfg.Harness, log: zerolog.Nop(), closing: make(chan struct{}),
+		limits: sse.NewLimiter(cfg.MaxStreams, cfg.MaxSessionStreams)}
 	if cfg.Logger != nil {
 		g.log = *cfg.Logger
 	}
@@ -169,8 +182,11 @@ func (g *Gateway) dispatch() http.Handler {
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
 
 // Close ends the open event streams (the turns go on) and waits for their
-// handlers to return. Call it when shutting the server down: SSE
-// connections never go idle by themselves. Safe to call more than once.
+// handlers to return; new streams are refused (503). A stream blocked
+// writing to a client that does not read is cut at once, so Close returns
+// promptly whatever the clients do. Call it when shutting the server down,
+// before http.Server.Shutdown: SSE connections never go idle by
+// themselves. Safe to call more than once.
 func (g *Gateway) Close() {
 	g.closeOnce.Do(func() { close(g.closing) })
 	g.streams.Wait()
@@ -357,6 +373,11 @@ func (g *Gateway) turn(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, harness.ErrEmptyMessage)
 		return
 	}
+	done, ok := g.acquireStream(w, r, req.SessionID) // before the turn: a 503 starts nothing
+	if !ok {
+		return
+	}
+	defer done()
 	t, err := g.h.StartTurn(r.Context(), req.SessionID, req.Message)
 	if err != nil {
 		g.writeError(w, r, err)
@@ -388,7 +409,13 @@ func (g *Gateway) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	g.stream(w, r, mux.Vars(r)["id"], after)
+	id := mux.Vars(r)["id"]
+	done, ok := g.acquireStream(w, r, id)
+	if !ok {
+		return
+	}
+	defer done()
+	g.stream(w, r, id, after)
 }
 
 // afterOf reads Last-Event-ID, else ?after=, else 0.

@@ -1,143 +1,100 @@
 package gateway
 
 import (
-	"context"
+	"io"
 	"net/http"
 	"strconv"
-	"sync"
-	"time"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/internal/sse"
+	"github.com/chirality/harness/session"
 )
+
+// acquireStream takes a stream slot for session id: it answers 503 (with
+// Retry-After beyond the caps) and returns ok false when the gateway is
+// closing or a cap is reached. done must be called when the stream ends.
+func (g *Gateway) acquireStream(w http.ResponseWriter, r *http.Request, id string) (done func(), ok bool) {
+	g.streams.Add(1)
+	select {
+	case <-g.closing:
+		g.streams.Done()
+		g.writeError(w, r, harness.ErrClosed)
+		return nil, false
+	default:
+	}
+	key := id
+	if !session.ValidID(id) {
+		key = "" // refused right after; a 100 KB id is not kept as a key meanwhile
+	}
+	release, err := g.limits.Acquire(key)
+	if err != nil {
+		g.streams.Done()
+		w.Header().Set("Retry-After", strconv.Itoa(sse.RetryAfter))
+		g.writeError(w, r, err)
+		return nil, false
+	}
+	return func() { release(); g.streams.Done() }, true
+}
 
 // stream answers with the session's events after `after` as SSE: stored
 // ones, then live ones of a running turn until its process:exit. It ends
-// when the events end, the client goes away, or the gateway closes. The
-// turn never depends on it.
+// when the events end, the client goes away or stops reading (a write not
+// taken within Config.WriteTimeout), or the gateway closes. The turn never
+// depends on it.
+//
+// Memory per stream is bounded whatever the log holds: the stored events
+// are copied from the event log to the client a buffer at a time
+// (session.EventLog.Lines), never a whole event per client; the live ones
+// are the turn's own records, shared by every reader, and a reader that
+// falls behind is dropped from the fan-out and catches up from the log.
+//
+// The caller holds a slot of g.limits (acquireStream) and g.streams.
 func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, id string, after int64) {
-	g.streams.Add(1)
-	defer g.streams.Done()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(closingContext{g.closing}, cancel)
-	defer stop()
-
-	events, err := g.h.Follow(ctx, id, after)
+	if _, err := g.h.Session(id); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	elog, err := g.h.Store().EventLog(id)
 	if err != nil {
 		g.writeError(w, r, err)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w)}
-	_ = sw.rc.SetWriteDeadline(time.Time{}) // a stream outlives any server write timeout
-	if sw.flush() != nil {
+	s := sse.New(w, r, sse.Config{Heartbeat: g.cfg.Heartbeat, WriteTimeout: g.cfg.WriteTimeout, Done: g.closing})
+	defer s.Close()
+	if s.Start() != nil {
 		return
 	}
 
-	hbDone := make(chan struct{})
-	var hb sync.WaitGroup
-	hb.Add(1)
-	go func() {
-		defer hb.Done()
-		t := time.NewTicker(g.cfg.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				if sw.comment("heartbeat") != nil {
-					cancel()
-					return
-				}
-			case <-hbDone:
-				return
-			case <-ctx.Done():
-				return
-			}
+	// The stored events, streamed from the file; then the rest (what was
+	// appended meanwhile, and a running turn's live events) from Follow.
+	last := after
+	err = elog.Lines(after, func(seq int64, line io.Reader) error {
+		if err := s.EventFrom(seq, line, false); err != nil {
+			return err
 		}
-	}()
-	defer func() {
-		close(hbDone)
-		hb.Wait()
-	}()
-
+		last = seq
+		return nil
+	})
+	if err != nil {
+		if s.Err() == nil {
+			g.log.Warn().Err(err).Str("sessionId", id).Msg("event stream: reading the log failed")
+		}
+		return
+	}
+	if s.Flush() != nil {
+		return
+	}
+	events, err := g.h.Follow(s.Context(), id, last)
+	if err != nil {
+		return // deleted meanwhile: the stream just ends
+	}
 	for rec, err := range events {
 		if err != nil {
 			g.log.Warn().Err(err).Str("sessionId", id).Msg("event stream: reading the log failed")
 			return
 		}
-		if sw.event(rec.Seq, rec.Event, !rec.More) != nil {
-			return // the client went away; the turn goes on
+		if s.Event(rec.Seq, rec.Event, !rec.More) != nil {
+			return // the client went away or stopped reading; the turn goes on
 		}
 	}
-}
-
-// closingContext is a context that is done when ch is closed.
-type closingContext struct{ ch <-chan struct{} }
-
-func (c closingContext) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (c closingContext) Done() <-chan struct{}       { return c.ch }
-func (c closingContext) Err() error {
-	select {
-	case <-c.ch:
-		return context.Canceled
-	default:
-		return nil
-	}
-}
-func (c closingContext) Value(any) any { return nil }
-
-// sseWriter serialises event and heartbeat writes on one response.
-type sseWriter struct {
-	mu  sync.Mutex
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf []byte
-	err error
-}
-
-// event writes one event; it flushes only when flush is set (the last of
-// a burst: under load one write carries many events instead of one
-// flush, one syscall and one TCP segment per event).
-func (s *sseWriter) event(seq int64, data []byte, flush bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	b := s.buf[:0]
-	if seq > 0 {
-		b = append(b, "id: "...)
-		b = strconv.AppendInt(b, seq, 10)
-		b = append(b, '\n')
-	}
-	b = append(b, "data: "...)
-	b = append(b, data...)
-	b = append(b, '\n', '\n')
-	s.buf = b
-	if _, s.err = s.w.Write(b); s.err == nil && flush {
-		s.err = s.rc.Flush()
-	}
-	return s.err
-}
-
-func (s *sseWriter) comment(text string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	if _, s.err = s.w.Write([]byte(": " + text + "\n\n")); s.err == nil {
-		s.err = s.rc.Flush()
-	}
-	return s.err
-}
-
-func (s *sseWriter) flush() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.err = s.rc.Flush()
-	return s.err
 }

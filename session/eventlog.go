@@ -311,6 +311,122 @@ func (l *EventLog) Records(after int64) iter.Seq2[Record, error] {
 	}
 }
 
+// Lines calls fn for each event with seq > after, in order, as Records
+// would yield it, but hands the stored line (without its newline) as a
+// reader instead of a slice: a line of any length passes through the
+// reader's buffer (at most 16 KB) and is never held whole, so a client
+// that replays a log of megabyte events slowly costs no more memory than
+// one that reads fast. fn need not read line to its end (the rest is
+// skipped); line is valid only during the call. fn's error ends the walk
+// and is returned; a read error is returned as Records yields it.
+func (l *EventLog) Lines(after int64, fn func(seq int64, line io.Reader) error) error {
+	f, size, err := l.snapshot()
+	if err != nil {
+		return err
+	}
+	start, err := searchAfter(f, size, after)
+	if err != nil {
+		return l.readErr(err)
+	}
+	// 16 KB: what a stream holds while its client does not read.
+	br := bufio.NewReaderSize(io.NewSectionReader(f, start, size-start), int(min(max(size-start, 512), 16<<10)))
+	for {
+		frag, err := br.ReadSlice('\n')
+		if err == io.EOF {
+			return nil // the snapshot ends on a line boundary: nothing is cut
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return l.readErr(err)
+		}
+		lr := &lineReader{br: br, frag: frag, done: err == nil}
+		if lr.done {
+			lr.frag = frag[:len(frag)-1]
+		}
+		if seq, ok := parseSeqPrefix(lr.frag); ok && seq > after {
+			if err := fn(seq, lr); err != nil {
+				return err
+			}
+		}
+		if err := lr.skip(); err != nil {
+			return l.readErr(err)
+		}
+	}
+}
+
+// lineReader reads one line of Lines: the fragment at hand, then the
+// rest up to the newline, a buffer at a time.
+type lineReader struct {
+	br   *bufio.Reader
+	frag []byte // unread bytes of the line in br's buffer
+	done bool   // the newline has been consumed
+	err  error
+}
+
+func (r *lineReader) Read(p []byte) (int, error) {
+	for len(r.frag) == 0 {
+		if r.done {
+			return 0, io.EOF
+		}
+		if r.err != nil {
+			return 0, r.err
+		}
+		r.next()
+	}
+	n := copy(p, r.frag)
+	r.frag = r.frag[n:]
+	return n, nil
+}
+
+// WriteTo writes the rest of the line to w straight from the reader's
+// buffer (io.Copy uses it: no copy buffer).
+func (r *lineReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if len(r.frag) > 0 {
+			n, err := w.Write(r.frag)
+			total += int64(n)
+			r.frag = r.frag[n:]
+			if err != nil {
+				return total, err
+			}
+		}
+		if r.done {
+			return total, nil
+		}
+		if r.err != nil {
+			return total, r.err
+		}
+		r.next()
+	}
+}
+
+// next reads the line's next fragment.
+func (r *lineReader) next() {
+	frag, err := r.br.ReadSlice('\n')
+	switch {
+	case err == nil:
+		r.frag, r.done = frag[:len(frag)-1], true
+	case errors.Is(err, bufio.ErrBufferFull):
+		r.frag = frag
+	case err == io.EOF:
+		r.frag, r.err = frag, io.ErrUnexpectedEOF // a snapshot ends on a newline; never here
+	default:
+		r.frag, r.err = frag, err
+	}
+}
+
+// skip consumes what fn left of the line.
+func (r *lineReader) skip() error {
+	for !r.done {
+		if r.err != nil {
+			return r.err
+		}
+		r.next()
+	}
+	r.frag = nil
+	return nil
+}
+
 // readErr maps a read failure on a closed file to ErrClosed.
 func (l *EventLog) readErr(err error) error {
 	if errors.Is(err, os.ErrClosed) {

@@ -249,7 +249,9 @@ func listen(tmp, script string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	gw, err := gateway.New(gateway.Config{Harness: h, Addr: ln.Addr().String()})
+	// No stream caps: the readers phase opens -readers streams of one
+	// session, more than serve's default cap per session.
+	gw, err := gateway.New(gateway.Config{Harness: h, Addr: ln.Addr().String(), MaxStreams: -1, MaxSessionStreams: -1})
 	if err != nil {
 		return nil, err
 	}
