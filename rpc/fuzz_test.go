@@ -2,17 +2,20 @@ package rpc
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
 // FuzzDecode: no input makes the decoder panic, and what it accepts is a
-// request with a method; every rejected request gets a code the spec has.
+// request with a method, at most MaxBatch of them; every rejected request
+// gets a code the spec has. The corpus it found is kept in testdata.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"thread.list"},{"jsonrpc":"2.0","method":"x"}]`,
 		`{"jsonrpc":"2.0","id":null,"method":"a"}`, `[]`, `{`, `"str"`, `{"jsonrpc":"2.0","id":[1],"method":"a"}`,
 		`{"jsonrpc":"2.0","id":"x","method":"","params":3}`,
+		"[" + strings.Repeat(`{"jsonrpc":"2.0","method":"x"},`, MaxBatch) + `{"jsonrpc":"2.0","method":"x"}]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -23,6 +26,9 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("code %d", err.Code)
 			}
 			return
+		}
+		if len(items) > MaxBatch {
+			t.Fatalf("a batch of %d accepted", len(items))
 		}
 		for _, raw := range items {
 			req, id, derr := DecodeRequest(raw)

@@ -81,11 +81,13 @@ func idOrNull(id json.RawMessage) json.RawMessage {
 	return id
 }
 
-// lineWriter writes whole lines, one at a time, to the client.
+// lineWriter writes whole lines, one at a time, to the client. A writer
+// of a line holds mu from its first byte to its newline.
 type lineWriter struct {
 	mu  sync.Mutex
 	w   *bufio.Writer
 	err error
+	buf []byte // an answer being encoded (under mu)
 }
 
 func newLineWriter(w io.Writer) *lineWriter { return &lineWriter{w: bufio.NewWriterSize(w, 64<<10)} }
@@ -105,6 +107,17 @@ func (l *lineWriter) writeLocked(b []byte, flush bool) error {
 		l.err = l.w.WriteByte('\n')
 	}
 	if l.err == nil && flush {
+		l.err = l.w.Flush()
+	}
+	return l.err
+}
+
+// endLocked ends the line being written and flushes; the caller holds mu.
+func (l *lineWriter) endLocked() error {
+	if l.err != nil {
+		return l.err
+	}
+	if l.err = l.w.WriteByte('\n'); l.err == nil {
 		l.err = l.w.Flush()
 	}
 	return l.err

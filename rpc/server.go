@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,8 +26,50 @@ import (
 // Version is the protocol version initialize answers.
 const Version = "1.0.0"
 
-// DefaultMaxLineBytes bounds one request line.
-const DefaultMaxLineBytes = 16 << 20
+// Limits on what a client sends (rpc/PROTOCOL.md lists them). A line over
+// its bound is -32600 and a batch over MaxBatch one -32600; a string field
+// over its bound is -32602. Nothing a client sends is echoed back whole.
+const (
+	// DefaultMaxLineBytes bounds one request line: room for an input of
+	// MaxInputBytes however it is escaped.
+	DefaultMaxLineBytes = 8 << 20
+	// MaxInputBytes bounds turn.start's input: its text items together.
+	MaxInputBytes = 1 << 20
+	// MaxTitleBytes bounds a thread's title (a longer title stored by an
+	// older server is cut to it when the thread is loaded).
+	MaxTitleBytes = 4 << 10
+	// MaxPathBytes bounds thread.create's directory.
+	MaxPathBytes = 4 << 10
+	// MaxNameBytes bounds every other string: ids (threadId, requestId),
+	// agent, model.providerID and model.modelID, decision, clientInfo.
+	MaxNameBytes = 256
+)
+
+// tooLong returns -32602 when v is longer than max bytes.
+func tooLong(field, v string, max int) *Error {
+	if len(v) <= max {
+		return nil
+	}
+	return errorf(CodeInvalidParams, fmt.Sprintf("invalid params: %s is %d bytes, over the limit of %d", field, len(v), max))
+}
+
+// firstTooLong returns the first of checks that is not nil.
+func firstTooLong(checks ...*Error) *Error {
+	for _, e := range checks {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// clip shortens what a client sent for an error message.
+func clip(v string) string {
+	if len(v) <= 64 {
+		return v
+	}
+	return strings.ToValidUTF8(v[:64], "") + "…"
+}
 
 // Options configure Serve.
 type Options struct {
@@ -176,6 +219,10 @@ func (s *Server) load() error {
 			s.log.Warn().Str("thread", e.Name()).AnErr("error", err).Msg("thread skipped: meta.json unreadable")
 			continue
 		}
+		if len(m.Title) > MaxTitleBytes {
+			m.Title = strings.ToValidUTF8(m.Title[:MaxTitleBytes], "")
+			s.log.Warn().Str("thread", e.Name()).Msg("thread title over the limit: cut when loaded")
+		}
 		s.threads[m.ThreadID] = &thread{dir: filepath.Join(s.root, e.Name()), meta: m}
 	}
 	return nil
@@ -208,6 +255,12 @@ func (s *Server) Close(ctx context.Context) {
 }
 
 // Handle answers one line (a request, a notification or a batch).
+//
+// A batch's answers are written as they are made, into one line (the
+// array's framing, then each answer): none is kept once written, so a
+// batch costs the memory of one answer, not of all of them. The writer is
+// held for the whole batch, so no notification falls inside its line;
+// a turn.start's notifications follow the batch's line.
 func (s *Server) Handle(ctx context.Context, line []byte) {
 	items, batch, perr := DecodeMessage(line)
 	if perr != nil {
@@ -220,10 +273,6 @@ func (s *Server) Handle(ctx context.Context, line []byte) {
 			s.send(id, nil, err)
 			return
 		}
-		if req.Method == "thread.get" && !req.IsNotification() {
-			s.threadGetStreaming(req)
-			return
-		}
 		result, rerr := s.dispatch(ctx, req)
 		if !req.IsNotification() {
 			s.send(req.ID, result, rerr)
@@ -234,13 +283,22 @@ func (s *Server) Handle(ctx context.Context, line []byte) {
 	}
 	// A batch: one array of the answers to its requests (none for its
 	// notifications; nothing at all when it held only notifications).
-	var answers []json.RawMessage
 	var after []func()
+	s.out.mu.Lock()
+	n := 0
+	next := func() {
+		if n == 0 {
+			s.out.w.WriteByte('[')
+		} else {
+			s.out.w.WriteByte(',')
+		}
+		n++
+	}
 	for _, raw := range items {
 		req, id, err := DecodeRequest(raw)
 		if err != nil {
-			b, _ := response(id, nil, err)
-			answers = append(answers, b)
+			next()
+			s.writeAnswer(id, nil, err)
 			continue
 		}
 		result, rerr := s.dispatch(ctx, req)
@@ -249,14 +307,15 @@ func (s *Server) Handle(ctx context.Context, line []byte) {
 			after = append(after, f.then)
 		}
 		if !req.IsNotification() {
-			b, _ := response(req.ID, result, rerr)
-			answers = append(answers, b)
+			next()
+			s.writeAnswer(req.ID, result, rerr)
 		}
 	}
-	if len(answers) > 0 {
-		b, _ := json.Marshal(answers)
-		_ = s.out.write(b)
+	if n > 0 {
+		s.out.w.WriteByte(']')
+		s.out.endLocked()
 	}
+	s.out.mu.Unlock()
 	for _, f := range after {
 		f()
 	}
@@ -269,6 +328,11 @@ type deferred struct {
 	then   func()
 }
 
+// streamer is a result written straight to the client, piece by piece
+// (thread.list, thread.get): a big result is never built whole. It runs
+// with the writer held.
+type streamer func(w *bufio.Writer)
+
 // send writes one response.
 func (s *Server) send(id json.RawMessage, result any, e *Error) {
 	if f, ok := result.(deferred); ok {
@@ -276,12 +340,35 @@ func (s *Server) send(id json.RawMessage, result any, e *Error) {
 		f.then()
 		return
 	}
-	b, err := response(id, result, e)
-	if err != nil {
-		b, _ = response(id, nil, errorf(CodeInternalError, "internal error: the result could not be encoded"))
-	}
-	if werr := s.out.write(b); werr != nil {
+	s.out.mu.Lock()
+	s.writeAnswer(id, result, e)
+	werr := s.out.endLocked()
+	s.out.mu.Unlock()
+	if werr != nil {
 		s.log.Debug().Err(werr).Msg("the client is gone")
+	}
+}
+
+// writeAnswer writes one response object, without its newline; the
+// caller holds s.out.mu.
+func (s *Server) writeAnswer(id json.RawMessage, result any, e *Error) {
+	w := s.out.w
+	if st, ok := result.(streamer); ok && e == nil {
+		s.out.buf = jsonrpc.Strict.AppendResponseHead(s.out.buf[:0], id)
+		w.Write(s.out.buf)
+		st(w)
+		w.WriteString(jsonrpc.ResponseTail)
+		return
+	}
+	b, err := jsonrpc.Strict.AppendResponse(s.out.buf[:0], id, result, e)
+	if err != nil {
+		b, _ = jsonrpc.Strict.AppendResponse(s.out.buf[:0], id, nil, errorf(CodeInternalError, "internal error: the result could not be encoded"))
+	}
+	w.Write(b)
+	if cap(b) <= 64<<10 {
+		s.out.buf = b // reused; a big one is let go
+	} else {
+		s.out.buf = nil
 	}
 }
 
@@ -312,6 +399,12 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, *Error) {
 		if err := params(req.Params, &p); err != nil {
 			return nil, err
 		}
+		if p.ClientInfo != nil {
+			if err := firstTooLong(tooLong("clientInfo.name", p.ClientInfo.Name, MaxNameBytes),
+				tooLong("clientInfo.version", p.ClientInfo.Version, MaxNameBytes)); err != nil {
+				return nil, err
+			}
+		}
 		return map[string]any{"version": Version, "capabilities": map[string]bool{
 			"threads": true, "turns": true, "approvals": true, "streaming": true, "persistence": true}}, nil
 	case "thread.create":
@@ -321,7 +414,18 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, *Error) {
 		if err := params(req.Params, &p); err != nil {
 			return nil, err
 		}
-		return map[string]any{"threads": s.threadList()}, nil
+		threads := s.threadList()
+		return streamer(func(w *bufio.Writer) {
+			w.WriteString(`{"threads":[`)
+			for i, t := range threads {
+				if i > 0 {
+					w.WriteByte(',')
+				}
+				b, _ := json.Marshal(t)
+				w.Write(b)
+			}
+			w.WriteString("]}")
+		}), nil
 	case "thread.get":
 		return s.threadGet(req.Params)
 	case "turn.start":
@@ -331,7 +435,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, *Error) {
 	case "approval.respond":
 		return s.approvalRespond(req.Params)
 	}
-	return nil, errorf(CodeMethodNotFound, fmt.Sprintf("method not found: %q (initialize, thread.create, thread.list, thread.get, turn.start, turn.cancel, approval.respond)", req.Method))
+	return nil, errorf(CodeMethodNotFound, fmt.Sprintf("method not found: %q (initialize, thread.create, thread.list, thread.get, turn.start, turn.cancel, approval.respond)", clip(req.Method)))
 }
 
 func nowMS() int64 { return time.Now().UnixMilli() }
@@ -342,6 +446,9 @@ func (s *Server) threadCreate(raw json.RawMessage) (any, *Error) {
 		Directory string `json:"directory"`
 	}
 	if err := params(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := firstTooLong(tooLong("title", p.Title, MaxTitleBytes), tooLong("directory", p.Directory, MaxPathBytes)); err != nil {
 		return nil, err
 	}
 	dir := s.opts.Cwd
@@ -421,6 +528,9 @@ func (s *Server) thread(raw json.RawMessage) (*thread, *Error) {
 	if p.ThreadID == "" {
 		return nil, errorf(CodeInvalidParams, "invalid params: threadId is required")
 	}
+	if err := tooLong("threadId", p.ThreadID, MaxNameBytes); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	t := s.threads[p.ThreadID]
 	s.mu.Unlock()
@@ -430,64 +540,42 @@ func (s *Server) thread(raw json.RawMessage) (*thread, *Error) {
 	return t, nil
 }
 
-// threadGet builds {thread, events} in memory (in a batch).
+// threadGet answers {thread, events} straight from the event log, one
+// event at a time: a 100k-event history is never held in memory, let
+// alone twice. The thread is held meanwhile, so no notification of it
+// is stored (and sent) while its history is written.
 func (s *Server) threadGet(raw json.RawMessage) (any, *Error) {
 	t, err := s.thread(raw)
 	if err != nil {
 		return nil, err
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	events := []json.RawMessage{}
-	if l, lerr := t.events(); lerr == nil {
-		for rec, rerr := range l.Records(0) {
-			if rerr != nil {
-				return nil, errorf(CodeInternalError, "internal error: "+rerr.Error())
-			}
-			events = append(events, rec.Event)
-		}
-	}
-	return map[string]any{"thread": t.meta.Thread, "events": events}, nil
-}
-
-// threadGetStreaming writes thread.get's answer straight from the event
-// log to the client, one event at a time: a 100k-event history is never
-// held in memory, let alone twice.
-func (s *Server) threadGetStreaming(req *Request) {
-	t, perr := s.thread(req.Params)
-	if perr != nil {
-		s.send(req.ID, nil, perr)
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	l, lerr := t.events()
+	_, lerr := t.events()
+	t.mu.Unlock()
 	if lerr != nil {
-		s.send(req.ID, nil, errorf(CodeInternalError, "internal error: "+lerr.Error()))
-		return
+		return nil, errorf(CodeInternalError, "internal error: "+lerr.Error())
 	}
-	head, _ := json.Marshal(t.meta.Thread)
-	s.out.mu.Lock()
-	defer s.out.mu.Unlock()
-	w := s.out.w
-	if s.out.err != nil {
-		return
-	}
-	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"thread":%s,"events":[`, idOrNull(req.ID), head)
-	first := true
-	for rec, err := range l.Records(0) {
-		if err != nil {
-			s.log.Error().Err(err).Msg("thread.get: reading the event log failed; the answer is cut short")
-			break
+	return streamer(func(w *bufio.Writer) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		head, _ := json.Marshal(t.meta.Thread)
+		w.WriteString(`{"thread":`)
+		w.Write(head)
+		w.WriteString(`,"events":[`)
+		first := true
+		for rec, err := range t.log.Records(0) {
+			if err != nil {
+				s.log.Error().Err(err).Msg("thread.get: reading the event log failed; the answer is cut short")
+				break
+			}
+			if !first {
+				w.WriteByte(',')
+			}
+			first = false
+			w.Write(rec.Event)
 		}
-		if !first {
-			w.WriteByte(',')
-		}
-		first = false
-		w.Write(rec.Event)
-	}
-	w.WriteString("]}}")
-	_ = s.out.writeLocked(nil, true)
+		w.WriteString("]}")
+	}), nil
 }
 
 // notify appends a notification to the thread's events.jsonl (its seq is
@@ -546,11 +634,25 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 		return nil, terr
 	}
 	var texts []string
+	size := 0
 	for _, in := range p.Input {
 		if in.Type != "text" {
-			return nil, errorf(CodeInvalidParams, fmt.Sprintf("invalid params: input type %q: only text is supported", in.Type))
+			return nil, errorf(CodeInvalidParams, fmt.Sprintf("invalid params: input type %q: only text is supported", clip(in.Type)))
 		}
 		texts = append(texts, in.Text)
+		size += len(in.Text) + 2
+	}
+	if size-2 > MaxInputBytes { // the text items joined by blank lines
+		return nil, errorf(CodeInvalidParams, fmt.Sprintf("invalid params: input is %d bytes, over the limit of %d", size-2, MaxInputBytes))
+	}
+	if err := tooLong("agent", p.Agent, MaxNameBytes); err != nil {
+		return nil, err
+	}
+	if p.Model != nil {
+		if err := firstTooLong(tooLong("model.providerID", p.Model.ProviderID, MaxNameBytes),
+			tooLong("model.modelID", p.Model.ModelID, MaxNameBytes)); err != nil {
+			return nil, err
+		}
 	}
 	text := strings.Join(texts, "\n\n")
 	if strings.TrimSpace(text) == "" {
@@ -632,6 +734,9 @@ func (s *Server) approvalRespond(raw json.RawMessage) (any, *Error) {
 		Decision  string `json:"decision"`
 	}
 	if err := params(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := firstTooLong(tooLong("requestId", p.RequestID, MaxNameBytes), tooLong("decision", p.Decision, MaxNameBytes)); err != nil {
 		return nil, err
 	}
 	decision := map[string]string{"once": "allow", "always": "always", "reject": "deny"}[p.Decision]
