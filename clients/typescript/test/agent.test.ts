@@ -46,7 +46,13 @@ test("agent serve --demo: every event parses, in the contract's order", async ()
         if (ev.type === "status" && (ev.state === "idle" || ev.state === "error")) break;
       }
     })();
-    const post = await fetch(url + "/prompt", { method: "POST", headers, body: JSON.stringify({ content: "what is here?" }) });
+    // A JSON body says so: fetch would label a string body text/plain,
+    // which agent serve refuses (415) as a cross-site form could send it.
+    const post = await fetch(url + "/prompt", {
+      method: "POST",
+      headers: { ...headers, "Content-Type": "application/json" },
+      body: JSON.stringify({ content: "what is here?" }),
+    });
     assert.equal(post.status, 200);
     await done;
     ctl.abort();
