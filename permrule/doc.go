@@ -25,9 +25,10 @@
 //
 // The subject of a use is its main input: the first string of command,
 // cmd, file_path, filePath, path, notebook_path, url; else the input's
-// compact JSON. Tool names are compared exactly, except the shell's: Bash,
-// bash, the ACP kind execute and Codex's shell are one tool (any case), so
-// the daemon's Bash(harness channel:*) answers Copilot's execute requests.
+// compact JSON. Tool names are compared in any case (a persona's Read rule
+// answers an ACP agent's request of kind read), and the shell's names are
+// one: Bash, bash, the ACP kind execute and Codex's shell, so the daemon's
+// Bash(harness channel:*) answers Copilot's execute requests.
 //
 // # Shell commands
 //

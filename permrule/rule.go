@@ -126,9 +126,11 @@ func IsShell(tool string) bool {
 	return strings.EqualFold(tool, "bash") || strings.EqualFold(tool, "execute") || strings.EqualFold(tool, "shell")
 }
 
-// sameTool reports whether a rule's tool name covers tool.
+// sameTool reports whether a rule's tool name covers tool: the same name
+// in any case (the ACP kinds are lower case: a persona's Read rule
+// answers an ACP agent's read), or both the shell.
 func sameTool(ruleTool, tool string) bool {
-	return ruleTool == tool || IsShell(ruleTool) && IsShell(tool)
+	return strings.EqualFold(ruleTool, tool) || IsShell(ruleTool) && IsShell(tool)
 }
 
 // subjectKeys are the input fields that hold a use's subject, in order.

@@ -163,8 +163,8 @@ func TestShellRules(t *testing.T) {
 	}
 }
 
-// TestShellNames: the shell's names are one tool; other names match
-// exactly.
+// TestShellNames: the shell's names are one tool; other names match in
+// any case.
 func TestShellNames(t *testing.T) {
 	in := cmdInput("harness channel send '#dev' hi")
 	for _, c := range []struct {
@@ -179,7 +179,8 @@ func TestShellNames(t *testing.T) {
 		{"shell", "Bash", true},
 		{"Bash(harness channel:*)", "read", false},
 		{"Bash(harness channel:*)", "Edit", false},
-		{"Read", "read", false},
+		{"Read", "read", true}, // a persona's rule answers the ACP kind
+		{"Read", "Reader", false},
 		{"Read", "Read", true},
 		{"Execute(git:*)", "execute", false}, // the command is harness…
 	} {
