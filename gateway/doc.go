@@ -29,7 +29,13 @@
 //
 // Every event goes out as "id: <seq>" and "data: <json>", flushed at
 // once; a ": heartbeat" comment every 15 s keeps proxies from timing the
-// stream out. Errors are {"error": "…"} with the status statusOf gives,
+// stream out (package internal/sse, the SSE writer every door shares). An
+// event a client does not take within Config.WriteTimeout (10 s) drops
+// the stream: it comes back with Last-Event-ID. Stored events are copied
+// from the event log a buffer at a time, so a stream holds tens of KB
+// whatever the log holds. Streams are capped per server and per session
+// (Config.MaxStreams, MaxSessionStreams: 256 and 64 by default); beyond,
+// 503 with Retry-After (a turn refused so does not start). Errors are {"error": "…"} with the status statusOf gives,
 // the message cut to 512 bytes (client input is never echoed whole).
 //
 // Safety, in the order a request meets it (package internal/httpguard,

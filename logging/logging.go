@@ -1,6 +1,7 @@
 package logging
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,8 +40,10 @@ type Options struct {
 
 // New opens the project's log with default options and returns a logger
 // writing JSON lines with a timestamp to it. Close the returned io.Closer
-// when done; the logger must not be used afterwards (writes then fail and
-// zerolog drops them).
+// when done; the logger's lines after that are dropped, silently: a
+// goroutine that outlives its owner's shutdown by a moment (an agent's
+// stderr reader, a turn's last "process exited") must not make zerolog
+// print "could not write event: file already closed" on the terminal.
 func New(projectRoot string) (zerolog.Logger, io.Closer, error) {
 	return NewWithOptions(projectRoot, Options{})
 }
@@ -51,8 +54,20 @@ func NewWithOptions(projectRoot string, opts Options) (zerolog.Logger, io.Closer
 	if err != nil {
 		return zerolog.Nop(), nil, err
 	}
-	log := zerolog.New(w).Level(opts.Level).With().Timestamp().Logger()
+	log := zerolog.New(dropAfterClose{w}).Level(opts.Level).With().Timestamp().Logger()
 	return log, w, nil
+}
+
+// dropAfterClose is New's writer: a line written after Close is dropped
+// without an error (RotatingFile itself answers os.ErrClosed).
+type dropAfterClose struct{ r *RotatingFile }
+
+func (d dropAfterClose) Write(p []byte) (int, error) {
+	n, err := d.r.Write(p)
+	if errors.Is(err, os.ErrClosed) {
+		return len(p), nil
+	}
+	return n, err
 }
 
 // RotatingFile is an io.Writer appending to a file that it rotates to

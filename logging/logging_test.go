@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 func TestTruncate(t *testing.T) {
@@ -176,6 +178,17 @@ func TestNewPermissionsAndClose(t *testing.T) {
 	}
 	if _, err := closer.(*RotatingFile).Write([]byte("x\n")); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("write after close: err = %v", err)
+	}
+	// The logger drops a late line without zerolog's complaint on stderr
+	// (issue 20 item 10: "zerolog: could not write event: file already
+	// closed" at every SIGTERM with a live claude-acp session).
+	var complaint error
+	saved := zerolog.ErrorHandler
+	zerolog.ErrorHandler = func(err error) { complaint = err }
+	log.Info().Msg("late")
+	zerolog.ErrorHandler = saved
+	if complaint != nil {
+		t.Errorf("a line after Close made zerolog complain: %v", complaint)
 	}
 	fi, err := os.Stat(Path(dir))
 	if err != nil {

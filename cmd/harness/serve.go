@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -24,31 +23,27 @@ import (
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/gateway"
 	"github.com/chirality/harness/internal/httpguard"
+	"github.com/chirality/harness/internal/sse"
 	"github.com/chirality/harness/web"
 )
 
 func init() { register("serve", runServe) }
 
-// shutdownGrace is how long running turns get to finish after SIGINT or
-// SIGTERM before what is left is killed.
-const shutdownGrace = 10 * time.Second
-
 type serveFlags struct {
 	addr, claudeBin, token, permissionMode, stateDir string
 	roots, allowOrigins, allowHosts, allowedTools    stringList
 	maxBody                                          int64
-	maxTurns                                         int
+	maxTurns, maxStreams, maxSessionStreams          int
 	allowBypass, demo, verbose                       bool
 	approvals                                        bool
-	approvalTimeout, warmIdle                        time.Duration
+	approvalTimeout, warmIdle, shutdownGrace         time.Duration
 	warm                                             int
 	engine                                           string
 	enginesFile                                      string
 }
 
 func runServe(args []string, stdout, stderr io.Writer) int {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	sigs := notifyStop()
 	defer signal.Stop(sigs)
 	return serve(args, stdout, stderr, sigs)
 }
@@ -66,6 +61,9 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	fs.Var(&f.allowOrigins, "allow-origin", "origin allowed to call the API cross-origin (repeatable)")
 	fs.Var(&f.allowHosts, "allow-host", "extra Host header value to accept (repeatable)")
 	fs.Int64Var(&f.maxBody, "max-body", gateway.DefaultMaxBody, "request body limit in bytes")
+	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", shutdownGrace, "on SIGINT/SIGTERM, how long running turns get to finish before they are killed (a second signal: at once); the server exits within it + 2 s")
+	fs.IntVar(&f.maxStreams, "max-streams", sse.DefaultMaxStreams, "event streams open at once, in all (beyond: 503 with Retry-After; -1 = no cap)")
+	fs.IntVar(&f.maxSessionStreams, "max-session-streams", sse.DefaultMaxStreamsPerKey, "event streams open at once per session (beyond: 503 with Retry-After; -1 = no cap)")
 	fs.StringVar(&f.permissionMode, "permission-mode", "", "permission mode for every turn, over the personas' (default: the persona's, else dontAsk)")
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "max turns for every turn, over the personas' and the modes'")
 	fs.Var(&f.allowedTools, "allowed-tools", "tools to auto-approve on every turn, e.g. 'Bash(git status:*)' (repeatable)")
@@ -157,6 +155,7 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	gw, err := gateway.New(gateway.Config{
 		Harness: h, Addr: f.addr, Token: f.token, AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins,
 		MaxBody: f.maxBody, Console: web.Handler(), Logger: &logger, DemoRoot: demoRoot,
+		MaxStreams: f.maxStreams, MaxSessionStreams: f.maxSessionStreams,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "harness serve:", err)
@@ -183,30 +182,30 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		logger.Error().Err(err).Msg("server failed")
 		status = 1
 	}
-	// Stop accepting at once; interrupt turns, wait up to the grace
-	// period (a second signal cuts it short), kill what is left; end the
-	// event streams; then let the server finish.
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	go func() {
+	// Stop accepting at once; interrupt turns and let their streams
+	// deliver the ends, up to the grace period (a second signal cuts it
+	// short), then kill what is left; end the remaining event streams —
+	// stuck ones at once — and close the connections.
+	finished := gracefulStop(stop, f.shutdownGrace, &logger, func(ctx context.Context) {
+		srvDone := make(chan struct{})
+		go func() {
+			defer close(srvDone)
+			_ = srv.Shutdown(ctx) // listeners closed now; waits for the streams below
+		}()
+		if err := h.Shutdown(ctx); err != nil {
+			logger.Warn().Err(err).Msg("turns still running after the grace period were killed")
+		}
+		gw.Close()
 		select {
-		case <-stop:
-			logger.Warn().Msg("second signal: killing running turns")
-			cancel()
+		case <-srvDone:
 		case <-ctx.Done():
 		}
-	}()
-	srvDone := make(chan struct{})
-	go func() {
-		defer close(srvDone)
-		_ = srv.Shutdown(ctx)
-	}()
-	if err := h.Shutdown(ctx); err != nil {
-		logger.Warn().Err(err).Msg("turns still running after the grace period were killed")
+		_ = srv.Close()
+	})
+	if !finished {
+		_ = srv.Close()
+		return 1
 	}
-	gw.Close()
-	<-srvDone
-	_ = srv.Close()
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) && status == 0 {
 		status = 1
 	}
