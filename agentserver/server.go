@@ -72,6 +72,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/httpguard"
+	"github.com/chirality/harness/internal/sse"
 )
 
 // Config configures New. Harness and SessionID are required.
@@ -90,6 +91,10 @@ type Config struct {
 	// MaxBody bounds a request body (0 = httpguard.DefaultMaxBody).
 	MaxBody int64
 	// Heartbeat is the interval of `: heartbeat` comments (0 = 30 s).
+	// Streams are written by package internal/sse: a client that does
+	// not take an event within its write timeout is dropped (it comes
+	// back with Last-Event-ID); at most sse.DefaultMaxStreams are open
+	// (503 with Retry-After beyond).
 	Heartbeat time.Duration
 	// Logger receives the server's logs (nil = none).
 	Logger *zerolog.Logger
@@ -107,6 +112,7 @@ type Server struct {
 	mu      sync.Mutex
 	closed  bool
 	done    chan struct{}
+	limits  *sse.Limiter
 	started chan struct{} // closed (and replaced) when a turn starts
 	starts  []int64       // seqs of the user:message records that open turns, ascending
 	streams sync.WaitGroup
@@ -133,7 +139,8 @@ func New(cfg Config) (*Server, error) {
 	if _, err := cfg.Harness.Session(cfg.SessionID); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, h: cfg.Harness, id: cfg.SessionID, log: zerolog.Nop(), done: make(chan struct{}), started: make(chan struct{})}
+	s := &Server{cfg: cfg, h: cfg.Harness, id: cfg.SessionID, log: zerolog.Nop(), done: make(chan struct{}), started: make(chan struct{}),
+		limits: sse.NewLimiter(0, 0)}
 	if cfg.Logger != nil {
 		s.log = *cfg.Logger
 	}
@@ -227,7 +234,7 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, harness.ErrBypassRefused), errors.Is(err, harness.ErrRootNotAllowed):
 		return http.StatusForbidden
-	case errors.Is(err, harness.ErrClosed):
+	case errors.Is(err, harness.ErrClosed), errors.Is(err, sse.ErrTooManyStreams):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
@@ -378,6 +385,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	release, err := s.limits.Acquire(s.id)
+	if err != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(sse.RetryAfter))
+		writeError(w, err)
+		return
+	}
+	defer release()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -387,40 +401,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	s.streams.Add(1)
 	s.mu.Unlock()
 	defer s.streams.Done()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(doneContext{s.done}, cancel)
-	defer stop()
-
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w)}
-	if sw.comment("connected") != nil {
+	st := sse.New(w, r, sse.Config{Heartbeat: s.cfg.Heartbeat, Done: s.done})
+	defer st.Close()
+	if st.Start() != nil {
 		return
 	}
-	var hb sync.WaitGroup
-	hb.Add(1)
-	go func() {
-		defer hb.Done()
-		t := time.NewTicker(s.cfg.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				if sw.comment("heartbeat") != nil {
-					cancel()
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	defer hb.Wait()
-	defer cancel()
+	ctx := st.Context()
 
 	m := &mapper{deltas: deltas}
 	last := s.replayFrom(pos)
@@ -457,11 +443,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				if rec.Seq != 0 {
 					id = idOf(rec.Seq, i+1, len(out)).String()
 				}
-				if sw.event(id, e) != nil {
+				data, err := json.Marshal(e)
+				if err != nil {
+					continue
+				}
+				if st.EventID(id, data, false) != nil {
 					return // the client went away; the turn goes on
 				}
 			}
-			if !rec.More && sw.flush() != nil {
+			if !rec.More && st.Flush() != nil {
 				return
 			}
 		}
@@ -470,83 +460,4 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 		}
 	}
-}
-
-// doneContext is a context that is done when ch is closed.
-type doneContext struct{ ch <-chan struct{} }
-
-func (c doneContext) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (c doneContext) Done() <-chan struct{}       { return c.ch }
-func (c doneContext) Err() error {
-	select {
-	case <-c.ch:
-		return context.Canceled
-	default:
-		return nil
-	}
-}
-func (c doneContext) Value(any) any { return nil }
-
-// writeTimeout bounds one write to a client: one that reads nothing for
-// that long is cut off.
-const writeTimeout = 30 * time.Second
-
-// sseWriter serialises event and heartbeat writes on one response.
-type sseWriter struct {
-	mu  sync.Mutex
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf []byte
-	err error
-	// pending is set while written events wait for a flush.
-	pending bool
-}
-
-// event writes one event, unflushed: the stream flushes once per burst.
-func (s *sseWriter) event(id string, ev *Event) error {
-	data, err := json.Marshal(ev)
-	if err != nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	b := s.buf[:0]
-	if id != "" {
-		b = append(append(append(b, "id: "...), id...), '\n')
-	}
-	b = append(append(append(b, "data: "...), data...), '\n', '\n')
-	s.buf = b
-	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	_, s.err = s.w.Write(b)
-	s.pending = s.err == nil
-	return s.err
-}
-
-// flush sends what event wrote.
-func (s *sseWriter) flush() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil || !s.pending {
-		return s.err
-	}
-	s.pending = false
-	s.err = s.rc.Flush()
-	return s.err
-}
-
-func (s *sseWriter) comment(text string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, s.err = io.WriteString(s.w, ": "+text+"\n\n"); s.err == nil {
-		s.err = s.rc.Flush()
-		s.pending = false
-	}
-	return s.err
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 	builtin "github.com/chirality/harness/engines"
+	"github.com/chirality/harness/internal/sse"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -741,5 +742,43 @@ func TestGuardRefusesAHostilePage(t *testing.T) {
 	ok.ServeHTTP(rec, req)
 	if rec.Code != 204 || rec.Header().Get("Access-Control-Allow-Origin") != "https://ok.example" {
 		t.Errorf("an allowed origin's preflight: %d %v", rec.Code, rec.Header())
+	}
+}
+
+// Event streams are capped (package internal/sse's limiter): beyond the
+// cap a client is told 503 with Retry-After; a closed stream frees its
+// slot.
+func TestStreamCap(t *testing.T) {
+	e := newEnv(t, engine.Anthropic, "")
+	var open []*stream
+	for range sse.DefaultMaxStreamsPerKey {
+		open = append(open, e.openStream("", ""))
+	}
+	get := func() *http.Response {
+		req, _ := http.NewRequest("GET", e.url+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+e.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := get()
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a stream over the cap: %d %v", resp.StatusCode, resp.Header)
+	}
+	open[0].close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp := get()
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no slot after a stream closed: %d", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -45,6 +45,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,16 +184,31 @@ func (s *Stream) heartbeat() {
 // line, such as compact JSON; a line break in it starts a new data line,
 // as the format requires. It returns the stream's error, which stays.
 func (s *Stream) Event(id int64, data []byte, flush bool) error {
-	return s.event(id, data, nil, flush)
+	return s.event(id, "", data, nil, flush)
 }
 
 // EventFrom is Event with the data read from r in pieces (a stored event
 // of megabytes is copied from the file to the client, never held whole).
 func (s *Stream) EventFrom(id int64, r io.Reader, flush bool) error {
-	return s.event(id, nil, r, flush)
+	return s.event(id, "", nil, r, flush)
 }
 
-func (s *Stream) event(id int64, data []byte, r io.Reader, flush bool) error {
+// ErrBadID is EventID's answer to an id with a line break in it.
+var ErrBadID = errors.New("an SSE id cannot hold a line break")
+
+// EventID is Event with an id that is not one number: `harness agent
+// serve` makes several events from one stored record and names them
+// "41.1", "41.2", "41" so that Last-Event-ID says which were delivered.
+// "" writes no id line. An id with a line break is ErrBadID (nothing is
+// written, the stream goes on).
+func (s *Stream) EventID(id string, data []byte, flush bool) error {
+	if strings.ContainsAny(id, "\r\n") {
+		return ErrBadID
+	}
+	return s.event(0, id, data, nil, flush)
+}
+
+func (s *Stream) event(id int64, sid string, data []byte, r io.Reader, flush bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.begin(); err != nil {
@@ -203,6 +219,8 @@ func (s *Stream) event(id int64, data []byte, r io.Reader, flush bool) error {
 		b = append(b, "id: "...)
 		b = strconv.AppendInt(b, id, 10)
 		b = append(b, '\n')
+	} else if sid != "" {
+		b = append(append(append(b, "id: "...), sid...), '\n')
 	}
 	b = append(b, "data: "...)
 	s.head = b

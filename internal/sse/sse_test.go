@@ -253,3 +253,27 @@ func TestLimiter(t *testing.T) {
 		t.Errorf("defaults %d, %d", def.max, def.perKey)
 	}
 }
+
+// TestEventID: an id that is not one number is written as it is; one
+// with a line break is refused and writes nothing.
+func TestEventID(t *testing.T) {
+	rec := httptest.NewRecorder()
+	s := New(rec, httptest.NewRequest("GET", "/", nil), Config{Heartbeat: time.Hour})
+	defer s.Close()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EventID("41.1", []byte(`{"a":1}`), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EventID("41\ndata: {}", []byte(`{"b":2}`), true); !errors.Is(err, ErrBadID) {
+		t.Fatalf("an id with a line break: %v", err)
+	}
+	if err := s.EventID("", []byte(`{"c":3}`), true); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if got, want := rec.Body.String(), "id: 41.1\ndata: {\"a\":1}\n\ndata: {\"c\":3}\n\n"; got != want {
+		t.Fatalf("wrote %q, want %q", got, want)
+	}
+}
