@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +41,7 @@ type fakeAgent struct {
 	mu          sync.Mutex
 	prompts     []string
 	paused      bool
+	refuse      error // SendPrompt's error when set
 	stopped     bool
 	compacts    int
 	clears      int
@@ -63,6 +65,9 @@ func (f *fakeAgent) SendPrompt(text string) error {
 	defer f.mu.Unlock()
 	if f.paused {
 		return runner.ErrPaused
+	}
+	if f.refuse != nil {
+		return f.refuse
 	}
 	f.prompts = append(f.prompts, text)
 	f.promptAdded <- text
@@ -286,6 +291,44 @@ func TestMentionBecomesPrompt(t *testing.T) {
 	r.agent.mu.Unlock()
 	if n != 4 {
 		t.Fatalf("%d prompts, the unmentioned line was prompted", n)
+	}
+}
+
+// TestRefusedMentionsAreTold: mentions the agent cannot take (its queue
+// full) are not lost silently: after RefusedDelay one line in the
+// channel names their senders and why.
+func TestRefusedMentionsAreTold(t *testing.T) {
+	old := RefusedDelay
+	RefusedDelay = 5 * time.Second // room for all three under load
+	t.Cleanup(func() { RefusedDelay = old })
+	srv := irctest.StartNgircd(t)
+	r := newRig(t, srv.Addr())
+	carol, _ := human(t, srv.Addr(), "carol", "#dev")
+	r.agent.mu.Lock()
+	r.agent.refuse = runner.ErrQueueFull
+	r.agent.mu.Unlock()
+	for _, m := range []struct {
+		c    *irc.Client
+		text string
+	}{{r.bob, "@lab-alice one"}, {carol, "@lab-alice two"}, {r.bob, "@lab-alice three"}} {
+		if err := m.c.Send("#dev", m.text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case m := <-r.bobGot:
+			if m.Sender != "lab-alice" {
+				continue
+			}
+			if !regexp.MustCompile(`^(bob, carol|carol, bob): 3 mentions were not taken by lab-alice \(\d+ mentions wait already\); ask again later$`).MatchString(m.Text) {
+				t.Fatalf("told %q", m.Text)
+			}
+			return
+		case <-deadline:
+			t.Fatal("the senders of refused mentions were never told")
+		}
 	}
 }
 
