@@ -37,11 +37,12 @@ start   run the configured agents (all, or the NICKs given) on IRC in the
         (one already running for its nick…) is reported, the others run,
         and the exit status is 1.
 status  one line about the agent (--json: the status object: running,
-        paused, circuit_open, turn_count, last_activation, activity,
-        description…)
-pause   stop prompting the agent on mentions (they stay readable with
-        harness channel read); resume undoes it, closes an open circuit
-        breaker and resumes an escalated supervisor
+        paused, circuit_open, turn_count, waiting, working,
+        last_activation, activity, description…)
+pause   the agent finishes the turn it is in and starts no other; new
+        mentions wait in its queue (status says how many); resume runs
+        them in order, closes an open circuit breaker and resumes an
+        escalated supervisor
 stop    shut the agent's daemon down
 skills install
         write each agent's SKILL.md (the harness channel commands) where
@@ -53,7 +54,8 @@ The control socket of agent NICK is $XDG_RUNTIME_DIR/harness-NICK.sock,
 else ~/.harness/run/harness-NICK.sock.
 
 agents.yaml:
-  server:     {name: lab, host: 127.0.0.1, port: 6667}   # name prefixes nicks: lab-alice
+  server:     {name: lab, host: 127.0.0.1, port: 6667,   # name prefixes short nicks: alice → lab-alice;
+               hosts: ["irc-b.example:6667"]}            # a nick lab-… is used as written; hosts: tried next
   supervisor: {agent: claude, model: "", thinking: low, window_size: 20,
                eval_interval: 5, escalation_threshold: 3, webhook: https://…}
   agents:
