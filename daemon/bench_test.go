@@ -21,7 +21,53 @@ import (
 //	go test -run '^$' -bench MentionToPrompt -benchtime 2000x ./daemon/
 func BenchmarkMentionToPrompt(b *testing.B) {
 	n := irctest.StartNgircd(b)
-	r := newBenchRig(b, n.Addr())
+	benchMentions(b, newBenchRig(b, n.Addr(), n.Addr(), 1))
+}
+
+// BenchmarkMentionToPromptAcrossLink is the same with the sender on
+// another server of the network (two linked ngircd; issue 22): the
+// PRIVMSG crosses the server link before it reaches the agent.
+//
+//	go test -run '^$' -bench MentionToPromptAcrossLink -benchtime 100x ./daemon/
+func BenchmarkMentionToPromptAcrossLink(b *testing.B) {
+	a, other := irctest.StartLinkedNgircd(b)
+	benchMentions(b, newBenchRig(b, a.Addr(), other.Addr(), 1))
+}
+
+// BenchmarkMentionBurst: how fast one daemon takes mentions sent as
+// fast as a client can post them (ngircd's flood penalty off), and
+// whether it loses any: b.N mentions from one sender, timed from the
+// first Send to the last prompt handed to the (fake) runner.
+//
+//	go test -run '^$' -bench MentionBurst -benchtime 2000x ./daemon/
+func BenchmarkMentionBurst(b *testing.B) {
+	n := irctest.StartNgircd(b)
+	r := newBenchRig(b, n.Addr(), n.Addr(), b.N)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if err := r.bob.Send("#dev", fmt.Sprintf("@lab-alice burst %d", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	got := 0
+	timeout := time.After(60 * time.Second)
+	for got < b.N {
+		select {
+		case <-r.agent.promptAdded:
+			got++
+			<-r.recv
+		case <-timeout:
+			b.Fatalf("%d of %d mentions reached the runner", got, b.N)
+		}
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/el.Seconds(), "mentions/s")
+	b.ReportMetric(float64(b.N-got), "lost")
+}
+
+func benchMentions(b *testing.B, r *benchRig) {
 	added := make([]time.Duration, 0, b.N)
 	total := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
@@ -58,7 +104,12 @@ type benchRig struct {
 	recv chan time.Duration
 }
 
-func newBenchRig(b *testing.B, addr string) *benchRig {
+// newBenchRig runs agent alice on agentAddr with a fake runner whose
+// prompt channel holds buffered prompts, and bob on bobAddr in #dev,
+// waiting until bob sees alice there (across a link, the JOIN may take a
+// moment).
+func newBenchRig(b *testing.B, agentAddr, bobAddr string, buffered int) *benchRig {
+	addr := agentAddr
 	b.Helper()
 	dir := shortTemp(b)
 	b.Setenv("XDG_RUNTIME_DIR", dir)
@@ -67,8 +118,8 @@ func newBenchRig(b *testing.B, addr string) *benchRig {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &benchRig{rig: &rig{agent: newFakeAgent()}, recv: make(chan time.Duration, 1)}
-	r.agent.promptAdded = make(chan string, 1)
+	r := &benchRig{rig: &rig{agent: newFakeAgent()}, recv: make(chan time.Duration, buffered)}
+	r.agent.promptAdded = make(chan string, buffered)
 	d, err := New(Options{Config: cfg, Agent: cfg.Agents[0],
 		NewAgent: func(Hooks) (Agent, Supervisor, error) { return r.agent, nil, nil }})
 	if err != nil {
@@ -84,6 +135,17 @@ func newBenchRig(b *testing.B, addr string) *benchRig {
 		d.onIRC(m)
 		r.recv <- time.Since(m.Time)
 	})
-	r.bob, r.bobGot = human(b, addr, "bob", "#dev")
+	r.bob, r.bobGot = human(b, bobAddr, "bob", "#dev")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		who, _ := r.bob.Who(context.Background(), "#dev")
+		if slices.ContainsFunc(who, func(w irc.WhoEntry) bool { return w.Nick == "lab-alice" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("bob never saw lab-alice in #dev")
+		}
+		time.Sleep(50 * time.Millisecond) // poll: the JOIN crosses the link
+	}
 	return r
 }
