@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/chirality/harness/acp/acptest"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/ipc"
@@ -101,7 +103,8 @@ func (e *e2e) start(cfgYAML string, nick string, api *claudetest.FakeAPI, tweak 
 	if _, err := InstallSkill(cfg, sel[0]); err != nil {
 		e.t.Fatal(err)
 	}
-	opts := Options{Config: cfg, Agent: sel[0], MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+	logger := zerolog.New(zerolog.ConsoleWriter{Out: testLog{e.t}, NoColor: true}).Level(zerolog.InfoLevel)
+	opts := Options{Config: cfg, Agent: sel[0], MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Logger: &logger,
 		Core: CoreOptions{
 			HarnessBinary: e.bin,
 			StateDir:      e.t.TempDir(),
@@ -140,7 +143,9 @@ func (e *e2e) config(supervisor string, agents ...string) string {
 func (e *e2e) sees(sender string, re string) irc.Message {
 	e.t.Helper()
 	rx := regexp.MustCompile(re)
-	deadline := time.After(90 * time.Second)
+	// 180 s: OpenCode alone takes 50–70 s to its first answer on a loaded
+	// 2-core machine, and more with other agents' tests beside it
+	deadline := time.After(180 * time.Second)
 	for {
 		select {
 		case m := <-e.bobGot:
