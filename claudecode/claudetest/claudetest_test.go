@@ -113,3 +113,52 @@ func TestReplayerNeedsAPrompt(t *testing.T) {
 		t.Error("a replayer whose stdin closed before any user message should fail")
 	}
 }
+
+// Issue 24.6: the fake keeps a bounded window of requests, so a
+// long-lived demo does not grow with every conversation it answers.
+func TestFakeAPIKeepsABoundedWindow(t *testing.T) {
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	post := func(text string) {
+		t.Helper()
+		body := `{"model":"m","max_tokens":100,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"` + text + `"}]}`
+		resp, err := http.Post(api.URL+"/v1/messages", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	texts := func() []string {
+		var out []string
+		for _, r := range api.Requests() {
+			out = append(out, r.LastUserText())
+		}
+		return out
+	}
+	api.SetRequestWindow(3, 0)
+	for _, s := range []string{"a", "b", "c", "d", "e"} {
+		post(s)
+	}
+	if got := strings.Join(texts(), ","); got != "c,d,e" {
+		t.Fatalf("window of 3 kept %s", got)
+	}
+	// By bytes: each body is ~100 bytes plus its text; 2,000 bytes (twice the bodies) keep
+	// the last requests that fit, and a request bigger than the whole
+	// window is still kept alone as the newest.
+	api.SetRequestWindow(100, 2000)
+	big := strings.Repeat("x", 2000)
+	post(big)
+	if got := texts(); len(got) != 1 || got[0] != big {
+		t.Fatalf("after a big request the window is %d requests", len(got))
+	}
+	for _, s := range []string{strings.Repeat("f", 300), strings.Repeat("g", 300), strings.Repeat("h", 300)} {
+		post(s)
+	}
+	if got := texts(); len(got) != 2 || got[0][0] != 'g' || got[1][0] != 'h' {
+		t.Fatalf("a byte window of 2000 kept %d requests", len(got))
+	}
+}

@@ -19,8 +19,14 @@ import (
 //
 // Each POST /v1/messages is answered by the [Reply] that [FakeAPI.Script]
 // queued next, or, when the queue is empty, by the Responder (which
-// defaults to a short text answer). Every request is recorded and can be
-// inspected with [FakeAPI.Requests].
+// defaults to a short text answer). Requests are recorded in a bounded
+// window and can be inspected with [FakeAPI.Requests]: the newest
+// [DefaultKeptRequests] requests as long as they hold at most
+// [DefaultKeptBytes] (twice the size of their bodies: raw and decoded;
+// the newest one is always kept, whatever its size); older ones
+// are forgotten, so a long-lived fake (`harness serve --demo`) does not
+// grow with every conversation it answers. [FakeAPI.SetRequestWindow]
+// changes the window.
 //
 // A FakeAPI is safe for concurrent use. Close it when done; Close waits
 // for in-flight responses to finish or be cut off.
@@ -37,8 +43,17 @@ type FakeAPI struct {
 	mu        sync.Mutex
 	queue     []Reply
 	responder func(*Request) Reply
-	requests  []*Request
+	requests  []*Request // the window, oldest first
+	keptBytes int        // what requests hold (see cost)
+	keepN     int
+	keepBytes int
 }
+
+// The default window of recorded requests (see [FakeAPI.Requests]).
+const (
+	DefaultKeptRequests = 1000
+	DefaultKeptBytes    = 8 << 20
+)
 
 // Request is one Messages API call as the fake saw it.
 type Request struct {
@@ -178,10 +193,12 @@ func NewFakeAPIAt(addr string) (*FakeAPI, error) {
 		return nil, fmt.Errorf("claudetest: listen: %w", err)
 	}
 	f := &FakeAPI{
-		URL:      "http://" + ln.Addr().String(),
-		listener: ln,
-		done:     make(chan struct{}),
-		closing:  make(chan struct{}),
+		URL:       "http://" + ln.Addr().String(),
+		listener:  ln,
+		done:      make(chan struct{}),
+		closing:   make(chan struct{}),
+		keepN:     DefaultKeptRequests,
+		keepBytes: DefaultKeptBytes,
 	}
 	f.srv = &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -219,7 +236,72 @@ func (f *FakeAPI) SetResponder(fn func(*Request) Reply) {
 	f.mu.Unlock()
 }
 
-// Requests returns the Messages requests received so far.
+// SetRequestWindow sets how many of the newest requests are kept for
+// Requests (n) and how many bytes they may hold (bytes: twice their
+// bodies' size, raw and decoded); 0 leaves a
+// bound as it is. The newest request is always kept. Requests already
+// recorded are trimmed to the new window at once.
+func (f *FakeAPI) SetRequestWindow(n, bytes int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n > 0 {
+		f.keepN = n
+	}
+	if bytes > 0 {
+		f.keepBytes = bytes
+	}
+	f.trimLocked()
+}
+
+// record adds req to the window, forgetting the oldest requests beyond it.
+func (f *FakeAPI) record(req *Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recordLocked(req)
+}
+
+func (f *FakeAPI) recordLocked(req *Request) {
+	f.requests = append(f.requests, req)
+	f.keptBytes += cost(req)
+	f.trimLocked()
+}
+
+func (f *FakeAPI) trimLocked() { f.dropLocked(1, 0) }
+
+// makeRoom forgets the oldest requests a request of n body bytes would
+// push out of the window, before it is decoded: a big conversation then
+// never has the previous big one beside it.
+func (f *FakeAPI) makeRoom(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dropLocked(0, 2*n)
+}
+
+// dropLocked forgets the oldest requests, keeping at least keep of them,
+// until one more request holding extra bytes fits in the window.
+func (f *FakeAPI) dropLocked(keep, extra int) {
+	add := 0
+	if extra > 0 {
+		add = 1
+	}
+	drop := 0
+	for len(f.requests)-drop > keep && (len(f.requests)-drop+add > f.keepN || f.keptBytes+extra > f.keepBytes) {
+		f.keptBytes -= cost(f.requests[drop])
+		f.requests[drop] = nil
+		drop++
+	}
+	if drop > 0 {
+		// A new backing array, so the forgotten requests can be collected.
+		f.requests = append([]*Request(nil), f.requests[drop:]...)
+	}
+}
+
+// cost is what a recorded request holds: its body, and about as much
+// again decoded.
+func cost(r *Request) int { return 2 * len(r.Body) }
+
+// Requests returns the Messages requests received so far that are still
+// in the window (see [FakeAPI]), oldest first.
 func (f *FakeAPI) Requests() []*Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -262,11 +344,12 @@ func (f *FakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *FakeAPI) serveMessages(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+	body, err := readBody(r, 256<<20)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	f.makeRoom(len(body))
 	req, err := parseRequest(r.URL.Path, body)
 	if err != nil {
 		writeAPIError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
@@ -275,15 +358,13 @@ func (f *FakeAPI) serveMessages(w http.ResponseWriter, r *http.Request) {
 	if msg := missingToolResult(req); msg != "" {
 		// As the real API does: every tool_use needs its tool_result in
 		// the next user message.
-		f.mu.Lock()
-		f.requests = append(f.requests, req)
-		f.mu.Unlock()
+		f.record(req)
 		writeAPIError(w, http.StatusBadRequest, "invalid_request_error", msg)
 		return
 	}
 
 	f.mu.Lock()
-	f.requests = append(f.requests, req)
+	f.recordLocked(req)
 	var reply Reply
 	if len(f.queue) > 0 && !isSideRequest(req) {
 		reply = f.queue[0]
@@ -311,6 +392,20 @@ func (f *FakeAPI) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.streamReply(w, r, req, reply)
+}
+
+// readBody reads a request body of at most limit bytes into one buffer
+// sized by its Content-Length (io.ReadAll's doubling would allocate
+// twice a large conversation's size for nothing).
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength <= 0 || r.ContentLength > limit {
+		return io.ReadAll(io.LimitReader(r.Body, limit))
+	}
+	b := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // missingToolResult names the first tool_use of an assistant message that
@@ -557,8 +652,8 @@ func parseRequest(path string, body []byte) (*Request, error) {
 		MaxTokens int             `json:"max_tokens"`
 		System    json.RawMessage `json:"system"`
 		Messages  []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
+			Role    string      `json:"role"`
+			Content lazyContent `json:"content"`
 		} `json:"messages"`
 		Tools []struct {
 			Name string `json:"name"`
@@ -573,9 +668,18 @@ func parseRequest(path string, body []byte) (*Request, error) {
 		req.Tools = append(req.Tools, t.Name)
 	}
 	for _, m := range raw.Messages {
-		req.Messages = append(req.Messages, Message{Role: m.Role, Content: blocksOf(m.Content)})
+		req.Messages = append(req.Messages, Message{Role: m.Role, Content: m.Content.blocks})
 	}
 	return req, nil
+}
+
+// lazyContent decodes a message's content as it is read, without
+// keeping a raw copy of it (a conversation can be megabytes).
+type lazyContent struct{ blocks []ContentBlock }
+
+func (c *lazyContent) UnmarshalJSON(b []byte) error {
+	c.blocks = blocksOf(b)
+	return nil
 }
 
 // textsOf reads a string or a list of text blocks.
