@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // DemoOptions tunes DemoResponder. The zero value gives the defaults.
@@ -30,9 +31,15 @@ var DemoAllowedTools = []string{"Bash(ls:*)"}
 //     code), then a Bash tool use running `ls -la` in the project;
 //   - the follow-up request carrying the tool result: a summary saying
 //     how many entries the listing had;
-//   - a message containing "error": a 400 API error, on every request of
-//     that turn;
-//   - a message containing "long": a long answer streamed slowly.
+//   - a message containing "long": a long answer streamed slowly;
+//   - a message containing "touch": a Bash tool use that creates
+//     demo-marker.txt (a permission mode that asks asks for it).
+//
+// Failure modes need an explicit command at the start of the message, so
+// ordinary words ("are there any error handling issues?") are answered
+// normally (see [DemoCommandError]):
+//
+//   - "/demo error": a 400 API error, on every request of that turn.
 //
 // The CLI's own side requests (titles, quota probes) get a short answer.
 // Use it with FakeAPI.SetResponder.
@@ -53,7 +60,7 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 		prompt := lastPrompt(req)
 		lower := strings.ToLower(prompt)
 		switch {
-		case strings.Contains(lower, "error"):
+		case demoCommand(prompt) == DemoCommandError:
 			return Reply{Status: 400, ErrorMessage: "demo: you asked for an error, so here is a 400 from the fake Messages API"}
 		case lastIsToolResult(req):
 			return demoSummary(req, opts)
@@ -78,6 +85,21 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 			ChunkDelay: opts.ChunkDelay,
 		}
 	}
+}
+
+// DemoCommandError, sent as a message of its own ("/demo error", words
+// may follow), makes the demo model answer that turn with a 400 API
+// error: the way to see how a failed turn looks.
+const DemoCommandError = "/demo error"
+
+// demoCommand is the demo command prompt starts with ("/demo" and the
+// word after it, lower case), or "".
+func demoCommand(prompt string) string {
+	f := strings.Fields(oneLine(prompt, 40))
+	if len(f) < 2 || !strings.EqualFold(f[0], "/demo") {
+		return ""
+	}
+	return "/demo " + strings.ToLower(f[1])
 }
 
 // lastPrompt is the text the user typed last: the newest user message
@@ -198,10 +220,30 @@ func demoLong(opts DemoOptions) Reply {
 	return Reply{Blocks: []Block{Text(text)}, ChunkSize: size, ChunkDelay: opts.LongChunkDelay}
 }
 
+// oneLine is s with its runs of white space made one space, cut to n
+// runes with an ellipsis. It reads only as much of s as it needs (a
+// message can be megabytes).
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
+	var b strings.Builder
+	count, space := 0, false
+	for _, r := range strings.TrimSpace(s) {
+		if unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if space {
+			if count == n {
+				return b.String() + "…"
+			}
+			b.WriteByte(' ')
+			count++
+			space = false
+		}
+		if count == n {
+			return b.String() + "…"
+		}
+		b.WriteRune(r)
+		count++
 	}
-	return s
+	return b.String()
 }

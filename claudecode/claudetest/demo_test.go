@@ -89,14 +89,45 @@ func TestDemoResponderRealCLI(t *testing.T) {
 		}
 	}
 
-	evs, err = run("demo-error", "please show an error")
+	evs, err = run("demo-error", claudetest.DemoCommandError)
 	if !errors.Is(err, claudecode.ErrAPI) || count(evs, event.TypeSessionError) != 1 {
 		t.Errorf("error turn: %v", err)
+	}
+	// Issue 20.6: an ordinary word is no trigger.
+	evs, err = run("demo-word", "Are there any error handling issues in main.go?")
+	if err != nil || count(evs, event.TypeSessionError) != 0 || count(evs, event.TypeSessionComplete) != 1 {
+		t.Errorf("a message with the word error: %v", err)
 	}
 
 	evs, err = run("demo-long", "a long story please")
 	if err != nil || count(evs, event.TypeChatDelta) < 20 {
 		t.Errorf("long turn: %v, %d deltas", err, count(evs, event.TypeChatDelta))
+	}
+}
+
+// The demo's commands, and the ordinary messages that are none.
+func TestDemoCommands(t *testing.T) {
+	respond := claudetest.DemoResponder(claudetest.DemoOptions{})
+	for _, tc := range []struct {
+		msg     string
+		failure bool
+	}{
+		{"/demo error", true},
+		{"  /DEMO Error please\nnow", true},
+		{"error", false},
+		{"Are there any error handling issues in main.go?", false},
+		{"show me an error", false},
+		{"/demo", false},
+		{"/demo errors", false},
+		{"please /demo error", false},
+		{"/demoerror", false},
+	} {
+		req := &claudetest.Request{Stream: true, Tools: []string{"Bash"},
+			Messages: []claudetest.Message{{Role: "user", Content: []claudetest.ContentBlock{{Type: "text", Text: tc.msg}}}}}
+		r := respond(req)
+		if failed := r.Status >= 400; failed != tc.failure {
+			t.Errorf("%q: status %d, want failure %v", tc.msg, r.Status, tc.failure)
+		}
 	}
 }
 

@@ -99,7 +99,7 @@ func agentFlags(fs *flag.FlagSet, o *agentOptions, withEngines bool) {
 	fs.IntVar(&o.maxTurns, "max-turns", 0, "model calls per prompt (default: the persona's, else the mode's)")
 	fs.IntVar(&o.warm, "warm", 1, "start the next turn's agent ahead while the person reads (0 = off)")
 	fs.DurationVar(&o.approvalTimeout, "approval-timeout", harness.DefaultApprovalTimeout, "how long a tool waits for an answer before it is denied")
-	fs.BoolVar(&o.demo, "demo", false, "answer with the built-in demo model (no key needed)")
+	fs.BoolVar(&o.demo, "demo", false, demoHelp)
 	fs.StringVar(&o.claudeBin, "claude-bin", "", claudeBinHelp+" (--engine claude-code)")
 }
 

@@ -38,7 +38,7 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 	claudeBin := fs.String("claude-bin", "", claudeBinHelp)
 	perm := fs.String("permission-mode", "default", "permission mode of turns whose persona sets none: default asks through approval.requested; dontAsk never asks")
 	timeout := fs.Duration("approval-timeout", harness.DefaultApprovalTimeout, "how long a tool waits for approval.respond before it is denied")
-	demo := fs.Bool("demo", false, "answer with the built-in demo model (no key needed)")
+	demo := fs.Bool("demo", false, demoHelp)
 	enginesFile := fs.String("engines", "", enginesHelp)
 	verbose := fs.Bool("v", false, "log to stderr")
 	if code, ok := parseNoArgs(fs, rpcUsage, args, stdout, stderr); !ok {

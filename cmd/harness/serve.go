@@ -69,7 +69,7 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	fs.Var(&f.allowedTools, "allowed-tools", "tools to auto-approve on every turn, e.g. 'Bash(git status:*)' (repeatable)")
 	fs.BoolVar(&f.allowBypass, "allow-bypass", false, "allow the bypassPermissions mode (off: such turns are refused)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "session index directory (default: $XDG_STATE_HOME/harness)")
-	fs.BoolVar(&f.demo, "demo", false, "answer with a built-in demo model instead of the Anthropic API (no key needed)")
+	fs.BoolVar(&f.demo, "demo", false, demoHelp)
 	fs.BoolVar(&f.verbose, "v", false, "debug logging on stderr")
 	fs.BoolVar(&f.approvals, "approvals", true, "in permission modes default, acceptEdits and plan, ask a person before a tool runs that no rule allows")
 	fs.DurationVar(&f.approvalTimeout, "approval-timeout", harness.DefaultApprovalTimeout, "how long a tool waits for an answer before it is denied")
@@ -269,7 +269,7 @@ func setUpDemo(cfg *harness.Config, stderr io.Writer) (func(), error) {
 		files := map[string]string{
 			"README.md": "# Demo project\n\nA scratch project made by `harness serve --demo`. It is removed when the server stops.\n",
 			"main.go":   "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello from the demo project\") }\n",
-			"notes.txt": "Ask the demo model anything; say \"long\" for a slow answer, \"error\" for an API error.\n",
+			"notes.txt": "Ask the demo model anything; say \"long\" for a slow answer; send \"/demo error\" for an API error.\n",
 		}
 		for name, content := range files {
 			if err := os.MkdirAll(project, 0o755); err != nil {

@@ -59,7 +59,7 @@ func (f *turnFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.mode, "mode", "", "mode of the session --persona creates: workbench (default), pipeline or direct")
 	fs.StringVar(&f.projectRoot, "project-root", "", "project of the session (default: the current directory)")
 	fs.StringVar(&f.engine, "engine", "", "engine: claude-code (the Claude Code CLI; default) or anthropic (the native loop on the Messages API)")
-	fs.BoolVar(&f.demo, "demo", false, "answer with the built-in demo model (no account or key needed)")
+	fs.BoolVar(&f.demo, "demo", false, demoHelp)
 }
 
 func (f *turnFlags) opts() claudecode.TurnOpts {
