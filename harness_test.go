@@ -245,13 +245,20 @@ func TestTurnPersonaPromptToolsAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"turn started"`, `"message":"first message"`, `"session:init"`, `"turn completed"`, `"maxTurns":7`, `"process spawned"`, `"process exited"`} {
+	for _, want := range []string{`"turn started"`, `"text":"first message"`, `"session:init"`, `"turn completed"`, `"maxTurns":7`, `"process spawned"`, `"process exited"`} {
 		if !strings.Contains(string(logText), want) {
 			t.Errorf("harness.log lacks %s", want)
 		}
 	}
 	if strings.Contains(string(logText), "sk-ant-fake-for-tests") {
 		t.Error("the API key reached the log")
+	}
+	// One "message" key per line (the turn's text is "text"): a JSON
+	// object with a key twice is read differently by each tool.
+	for line := range strings.Lines(string(logText)) {
+		if strings.Count(line, `"message":`) > 1 {
+			t.Errorf("a log line has two message keys: %s", line)
+		}
 	}
 }
 

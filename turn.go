@@ -278,7 +278,7 @@ func (h *Harness) StartTurn(ctx context.Context, id, message string) (*Turn, err
 	req.Message, req.Logger = message, plog // the engine's entries (spawn, stderr, exit) go to the project's log too
 	plog.Info().Str("sessionId", id).Str("engine", plan.Engine).Str("persona", s.Persona).Str("mode", s.Mode).
 		Str("permissionMode", req.PermissionMode).Int("maxTurns", req.MaxTurns).
-		Str("message", logging.Truncate(message, 200)).Msg("turn started")
+		Str("text", logging.Truncate(message, 200)).Msg("turn started")
 	if req.Resume != "" {
 		plog.Info().Str("sessionId", id).Str("conversation", req.Resume).Msg("resume attempted")
 	}
