@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,7 +81,13 @@ type Options struct {
 	MaxLineBytes int
 	// Logger receives the door's logs (nil = none); never stdout.
 	Logger *zerolog.Logger
+	// Grace bounds how long Serve waits, once it stops reading, for the
+	// interrupted turns to send their ends (0 = DefaultGrace).
+	Grace time.Duration
 }
+
+// DefaultGrace is Options.Grace's default.
+const DefaultGrace = 10 * time.Second
 
 // Thread is a conversation: a harness session once its first turn runs.
 type Thread struct {
@@ -146,30 +153,68 @@ type Server struct {
 	turns     sync.WaitGroup
 }
 
-// Serve answers JSON-RPC requests read from in on out until in ends, then
-// cancels the running turns, waits for them (bounded by ctx) and returns
-// nil. No input ends it early: a malformed line gets an error response.
+// Serve answers JSON-RPC requests read from in on out until in ends or
+// ctx is cancelled, then interrupts the running turns, waits up to
+// Options.Grace for their ends to be sent (turn.completed, status
+// cancelled) and returns nil. No input ends it early: a malformed line gets
+// an error response. Requests are handled one at a time, in order.
+//
+// in is read on a goroutine of its own: when ctx ends Serve, a read
+// blocked on in stays blocked until in delivers or is closed (a command
+// that exits does not care; a library caller closes in).
 func Serve(ctx context.Context, h *harness.Harness, in io.Reader, out io.Writer, opts Options) error {
 	s, err := NewServer(h, out, opts)
 	if err != nil {
 		return err
 	}
-	r := jsonrpc.NewLineReader(in, s.opts.MaxLineBytes)
-	for {
-		line, err := r.Line()
-		if errors.Is(err, ErrLineTooLong) {
-			s.send(nil, nil, errorf(CodeInvalidRequest, fmt.Sprintf("invalid request: the line is longer than %d bytes", s.opts.MaxLineBytes)))
-			continue
-		}
-		if err != nil {
-			break // end of input (or a broken pipe)
-		}
-		if len(strings.TrimSpace(string(line))) == 0 {
-			continue
-		}
-		s.Handle(ctx, line)
+	type read struct {
+		line []byte
+		err  error
 	}
-	s.Close(ctx)
+	lines := make(chan read)
+	next := make(chan struct{}) // the line was handled: read the next one
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		r := jsonrpc.NewLineReader(in, s.opts.MaxLineBytes)
+		for {
+			line, err := r.Line()
+			select {
+			case lines <- read{line, err}:
+			case <-stop:
+				return
+			}
+			if err != nil && !errors.Is(err, ErrLineTooLong) {
+				return
+			}
+			select {
+			case <-next: // the line's buffer is reused by the next read
+			case <-stop:
+				return
+			}
+		}
+	}()
+loop:
+	for {
+		var rd read
+		select {
+		case <-ctx.Done():
+			break loop
+		case rd = <-lines:
+		}
+		switch {
+		case errors.Is(rd.err, ErrLineTooLong):
+			s.send(nil, nil, errorf(CodeInvalidRequest, fmt.Sprintf("invalid request: the line is longer than %d bytes", s.opts.MaxLineBytes)))
+		case rd.err != nil:
+			break loop // end of input (or a broken pipe)
+		case len(bytes.TrimSpace(rd.line)) > 0:
+			s.Handle(ctx, rd.line)
+		}
+		next <- struct{}{}
+	}
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Grace)
+	defer cancel()
+	s.Close(gctx)
 	return nil
 }
 
@@ -177,6 +222,9 @@ func Serve(ctx context.Context, h *harness.Harness, in io.Reader, out io.Writer,
 func NewServer(h *harness.Harness, out io.Writer, opts Options) (*Server, error) {
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
 	}
 	if opts.Cwd == "" {
 		wd, err := os.Getwd()

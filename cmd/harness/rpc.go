@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -24,7 +26,10 @@ const rpcUsage = `usage: harness rpc [--cwd DIR] [flags]
 Serves one client JSON-RPC 2.0 on stdin/stdout (newline-delimited; stdout
 carries only JSON-RPC, logs go to stderr): threads, turns, items and
 approvals, persisted under DIR/.harness/threads. It ends at the end of its
-input, cancelling running turns, and exits 0. The protocol: rpc/PROTOCOL.md.
+input or on SIGTERM or SIGINT: running turns are interrupted (their ends are
+still written), what has not stopped after --grace is killed, and it exits 0
+(1 when it had to kill). A second signal kills the turns and exits at once.
+The protocol: rpc/PROTOCOL.md.
 `
 
 func runRPC(args []string, stdout, stderr io.Writer) int {
@@ -41,6 +46,7 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 	demo := fs.Bool("demo", false, demoHelp)
 	enginesFile := fs.String("engines", "", enginesHelp)
 	verbose := fs.Bool("v", false, "log to stderr")
+	grace := fs.Duration("grace", rpc.DefaultGrace, "at the end of input or on SIGTERM/SIGINT: how long running turns get to stop before they are killed")
 	if code, ok := parseNoArgs(fs, rpcUsage, args, stdout, stderr); !ok {
 		return code
 	}
@@ -85,12 +91,46 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "harness rpc:", err)
 		return 1
 	}
-	err = rpc.Serve(context.Background(), h, stdin, stdout, rpc.Options{Cwd: dir, Logger: &logger})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// The first signal ends the input; the second kills every turn (the
+	// whole process groups), which ends the wait for them at once.
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	killCtx, killAll := context.WithCancel(context.Background())
+	defer killAll()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			logger.Info().Msg("signal: stopping (a second one kills the turns)")
+			stopServing()
+		case <-killCtx.Done():
+			return
+		}
+		select {
+		case <-sigs:
+			logger.Warn().Msg("second signal: killing the turns")
+			killAll()
+			_ = h.Shutdown(killCtx) // done: kills at once, which ends Serve's wait
+		case <-killCtx.Done():
+		}
+	}()
+	err = rpc.Serve(serveCtx, h, stdin, stdout, rpc.Options{Cwd: dir, Logger: &logger, Grace: *grace})
+	// Serve waited up to the grace period for the interrupted turns; what
+	// has not stopped a second later is killed.
+	ctx, cancel := context.WithTimeout(killCtx, time.Second)
 	defer cancel()
-	_ = h.Shutdown(ctx)
+	serr := h.Shutdown(ctx)
+	if killCtx.Err() != nil {
+		serr = killCtx.Err()
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "harness rpc:", err)
+		return 1
+	}
+	if serr != nil {
+		fmt.Fprintln(stderr, "harness rpc: turns still running at the end of the grace period were killed")
 		return 1
 	}
 	return 0

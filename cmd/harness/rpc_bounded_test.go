@@ -19,19 +19,16 @@ import (
 	"github.com/chirality/harness/claudecode/claudetest"
 )
 
-// harnessBinary builds the harness command once per test run: a real,
-// non-race binary, so its memory is the product's.
-var harnessBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "harness-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "harness")
+// harnessBinary builds the harness command into the test's directory: a
+// real, non-race binary, so its memory is the product's.
+func harnessBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "harness")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return bin, nil
-})
+	return bin
+}
 
 // vmHWM is the peak resident set of process pid in bytes (0 when it is
 // gone).
@@ -61,13 +58,19 @@ type rpcProc struct {
 }
 
 func startRPC(t *testing.T, cwd string, limit int64, args ...string) *rpcProc {
+	return startRPCEnv(t, cwd, limit, nil, args...)
+}
+
+func startRPCEnv(t *testing.T, cwd string, limit int64, env []string, args ...string) *rpcProc {
 	t.Helper()
-	bin, err := harnessBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	return startBinary(t, harnessBinary(t), cwd, limit, env, args...)
+}
+
+func startBinary(t *testing.T, bin, cwd string, limit int64, env []string, args ...string) *rpcProc {
+	t.Helper()
+	var err error
 	p := &rpcProc{cmd: exec.Command(bin, append([]string{"rpc", "--cwd", cwd}, args...)...), stop: make(chan struct{})}
-	p.cmd.Env = append(claudetest.ScratchEnv(t), "XDG_STATE_HOME="+t.TempDir())
+	p.cmd.Env = append(append(claudetest.ScratchEnv(t), "XDG_STATE_HOME="+t.TempDir()), env...)
 	p.cmd.Stderr = io.Discard
 	if p.in, err = p.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
