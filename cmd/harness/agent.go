@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -46,7 +45,9 @@ no rule allows waits for POST /approval).
   POST /cancel                                   interrupt the turn
   POST /approval   {"requestId": "…", "decision": "allow|deny|always"}
 
-Loopback only unless --token; a foreign Origin is refused.
+Loopback only unless --token. The gateway's guard: a foreign Origin is
+refused on every route, a POST with a body must be application/json.
+SIGINT or SIGTERM interrupts the turn and stops (a second one at once).
 `
 
 func runAgent(args []string, stdout, stderr io.Writer) int {
@@ -61,9 +62,18 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "harness agent: unknown subcommand %q\n%s", args[0], agentUsage)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	return agentServe(ctx, args[1:], stdout, stderr)
+	sigs := notifyStop()
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // the first signal starts the shutdown; gracefulStop takes a second
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return agentServe(ctx, sigs, args[1:], stdout, stderr)
 }
 
 // agentOptions are what `agent serve` and `tui` (without --url) run an
@@ -110,7 +120,10 @@ func flagsSet(fs *flag.FlagSet) map[string]bool {
 	return set
 }
 
-func agentServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// agentServe serves until ctx is done (the first SIGINT or SIGTERM), then
+// stops as gracefulStop says: a second signal on sigs (nil: none) cuts
+// the grace period short.
+func agentServe(ctx context.Context, sigs <-chan os.Signal, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("harness agent serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o agentOptions
@@ -154,8 +167,12 @@ func agentServe(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		a.served <- err
 		status = 1
 	}
-	if err := a.stop(); err != nil && status == 0 {
-		fmt.Fprintln(stderr, "harness agent serve:", err)
+	var serr error
+	if !gracefulStop(sigs, shutdownGrace, &logger, func(ctx context.Context) { serr = a.shutdown(ctx) }) {
+		return 1
+	}
+	if serr != nil && status == 0 {
+		fmt.Fprintln(stderr, "harness agent serve:", serr)
 		status = 1
 	}
 	return status
@@ -299,8 +316,17 @@ func (a *runningAgent) runCleanup() {
 // killing what is left), ends the event streams, stops serving and
 // removes the demo's scratch files. No process outlives it.
 func (a *runningAgent) stop() error {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
+	var err error
+	if !gracefulStop(nil, shutdownGrace, nil, func(ctx context.Context) { err = a.shutdown(ctx) }) {
+		return errors.New("the agent server did not stop in time")
+	}
+	return err
+}
+
+// shutdown is stop within ctx: the running turn is interrupted and
+// waited for until ctx ends, then killed (whole process group); then the
+// event streams end (a stuck one at once) and the server stops.
+func (a *runningAgent) shutdown(ctx context.Context) error {
 	herr := a.h.Shutdown(ctx) // the turn's last events reach the streams
 	a.srv.Close()
 	_ = a.hs.Shutdown(ctx)

@@ -32,7 +32,9 @@ func startAgentServe(t *testing.T, args ...string) *agentRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &agentRun{out: &lockedBuffer{}, cancel: cancel, done: make(chan int, 1)}
-	go func() { a.done <- agentServe(ctx, append([]string{"--addr", "127.0.0.1:0"}, args...), a.out, a.out) }()
+	go func() {
+		a.done <- agentServe(ctx, nil, append([]string{"--addr", "127.0.0.1:0"}, args...), a.out, a.out)
+	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, after, ok := strings.Cut(a.out.String(), "listening on "); ok {

@@ -28,7 +28,7 @@ func TestAgentServeWithAnEnginesFile(t *testing.T) {
 	var out lockedBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- agentServe(ctx, []string{"--addr", "127.0.0.1:0", "--cwd", t.TempDir(), "--engines", file, "--engine", "fakeacp"}, &out, &out)
+		done <- agentServe(ctx, nil, []string{"--addr", "127.0.0.1:0", "--cwd", t.TempDir(), "--engines", file, "--engine", "fakeacp"}, &out, &out)
 	}()
 	url := ""
 	deadline := time.Now().Add(30 * time.Second)
