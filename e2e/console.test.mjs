@@ -203,7 +203,7 @@ test("the console drives a session end to end", async () => {
   await shot(page, "04-interrupted");
 
   // --- an API error shows in red
-  await input.fill("this should be an error");
+  await input.fill("/demo error"); // the demo model's explicit failure (ordinary words are answered)
   await input.press("Enter");
   await byId(page, "turn-error").waitFor({ timeout: 30_000 });
   await shot(page, "05-api-error");

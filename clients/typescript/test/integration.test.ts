@@ -192,9 +192,9 @@ describe("harness serve --demo", () => {
     await client.deleteSession(s.id);
   });
 
-  test("a message with 'error' ends in session:error kind api_error", async () => {
+  test("the demo's '/demo error' ends in session:error kind api_error", async () => {
     const s = await newSession();
-    const events = await collect(await client.startTurn(s.id, "please cause an error"));
+    const events = await collect(await client.startTurn(s.id, "/demo error"));
     const err = events.find((e) => e.type === "session:error");
     assert.ok(err && err.type === "session:error", `types: ${events.map((e) => e.type).join(", ")}`);
     assert.equal(err.kind, "api_error");
