@@ -301,7 +301,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 
 // Stop takes the daemon down in reverse order: runner → supervisor → IPC
 // (socket and PID file removed) → webhook (posts under way finish) → IRC
-// (QUIT) → buffer. During Start it cancels Start's context and waits for
+// (QUIT) → buffer. The runner's turn gets its stop grace to end, less
+// when ctx ends first: then it is killed and Stop goes on at once. During Start it cancels Start's context and waits for
 // Start to return first. Safe to call more than once and from any
 // goroutine; later calls wait for the first.
 func (d *Daemon) Stop(ctx context.Context) error {
@@ -325,7 +326,9 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	d.mu.Lock()
 	d.stopping = true
 	d.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.StopTimeout)
+	// ctx's end (a second signal, a grace period over) makes the runner
+	// kill its turn instead of waiting for it; StopTimeout bounds the rest
+	ctx, cancel := context.WithTimeout(ctx, d.opts.StopTimeout)
 	defer cancel()
 	var errs []error
 	if a := d.agentOrNil(); a != nil {

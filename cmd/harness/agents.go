@@ -7,10 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -32,7 +30,9 @@ const agentsUsage = `usage:
 start   run the configured agents (all, or the NICKs given) on IRC in the
         foreground, one daemon each: IRC connection, control socket,
         supervisor and runner. It exits when all of them have stopped;
-        SIGINT or SIGTERM stops them cleanly. Each agent's skill file is
+        SIGINT or SIGTERM stops them, a running turn getting 10 s to
+        finish (a second signal: killed at once); no agent process is
+        left. Each agent's skill file is
         installed first (see skills install). An agent that cannot start
         (one already running for its nick…) is reported, the others run,
         and the exit status is 1.
@@ -158,8 +158,22 @@ func agentsStart(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).
 		Level(level).With().Timestamp().Logger()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// a shutdown that always ends (shutdown.go): the first SIGINT/SIGTERM
+	// ends the start-up and stops the agents, each turn getting
+	// shutdownGrace to finish; a second one cuts it short
+	sigs := notifyStop()
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	signalled := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+			close(signalled)
+		case <-ctx.Done():
+		}
+	}()
 
 	var daemons []*daemon.Daemon
 	failed := false
@@ -205,15 +219,18 @@ func agentsStart(args []string, stdout, stderr io.Writer) int {
 	}()
 	select {
 	case <-all:
-	case <-ctx.Done():
+	case <-signalled:
 		fmt.Fprintln(stderr, "harness agents: stopping")
-		var wg sync.WaitGroup
-		for _, d := range daemons {
-			wg.Add(1)
-			go func() { defer wg.Done(); _ = d.Stop(context.Background()) }()
+		if !gracefulStop(sigs, shutdownGrace, &logger, func(ctx context.Context) {
+			var wg sync.WaitGroup
+			for _, d := range daemons {
+				wg.Add(1)
+				go func() { defer wg.Done(); _ = d.Stop(ctx) }()
+			}
+			wg.Wait()
+		}) {
+			return 1
 		}
-		wg.Wait()
-		<-all
 	}
 	if failed {
 		return 1 // the others ran, but not every agent asked for
