@@ -229,6 +229,30 @@ func (lt *liveTurn) stopRequested() bool {
 // ErrBypassRefused, ErrClosed, or the driver's start errors
 // (engine.ErrBinaryNotFound, …).
 func (h *Harness) StartTurn(ctx context.Context, id, message string) (*Turn, error) {
+	return h.StartTurnWith(ctx, id, message, TurnOptions{})
+}
+
+// TurnOptions change what a session runs with, from this turn on: the
+// session keeps them for its later turns. A zero field keeps the
+// session's.
+//
+// The next turn is planned with them as a session created with them
+// would be (the persona's system prompt, tools and model; the model), on
+// the session's engine and conversation. Whether an agent honours a new
+// system prompt inside a resumed conversation is the engine's: the native
+// loop sends it with every request.
+type TurnOptions struct {
+	// Persona is a persona ID (agents/AGENT_<ID>.md or a built-in one).
+	Persona string
+	// Model is the model to ask the engine for.
+	Model string
+}
+
+// StartTurnWith is StartTurn that first sets the session's persona and
+// model to o's (when given and different) and saves it. An unknown
+// persona is ErrPersonaNotFound (ErrInvalidPersona for a malformed one)
+// and changes nothing.
+func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnOptions) (*Turn, error) {
 	if strings.TrimSpace(message) == "" {
 		return nil, ErrEmptyMessage
 	}
@@ -258,6 +282,20 @@ func (h *Harness) StartTurn(ctx context.Context, id, message string) (*Turn, err
 	}()
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if (o.Persona != "" && o.Persona != s.Persona) || (o.Model != "" && o.Model != s.Model) {
+		if o.Persona != "" && o.Persona != s.Persona {
+			if _, err := persona.Load(s.ProjectRoot, o.Persona); err != nil {
+				return nil, mapPersonaErr(err)
+			}
+			s.Persona = o.Persona
+		}
+		if o.Model != "" {
+			s.Model = o.Model
+		}
+		if err := h.store.Save(s); err != nil {
+			return nil, mapStoreErr(err)
+		}
 	}
 
 	plan, err := h.plan(s, true)

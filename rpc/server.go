@@ -721,13 +721,11 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 		return nil, errorf(CodeTurnBusy, "turn busy: thread "+t.meta.ThreadID+" has a turn running ("+t.turn.turn.TurnID+")")
 	}
 	if t.meta.SessionID != "" {
-		switch {
-		case eng != "" && eng != t.meta.Engine:
+		// The agent and the model may change from turn to turn (the
+		// thread remembers the latest); the engine is the thread's.
+		if eng != "" && eng != t.meta.Engine {
 			t.mu.Unlock()
 			return nil, errorf(CodeInvalidParams, fmt.Sprintf("invalid params: this thread runs on %s; start a new thread for %s", t.meta.Engine, eng))
-		case p.Agent != "" && p.Agent != t.meta.Agent:
-			t.mu.Unlock()
-			return nil, errorf(CodeInvalidParams, fmt.Sprintf("invalid params: this thread's agent is %q; start a new thread for %q", t.meta.Agent, p.Agent))
 		}
 	} else {
 		sess, err := s.h.NewSession(harness.SessionSpec{ProjectRoot: t.meta.Directory, Persona: p.Agent, Mode: "direct",
@@ -741,13 +739,27 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 			s.log.Error().Err(err).Msg("meta.json not saved")
 		}
 	}
-	ht, err := s.h.StartTurn(ctx, t.meta.SessionID, text)
+	ht, err := s.h.StartTurnWith(ctx, t.meta.SessionID, text, harness.TurnOptions{Persona: p.Agent, Model: model})
 	if err != nil {
 		t.mu.Unlock()
-		if errors.Is(err, harness.ErrBusy) {
+		switch {
+		case errors.Is(err, harness.ErrBusy):
 			return nil, errorf(CodeTurnBusy, "turn busy: "+err.Error())
+		case errors.Is(err, harness.ErrPersonaNotFound), errors.Is(err, harness.ErrInvalidPersona):
+			return nil, errorf(CodeInvalidParams, "invalid params: agent: "+err.Error())
 		}
 		return nil, errorf(CodeInternalError, "internal error: the turn could not start: "+err.Error())
+	}
+	if (p.Agent != "" && p.Agent != t.meta.Agent) || (model != "" && model != t.meta.Model) {
+		if p.Agent != "" {
+			t.meta.Agent = p.Agent
+		}
+		if model != "" {
+			t.meta.Model = model
+		}
+		if err := t.saveMeta(); err != nil {
+			s.log.Error().Err(err).Msg("meta.json not saved")
+		}
 	}
 	at := &activeTurn{turn: Turn{TurnID: "turn_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16], ThreadID: t.meta.ThreadID,
 		Status: "running", Time: turnTime{Started: nowMS()}}, done: make(chan struct{})}
