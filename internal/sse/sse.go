@@ -86,9 +86,12 @@ type Stream struct {
 	stopCh chan struct{}
 	wg     sync.WaitGroup
 	unhook func() bool
-	// stopping is set by Close and Config.Done before they move the
-	// write deadline to now; a writer checks it after setting its own.
-	stopping atomic.Bool
+	// stopping is set by Close and Config.Done before they look at
+	// writing; a writer sets writing, then its deadline, then checks
+	// stopping. So a stop either sees the write in progress and cuts it
+	// (deadline now) or the writer sees the stop; a stream that is not
+	// writing just ends, its response completed cleanly.
+	stopping, writing atomic.Bool
 
 	smu    sync.Mutex // orders stop and Close
 	closed bool
@@ -321,15 +324,19 @@ func (s *Stream) begin() error {
 	if err := s.ctx.Err(); err != nil {
 		return s.fail(context.Cause(s.ctx))
 	}
+	s.writing.Store(true)
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout)) // ErrNotSupported (a recorder): no deadline
 	if s.stopping.Load() {
+		s.writing.Store(false)
 		return s.fail(ErrClosed)
 	}
 	return nil
 }
 
-// end flushes if asked; s.mu is held.
+// end flushes if asked and ends the write begin started; s.mu is held.
+// Every successful begin is followed by end or fail.
 func (s *Stream) end(flush bool) error {
+	defer s.writing.Store(false)
 	if !flush {
 		return nil
 	}
@@ -341,6 +348,7 @@ func (s *Stream) end(flush bool) error {
 
 // fail ends the stream with err; s.mu is held.
 func (s *Stream) fail(err error) error {
+	s.writing.Store(false)
 	if s.err == nil {
 		s.err = err
 	}
@@ -348,8 +356,9 @@ func (s *Stream) fail(err error) error {
 	return s.err
 }
 
-// stop ends the stream from outside a write: Context is cancelled and a
-// write in progress is cut by moving its deadline to now.
+// stop ends the stream from outside a write: Context is cancelled, and a
+// write in progress (a client not reading) is cut by moving its deadline
+// to now.
 func (s *Stream) stop(cause error) {
 	s.smu.Lock()
 	defer s.smu.Unlock()
@@ -358,7 +367,9 @@ func (s *Stream) stop(cause error) {
 	}
 	s.stopping.Store(true)
 	s.cancel(cause)
-	_ = s.rc.SetWriteDeadline(time.Now())
+	if s.writing.Load() {
+		_ = s.rc.SetWriteDeadline(time.Now())
+	}
 }
 
 // Close ends the stream (if it has not ended) and waits for its heartbeat.

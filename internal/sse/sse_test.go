@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -275,5 +276,37 @@ func TestEventID(t *testing.T) {
 	s.Close()
 	if got, want := rec.Body.String(), "id: 41.1\ndata: {\"a\":1}\n\ndata: {\"c\":3}\n\n"; got != want {
 		t.Fatalf("wrote %q, want %q", got, want)
+	}
+}
+
+// TestDoneEndsAReadingStreamCleanly: a shutdown ends a stream whose client
+// reads with a complete response (the client sees the end, not a cut
+// connection); only a write in progress is cut.
+func TestDoneEndsAReadingStreamCleanly(t *testing.T) {
+	shutdown := make(chan struct{})
+	started := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := New(w, r, Config{Done: shutdown})
+		defer s.Close()
+		if s.Start() != nil || s.Event(1, []byte(`{"a":1}`), true) != nil {
+			return
+		}
+		close(started)
+		<-s.Context().Done() // waiting for events that will not come
+	}))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	<-started
+	close(shutdown)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Errorf("the stream was cut: %v (read %q)", err, b)
+	}
+	if string(b) != "id: 1\ndata: {\"a\":1}\n\n" {
+		t.Errorf("read %q", b)
 	}
 }
