@@ -19,15 +19,18 @@ var ErrNotReady = errors.New("daemon: the agent is not started yet")
 // agent is.
 type Status struct {
 	runner.Status
-	Description      string   `json:"description"`
-	Nick             string   `json:"nick"`
-	IRCNick          string   `json:"irc_nick"`
-	Agent            string   `json:"agent"`
-	Engine           string   `json:"engine"`
-	Channels         []string `json:"channels"`
-	Tags             []string `json:"tags,omitempty"`
-	Connected        bool     `json:"connected"`
-	SupervisorPaused bool     `json:"supervisor_paused"`
+	Description string   `json:"description"`
+	Nick        string   `json:"nick"`
+	IRCNick     string   `json:"irc_nick"`
+	Agent       string   `json:"agent"`
+	Engine      string   `json:"engine"`
+	Channels    []string `json:"channels"`
+	Tags        []string `json:"tags,omitempty"`
+	Connected   bool     `json:"connected"`
+	// Server is the IRC server the agent dialled last (host:port; one of
+	// server.host and server.hosts).
+	Server           string `json:"server"`
+	SupervisorPaused bool   `json:"supervisor_paused"`
 }
 
 // Status returns the daemon's status.
@@ -41,6 +44,7 @@ func (d *Daemon) Status() Status {
 	if d.irc != nil {
 		st.Channels = d.irc.Channels()
 		st.Connected = d.irc.Connected()
+		st.Server = d.irc.Addr()
 	}
 	if sup := d.supOrNil(); sup != nil {
 		st.SupervisorPaused = sup.Paused()
@@ -74,6 +78,9 @@ func (s Status) Line() string {
 		irc = "in " + strings.Join(s.Channels, " ")
 		if len(s.Channels) == 0 {
 			irc = "connected, no channel"
+		}
+		if s.Server != "" {
+			irc += " on " + s.Server
 		}
 	}
 	last := "never"

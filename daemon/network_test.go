@@ -242,8 +242,9 @@ func TestNetworkTwoLinkedServers(t *testing.T) {
 	if got := far.irc.Addr(); got != gate.addr {
 		t.Fatalf("far is on %s, want its second address %s", got, gate.addr)
 	}
-	if st := far.Status(); !st.Connected || strings.Join(st.Channels, " ") != "#dev" {
-		t.Fatalf("far after the split: %+v", st)
+	if st := far.Status(); !st.Connected || strings.Join(st.Channels, " ") != "#dev" || st.Server != gate.addr ||
+		!strings.Contains(st.Line(), "in #dev on "+gate.addr) {
+		t.Fatalf("far after the split: %+v (%s)", st, st.Line())
 	}
 	if err := bob.Send("#dev", "@net-far still there?"); err != nil {
 		t.Fatal(err)

@@ -699,9 +699,9 @@ type outMsg struct {
 }
 
 // Later posts text to target like Send when the client is connected
-// and, for a channel, in it; otherwise it keeps the message (at most
-// MaxOutbox) and posts it once the client has registered again (a nick)
-// or rejoined the channel, in order. It fails at once only for what Send
+// and, for one of its channels, in it; otherwise it keeps the message (at
+// most MaxOutbox) and posts it once the client has registered again (a
+// nick) or rejoined the channel, in order per target. It fails at once only for what Send
 // would refuse whatever the connection (an invalid target, empty or too
 // long text) and with ErrOutboxFull or ErrClosed.
 func (c *Client) Later(target, text string) error {
@@ -720,8 +720,13 @@ func (c *Client) Later(target, text string) error {
 		c.mu.Unlock()
 		return ErrClosed
 	}
-	_, in := c.joined[foldIRC(target)]
-	ready := c.conn.Connected() && len(c.outbox) == 0 && (in || !strings.ContainsAny(target[:1], "#&"))
+	k := foldIRC(target)
+	_, in := c.joined[k]
+	_, wanted := c.want[k]
+	behind := slices.ContainsFunc(c.outbox, func(m outMsg) bool { return foldIRC(m.target) == k })
+	// a channel the client means to be in waits for its JOIN; a nick, or a
+	// channel it left, is sent to now (the server may refuse the latter)
+	ready := c.conn.Connected() && !behind && (in || !wanted || !strings.ContainsAny(target[:1], "#&"))
 	c.mu.Unlock()
 	if ready {
 		err := c.Send(target, text)

@@ -305,3 +305,90 @@ func TestReconnectNgircd(t *testing.T) {
 		t.Fatalf("got %+v", m)
 	}
 }
+
+// A nick in use at the first registration is a NickError (433), and the
+// client never takes another nick (ircevent would try lab-alice_0).
+func TestNickInUse(t *testing.T) {
+	n := irctest.StartNgircd(t)
+	newClient(t, n.Addr(), "lab-alice", "#dev")
+	c, err := irc.New(irc.Config{Addr: n.Addr(), Nick: "lab-alice", Channels: []string{"#dev"}, MinBackoff: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.WaitRegistered(ctxT(t, 10*time.Second), 1)
+	var ne *irc.NickError
+	if !errors.As(err, &ne) || ne.Code != "433" || !strings.Contains(err.Error(), `"lab-alice" is already in use on the IRC network`) {
+		t.Fatalf("WaitRegistered = %v, want a 433 NickError", err)
+	}
+	if c.Nick() != "lab-alice" || c.Registrations() != 0 {
+		t.Fatalf("registered as %s (%d times)", c.Nick(), c.Registrations())
+	}
+}
+
+// Later keeps what it cannot post (the server is down; the channel not
+// joined yet) and posts it after the rejoin, in order; a message for a
+// channel the client left does not hold back another channel's.
+func TestLaterAcrossARestart(t *testing.T) {
+	n := irctest.StartNgircd(t)
+	a, _ := newClient(t, n.Addr(), "lab-alice", "#dev", "#ops")
+	if err := a.Later("#ops", "now"); err != nil || a.Waiting() != 0 {
+		t.Fatalf("Later while connected: %v, %d waiting", err, a.Waiting())
+	}
+	if err := a.Part(ctxT(t, 10*time.Second), "#ops"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Later("#ops", "to a channel left"); err != nil || a.Waiting() != 0 {
+		t.Fatalf("Later to a channel left: %v, %d waiting (it must not wait for a JOIN that never comes)", err, a.Waiting())
+	}
+	n.Stop()
+	ctx := ctxT(t, 10*time.Second)
+	for a.Connected() {
+		if ctx.Err() != nil {
+			t.Fatal("still connected after the server stopped")
+		}
+		time.Sleep(10 * time.Millisecond) // poll: the client sees the close
+	}
+	for _, s := range []string{"one", "two"} {
+		if err := a.Later("#dev", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.Waiting() != 2 {
+		t.Fatalf("%d waiting, want 2", a.Waiting())
+	}
+	n.Restart()
+	// posted once #dev is joined again (the flush runs on the JOIN), in
+	// order; whether another client is in #dev by then is a race, so the
+	// proof is the client's own record of what it posted
+	ctx = ctxT(t, 15*time.Second)
+	if err := a.WaitJoined(ctx, "#dev"); err != nil {
+		t.Fatal(err)
+	}
+	for a.Waiting() != 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("%d still waiting after the rejoin", a.Waiting())
+		}
+		time.Sleep(10 * time.Millisecond) // poll: the flush follows the JOIN
+	}
+	var posted []string
+	for _, m := range a.Read("#dev", 0) {
+		if m.Self {
+			posted = append(posted, m.Text)
+		}
+	}
+	if strings.Join(posted, ",") != "one,two" {
+		t.Fatalf("posted %q, want one,two", posted)
+	}
+	// and the channel gets what is posted after
+	_, bGot := newClient(t, n.Addr(), "lab-bob", "#dev")
+	if err := a.Later("#dev", "three"); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, bGot); m.Sender != "lab-alice" || m.Text != "three" {
+		t.Fatalf("got %+v", m)
+	}
+}
