@@ -368,20 +368,21 @@ func TestLaterAcrossARestart(t *testing.T) {
 	if err := a.WaitJoined(ctx, "#dev"); err != nil {
 		t.Fatal(err)
 	}
-	for a.Waiting() != 0 {
+	var posted []string
+	for len(posted) < 2 {
 		if ctx.Err() != nil {
-			t.Fatalf("%d still waiting after the rejoin", a.Waiting())
+			t.Fatalf("posted %q after the rejoin, %d still waiting", posted, a.Waiting())
 		}
 		time.Sleep(10 * time.Millisecond) // poll: the flush follows the JOIN
-	}
-	var posted []string
-	for _, m := range a.Read("#dev", 0) {
-		if m.Self {
-			posted = append(posted, m.Text)
+		posted = posted[:0]
+		for _, m := range a.Read("#dev", 0) {
+			if m.Self {
+				posted = append(posted, m.Text)
+			}
 		}
 	}
-	if strings.Join(posted, ",") != "one,two" {
-		t.Fatalf("posted %q, want one,two", posted)
+	if strings.Join(posted, ",") != "one,two" || a.Waiting() != 0 {
+		t.Fatalf("posted %q (%d waiting), want one,two", posted, a.Waiting())
 	}
 	// and the channel gets what is posted after
 	_, bGot := newClient(t, n.Addr(), "lab-bob", "#dev")
