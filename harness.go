@@ -15,6 +15,7 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/session"
@@ -63,6 +64,9 @@ func New(cfg Config) (*Harness, error) {
 		}
 		c.Roots = []string{wd}
 	}
+	// The secret values of the agents' environments are scrubbed from
+	// every event and log line (internal/secrets).
+	secrets.RegisterEnv(c.ChildEnv)
 	h := &Harness{cfg: c, log: zerolog.Nop(), live: map[string]*liveTurn{}, answered: map[string]map[string]bool{},
 		seen: map[string]bool{}, logs: map[string]projectLog{}, engines: map[string]engine.Engine{}}
 	if c.Logger != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/session"
@@ -543,6 +544,16 @@ func (r *runner) emit(ev event.Event) {
 	defer r.emitMu.Unlock()
 	ev.SessionID = r.req.SessionKey
 	r.buf = ev.AppendJSON(r.buf[:0])
+	if clean := secrets.ScrubJSON(r.buf); len(clean) != len(r.buf) || &clean[0] != &r.buf[0] {
+		// A secret value (withheld from the agent, or its own key) was in
+		// the event, an agent that ran `env` for one: it is neither stored
+		// nor published, the typed event included.
+		r.buf = clean
+		var scrubbed event.Event
+		if json.Unmarshal(clean, &scrubbed) == nil {
+			ev = scrubbed
+		}
+	}
 	seq, err := r.elog.Append(r.buf)
 	if err != nil {
 		// Not stored: published without a seq so live readers still see
@@ -581,7 +592,7 @@ func isTerminal(t event.Type) bool {
 // message, at most 80 characters.
 func titleOf(message string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(message), "\n")
-	line = strings.TrimSpace(line)
+	line = secrets.Scrub(strings.TrimSpace(line)) // stored in the session file
 	if r := []rune(line); len(r) > 80 {
 		line = string(r[:79]) + "…"
 	}

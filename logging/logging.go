@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/internal/secrets"
 )
 
 // Defaults.
@@ -54,8 +56,25 @@ func NewWithOptions(projectRoot string, opts Options) (zerolog.Logger, io.Closer
 	if err != nil {
 		return zerolog.Nop(), nil, err
 	}
-	log := zerolog.New(dropAfterClose{w}).Level(opts.Level).With().Timestamp().Logger()
+	log := zerolog.New(Scrubbed(dropAfterClose{w})).Level(opts.Level).With().Timestamp().Logger()
 	return log, w, nil
+}
+
+// Scrubbed returns a writer that passes each Write (a zerolog line) to w
+// with every secret value the process knows of replaced by [REDACTED]
+// (see internal/secrets: the values of its own secret variables, those
+// withheld from agents and the agents' own credentials). Every log the
+// harness writes goes through it: the project logs (New) and the
+// commands' stderr loggers.
+func Scrubbed(w io.Writer) io.Writer { return scrubbed{w} }
+
+type scrubbed struct{ w io.Writer }
+
+func (s scrubbed) Write(p []byte) (int, error) {
+	if _, err := s.w.Write(secrets.ScrubLine(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // dropAfterClose is New's writer: a line written after Close is dropped

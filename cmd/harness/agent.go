@@ -22,6 +22,8 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/internal/httpguard"
+	"github.com/chirality/harness/internal/secrets"
+	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
 )
 
@@ -147,7 +149,7 @@ func agentServe(ctx context.Context, sigs <-chan os.Signal, args []string, stdou
 	if *verbose {
 		level = zerolog.DebugLevel
 	}
-	logger := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).Level(level).With().Timestamp().Logger()
+	logger := zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr), TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).Level(level).With().Timestamp().Logger()
 	a, err := startAgent(o, &logger, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "harness agent serve:", err)
@@ -202,6 +204,9 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 	host, _, err := net.SplitHostPort(o.addr)
 	if err != nil {
 		return nil, usage("--addr %q: %v", o.addr, err)
+	}
+	if err := secrets.CheckToken(o.token); err != nil {
+		return nil, usage("--token (or HARNESS_TOKEN): %v", err)
 	}
 	if !isLoopbackHost(host) && o.token == "" {
 		return nil, usage("--addr %s is not a loopback address: set --token (or HARNESS_TOKEN) so the agent is not open to the network", o.addr)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chirality/harness/daemon"
 	"github.com/chirality/harness/ipc"
+	"github.com/chirality/harness/logging"
 )
 
 func init() { register("agents", runAgents) }
@@ -156,7 +157,7 @@ func agentsStart(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		level = zerolog.DebugLevel
 	}
-	logger := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).
+	logger := zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr), TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).
 		Level(level).With().Timestamp().Logger()
 	// a shutdown that always ends (shutdown.go): the first SIGINT/SIGTERM
 	// ends the start-up and stops the agents, each turn getting

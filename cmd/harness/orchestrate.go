@@ -20,6 +20,7 @@ import (
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/session"
 )
 
@@ -42,7 +43,7 @@ func runOrchestrated(f *turnFlags, message string, childEnv []string, stdout, st
 	}
 	logger := zerolog.Nop()
 	if f.verbose {
-		logger = zerolog.New(zerolog.ConsoleWriter{Out: stderr}).With().Timestamp().Logger()
+		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr)}).With().Timestamp().Logger()
 	}
 	root := f.projectRoot
 	if root == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/secrets"
+	"github.com/chirality/harness/logging"
 )
 
 func init() { register("replay", runReplay) }
@@ -71,7 +72,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := zerolog.Nop()
 	if verbose {
-		logger = zerolog.New(zerolog.ConsoleWriter{Out: stderr}).With().Timestamp().Logger()
+		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr)}).With().Timestamp().Logger()
 	}
 	if s.Engine != "" && s.Engine != engine.ClaudeCode {
 		fmt.Fprintf(stderr, "harness replay: session %s runs on %s; replay re-runs Claude Code sessions only\n", s.ID, s.Engine)

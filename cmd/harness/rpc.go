@@ -16,6 +16,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engines"
+	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/rpc"
 )
 
@@ -68,7 +69,7 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 	}
 	logger := zerolog.Nop()
 	if *verbose {
-		logger = zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly}).With().Timestamp().Logger()
+		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr), TimeFormat: time.TimeOnly}).With().Timestamp().Logger()
 	}
 	cfg := harness.Config{Roots: []string{dir}, Logger: &logger, DefaultPermissionMode: *perm,
 		Approvals: true, ApprovalTimeout: *timeout, Aliases: engines.Aliases}

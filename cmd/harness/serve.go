@@ -23,7 +23,9 @@ import (
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/gateway"
 	"github.com/chirality/harness/internal/httpguard"
+	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/sse"
+	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/web"
 )
 
@@ -92,6 +94,10 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	if f.token == "" {
 		f.token = os.Getenv("HARNESS_TOKEN")
 	}
+	if err := secrets.CheckToken(f.token); err != nil {
+		fmt.Fprintf(stderr, "harness serve: --token (or HARNESS_TOKEN): %v\n", err)
+		return 2
+	}
 	host, _, err := net.SplitHostPort(f.addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "harness serve: --addr %q: %v\n", f.addr, err)
@@ -115,7 +121,7 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	if f.verbose {
 		level = zerolog.DebugLevel
 	}
-	logger := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).
+	logger := zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr), TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).
 		Level(level).With().Timestamp().Logger()
 
 	cfg := harness.Config{

@@ -18,6 +18,7 @@ import (
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/native"
 )
 
@@ -119,7 +120,7 @@ func runTurn(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := zerolog.Nop()
 	if f.verbose {
-		logger = zerolog.New(zerolog.ConsoleWriter{Out: stderr}).With().Timestamp().Logger()
+		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr)}).With().Timestamp().Logger()
 	}
 	if f.engine == engine.Anthropic {
 		key, base := os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_BASE_URL")
