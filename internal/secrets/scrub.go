@@ -28,9 +28,9 @@ const Redacted = "[REDACTED]"
 const MinScrubLen = 8
 
 var scrub struct {
-	once sync.Once
-	mu   sync.RWMutex
-	seen map[string]bool
+	once  sync.Once
+	mu    sync.RWMutex
+	seen  map[string]bool
 	raw   *strings.Replacer // raw value → Redacted
 	json  *strings.Replacer // the value as it appears inside a JSON string → Redacted
 	forms [][]byte          // every raw and JSON form: the fast check before replacing
