@@ -60,6 +60,11 @@ var scenarios = []scenario{
 			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse(fmt.Sprintf("toolu_loop%d", n), "Bash", map[string]any{"command": "echo loop"})}}
 		})
 	}},
+	// retry: the first request is answered 529, so the CLI reports an
+	// api_retry (about 0.6 s delay) and the second request succeeds.
+	{name: "retry", message: "retry please", script: func(api *claudetest.FakeAPI) {
+		api.Script(claudetest.Overloaded(), claudetest.TextReply("Recovered."))
+	}},
 	{name: "resume-missing", message: "hello again", args: []string{"--resume=0b7e4c8a-1111-4222-8333-944455556666"}, script: func(*claudetest.FakeAPI) {}},
 }
 
@@ -131,7 +136,7 @@ func TestContractLiveMatchesRecording(t *testing.T) {
 	}
 }
 
-var volatile = regexp.MustCompile(`"(claudeSessionId|costUsd|usage|durationMs|cwd|tools|numTurns)":("[^"]*"|[0-9.e-]+|\{[^{}]*(\{[^{}]*\}[^{}]*)*\}|\[[^\]]*\])`)
+var volatile = regexp.MustCompile(`"(claudeSessionId|costUsd|usage|durationMs|cwd|tools|numTurns|delayMs)":("[^"]*"|[0-9.e-]+|\{[^{}]*(\{[^{}]*\}[^{}]*)*\}|\[[^\]]*\])`)
 
 // tempDirs matches the t.TempDir() paths a scenario ran in.
 var tempDirs = regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/Test[^/"]*/[0-9]+`)

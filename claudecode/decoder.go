@@ -336,8 +336,11 @@ func (m *mapper) feed(line []byte, emit func(event.Event)) (Frame, error) {
 		}
 		return f, m.streamEvent(&f, event, emit)
 	case "system":
-		if f.Subtype == "init" {
+		switch f.Subtype {
+		case "init":
 			return f, m.systemInit(line, emit)
+		case "api_retry":
+			return f, m.apiRetry(f.ParentToolUseID, line, emit)
 		}
 	case "assistant":
 		if message != nil {
@@ -547,6 +550,39 @@ func (m *mapper) systemInit(line []byte, emit func(event.Event)) error {
 	e := m.event(event.TypeSessionInit, parent)
 	e.Init = &event.SessionInit{ClaudeSessionID: f.SessionID, Model: f.Model, Tools: f.Tools,
 		CLIVersion: f.Version, PermissionMode: f.PermissionMode, Cwd: f.Cwd}
+	emit(e)
+	return nil
+}
+
+// apiRetry maps the CLI's report of a failed Messages API request it will
+// send again: {"type":"system","subtype":"api_retry","attempt":1,
+// "max_retries":10,"retry_delay_ms":583,"error_status":529,
+// "error":"overloaded"}. error is the CLI's category word; "unknown" with
+// no status is a request that got no answer (connection refused, DNS,
+// timeout), shown as "API unreachable".
+func (m *mapper) apiRetry(parent string, line []byte, emit func(event.Event)) error {
+	var f struct {
+		Attempt     int     `json:"attempt"`
+		MaxRetries  int     `json:"max_retries"`
+		DelayMS     float64 `json:"retry_delay_ms"`
+		ErrorStatus *int    `json:"error_status"`
+		Error       string  `json:"error"`
+	}
+	if err := json.Unmarshal(line, &f); err != nil {
+		return err
+	}
+	r := &event.SessionRetry{Attempt: f.Attempt, MaxRetries: f.MaxRetries, DelayMS: int64(f.DelayMS)}
+	if f.ErrorStatus != nil {
+		r.APIErrorStatus = *f.ErrorStatus
+	}
+	switch {
+	case r.APIErrorStatus == 0 && (f.Error == "unknown" || f.Error == ""):
+		r.Error = "API unreachable"
+	default:
+		r.Error = event.RetryErrorText(f.Error)
+	}
+	e := m.event(event.TypeSessionRetry, parent)
+	e.Retry = r
 	emit(e)
 	return nil
 }

@@ -51,6 +51,12 @@ func TestDecoderMapping(t *testing.T) {
 			want:  `{"type":"chat:delta","sessionId":"s","text":"a\"b\\c\né🎉\u2028\u003c"}`,
 		},
 		{
+			// Recorded from the real CLI against a closed port.
+			name:  "api_retry without an answer",
+			input: `{"type":"system","subtype":"api_retry","attempt":3,"max_retries":10,"retry_delay_ms":2303,"error_status":null,"error":"unknown","session_id":"98fd","uuid":"10f5"}`,
+			want:  `{"type":"session:retry","sessionId":"s","attempt":3,"maxRetries":10,"delayMs":2303,"error":"API unreachable"}`,
+		},
+		{
 			name:  "thinking",
 			input: `{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}}`,
 			want:  `{"type":"thinking:delta","sessionId":"s","text":"hmm"}`,

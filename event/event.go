@@ -3,6 +3,7 @@ package event
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -23,6 +24,10 @@ const (
 	TypeSessionComplete Type = "session:complete"
 	TypeSessionError    Type = "session:error"
 	TypeProcessExit     Type = "process:exit"
+	// TypeSessionRetry says the engine is retrying the model API after a
+	// failed request: it may come any number of times before the turn's
+	// end and ends nothing itself.
+	TypeSessionRetry Type = "session:retry"
 
 	// Events of the core, not of an engine: user:message opens every
 	// harness turn (before session:init); approval events bracket a
@@ -42,6 +47,7 @@ const (
 //	session:complete  Complete
 //	session:error     Error
 //	process:exit      Exit
+//	session:retry     Retry
 //	approval:requested  Approval
 //	approval:resolved   Resolved
 //
@@ -67,6 +73,7 @@ type Event struct {
 	Exit       *ProcessExit
 	Approval   *ApprovalRequested
 	Resolved   *ApprovalResolved
+	Retry      *SessionRetry
 }
 
 // SessionInit is the payload of session:init.
@@ -194,6 +201,74 @@ type SessionError struct {
 	CostUSD float64 `json:"costUsd,omitempty"`
 }
 
+// SessionRetry is the payload of session:retry: a request to the model API
+// failed and the engine will send it again after DelayMS. Attempt counts
+// the retries from 1; MaxRetries is the engine's limit (0 when it does not
+// say). Error is a short description of the failure, never a secret (the
+// engines scrub it with ScrubRetryError); APIErrorStatus is the HTTP status
+// when the API answered (0 when it could not be reached).
+type SessionRetry struct {
+	Attempt        int    `json:"attempt"`
+	MaxRetries     int    `json:"maxRetries"`
+	DelayMS        int64  `json:"delayMs"`
+	Error          string `json:"error"`
+	APIErrorStatus int    `json:"apiErrorStatus,omitempty"`
+}
+
+// MaxRetryError is the longest Error a SessionRetry carries (bytes).
+const MaxRetryError = 200
+
+// RetryErrorText makes an engine's description of a failed request fit
+// SessionRetry.Error: one line, at most MaxRetryError bytes (cut at a rune
+// boundary, "…" appended), each of secrets (values of 4 bytes or more)
+// replaced with [REDACTED]. Empty text becomes "unknown error".
+func RetryErrorText(text string, secrets ...string) string {
+	for _, v := range secrets {
+		if len(v) >= 4 {
+			text = strings.ReplaceAll(text, v, "[REDACTED]")
+		}
+	}
+	text = strings.Join(strings.Fields(text), " ")
+	if len(text) > MaxRetryError {
+		cut := MaxRetryError
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "…"
+	}
+	if text == "" {
+		return "unknown error"
+	}
+	return text
+}
+
+// Summary is the one line every door shows for a retry:
+// "Retrying 3/10 in 4 s — API unreachable" (the status in parentheses
+// when the API answered: "overloaded (HTTP 529)").
+func (r *SessionRetry) Summary() string {
+	b := make([]byte, 0, 64+len(r.Error))
+	b = append(b, "Retrying "...)
+	b = strconv.AppendInt(b, int64(r.Attempt), 10)
+	if r.MaxRetries > 0 {
+		b = append(b, '/')
+		b = strconv.AppendInt(b, int64(r.MaxRetries), 10)
+	}
+	b = append(b, " in "...)
+	if r.DelayMS < 1000 {
+		b = strconv.AppendFloat(b, float64(r.DelayMS)/1000, 'f', 1, 64)
+	} else {
+		b = strconv.AppendInt(b, (r.DelayMS+500)/1000, 10)
+	}
+	b = append(b, " s — "...)
+	b = append(b, r.Error...)
+	if r.APIErrorStatus != 0 {
+		b = append(b, " (HTTP "...)
+		b = strconv.AppendInt(b, int64(r.APIErrorStatus), 10)
+		b = append(b, ')')
+	}
+	return string(b)
+}
+
 // ProcessExit is the payload of process:exit. Code is -1 when the process
 // was ended by a signal, which Signal then names ("SIGKILL").
 type ProcessExit struct {
@@ -239,6 +314,8 @@ func (e Event) AppendJSON(b []byte) []byte {
 		payload = e.Approval
 	case e.Resolved != nil:
 		payload = e.Resolved
+	case e.Retry != nil:
+		payload = e.Retry
 	case e.Exit != nil:
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(e.Exit.Code), 10)
@@ -295,6 +372,9 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	case TypeApprovalResolved:
 		e.Resolved = new(ApprovalResolved)
 		target = e.Resolved
+	case TypeSessionRetry:
+		e.Retry = new(SessionRetry)
+		target = e.Retry
 	default:
 		return nil
 	}

@@ -3,7 +3,9 @@ package event
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Every type survives AppendJSON → UnmarshalJSON, and the wire form is
@@ -19,6 +21,7 @@ func TestRoundTrip(t *testing.T) {
 			Input: json.RawMessage(`{"command":"touch x"}`), Suggestions: json.RawMessage(`null`), ExpiresAt: "2026-11-22T00:00:00Z"}},
 		{Type: TypeApprovalResolved, SessionID: "s", Resolved: &ApprovalResolved{RequestID: "apr_1", Decision: DecisionDeny, By: ByTimeout, Message: "late"}},
 		{Type: TypeSessionError, SessionID: "s", Error: &SessionError{Error: "x", Kind: ErrorProcess, ExitCode: &code}},
+		{Type: TypeSessionRetry, SessionID: "s", Retry: &SessionRetry{Attempt: 3, MaxRetries: 10, DelayMS: 4000, Error: "connection refused", APIErrorStatus: 529}},
 		{Type: TypeProcessExit, SessionID: "s", Exit: &ProcessExit{Code: -1, Signal: "SIGKILL"}},
 	} {
 		b := ev.AppendJSON(nil)
@@ -49,5 +52,36 @@ func TestConversationID(t *testing.T) {
 	}
 	if id := (&SessionInit{ClaudeSessionID: "c", EngineSessionID: "e"}).ConversationID(); id != "e" {
 		t.Error(id)
+	}
+}
+
+func TestRetrySummary(t *testing.T) {
+	for _, c := range []struct {
+		r    SessionRetry
+		want string
+	}{
+		{SessionRetry{Attempt: 3, MaxRetries: 10, DelayMS: 4045, Error: "API unreachable"}, "Retrying 3/10 in 4 s — API unreachable"},
+		{SessionRetry{Attempt: 1, MaxRetries: 10, DelayMS: 583, Error: "overloaded", APIErrorStatus: 529}, "Retrying 1/10 in 0.6 s — overloaded (HTTP 529)"},
+		{SessionRetry{Attempt: 2, DelayMS: 1500, Error: "x"}, "Retrying 2 in 2 s — x"},
+	} {
+		if got := c.r.Summary(); got != c.want {
+			t.Errorf("got %q want %q", got, c.want)
+		}
+	}
+}
+
+// A retry's error text never carries a secret, a newline or more than
+// MaxRetryError bytes, whatever the engine hands it.
+func TestRetryErrorText(t *testing.T) {
+	got := RetryErrorText("dial tcp: key sk-ant-SECRET1234\nrefused", "sk-ant-SECRET1234", "ab")
+	if got != "dial tcp: key [REDACTED] refused" {
+		t.Errorf("%q", got)
+	}
+	long := RetryErrorText(strings.Repeat("é", 300))
+	if len(long) > MaxRetryError+len("…") || !utf8.ValidString(long) || !strings.HasSuffix(long, "…") {
+		t.Errorf("%d bytes %q", len(long), long)
+	}
+	if RetryErrorText(" \n") != "unknown error" {
+		t.Error("empty text")
 	}
 }

@@ -141,6 +141,10 @@ type Reply struct {
 	Status       int
 	ErrorType    string
 	ErrorMessage string
+	// Retryable lets the client retry the error answer (x-should-retry:
+	// true); by default the fake says x-should-retry: false, so an error
+	// ends the turn at once.
+	Retryable bool
 	// Delay waits before answering; ChunkDelay waits between SSE events.
 	Delay      time.Duration
 	ChunkDelay time.Duration
@@ -175,8 +179,8 @@ func ToolUse(id, name string, input any) Block {
 // TextReply is a Reply of one text block.
 func TextReply(s string) Reply { return Reply{Blocks: []Block{Text(s)}} }
 
-// ErrorReply is a Reply that fails with an HTTP status. Use a 4xx: the CLI
-// retries 429 and 5xx answers with back-off.
+// ErrorReply is a Reply that fails with an HTTP status, which the client
+// does not retry (see Reply.Retryable).
 func ErrorReply(status int, message string) Reply {
 	return Reply{Status: status, ErrorMessage: message}
 }
@@ -384,6 +388,9 @@ func (f *FakeAPI) serveMessages(w http.ResponseWriter, r *http.Request) {
 		if typ == "" {
 			typ = "invalid_request_error"
 		}
+		if reply.Retryable {
+			w.Header().Set("x-should-retry", "true")
+		}
 		writeAPIError(w, reply.Status, typ, reply.ErrorMessage)
 		return
 	}
@@ -470,7 +477,9 @@ func writeAPIError(w http.ResponseWriter, status int, typ, msg string) {
 		"error": map[string]string{"type": typ, "message": msg},
 	})
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("x-should-retry", "false")
+	if w.Header().Get("x-should-retry") == "" {
+		w.Header().Set("x-should-retry", "false")
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

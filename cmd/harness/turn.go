@@ -332,6 +332,8 @@ func (p *textPrinter) print(e event.Event) {
 		if e.Error.Kind == event.ErrorNotLoggedIn {
 			p.side("  to log in: set ANTHROPIC_API_KEY, or run `claude /login` once; to try without an account: harness turn --demo \"…\"\n")
 		}
+	case event.TypeSessionRetry:
+		p.side("· %s\n", e.Retry.Summary())
 	case event.TypeUserMessage:
 		// the prompt the user just typed: not repeated
 	case event.TypeApprovalRequested:

@@ -148,3 +148,79 @@ func toStrings(ts []event.Type) []string {
 	}
 	return out
 }
+
+// TestTurnShowsRetries runs `harness turn` with the real CLI against a
+// model API that answers 529 twice: each retry is reported on stderr
+// ("· Retrying 1/10 in 0.6 s — overloaded (HTTP 529)") within 2 s of the
+// failed request, while the turn still runs, and the turn then completes.
+func TestTurnShowsRetries(t *testing.T) {
+	bin := claudetest.FindCLI(t)
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	firstFailure := api.FailThenAnswer(2, "Recovered.")
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "turn", "--claude-bin", bin, "--cwd", t.TempDir(), "hi")
+	cmd.Env = append(append(claudetest.ScratchEnv(t), "HARNESS_TEST_MAIN=1"), api.Env()...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	type line struct {
+		text string
+		at   time.Time
+	}
+	lines := make(chan line, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- line{sc.Text(), time.Now()}
+		}
+	}()
+	deadline := time.After(60 * time.Second)
+	var retries []string
+	var all []string
+wait:
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				break wait
+			}
+			all = append(all, l.text)
+			if strings.HasPrefix(l.text, "· Retrying ") {
+				retries = append(retries, l.text)
+				if len(retries) == 1 {
+					if lag := l.at.Sub(firstFailure()); firstFailure().IsZero() || lag > 2*time.Second {
+						t.Errorf("first retry shown %v after the failed request (want ≤ 2 s)", lag)
+					}
+				}
+			}
+		case <-deadline:
+			t.Fatalf("no end after 60 s; stderr so far:\n%s", strings.Join(all, "\n"))
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v\n%s", err, strings.Join(all, "\n"))
+	}
+	if len(retries) != 2 || !strings.HasPrefix(retries[0], "· Retrying 1/10 in ") || !strings.HasSuffix(retries[0], " s — overloaded (HTTP 529)") ||
+		!strings.HasPrefix(retries[1], "· Retrying 2/10 in ") {
+		t.Errorf("retry lines %q, want attempts 1 and 2 of 10", retries)
+	}
+	if got := stdout.String(); got != "Recovered.\n" {
+		t.Errorf("stdout %q", got)
+	}
+}

@@ -261,6 +261,19 @@ export const SessionErrorEventSchema = z.looseObject({
   costUsd: z.number().optional(),
 });
 
+/** The engine is retrying the model API after a failed request; it may come
+ * any number of times in a turn and ends nothing. apiErrorStatus is set when
+ * the API answered; maxRetries is 0 when the engine does not say. */
+export const SessionRetryEventSchema = z.looseObject({
+  type: z.literal("session:retry"),
+  ...base,
+  attempt: z.number().int(),
+  maxRetries: z.number().int(),
+  delayMs: z.number().int(),
+  error: z.string(),
+  apiErrorStatus: z.number().int().optional(),
+});
+
 export const ProcessExitEventSchema = z.looseObject({
   type: z.literal("process:exit"),
   ...base,
@@ -278,6 +291,7 @@ export const KnownEventSchema = z.discriminatedUnion("type", [
   ToolResultEventSchema,
   SessionCompleteEventSchema,
   SessionErrorEventSchema,
+  SessionRetryEventSchema,
   ProcessExitEventSchema,
   ApprovalRequestedEventSchema,
   ApprovalResolvedEventSchema,
@@ -294,6 +308,7 @@ export type ToolStartEvent = z.infer<typeof ToolStartEventSchema>;
 export type ToolResultEvent = z.infer<typeof ToolResultEventSchema>;
 export type SessionCompleteEvent = z.infer<typeof SessionCompleteEventSchema>;
 export type SessionErrorEvent = z.infer<typeof SessionErrorEventSchema>;
+export type SessionRetryEvent = z.infer<typeof SessionRetryEventSchema>;
 export type ProcessExitEvent = z.infer<typeof ProcessExitEventSchema>;
 export type KnownEvent = z.infer<typeof KnownEventSchema>;
 
@@ -321,6 +336,7 @@ export const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set<HarnessEventType>(
   "tool:result",
   "session:complete",
   "session:error",
+  "session:retry",
   "process:exit",
   "approval:requested",
   "approval:resolved",
