@@ -2,16 +2,16 @@
 // fast it stops with clients that do not read (issue 24), on a real
 // `harness serve --demo` subprocess, from its /proc RSS:
 //
-//	go build -o bin/harness ./cmd/harness && go run ./bench/streams [-cap 256] [-stuck 100]
+//		go build -o bin/harness ./cmd/harness && go run ./bench/streams [-cap 256] [-stuck 100]
 //
-//  1. idle: -cap streams (the server's cap) reading a long demo turn's
-//     /events (a delta every 50 ms): RSS per stream and at the cap, and
-//     that one more stream is refused (503);
-//  2. stuck: -stuck clients with a 4 KB receive buffer replaying an 8 MB
-//     log (1 MB events) without reading: RSS per stuck stream, and RSS
-//     once the write timeout (10 s) has dropped them;
-//  3. shutdown: a long turn running and five stuck clients, SIGTERM: the
-//     time until the process has exited.
+//	 1. idle: -cap streams (the server's cap) reading a long demo turn's
+//	    /events (a delta every 50 ms): RSS per stream and at the cap, and
+//	    that one more stream is refused (503);
+//	 2. stuck: -stuck clients with a 4 KB receive buffer replaying an 8 MB
+//	    log (1 MB events) without reading: RSS per stuck stream, and RSS
+//	    once the write timeout (10 s) has dropped them;
+//	 3. shutdown: a long turn running and five stuck clients, SIGTERM: the
+//	    time until the process has exited.
 package main
 
 import (
