@@ -217,7 +217,8 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 // childPids lists the live processes whose parent is this test process
 // (the CLIs the harness spawned: each runs in its own process group, but
-// its parent is still us). Zombies count until they are reaped.
+// its parent is still us). A zombie (dead, not yet reaped) is not alive,
+// and the driver's version probe is not an agent.
 func childPids(t *testing.T) []int {
 	t.Helper()
 	dirs, err := os.ReadDir("/proc")
@@ -237,8 +238,11 @@ func childPids(t *testing.T) []int {
 		}
 		// pid (comm) state ppid …: comm may hold spaces, so split after ')'.
 		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(me) {
-			out = append(out, pid)
+		if len(f) > 1 && f[1] == strconv.Itoa(me) && f[0] != "Z" && f[0] != "X" {
+			// The driver's one-off `claude --version` probe is no agent.
+			if cmd, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline")); !bytes.Contains(cmd, []byte("\x00--version")) {
+				out = append(out, pid)
+			}
 		}
 	}
 	return out
