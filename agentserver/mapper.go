@@ -154,6 +154,9 @@ func (m *mapper) record(ev *event.Event, out []Event) []Event {
 	case event.TypeApprovalResolved:
 		r := ev.Resolved
 		out = append(out, Event{Type: "approval_resolved", RequestID: r.RequestID, Decision: r.Decision, By: r.By, Message: r.Message})
+	case event.TypeSessionRetry:
+		// The seed's states stay as they are: still thinking, and why.
+		out = append(out, Event{Type: "status", State: "thinking", Message: ev.Retry.Summary()})
 	case event.TypeSessionComplete:
 		out = m.close(out)
 	case event.TypeSessionError:

@@ -18,7 +18,9 @@
 //	reasoning   {content}             a completed block of thinking, its whole text
 //	tool_call   {id, name, input}     a tool use, once its input is complete
 //	tool_result {id, result, isError} its outcome
-//	status      {state, message?}     thinking | running_tool (message: the tool) | idle | error (message)
+//	status      {state, message?}     thinking | running_tool (message: the tool) | idle | error (message);
+//	                                  thinking with a message while the model API is retried
+//	                                  ("Retrying 3/10 in 4 s — API unreachable")
 //	approval    {requestId, toolUseId, tool, input, suggestions, expiresAt}
 //	            a tool waits for a person: answer with POST /approval
 //	approval_resolved {requestId, decision (allow|deny), by (user|rule|timeout|interrupt|shutdown), message?}
