@@ -204,6 +204,13 @@ func (f *follower) apply(ev event.Event) {
 		if ok {
 			f.completed(id, "approval", map[string]any{"requestId": r.RequestID, "decision": r.Decision, "by": r.By, "message": r.Message})
 		}
+	case event.TypeSessionRetry:
+		r := ev.Retry
+		p := map[string]any{"attempt": r.Attempt, "maxRetries": r.MaxRetries, "delayMs": r.DelayMS, "error": r.Error, "message": r.Summary()}
+		if r.APIErrorStatus != 0 {
+			p["apiErrorStatus"] = r.APIErrorStatus
+		}
+		f.notify("turn.retry", p)
 	case event.TypeSessionComplete:
 		f.lastCost, f.lastUsage = ev.Complete.CostUSD, ev.Complete.Usage
 		f.status = "completed"
