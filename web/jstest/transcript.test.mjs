@@ -1,7 +1,7 @@
 // Unit tests of the console's event model and SSE parser: node --test web/jstest/
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Transcript, truncateLines, toolSummary, formatCost } from "../static/transcript.js";
+import { Transcript, truncateLines, toolSummary, formatCost, retrySummary } from "../static/transcript.js";
 import { SSEParser } from "../static/sse.js";
 
 const S = "s1";
@@ -163,4 +163,12 @@ test("resultText keeps every other result as it is", async () => {
   assert.equal(resultText("{not json"), "{not json");
   assert.equal(resultText('{"content":""}'), "");
   assert.equal(resultText(undefined), '""');
+});
+
+test("retrySummary says what the Go doors say", () => {
+  assert.equal(retrySummary({ type: "session:retry", attempt: 3, maxRetries: 10, delayMs: 4045, error: "API unreachable" }),
+    "Retrying 3/10 in 4 s — API unreachable");
+  assert.equal(retrySummary({ type: "session:retry", attempt: 1, maxRetries: 10, delayMs: 583, error: "overloaded", apiErrorStatus: 529 }),
+    "Retrying 1/10 in 0.6 s — overloaded (HTTP 529)");
+  assert.equal(retrySummary({ type: "session:retry", attempt: 2, maxRetries: 0, delayMs: 1500, error: "x" }), "Retrying 2 in 2 s — x");
 });

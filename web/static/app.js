@@ -4,7 +4,7 @@
 // renderMarkdown, which escapes it before adding markup.
 
 import { Api, ApiError, eventsOf, sleep } from "./api.js";
-import { Transcript, truncateLines, toolSummary, formatCost, formatDuration } from "./transcript.js";
+import { Transcript, truncateLines, toolSummary, formatCost, formatDuration, retrySummary } from "./transcript.js";
 import { renderMarkdown } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
@@ -284,6 +284,7 @@ async function follow(sessionId, res, turn) {
   const ctl = new AbortController();
   state.reader = ctl;
   let attempt = 0;
+  let retrying = false;
   updateControls();
   try {
     for (;;) {
@@ -298,6 +299,15 @@ async function follow(sessionId, res, turn) {
           insertLocalUsers(ev.seq);
           if (state.transcript.apply(ev)) progressed = true;
           view.schedule();
+          // A retried model API request shows in the status bar until
+          // the next event of the turn.
+          if (ev.type === "session:retry" && (turn || state.transcript.running)) {
+            setStatus(retrySummary(ev), "warn");
+            retrying = true;
+          } else if (retrying) {
+            setStatus("streaming", "live");
+            retrying = false;
+          }
           if (ev.type === "approval:requested" || ev.type === "approval:resolved" || ev.type === "process:exit") scheduleRefresh();
           if (turn && ev.type === "process:exit") break;
         }

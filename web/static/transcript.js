@@ -309,3 +309,15 @@ export function formatDuration(ms) {
   const m = Math.floor(ms / 60_000);
   return `${m} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
+
+/** The line a session:retry shows in the status bar, as every door says it:
+ * "Retrying 3/10 in 4 s — API unreachable" ("… — overloaded (HTTP 529)"). */
+export function retrySummary(ev) {
+  const n = Number(ev?.attempt) || 0;
+  const max = Number(ev?.maxRetries) || 0;
+  const ms = Number(ev?.delayMs) || 0;
+  const delay = ms < 1000 ? (ms / 1000).toFixed(1) : String(Math.round(ms / 1000));
+  let s = `Retrying ${n}${max > 0 ? `/${max}` : ""} in ${delay} s — ${String(ev?.error ?? "unknown error")}`;
+  if (ev?.apiErrorStatus) s += ` (HTTP ${Number(ev.apiErrorStatus)})`;
+  return s;
+}
