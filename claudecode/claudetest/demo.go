@@ -114,11 +114,15 @@ func hasTool(req *Request, name string) bool {
 }
 
 // demoTool is the demo's real tool use: Bash `ls -la` for the Claude Code
-// CLI, list_dir for the native engine (whose request offers it).
+// CLI and claude-agent-acp, list_dir for the native engine (whose request
+// offers it), bash `ls -la` for OpenCode and Copilot (their shell tool).
 func demoTool(req *Request) Block {
 	for _, t := range req.Tools {
-		if t == "list_dir" {
+		switch t {
+		case "list_dir":
 			return ToolUse("", "list_dir", map[string]any{"path": "."})
+		case "bash":
+			return ToolUse("", "bash", map[string]any{"command": "ls -la", "description": "List the project files"})
 		}
 	}
 	return ToolUse("", "Bash", map[string]any{"command": "ls -la", "description": "List the project files"})

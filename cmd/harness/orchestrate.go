@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/logging"
@@ -28,7 +27,7 @@ import (
 // gateway's orchestration from the terminal. The session's persona gives
 // the prompt and the tool flags, so the driver-level flags that would
 // contradict it are refused.
-func runOrchestrated(f *turnFlags, message string, childEnv []string, stdout, stderr io.Writer) int {
+func runOrchestrated(f *turnFlags, message string, childEnv, allowed []string, stdout, stderr io.Writer) int {
 	switch {
 	case f.session != "" && f.persona != "":
 		fmt.Fprintln(stderr, "harness turn: give --session or --persona, not both")
@@ -75,7 +74,7 @@ func runOrchestrated(f *turnFlags, message string, childEnv []string, stdout, st
 		Roots: []string{root}, Logger: &logger, Aliases: engines.Aliases,
 		Engines:        engines.Builtin(engines.Config{ClaudeBinary: f.claudeBin, ChildEnv: childEnv, Logger: &logger}),
 		PermissionMode: f.permissionMode, MaxTurns: f.maxTurns,
-		ChildEnv: childEnv, AllowedTools: demoAllowed(f), Approvals: tty,
+		ChildEnv: childEnv, AllowedTools: allowed, Approvals: tty,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "harness turn:", err)
@@ -102,14 +101,6 @@ func runOrchestrated(f *turnFlags, message string, childEnv []string, stdout, st
 		ask = &asker{h: h, id: s.ID, in: bufio.NewReader(os.Stdin), out: stderr}
 	}
 	return followTurn(h, s.ID, message, f.json, ask, stdout, stderr)
-}
-
-// demoAllowed are the tools the demo model's answers need (--demo only).
-func demoAllowed(f *turnFlags) []string {
-	if f.demo {
-		return claudetest.DemoAllowedTools
-	}
-	return nil
 }
 
 func isTTY(f *os.File) bool {

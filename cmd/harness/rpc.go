@@ -14,7 +14,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/rpc"
@@ -74,14 +73,13 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 	cfg := harness.Config{Roots: []string{dir}, Logger: &logger, DefaultPermissionMode: *perm,
 		Approvals: true, ApprovalTimeout: *timeout, Aliases: engines.Aliases}
 	if *demo {
-		env, undo, err := startDemo()
+		d, err := engines.StartDemo(engines.DemoOptions{})
 		if err != nil {
 			fmt.Fprintln(stderr, "harness rpc --demo:", err)
 			return 1
 		}
-		defer undo()
-		cfg.ChildEnv = env
-		cfg.AllowedTools = claudetest.DemoAllowedTools
+		defer d.Close()
+		cfg.ChildEnv, cfg.AllowedTools = d.Env, d.AllowedTools
 	}
 	if cfg.Engines, err = buildEngines(*enginesFile, engines.Config{ClaudeBinary: *claudeBin, ChildEnv: cfg.ChildEnv, Logger: &logger}); err != nil {
 		fmt.Fprintln(stderr, "harness rpc:", err)

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/gateway"
@@ -236,58 +234,27 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// setUpDemo points every child at an embedded fake Messages API answering
-// with claudetest.DemoResponder, allows the demo's `ls`, and isolates the
-// children's HOME (the CLI's transcripts and settings) in a scratch
-// directory, so the user's own Claude configuration is neither used nor
-// touched. Without --root it also makes a scratch project to play in;
-// without --state-dir a scratch session index. Scratch directories are
-// removed on exit.
+// setUpDemo starts the one demo set-up (engines.StartDemo: the demo model
+// as a Messages API and a Responses API on loopback, every built-in engine
+// pointed at it, a scratch HOME) and applies it to cfg: the children's
+// environment, the tools the demo's answers use, and, when cfg has none,
+// a scratch project root and session index. The returned func stops the
+// demo model and removes the scratch files.
 func setUpDemo(cfg *harness.Config, stderr io.Writer) (func(), error) {
-	var undo []func()
-	done := func() {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
-	}
-	scratch, err := os.MkdirTemp("", "harness-demo-")
+	d, err := engines.StartDemo(engines.DemoOptions{Project: len(cfg.Roots) == 0})
 	if err != nil {
-		return done, err
+		return func() {}, err
 	}
-	undo = append(undo, func() { os.RemoveAll(scratch) })
-	api, err := claudetest.NewFakeAPI()
-	if err != nil {
-		return done, err
-	}
-	undo = append(undo, func() { api.Close() })
-	api.SetResponder(claudetest.DemoResponder(claudetest.DemoOptions{}))
-	home := filepath.Join(scratch, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return done, err
-	}
-	cfg.ChildEnv = append(append(cfg.ChildEnv, api.Env()...), "HOME="+home)
-	cfg.AllowedTools = append(cfg.AllowedTools, claudetest.DemoAllowedTools...)
+	cfg.ChildEnv = append(cfg.ChildEnv, d.Env...)
+	cfg.AllowedTools = append(cfg.AllowedTools, d.AllowedTools...)
 	if cfg.StateDir == "" {
-		cfg.StateDir = filepath.Join(scratch, "state")
+		cfg.StateDir = d.State
 	}
-	if len(cfg.Roots) == 0 {
-		project := filepath.Join(scratch, "project")
-		files := map[string]string{
-			"README.md": "# Demo project\n\nA scratch project made by `harness serve --demo`. It is removed when the server stops.\n",
-			"main.go":   "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello from the demo project\") }\n",
-			"notes.txt": "Ask the demo model anything; say \"long\" for a slow answer; send \"/demo error\" for an API error.\n",
-		}
-		for name, content := range files {
-			if err := os.MkdirAll(project, 0o755); err != nil {
-				return done, err
-			}
-			if err := os.WriteFile(filepath.Join(project, name), []byte(content), 0o644); err != nil {
-				return done, err
-			}
-		}
-		cfg.Roots = []string{project}
-		fmt.Fprintf(stderr, "harness serve --demo: scratch project root %s (removed on exit)\n", project)
+	if d.Project != "" {
+		cfg.Roots = []string{d.Project}
+		fmt.Fprintf(stderr, "harness --demo: scratch project root %s (removed on exit)\n", d.Project)
 	}
-	fmt.Fprintf(stderr, "harness serve --demo: demo model at %s; no API key is used\n", api.URL)
-	return done, nil
+	fmt.Fprintf(stderr, "harness --demo: demo model at %s (Messages API) and %s (Responses API); every engine uses it, no API key, nothing leaves this machine\n",
+		d.MessagesURL, d.ResponsesURL)
+	return func() { _ = d.Close() }, nil
 }

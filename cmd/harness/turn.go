@@ -9,14 +9,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/claudecode"
-	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/native"
@@ -59,7 +60,7 @@ func (f *turnFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.persona, "persona", "", "create a harness session with this persona and run the turn in it")
 	fs.StringVar(&f.mode, "mode", "", "mode of the session --persona creates: workbench (default), pipeline or direct")
 	fs.StringVar(&f.projectRoot, "project-root", "", "project of the session (default: the current directory)")
-	fs.StringVar(&f.engine, "engine", "", "engine: claude-code (the Claude Code CLI; default) or anthropic (the native loop on the Messages API)")
+	fs.StringVar(&f.engine, "engine", "", "engine: claude-code (the Claude Code CLI; default), anthropic (the native loop on the Messages API), or codex, opencode, claude-acp, copilot (run in a harness session)")
 	fs.BoolVar(&f.demo, "demo", false, demoHelp)
 }
 
@@ -101,22 +102,26 @@ func runTurn(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "harness turn:", msg)
 		return 2
 	}
-	if f.engine != "" && f.engine != engine.ClaudeCode && f.engine != engine.Anthropic {
-		fmt.Fprintf(stderr, "harness turn: --engine %q: want %s or %s\n", f.engine, engine.ClaudeCode, engine.Anthropic)
-		return 2
+	if f.engine != "" {
+		if f.engine = engines.Canonical(f.engine); !slices.Contains(engines.Names, f.engine) {
+			fmt.Fprintf(stderr, "harness turn: --engine %q: want one of %s\n", f.engine, strings.Join(engines.Names, ", "))
+			return 2
+		}
 	}
-	var env []string
+	var env, allowed []string
 	if f.demo {
-		demoEnv, undo, err := startDemo()
+		d, err := engines.StartDemo(engines.DemoOptions{})
 		if err != nil {
 			fmt.Fprintln(stderr, "harness turn --demo:", err)
 			return 1
 		}
-		defer undo()
-		env = demoEnv
+		defer d.Close()
+		env, allowed = d.Env, d.AllowedTools
 	}
-	if f.session != "" || f.persona != "" {
-		return runOrchestrated(&f, pos[0], env, stdout, stderr)
+	// The engines other than Claude Code and the native loop run through
+	// the core, in a harness session, as --session and --persona do.
+	if f.session != "" || f.persona != "" || (f.engine != "" && f.engine != engine.ClaudeCode && f.engine != engine.Anthropic) {
+		return runOrchestrated(&f, pos[0], env, allowed, stdout, stderr)
 	}
 	logger := zerolog.Nop()
 	if f.verbose {
@@ -150,7 +155,7 @@ func runTurn(args []string, stdout, stderr io.Writer) int {
 	opts := f.opts()
 	opts.Env = env
 	if f.demo {
-		opts.AllowedTools = append(opts.AllowedTools, claudetest.DemoAllowedTools...)
+		opts.AllowedTools = append(opts.AllowedTools, allowed...)
 	}
 	return streamTurn(func() (engine.Turn, error) { return mgr.StartTurn(context.Background(), "cli", pos[0], opts) }, f.json, stdout, stderr)
 }
@@ -180,23 +185,6 @@ func envValue(env []string, name string) string {
 		}
 	}
 	return ""
-}
-
-// startDemo starts the embedded demo model and returns the environment
-// that points a child at it (with a scratch HOME, so the user's own Claude
-// configuration is neither used nor touched).
-func startDemo() ([]string, func(), error) {
-	api, err := claudetest.NewFakeAPI()
-	if err != nil {
-		return nil, func() {}, err
-	}
-	api.SetResponder(claudetest.DemoResponder(claudetest.DemoOptions{}))
-	home, err := os.MkdirTemp("", "harness-turn-demo-")
-	if err != nil {
-		api.Close()
-		return nil, func() {}, err
-	}
-	return append(api.Env(), "HOME="+home), func() { api.Close(); os.RemoveAll(home) }, nil
 }
 
 // streamTurn runs one turn and prints it. SIGINT or SIGTERM interrupts the

@@ -25,11 +25,12 @@ type FakeAPI struct {
 	srv *http.Server
 	ln  net.Listener
 
-	mu       sync.Mutex
-	script   []Reply
-	def      Reply
-	requests []Request
-	seq      int
+	mu        sync.Mutex
+	script    []Reply
+	def       Reply
+	responder func(*Request) Reply
+	requests  []Request
+	seq       int
 }
 
 // Reply is one scripted answer.
@@ -40,8 +41,8 @@ type Reply struct {
 	Deltas int
 	// Reasoning, when set, is sent first as a reasoning summary.
 	Reasoning string
-	// Call asks the agent to run a function: Call.Tool names a tool of the
-	// request's tools list ("" = the shell tool: exec_command, or
+	// Call asks the agent to run a function (after Text, when both are
+	// set): Call.Tool names a tool of the request's tools list ("" = the shell tool: exec_command, or
 	// shell_command / shell, whichever the request offers) with Args.
 	Call *Call
 	// Status and ErrorMessage answer with an HTTP error instead.
@@ -144,6 +145,15 @@ func (f *FakeAPI) Script(r ...Reply) {
 	f.mu.Unlock()
 }
 
+// SetResponder answers every request that finds the script used up with
+// fn's reply instead of the default (nil = the default again): a model
+// that answers by what it was asked, such as DemoResponder.
+func (f *FakeAPI) SetResponder(fn func(*Request) Reply) {
+	f.mu.Lock()
+	f.responder = fn
+	f.mu.Unlock()
+}
+
 // Requests returns a copy of the requests received so far.
 func (f *FakeAPI) Requests() []Request {
 	f.mu.Lock()
@@ -218,14 +228,18 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
-	rep := f.def
-	if len(f.script) > 0 {
+	rep, responder := f.def, f.responder
+	scripted := len(f.script) > 0
+	if scripted {
 		rep = f.script[0]
 		f.script = f.script[1:]
 	}
 	f.seq++
 	n := f.seq
 	f.mu.Unlock()
+	if !scripted && responder != nil {
+		rep = responder(&req)
+	}
 
 	if !wait(r, rep.Delay) {
 		return
@@ -256,22 +270,28 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		send("response.output_item.done", map[string]any{"output_index": 0, "item": map[string]any{"type": "reasoning", "id": rid,
 			"summary": []any{map[string]any{"type": "summary_text", "text": rep.Reasoning}}}})
 	}
-	if rep.Call != nil {
-		name, args := callFor(rep.Call, req.Tools)
-		a, _ := json.Marshal(args)
-		send("response.output_item.done", map[string]any{"output_index": 0, "item": map[string]any{"type": "function_call",
-			"id": fmt.Sprintf("fc_%d", n), "call_id": fmt.Sprintf("call_%d", n), "name": name, "arguments": string(a)}})
-	} else {
+	index := 0
+	if rep.Reasoning != "" {
+		index = 1
+	}
+	if rep.Text != "" || rep.Call == nil {
 		mid := fmt.Sprintf("msg_%d", n)
-		send("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{"type": "message", "role": "assistant", "id": mid, "content": []any{}}})
+		send("response.output_item.added", map[string]any{"output_index": index, "item": map[string]any{"type": "message", "role": "assistant", "id": mid, "content": []any{}}})
 		for _, d := range split(rep.Text, rep.Deltas) {
 			if !wait(r, rep.ChunkDelay) {
 				return
 			}
-			send("response.output_text.delta", map[string]any{"item_id": mid, "output_index": 0, "content_index": 0, "delta": d})
+			send("response.output_text.delta", map[string]any{"item_id": mid, "output_index": index, "content_index": 0, "delta": d})
 		}
-		send("response.output_item.done", map[string]any{"output_index": 0, "item": map[string]any{"type": "message", "role": "assistant", "id": mid,
+		send("response.output_item.done", map[string]any{"output_index": index, "item": map[string]any{"type": "message", "role": "assistant", "id": mid,
 			"content": []any{map[string]any{"type": "output_text", "text": rep.Text, "annotations": []any{}}}}})
+		index++
+	}
+	if rep.Call != nil {
+		name, args := callFor(rep.Call, req.Tools)
+		a, _ := json.Marshal(args)
+		send("response.output_item.done", map[string]any{"output_index": index, "item": map[string]any{"type": "function_call",
+			"id": fmt.Sprintf("fc_%d", n), "call_id": fmt.Sprintf("call_%d", n), "name": name, "arguments": string(a)}})
 	}
 	in0, out0 := rep.InputTokens, rep.OutputTokens
 	if in0 == 0 {
