@@ -252,9 +252,9 @@ func setUpDemo(cfg *harness.Config, stderr io.Writer) (func(), error) {
 	}
 	if d.Project != "" {
 		cfg.Roots = []string{d.Project}
-		fmt.Fprintf(stderr, "harness --demo: scratch project root %s (removed on exit)\n", d.Project)
+		fmt.Fprintf(stderr, "harness serve --demo: scratch project root %s (removed on exit)\n", d.Project)
 	}
-	fmt.Fprintf(stderr, "harness --demo: demo model at %s (Messages API) and %s (Responses API); every engine uses it, no API key, nothing leaves this machine\n",
+	fmt.Fprintf(stderr, "harness serve --demo: demo model at %s (Messages API) and %s (Responses API); every engine uses it, no API key, nothing leaves this machine\n",
 		d.MessagesURL, d.ResponsesURL)
 	return func() { _ = d.Close() }, nil
 }
