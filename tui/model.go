@@ -290,10 +290,14 @@ func resultText(r string) string {
 	return r
 }
 
-// StatusLine is the status text the contract gives each state.
+// StatusLine is the status text the contract gives each state; a thinking
+// status with a message (agent serve's retry of the model API) shows it.
 func StatusLine(state, message string) string {
 	switch state {
 	case "thinking":
+		if message != "" { // why it takes long: "Retrying 3/10 in 4 s — API unreachable"
+			return "Thinking... " + message
+		}
 		return "Thinking..."
 	case "running_tool":
 		return "Running: " + message + "..."

@@ -130,6 +130,9 @@ func TestTruncateAndStatus(t *testing.T) {
 			t.Errorf("%s: %q", state, got)
 		}
 	}
+	if got := StatusLine("thinking", "Retrying 3/10 in 4 s — API unreachable"); got != "Thinking... Retrying 3/10 in 4 s — API unreachable" {
+		t.Errorf("retry: %q", got)
+	}
 	m := NewModel(DefaultTheme, Actions{}, LoadHistory(""))
 	for _, st := range []string{"thinking", "running_tool", "thinking", "idle", "error"} {
 		m.Update(EventMsg{Type: "status", Timestamp: 1, State: st, Message: "x"})
