@@ -48,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case args[0] == "help":
 		return run(append(args[1:2], "--help"), stdout, stderr)
-	case args[0] == "--version" || args[0] == "-version" || args[0] == "version":
+	case args[0] == "--version" || args[0] == "-version":
 		printVersion(stdout)
 		return 0
 	}
@@ -144,11 +144,18 @@ const claudeBinHelp = "claude executable (default: $HARNESS_CLAUDE_BIN, then cla
 // parseNoArgs parses a command that takes flags only (anywhere among the
 // arguments). --help prints usage and the flags to stdout. When ok is
 // false the command returns code: 0 after help, 2 for a usage error.
+// The usage goes to stderr: run passes stdout as stderr when help is asked
+// for, so help lands on stdout and a usage error's text on stderr.
 func parseNoArgs(fs *flag.FlagSet, usage string, args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	fs.Usage = func() {
-		fmt.Fprint(stdout, usage+"\nflags:\n")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
+		fmt.Fprint(stderr, usage)
+		flags := 0
+		fs.VisitAll(func(*flag.Flag) { flags++ })
+		if flags > 0 {
+			fmt.Fprint(stderr, "\nflags:\n")
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+		}
 	}
 	pos, err := parseInterleaved(fs, args)
 	switch {

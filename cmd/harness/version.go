@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -8,6 +9,18 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 )
+
+func init() { register("version", runVersion) }
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("harness version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if code, ok := parseNoArgs(fs, "usage: harness version\n\nPrints the versions of harness, the pinned Claude Code CLI and Go.\n", args, stdout, stderr); !ok {
+		return code
+	}
+	printVersion(stdout)
+	return 0
+}
 
 // version is set at build time (-ldflags "-X main.version=v1.2.3");
 // otherwise the module version or the VCS revision is used.
