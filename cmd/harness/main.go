@@ -169,3 +169,24 @@ func parseNoArgs(fs *flag.FlagSet, usage string, args []string, stdout, stderr i
 	}
 	return 0, true
 }
+
+// libraryPrefixes are the package names this module's errors begin with
+// ("harness: root … does not exist"), which mean nothing to a person at the
+// terminal.
+var libraryPrefixes = []string{"harness: ", "claudecode: ", "engine: ", "engines: ", "native: ", "codex: ", "acp: ",
+	"agentserver: ", "gateway: ", "session: ", "persona: ", "rpc: ", "irc: ", "daemon: ", "agents: "}
+
+// userError is err's message for a person: without the package-name
+// prefixes of the libraries it passed through.
+func userError(err error) string {
+	msg := err.Error()
+	for trimmed := true; trimmed; {
+		trimmed = false
+		for _, p := range libraryPrefixes {
+			if rest, ok := strings.CutPrefix(msg, p); ok {
+				msg, trimmed = rest, true
+			}
+		}
+	}
+	return msg
+}

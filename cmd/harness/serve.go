@@ -110,6 +110,12 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		fmt.Fprintf(stderr, "harness serve: --permission-mode %q is not one of %s\n", f.permissionMode, strings.Join(engine.PermissionModes, ", "))
 		return 2
 	}
+	for _, r := range f.roots {
+		if msg := checkDir("--root", r); msg != "" {
+			fmt.Fprintln(stderr, "harness serve:", msg)
+			return 2
+		}
+	}
 	if f.permissionMode == harness.BypassPermissionMode && !f.allowBypass {
 		fmt.Fprintln(stderr, "harness serve: --permission-mode bypassPermissions needs --allow-bypass")
 		return 2
@@ -149,7 +155,10 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	}
 	h, err := harness.New(cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "harness serve:", err)
+		fmt.Fprintln(stderr, "harness serve:", userError(err))
+		if errors.Is(err, harness.ErrUnknownEngine) {
+			return 2
+		}
 		return 1
 	}
 	demoRoot := ""
