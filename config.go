@@ -60,6 +60,11 @@ type Config struct {
 	// MaxTurns, when positive, overrides the persona's and the mode's
 	// --max-turns.
 	MaxTurns int
+	// Effort is every turn's thinking level (engine.Request.Effort): ""
+	// (each engine's default) or one of engine.EffortLevels; New refuses
+	// another with engine.ErrInvalidEffort. Each engine maps it onto its
+	// agent's setting or ignores it (see engine.EffortLevels).
+	Effort string
 	// AllowedTools are auto-approved (--allowedTools) on every turn, in
 	// addition to the persona's auto_approve_tools: operator policy, e.g.
 	// "Bash(ls:*)". Clients can never add to it.

@@ -144,3 +144,32 @@ func TestFollowMarksBursts(t *testing.T) {
 		t.Fatalf("More flags %v: want true for all but the last", more)
 	}
 }
+
+// Config.Effort reaches every turn as Request.Effort; a level no engine
+// knows is refused by New.
+func TestEffortReachesTheEngine(t *testing.T) {
+	if _, err := New(Config{Roots: []string{t.TempDir()}, StateDir: t.TempDir(), Engines: []engine.Engine{&scriptEngine{}}, Effort: "max"}); !errors.Is(err, engine.ErrInvalidEffort) {
+		t.Fatalf("effort max: %v", err)
+	}
+	se := &scriptEngine{}
+	root := realDir(t)
+	h, err := New(Config{Roots: []string{root}, StateDir: t.TempDir(), Engines: []engine.Engine{se}, Effort: "high", NoProjectLogs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Shutdown(context.Background())
+	s, err := h.NewSession(SessionSpec{ProjectRoot: root, Mode: "direct"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := h.StartTurn(context.Background(), s.ID, "think")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	if len(se.reqs) != 1 || se.reqs[0].Effort != "high" {
+		t.Fatalf("requests %+v", se.reqs)
+	}
+}

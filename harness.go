@@ -57,6 +57,9 @@ type projectLog struct {
 // turn starts, not here.
 func New(cfg Config) (*Harness, error) {
 	c := cfg.clone()
+	if err := engine.CheckEffort(c.Effort); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
 	if len(c.Roots) == 0 {
 		wd, err := os.Getwd()
 		if err != nil {

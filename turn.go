@@ -87,6 +87,7 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 		SystemPromptFile: path,
 		PermissionMode:   perm,
 		MaxTurns:         h.cfg.maxTurns(p, mode),
+		Effort:           h.cfg.Effort,
 		AllowedTools:     slices.Clone(h.cfg.AllowedTools),
 		Env:              slices.Clone(h.cfg.ChildEnv),
 		StateDir:         session.StateDir(s.ProjectRoot, s.ID),

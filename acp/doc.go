@@ -114,8 +114,9 @@
 // is set (session/set_config_option on the option of category "model")
 // only when set and the agent offers that value; otherwise the agent's
 // own model is used and a warning logged. Request.Tools,
-// DisallowedTools and MaxTurns are not supported by ACP and are ignored
-// by every ACP agent; AllowedTools only answers permission requests.
+// DisallowedTools, MaxTurns and Effort are not supported by ACP and are
+// ignored by every ACP agent; AllowedTools only answers permission
+// requests.
 //
 // # Environment
 //
@@ -189,8 +190,9 @@
 // credentials), keeping what it does not say.
 //
 // Not supported by any ACP agent (ACP has no field for them):
-// Request.Tools and DisallowedTools (tool scoping), MaxTurns, a system
-// prompt (sent as the first prompt's preamble instead), warm turns.
+// Request.Tools and DisallowedTools (tool scoping), MaxTurns, Effort (the
+// thinking level), a system prompt (sent as the first prompt's preamble
+// instead), warm turns.
 //
 // Package acptest is a scriptable fake ACP agent for tests.
 package acp

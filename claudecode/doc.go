@@ -20,6 +20,8 @@
 //     processes. Lines may be of any size up to a bound (128 MiB by
 //     default); bad lines are reported and skipped, unknown frame types
 //     are ignored.
+//   - OptsFor maps an engine.Request onto TurnOpts (Request.Effort
+//     becomes CLAUDE_CODE_EFFORT_LEVEL in the child's environment).
 //   - TurnOpts.Args builds the argv; the environment is the caller's
 //     filtered by the harness's one rule (internal/secrets: credentials
 //     withheld unless allowed by name); FindBinary finds the CLI.

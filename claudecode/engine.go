@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/chirality/harness/engine"
+	"slices"
 )
 
 // Engine is the Claude Code CLI behind the engine seam (engine.Engine):
@@ -46,17 +47,30 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 	return nil, err
 }
 
+// EnvEffortLevel is the CLI's effort variable: OptsFor sets it to
+// Request.Effort.
+const EnvEffortLevel = "CLAUDE_CODE_EFFORT_LEVEL"
+
 // OptsFor maps an engine request onto the CLI's flags: the system prompt
 // file (or, without one, the prompt text) is appended to the built-in
-// prompt, tools, permission mode,
-// model and max turns as given, and the Approver answers the CLI's
-// can_use_tool requests when the mode asks (engine.AsksApproval).
+// prompt, tools, permission mode, model and max turns as given, the
+// effort becomes CLAUDE_CODE_EFFORT_LEVEL in the child's environment, and
+// the Approver answers the CLI's can_use_tool requests when the mode asks
+// (engine.AsksApproval).
 func OptsFor(req engine.Request) (TurnOpts, error) {
 	opts := TurnOpts{
 		Cwd: req.Cwd, Resume: req.Resume, AppendSystemPromptFile: req.SystemPromptFile,
 		Tools: req.Tools, DisallowedTools: req.DisallowedTools, AllowedTools: req.AllowedTools,
 		PermissionMode: req.PermissionMode, Model: req.Model, MaxTurns: req.MaxTurns,
 		Env: req.Env, Logger: req.Logger,
+	}
+	if err := engine.CheckEffort(req.Effort); err != nil {
+		return opts, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if req.Effort != "" {
+		// The CLI's effort setting (verified on CLI 2.1.329 against the
+		// fake API: the request's output_config.effort follows it).
+		opts.Env = append(slices.Clip(req.Env), EnvEffortLevel+"="+req.Effort)
 	}
 	if opts.AppendSystemPromptFile == "" && req.SystemPrompt != "" {
 		opts.ExtraArgs = []string{"--append-system-prompt=" + req.SystemPrompt}

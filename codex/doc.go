@@ -60,7 +60,9 @@
 // next identical request (tool name shell, the command line). Other
 // server requests are answered "method not found". The engine is not a Prestarter (no warm turns).
 // Tool scoping (Request.Tools, DisallowedTools, AllowedTools) and MaxTurns
-// are not supported by the app-server and are ignored.
+// are not supported by the app-server and are ignored. Request.Effort is
+// sent as turn/start's effort (the model's reasoning effort: low, medium,
+// high), which reaches the Responses API as reasoning.effort.
 //
 // # Environment
 //

@@ -155,6 +155,9 @@ func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
 	if req.SessionKey == "" {
 		return nil, errors.New("codex: empty session key")
 	}
+	if err := engine.CheckEffort(req.Effort); err != nil {
+		return nil, fmt.Errorf("codex: %w", err)
+	}
 	bin, err := e.binary()
 	if err != nil {
 		return nil, err

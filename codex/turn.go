@@ -327,7 +327,11 @@ func (t *Turn) converse() error {
 		Engine: Name, EngineSessionID: th.Thread.ID,
 	}})
 
-	ch, err = t.peer.call("turn/start", map[string]any{"threadId": th.Thread.ID, "input": []any{map[string]any{"type": "text", "text": t.req.Message}}})
+	start := map[string]any{"threadId": th.Thread.ID, "input": []any{map[string]any{"type": "text", "text": t.req.Message}}}
+	if t.req.Effort != "" {
+		start["effort"] = t.req.Effort // the model's reasoning effort, for this turn and the thread's next ones
+	}
+	ch, err = t.peer.call("turn/start", start)
 	if err != nil {
 		return t.fail(event.ErrorProcess, "turn/start: "+err.Error())
 	}

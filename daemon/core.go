@@ -113,13 +113,6 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 		childEnv = append(childEnv, "XDG_RUNTIME_DIR="+run)
 	}
 	eng := a.Engine()
-	// Thinking levels reach the engines that take one (runner.ThinkingEnv:
-	// Claude Code's effort level); the others run at their default.
-	think, _, err := runner.ThinkingEnv(eng, a.Thinking)
-	if err != nil {
-		return nil, nil, fmt.Errorf("agent %s: %w", a.Nick, err)
-	}
-	childEnv = append(childEnv, think...)
 	// The built-in engines (package engines), with Codex's threads in a
 	// non-login shell: Codex runs commands in a login shell by default,
 	// whose profile (/etc/profile on Debian) resets PATH, so the skill CLI
@@ -140,9 +133,10 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 		Roots: []string{dir}, StateDir: o.StateDir, ChildEnv: childEnv,
 		AllowedTools: []string{SkillTool}, Engines: append(builtin(childEnv), custom...), Aliases: engines.Aliases,
 		DefaultEngine: eng, Logger: logger, NoProjectLogs: false,
+		Effort: a.Thinking, // each engine maps it (engine.EffortLevels)
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("agent %s: %w", a.Nick, err)
 	}
 	timeout := o.TurnTimeout
 	if timeout <= 0 {
@@ -162,16 +156,11 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 		// engine's thinking level, and none of the agent's skill set-up
 		// (no HARNESS_NICK, no auto-approved skill CLI; it has no tools).
 		supEngine := engineName(s.Agent, a.Nick)
-		supThink, _, err := runner.ThinkingEnv(supEngine, s.Thinking)
-		if err != nil {
-			agent.Close()
-			return nil, nil, fmt.Errorf("supervisor: %w", err)
-		}
-		supEnv := append(append([]string{}, o.ChildEnv...), supThink...)
+		supEnv := append([]string{}, o.ChildEnv...)
 		sh, err := harness.New(harness.Config{
 			Roots: []string{dir}, StateDir: o.StateDir, ChildEnv: supEnv,
 			Engines: append(builtin(supEnv), custom...), Aliases: engines.Aliases,
-			DefaultEngine: supEngine, Logger: logger,
+			DefaultEngine: supEngine, Logger: logger, Effort: s.Thinking,
 		})
 		if err != nil {
 			agent.Close()

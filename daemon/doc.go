@@ -106,10 +106,12 @@
 // agent maps to harness engines: claude → claude-code, codex → codex,
 // anthropic/native → anthropic, copilot → the ACP engine "copilot"
 // (copilot --acp --stdio), acp → an ACP engine "acp-<nick>" running
-// acp_command. thinking reaches the engines that take a level
-// (runner.ThinkingEnv: Claude Code's CLAUDE_CODE_EFFORT_LEVEL); the others
-// run at their default. The supervisor's one-shot turns run on a Harness
-// of their own with supervisor.thinking the same way.
+// acp_command. thinking is the agent's Harness's effort
+// (harness.Config.Effort → engine.Request.Effort), which each engine maps:
+// Claude Code's CLAUDE_CODE_EFFORT_LEVEL, Codex's reasoning effort; the
+// native loop and the ACP agents run at their default. The supervisor's
+// one-shot turns run on a Harness of their own with supervisor.thinking
+// the same way.
 //
 // # Commands
 //

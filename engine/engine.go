@@ -110,6 +110,10 @@ type Request struct {
 	PermissionMode string
 	// MaxTurns bounds the agentic loop (0 = the engine's default).
 	MaxTurns int
+	// Effort is how hard the model thinks: "" (the engine's default) or
+	// one of EffortLevels. Engines map it onto their agent's setting or
+	// ignore it where the agent has none (see EffortLevels).
+	Effort string
 	// Tools is the set of tools that exist for the model: nil = the
 	// engine's default, empty = none. DisallowedTools are removed.
 	// AllowedTools are approved without asking (they restrict nothing).

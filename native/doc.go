@@ -18,5 +18,6 @@
 // Engine puts the loop behind the harness's engine seam (package engine):
 // it emits the same UI events as the Claude Code driver, keeps each
 // conversation's history in the session's state directory, and runs the
-// tools of package tool, confined to the project.
+// tools of package tool, confined to the project. Request.Effort is
+// ignored: the loop sends the Messages API no thinking parameter.
 package native

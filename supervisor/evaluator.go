@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/atomicfile"
-	"github.com/chirality/harness/runner"
 )
 
 // PersonaID is the persona CoreEvaluator's sessions run with: no tools,
@@ -23,8 +23,8 @@ const PersonaID = "SUPERVISOR"
 var personaFile []byte
 
 // ErrInvalidThinking is returned by a CoreEvaluator made with a thinking
-// level other than "", low, medium or high.
-var ErrInvalidThinking = runner.ErrInvalidThinking
+// level other than "", low, medium or high (it is engine.ErrInvalidEffort).
+var ErrInvalidThinking = engine.ErrInvalidEffort
 
 // EvalDir is where CoreEvaluator's sessions live, under the agent's
 // directory: a project root of their own (with the supervisor persona in
@@ -42,13 +42,13 @@ func EvalDir(projectRoot string) string {
 // Cancelling ctx kills the turn.
 //
 // thinking ("" = the engine's default, low, medium, high) is checked
-// here (ErrInvalidThinking from every call otherwise) but cannot be set
-// per turn: the engine seam (engine.Request) has no thinking field. It is
-// a property of the Harness's children: build h with
-// runner.ThinkingEnv(engine, thinking) in its ChildEnv — honoured on
-// claude-code (CLAUDE_CODE_EFFORT_LEVEL), not on the other engines.
+// here (ErrInvalidThinking from every call otherwise); it is the
+// Harness's effort: build h with harness.Config.Effort = thinking (the
+// daemon does), which reaches every turn as engine.Request.Effort and
+// each engine maps (Claude Code's CLAUDE_CODE_EFFORT_LEVEL, Codex's
+// reasoning effort; ignored by the native loop and the ACP agents).
 func CoreEvaluator(h *harness.Harness, projectRoot, engineName, model, thinking string) Evaluator {
-	if _, _, err := runner.ThinkingEnv(engineName, thinking); err != nil {
+	if err := engine.CheckEffort(thinking); err != nil {
 		return func(context.Context, string) (string, error) { return "", err }
 	}
 	return func(ctx context.Context, prompt string) (string, error) {
