@@ -254,9 +254,6 @@ func (t *Turn) run() {
 			se.StderrTail = p.stderr.String()
 		}
 		t.emit(event.Event{Type: event.TypeSessionError, Error: se})
-		if !procEnded {
-			code = 1
-		}
 	} else {
 		t.emit(event.Event{Type: event.TypeSessionComplete, Complete: complete})
 	}
@@ -264,7 +261,7 @@ func (t *Turn) run() {
 	if !procEnded {
 		t.e.idle(p)
 	}
-	t.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: code, Signal: signal}})
+	t.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(te == nil, code, signal)})
 	t.s.End(endErr)
 }
 
@@ -335,20 +332,26 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 	if notice != "" {
 		t.emit(event.Event{Type: event.TypeThinkingDelta, Text: notice})
 	}
-	if t.isInterrupted() {
-		return nil, t.fail(event.ErrorInterrupted, "interrupted before the prompt was sent"), ""
-	}
-
 	blocks := []textBlock{{Type: "text", Text: t.req.Message}}
 	if !p.prompted && t.req.SystemPrompt != "" {
 		blocks = append([]textBlock{{Type: "text", Text: Preamble(t.req.SystemPrompt)}}, blocks...)
 	}
+	// Deciding to prompt and saying so is one step under t.mu: an
+	// Interrupt either comes before it (no prompt is sent, the agent
+	// stays idle for the session's next turn) or after it (Interrupt
+	// sees prompting and sends session/cancel, and InterruptGrace
+	// later stops an agent that still has not answered). Checked apart,
+	// an Interrupt between the check and the flag was left to a second
+	// check that could miss it.
+	t.mu.Lock()
+	if t.interrupted || t.killed {
+		t.mu.Unlock()
+		return nil, t.fail(event.ErrorInterrupted, "interrupted before the prompt was sent"), ""
+	}
+	t.prompting = true
+	t.mu.Unlock()
 	p.prompted = true // sent once, never retried
 	p.setTurn(t)
-	t.mu.Lock()
-	t.prompting = true
-	intr := t.interrupted
-	t.mu.Unlock()
 	resCh := make(chan struct {
 		res promptResult
 		err error
@@ -361,9 +364,6 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 			err error
 		}{r, err}
 	}()
-	if intr {
-		t.sendCancel(p.sessionID)
-	}
 	r := <-resCh
 	if r.err != nil {
 		select {
