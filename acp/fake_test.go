@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"bytes"
 	"github.com/chirality/harness/acp"
 	"github.com/chirality/harness/acp/acptest"
 	"github.com/chirality/harness/engine"
@@ -81,6 +82,15 @@ func types(evs []event.Event) []string {
 // tool use before its result.
 func checkOrder(t *testing.T, evs []event.Event) {
 	t.Helper()
+	if n := len(evs); n > 0 && evs[n-1].Exit != nil { // engine.TurnExit: 0 exactly when the turn completed
+		completed := false
+		for _, e := range evs {
+			completed = completed || e.Type == event.TypeSessionComplete
+		}
+		if (evs[n-1].Exit.Code == 0) != completed {
+			t.Errorf("process:exit code %d, completed %v: the code must be 0 exactly when the turn completed", evs[n-1].Exit.Code, completed)
+		}
+	}
 	if len(evs) == 0 || evs[len(evs)-1].Type != event.TypeProcessExit {
 		t.Fatalf("stream does not end with process:exit: %v", types(evs))
 	}
@@ -284,8 +294,21 @@ func TestUnservedRequestIsMethodNotFound(t *testing.T) {
 	}
 }
 
+// An agent that never answers a prompt it was sent is stopped
+// InterruptGrace after Interrupt. The interrupt comes once session/prompt
+// is on the agent's stdin: one that comes before it ends the turn without
+// a prompt and keeps the (idle) agent, which
+// TestInterruptBeforeThePromptKeepsTheAgent covers. (Interrupting right
+// after session:init raced the two, and failed one run in six.)
 func TestNeverAnsweringAgentIsStoppedOnInterrupt(t *testing.T) {
 	e := newFake(t, nil)
+	prompted := make(chan struct{})
+	var once sync.Once
+	acp.SetTap(e, func(dir string, b []byte) {
+		if dir == "out" && bytes.Contains(b, []byte(`"session/prompt"`)) {
+			once.Do(func() { close(prompted) })
+		}
+	})
 	tr, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s1", Message: "hang", Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -294,6 +317,11 @@ func TestNeverAnsweringAgentIsStoppedOnInterrupt(t *testing.T) {
 	pid := tr.(*acp.Turn).Pid()
 	if !tr.Next() || tr.Event().Type != event.TypeSessionInit {
 		t.Fatal("no session:init")
+	}
+	select {
+	case <-prompted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("session/prompt was not sent")
 	}
 	start := time.Now()
 	_ = tr.Interrupt()
@@ -309,6 +337,57 @@ func TestNeverAnsweringAgentIsStoppedOnInterrupt(t *testing.T) {
 		t.Errorf("process:exit = %+v", x)
 	}
 	processGone(t, pid)
+}
+
+// An Interrupt before the prompt is sent ends the turn interrupted at
+// once, sends no prompt, and keeps the agent for the session's next turn,
+// which it answers.
+func TestInterruptBeforeThePromptKeepsTheAgent(t *testing.T) {
+	e := newFake(t, nil)
+	var mu sync.Mutex
+	prompts := 0
+	acp.SetTap(e, func(dir string, b []byte) {
+		if dir == "out" && bytes.Contains(b, []byte(`"session/prompt"`)) {
+			mu.Lock()
+			prompts++
+			mu.Unlock()
+		}
+	})
+	cwd := t.TempDir()
+	tr, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s1", Message: "hang", Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	pid := tr.(*acp.Turn).Pid()
+	_ = tr.Interrupt() // before session:init is read: the turn is still setting up
+	evs, err := collect(t, tr, 10*time.Second)
+	var te *engine.TurnError
+	if !errors.As(err, &te) || te.Kind != event.ErrorInterrupted {
+		t.Fatalf("err = %v, want interrupted", err)
+	}
+	mu.Lock()
+	n := prompts
+	mu.Unlock()
+	if n != 0 {
+		// The interrupt came after the prompt was out: then the agent is
+		// stopped (TestNeverAnsweringAgentIsStoppedOnInterrupt). It cannot
+		// here: Interrupt was called before StartTurn's setup could end.
+		t.Fatalf("a prompt was sent after Interrupt (%d); events %v", n, evs)
+	}
+	if x := evs[len(evs)-1].Exit; x == nil || x.Code == 0 || x.Signal != "" {
+		t.Errorf("process:exit = %+v, want a non-zero code and no signal (the agent goes on)", x)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Errorf("the idle agent %d was stopped: %v", pid, err)
+	}
+	evs, err = run(t, e, engine.Request{SessionKey: "s1", Message: "hello", Cwd: cwd})
+	if err != nil {
+		t.Fatalf("next turn: %v", err)
+	}
+	if got := evs[0].Init; got == nil {
+		t.Fatalf("next turn: %v", evs)
+	}
 }
 
 func TestNeverAnsweringAgentIsKilledByContext(t *testing.T) {

@@ -72,6 +72,15 @@ func (r *realCLI) turn(key, message string, opts claudecode.TurnOpts) ([]event.E
 // event stamped with the session key.
 func assertWellFormed(t *testing.T, evs []event.Event) {
 	t.Helper()
+	if n := len(evs); n > 0 && evs[n-1].Exit != nil { // engine.TurnExit: 0 exactly when the turn completed
+		completed := false
+		for _, e := range evs {
+			completed = completed || e.Type == event.TypeSessionComplete
+		}
+		if (evs[n-1].Exit.Code == 0) != completed {
+			t.Errorf("process:exit code %d, completed %v: the code must be 0 exactly when the turn completed", evs[n-1].Exit.Code, completed)
+		}
+	}
 	if len(evs) == 0 {
 		t.Fatal("no events")
 	}

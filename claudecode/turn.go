@@ -251,7 +251,7 @@ func (t *Turn) run() {
 	t.log.Info().Str("session", t.key).Int("pid", t.pid).Int("code", t.exitCode).Str("signal", t.exitSig).
 		Dur("duration", time.Since(t.started)).Bool("result", gotResult).Int("stopRequested", level).Msg("process exited")
 	t.m.release(t.key, t)
-	t.events <- item{ev: event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{Code: t.exitCode, Signal: t.exitSig}}}
+	t.events <- item{ev: event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: engine.TurnExit(t.err == nil, t.exitCode, t.exitSig)}}
 	close(t.events)
 }
 

@@ -154,6 +154,15 @@ func (g *rig) turn(t *testing.T, req engine.Request, on func(engine.Turn, event.
 // checkOrder asserts the stream contract.
 func checkOrder(t *testing.T, r *run) {
 	t.Helper()
+	if n := len(r.events); n > 0 && r.events[n-1].Exit != nil { // engine.TurnExit: 0 exactly when the turn completed
+		completed := false
+		for _, e := range r.events {
+			completed = completed || e.Type == event.TypeSessionComplete
+		}
+		if (r.events[n-1].Exit.Code == 0) != completed {
+			t.Errorf("process:exit code %d, completed %v: the code must be 0 exactly when the turn completed", r.events[n-1].Exit.Code, completed)
+		}
+	}
 	ts := r.types()
 	if len(ts) < 2 || ts[len(ts)-1] != string(event.TypeProcessExit) {
 		t.Fatalf("stream does not end with process:exit: %v", ts)

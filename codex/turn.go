@@ -204,7 +204,7 @@ func (t *Turn) run() {
 		}
 	}
 	t.eng.remove(t) // the key is free once process:exit is read
-	t.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: code, Signal: ps.signal}})
+	t.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(endErr == nil, code, ps.signal)})
 }
 
 func (t *Turn) endKind(def event.ErrorKind) event.ErrorKind {

@@ -20,8 +20,11 @@
 // tool:result (a tool:start exactly once per tool use, before its result),
 // then exactly one of session:complete or session:error, then exactly one
 // process:exit, always last. process:exit is the end-of-turn event of every
-// engine, with or without a child process per turn: an engine without one
-// sends Code 0 when the turn completed and 1 otherwise.
+// engine, with or without a child process per turn, and means the same on
+// each (TurnExit builds it): Code is 0 exactly when the turn completed;
+// a failed, interrupted or killed turn, or one whose agent failed to
+// start, has the process's non-zero status, -1 with the Signal when a
+// signal ended it, else 1.
 //
 // Approval events (approval:requested, approval:resolved) are not an
 // engine's: the engine calls Request.Approver and the core publishes them.

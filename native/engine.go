@@ -319,7 +319,7 @@ func (t *Turn) run() {
 	if err == nil {
 		t.emit(event.Event{Type: event.TypeSessionComplete, Complete: &event.SessionComplete{
 			CostUSD: hd.cost, Usage: hd.usageJSON(), NumTurns: hd.calls, DurationMS: time.Since(start).Milliseconds()}})
-		t.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: 0}})
+		t.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(true, 0, "")})
 		return
 	}
 	t.finish(t.errorOf(err, hd.cost), hd.cost, hd.calls)
@@ -357,7 +357,7 @@ func (t *Turn) errorOf(err error, cost float64) *event.SessionError {
 func (t *Turn) finish(se *event.SessionError, cost float64, calls int) {
 	t.err = &engine.TurnError{Kind: se.Kind, Message: se.Error}
 	t.emit(event.Event{Type: event.TypeSessionError, Error: se})
-	t.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: 1}})
+	t.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(false, 0, "")})
 }
 
 // save writes the conversation's history atomically.

@@ -27,6 +27,15 @@ func drain(t *testing.T, tr engine.Turn) []event.Event {
 	for tr.Next() {
 		evs = append(evs, tr.Event())
 	}
+	if n := len(evs); n > 0 && evs[n-1].Exit != nil { // engine.TurnExit: 0 exactly when the turn completed
+		completed := false
+		for _, e := range evs {
+			completed = completed || e.Type == event.TypeSessionComplete
+		}
+		if (evs[n-1].Exit.Code == 0) != completed {
+			t.Errorf("process:exit code %d, completed %v: the code must be 0 exactly when the turn completed", evs[n-1].Exit.Code, completed)
+		}
+	}
 	if len(evs) == 0 || evs[0].Type != event.TypeSessionInit && evs[0].Type != event.TypeSessionError {
 		t.Fatalf("first event %+v", evs)
 	}
