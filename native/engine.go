@@ -31,8 +31,11 @@ type EngineConfig struct {
 	// Model is the default model of sessions that name none ("" =
 	// DefaultModel).
 	Model string
-	// Options are added to every request (tests: option.WithMaxRetries(0)).
+	// Options are added to every request.
 	Options []option.RequestOption
+	// MaxRetries is Config.MaxRetries of every turn (0 = the SDK's 2,
+	// negative = none); each retry is a session:retry event.
+	MaxRetries int
 	// Logger receives the engine's logs (nil = none).
 	Logger *zerolog.Logger
 }
@@ -283,7 +286,7 @@ func (t *Turn) run() {
 		key = "unused" // a base URL without a key: a compatible endpoint that needs none
 	}
 	h := NewHarness(Config{APIKey: key, Model: model, MaxTurns: t.req.MaxTurns, SystemPrompt: t.req.SystemPrompt,
-		BaseURL: t.e.cfg.BaseURL, Options: t.e.cfg.Options}, tools, nil)
+		BaseURL: t.e.cfg.BaseURL, Options: t.e.cfg.Options, MaxRetries: t.e.cfg.MaxRetries}, tools, nil)
 	conv := t.req.Resume
 	if conv != "" {
 		data, err := os.ReadFile(t.historyPath(conv))
@@ -401,6 +404,10 @@ func (h *handler) OnToolCall(id, name string, input json.RawMessage) {
 }
 func (h *handler) OnToolResult(id, result string, isError bool) {
 	h.t.emit(event.Event{Type: event.TypeToolResult, ToolResult: &event.ToolResult{ToolUseID: id, Content: result, IsError: isError}})
+}
+func (h *handler) OnRetry(r Retry) {
+	h.t.emit(event.Event{Type: event.TypeSessionRetry, Retry: &event.SessionRetry{Attempt: r.Attempt, MaxRetries: r.MaxRetries,
+		DelayMS: r.Delay.Milliseconds(), Error: event.RetryErrorText(r.Error, h.t.e.cfg.APIKey), APIErrorStatus: r.Status}})
 }
 func (h *handler) OnUsage(model string, u Usage) {
 	h.calls++

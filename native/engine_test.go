@@ -10,15 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go/option"
-
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 )
 
 func newEngine(f *fixture) *Engine {
-	return NewEngine(EngineConfig{APIKey: "k", BaseURL: f.api.URL, Options: []option.RequestOption{option.WithMaxRetries(0)}})
+	return NewEngine(EngineConfig{APIKey: "k", BaseURL: f.api.URL, MaxRetries: -1})
 }
 
 func drain(t *testing.T, tr engine.Turn) []event.Event {

@@ -29,6 +29,12 @@ type Config struct {
 	// passed to every request (e.g. option.WithMaxRetries(0)).
 	BaseURL string
 	Options []option.RequestOption
+	// MaxRetries is how often a failed request is sent again (the SDK's
+	// retries: no answer, 408, 409, 429, 5xx): 0 = the SDK's default of 2,
+	// negative = never. A RetryHandler sees each retry. An
+	// option.WithMaxRetries in Options overrides the limit, but the
+	// reported maximum stays this one.
+	MaxRetries int
 }
 
 // Tool is one tool the model can call. Execute's error becomes an
@@ -119,7 +125,7 @@ func NewHarness(config Config, tools []Tool, handler EventHandler) *Harness {
 		handler = silent{}
 	}
 	h := &Harness{cfg: c, tools: append([]Tool(nil), tools...), byName: map[string]Tool{}, handler: handler}
-	opts := []option.RequestOption{option.WithAPIKey(c.APIKey)}
+	opts := []option.RequestOption{option.WithAPIKey(c.APIKey), option.WithMaxRetries(c.maxRetries())}
 	if c.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(c.BaseURL))
 	}
@@ -232,7 +238,7 @@ func (h *Harness) call(ctx context.Context) (*anthropic.Message, error) {
 	if h.cfg.SystemPrompt != "" {
 		params.System = []anthropic.TextBlockParam{{Text: h.cfg.SystemPrompt}}
 	}
-	stream := h.client.Messages.NewStreaming(ctx, params)
+	stream := h.client.Messages.NewStreaming(ctx, params, h.observeRetries())
 	defer stream.Close()
 	delta, _ := h.handler.(DeltaHandler)
 	msg := &anthropic.Message{}

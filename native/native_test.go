@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go/option"
 	"go.uber.org/goleak"
 
 	"github.com/chirality/harness/claudecode/claudetest"
@@ -87,7 +86,9 @@ func (f *fixture) harness(cfg Config, tools []Tool, h EventHandler) *Harness {
 		cfg.APIKey = "test-key"
 	}
 	cfg.BaseURL = f.api.URL
-	cfg.Options = append(cfg.Options, option.WithMaxRetries(0))
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = -1
+	}
 	return NewHarness(cfg, tools, h)
 }
 
