@@ -152,7 +152,7 @@ func agentServe(ctx context.Context, sigs <-chan os.Signal, args []string, stdou
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr), TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).Level(level).With().Timestamp().Logger()
 	a, err := startAgent(o, &logger, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "harness agent serve:", err)
+		fmt.Fprintln(stderr, "harness agent serve:", userError(err))
 		if errors.Is(err, errAgentUsage) {
 			return 2
 		}
@@ -174,7 +174,7 @@ func agentServe(ctx context.Context, sigs <-chan os.Signal, args []string, stdou
 		return 1
 	}
 	if serr != nil && status == 0 {
-		fmt.Fprintln(stderr, "harness agent serve:", serr)
+		fmt.Fprintln(stderr, "harness agent serve:", userError(serr))
 		status = 1
 	}
 	return status

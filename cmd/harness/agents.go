@@ -119,7 +119,7 @@ func loadAgents(fs *flag.FlagSet, cfgPath *string, args []string, stderr io.Writ
 		sel, err = cfg.Select(nicks)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "harness agents: %v\n", err)
+		fmt.Fprintf(stderr, "harness agents: %s\n", userError(err))
 		return nil, nil, 1, false
 	}
 	return cfg, sel, 0, true
@@ -135,7 +135,7 @@ func agentsSkills(args []string, stdout, stderr io.Writer) int {
 		path, err := daemon.InstallSkill(cfg, a)
 		switch {
 		case err != nil:
-			fmt.Fprintf(stderr, "harness agents: %s: %v\n", a.Nick, err)
+			fmt.Fprintf(stderr, "harness agents: %s: %s\n", a.Nick, userError(err))
 			code = 1
 		case path == "":
 			fmt.Fprintf(stdout, "%s: no skill (the %s engine has no shell; the daemon relays its answers)\n", a.Nick, a.Agent)
@@ -182,7 +182,7 @@ func agentsStart(args []string, stdout, stderr io.Writer) int {
 	ready := sel[:0:0]
 	for _, a := range sel {
 		if err := daemon.EnsureDirectory(a); err != nil {
-			fmt.Fprintf(stderr, "harness agents: %v\n", err)
+			fmt.Fprintf(stderr, "harness agents: %s\n", userError(err))
 			failed = true
 			continue
 		}
@@ -200,7 +200,7 @@ func agentsStart(args []string, stdout, stderr io.Writer) int {
 			err = d.Start(ctx)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "harness agents: %s: %v\n", a.Nick, err)
+			fmt.Fprintf(stderr, "harness agents: %s: %s\n", a.Nick, userError(err))
 			failed = true
 			continue
 		}
@@ -277,7 +277,7 @@ func agentsControl(cmd string, args []string, stdout, stderr io.Writer) int {
 	}
 	var st daemon.Status
 	if err := json.Unmarshal(resp.Data, &st); err != nil {
-		fmt.Fprintf(stderr, "harness agents: bad status from the daemon: %v\n", err)
+		fmt.Fprintf(stderr, "harness agents: bad status from the daemon: %s\n", userError(err))
 		return 1
 	}
 	fmt.Fprintln(stdout, st.Line())
@@ -299,7 +299,7 @@ func callDaemon(nick string, req ipc.Request, stderr io.Writer) (ipc.Response, [
 		fmt.Fprintf(stderr, "[supervisor %s] %s\n", w.WhisperType, w.Message)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
+		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return resp, whispers, 1
 	}
 	if !resp.OK {

@@ -53,7 +53,7 @@ func runOrchestrated(f *turnFlags, message string, childEnv, allowed []string, s
 		root, err = filepath.EvalSymlinks(root)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "harness turn:", err)
+		fmt.Fprintln(stderr, "harness turn:", userError(err))
 		return 1
 	}
 	var s *session.Session
@@ -61,7 +61,7 @@ func runOrchestrated(f *turnFlags, message string, childEnv, allowed []string, s
 		// The session decides the project: find it before building the
 		// harness whose only root it is.
 		if s, err = findSession(f.session, f.projectRoot, root); err != nil {
-			fmt.Fprintln(stderr, "harness turn:", err)
+			fmt.Fprintln(stderr, "harness turn:", userError(err))
 			return 1
 		}
 		root = s.ProjectRoot
@@ -77,7 +77,7 @@ func runOrchestrated(f *turnFlags, message string, childEnv, allowed []string, s
 		ChildEnv: childEnv, AllowedTools: allowed, Approvals: tty,
 	})
 	if err != nil {
-		fmt.Fprintln(stderr, "harness turn:", err)
+		fmt.Fprintln(stderr, "harness turn:", userError(err))
 		return 1
 	}
 	defer func() {
@@ -91,7 +91,7 @@ func runOrchestrated(f *turnFlags, message string, childEnv, allowed []string, s
 			mode = "workbench"
 		}
 		if s, err = h.NewSession(harness.SessionSpec{ProjectRoot: root, Persona: f.persona, Mode: mode, Engine: f.engine}); err != nil {
-			fmt.Fprintln(stderr, "harness turn:", err)
+			fmt.Fprintln(stderr, "harness turn:", userError(err))
 			return 1
 		}
 		fmt.Fprintf(stderr, "harness: created session %s (continue it with --session %s)\n", s.ID, s.ID)
@@ -171,7 +171,7 @@ func followTurn(h *harness.Harness, id, message string, asJSON bool, ask *asker,
 
 	t, err := h.StartTurn(context.Background(), id, message)
 	if err != nil {
-		fmt.Fprintln(stderr, "harness turn:", err)
+		fmt.Fprintln(stderr, "harness turn:", userError(err))
 		return 1
 	}
 	go func() {
@@ -209,12 +209,12 @@ func followTurn(h *harness.Harness, id, message string, asJSON bool, ask *asker,
 		var te *harness.TurnError
 		switch {
 		case !errors.As(err, &te):
-			fmt.Fprintln(stderr, "harness turn:", err)
+			fmt.Fprintln(stderr, "harness turn:", userError(err))
 		case asJSON: // the events said it
 		case te.Err != nil:
 			fmt.Fprintln(stderr, "harness turn:", te.Err) // the engine's own words
 		default:
-			fmt.Fprintln(stderr, "harness turn:", err)
+			fmt.Fprintln(stderr, "harness turn:", userError(err))
 		}
 		if te != nil && te.Kind == event.ErrorInterrupted {
 			return 130

@@ -107,7 +107,7 @@ func personasList(args []string, stdout, stderr io.Writer) int {
 	}
 	entries, err := persona.List(*root)
 	if err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
+		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
 	}
 	broken := 0
@@ -126,7 +126,7 @@ func personasList(args []string, stdout, stderr io.Writer) int {
 			out = append(out, toPersonaJSON(e.Persona))
 		}
 		if err := writeIndentedJSON(stdout, out); err != nil {
-			fmt.Fprintf(stderr, "harness: %v\n", err)
+			fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 			return 1
 		}
 	} else {
@@ -172,14 +172,14 @@ func personasShow(args []string, stdout, stderr io.Writer) int {
 	}
 	p, err := persona.Load(*root, pos[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
+		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
 	}
 	if *asJSON {
 		j := toPersonaJSON(p)
 		j.Body = &p.Body
 		if err := writeIndentedJSON(stdout, j); err != nil {
-			fmt.Fprintf(stderr, "harness: %v\n", err)
+			fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 			return 1
 		}
 		return 0
@@ -221,21 +221,21 @@ func personasPrompt(args []string, stdout, stderr io.Writer) int {
 	}
 	mode, err := persona.ParseMode(*modeFlag)
 	if err != nil {
-		fmt.Fprintf(stderr, "harness: --mode: %v\n", err)
+		fmt.Fprintf(stderr, "harness: --mode: %s\n", userError(err))
 		return 2
 	}
 	p, err := persona.Load(*root, pos[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
+		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
 	}
 	prompt, err := persona.BuildSystemPrompt(*root, p, mode)
 	if err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
+		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
 	}
 	if _, err := io.WriteString(stdout, prompt); err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
+		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
 	}
 	return 0

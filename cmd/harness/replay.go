@@ -61,13 +61,13 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 			root, err = filepath.EvalSymlinks(root)
 		}
 		if err != nil {
-			fmt.Fprintln(stderr, "harness replay:", err)
+			fmt.Fprintln(stderr, "harness replay:", userError(err))
 			return 1
 		}
 	}
 	s, err := findSession(id, projectRoot, root)
 	if err != nil {
-		fmt.Fprintln(stderr, "harness replay:", err)
+		fmt.Fprintln(stderr, "harness replay:", userError(err))
 		return 1
 	}
 	logger := zerolog.Nop()
@@ -83,7 +83,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	h, err := harness.New(harness.Config{Roots: []string{s.ProjectRoot}, Logger: &logger, Engines: []engine.Engine{cc},
 		PermissionMode: permissionMode, MaxTurns: maxTurns, NoProjectLogs: true})
 	if err != nil {
-		fmt.Fprintln(stderr, "harness replay:", err)
+		fmt.Fprintln(stderr, "harness replay:", userError(err))
 		return 1
 	}
 	defer func() {
@@ -93,12 +93,12 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}()
 	plan, err := h.ReplayPlan(s)
 	if err != nil {
-		fmt.Fprintln(stderr, "harness replay:", err)
+		fmt.Fprintln(stderr, "harness replay:", userError(err))
 		return 1
 	}
 	opts, err := claudecode.OptsFor(plan.Request)
 	if err != nil {
-		fmt.Fprintln(stderr, "harness replay:", err)
+		fmt.Fprintln(stderr, "harness replay:", userError(err))
 		return 1
 	}
 	if printOnly {

@@ -54,7 +54,7 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 func sessionsOpenStore(stderr io.Writer) (*session.Store, bool) {
 	st, err := session.Open(session.Config{})
 	if err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
+		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return nil, false
 	}
 	return st, true
@@ -73,7 +73,7 @@ func sessionsList(args []string, stdout, stderr io.Writer) int {
 	defer st.Close()
 	sessions, problems, err := st.List(*root)
 	if err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
+		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
 	}
 	for _, p := range problems {
@@ -84,7 +84,7 @@ func sessionsList(args []string, stdout, stderr io.Writer) int {
 			sessions = []*session.Session{}
 		}
 		if err := writeIndentedJSON(stdout, sessions); err != nil {
-			fmt.Fprintf(stderr, "harness: %v\n", err)
+			fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 			return 1
 		}
 		return 0
@@ -138,12 +138,12 @@ func sessionsShow(args []string, stdout, stderr io.Writer) int {
 	defer st.Close()
 	s, err := sessionsFind(st, *root, pos[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
+		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
 	}
 	if *asJSON {
 		if err := writeIndentedJSON(stdout, s); err != nil {
-			fmt.Fprintf(stderr, "harness: %v\n", err)
+			fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 			return 1
 		}
 		return 0
@@ -166,7 +166,7 @@ func sessionsShow(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(tw, "event log:\t%s\n", session.EventLogPath(s.ProjectRoot, s.ID))
 	tw.Flush()
 	if err := printTranscript(stdout, st, s.ID); err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
+		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
 	}
 	return 0
@@ -241,7 +241,7 @@ func sessionsRm(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
+		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
 	}
 	fmt.Fprintf(stdout, "deleted session %s\n", id)

@@ -51,7 +51,7 @@ func runTUI(args []string, stdout, stderr io.Writer) int {
 	if *url == "" {
 		a, err := startEmbeddedAgent(o)
 		if err != nil {
-			fmt.Fprintln(stderr, "harness tui:", err)
+			fmt.Fprintln(stderr, "harness tui:", userError(err))
 			if errors.Is(err, errAgentUsage) {
 				return 2
 			}
@@ -61,7 +61,7 @@ func runTUI(args []string, stdout, stderr io.Writer) int {
 		*url, *token = a.url, a.token
 	}
 	if err := tui.Run(ctx, tui.Options{URL: *url, Token: *token, LogFile: *logFile}); err != nil {
-		fmt.Fprintln(stderr, "harness tui:", err)
+		fmt.Fprintln(stderr, "harness tui:", userError(err))
 		return 1
 	}
 	return 0

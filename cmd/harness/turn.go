@@ -108,11 +108,15 @@ func runTurn(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if f.permissionMode != "" && !slices.Contains(engine.PermissionModes, f.permissionMode) {
+		fmt.Fprintf(stderr, "harness turn: --permission-mode %q is not one of %s\n", f.permissionMode, strings.Join(engine.PermissionModes, ", "))
+		return 2
+	}
 	var env, allowed []string
 	if f.demo {
 		d, err := engines.StartDemo(engines.DemoOptions{})
 		if err != nil {
-			fmt.Fprintln(stderr, "harness turn --demo:", err)
+			fmt.Fprintln(stderr, "harness turn --demo:", userError(err))
 			return 1
 		}
 		defer d.Close()
@@ -144,7 +148,7 @@ func runTurn(args []string, stdout, stderr io.Writer) int {
 		if f.promptFile != "" {
 			b, err := os.ReadFile(f.promptFile)
 			if err != nil {
-				fmt.Fprintln(stderr, "harness turn:", err)
+				fmt.Fprintln(stderr, "harness turn:", userError(err))
 				return 2
 			}
 			req.SystemPrompt = string(b)
@@ -197,7 +201,7 @@ func streamTurn(start func() (engine.Turn, error), asJSON bool, stdout, stderr i
 
 	turn, err := start()
 	if err != nil {
-		fmt.Fprintln(stderr, "harness turn:", err)
+		fmt.Fprintln(stderr, "harness turn:", userError(err))
 		return 1
 	}
 	defer turn.Close()
@@ -241,7 +245,7 @@ func streamTurn(start func() (engine.Turn, error), asJSON bool, stdout, stderr i
 	_ = out.Flush()
 	if err := turn.Err(); err != nil {
 		if !asJSON {
-			fmt.Fprintln(stderr, "harness turn:", err)
+			fmt.Fprintln(stderr, "harness turn:", userError(err))
 		}
 		var te *engine.TurnError
 		if errors.Is(err, claudecode.ErrInterrupted) || errors.As(err, &te) && te.Kind == event.ErrorInterrupted {

@@ -69,7 +69,7 @@ func TestTurnFailures(t *testing.T) {
 		t.Errorf("missing binary: exit %d, stderr %q", code, stderr.String())
 	}
 	stderr.Reset()
-	if code := run([]string{"turn", "--permission-mode", "yolo", "hi"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "permission mode") {
+	if code := run([]string{"turn", "--permission-mode", "yolo", "hi"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--permission-mode") {
 		t.Errorf("bad permission mode: exit %d, stderr %q", code, stderr.String())
 	}
 	script, err := claudetest.WriteReplayerScript(t.TempDir(), "../../claudecode/testdata/transcripts/apierr.ndjson")
