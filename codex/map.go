@@ -2,6 +2,8 @@ package codex
 
 import (
 	"encoding/json"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/chirality/harness/engine"
@@ -24,6 +26,7 @@ type mapper struct {
 	output  map[string]*strings.Builder
 	usage   usage
 	calls   int
+	retries int // the turn's error notifications with willRetry
 }
 
 type usage struct {
@@ -128,6 +131,7 @@ func (m *mapper) handle(msg Message) (done bool, err error) {
 		}
 	case "error":
 		t.log.Warn().RawJSON("params", msg.Params).Msg("codex: error notification")
+		m.retry(msg.Params)
 	case "turn/completed":
 		var p struct {
 			Turn struct {
@@ -155,6 +159,54 @@ func (m *mapper) handle(msg Message) (done bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// reconnectCount reads "3/5" in Codex's "Reconnecting... 3/5 (…)".
+var reconnectCount = regexp.MustCompile(`(\d+)/(\d+)`)
+
+// retry maps an error notification that Codex will retry
+// ({"error":{"message":"Reconnecting... waiting for network",
+// "codexErrorInfo":{"responseStreamDisconnected":{"httpStatusCode":null}},
+// "additionalDetails":"Connection failed: error sending request"},
+// "willRetry":true}, seen on codex 0.x against a closed port) to
+// session:retry. Codex says neither the delay (DelayMS 0) nor, always, the
+// attempt: the attempt is then this turn's count of retries and the
+// maximum 0 (unknown).
+func (m *mapper) retry(raw json.RawMessage) {
+	var p struct {
+		Error struct {
+			Message           string                     `json:"message"`
+			AdditionalDetails *string                    `json:"additionalDetails"`
+			CodexErrorInfo    map[string]json.RawMessage `json:"codexErrorInfo"`
+		} `json:"error"`
+		WillRetry bool `json:"willRetry"`
+	}
+	if json.Unmarshal(raw, &p) != nil || !p.WillRetry {
+		return
+	}
+	m.retries++
+	r := &event.SessionRetry{Attempt: m.retries}
+	if c := reconnectCount.FindStringSubmatch(p.Error.Message); c != nil {
+		r.Attempt, _ = strconv.Atoi(c[1])
+		r.MaxRetries, _ = strconv.Atoi(c[2])
+	}
+	for _, v := range p.Error.CodexErrorInfo {
+		var st struct {
+			HTTPStatusCode *int `json:"httpStatusCode"`
+		}
+		if json.Unmarshal(v, &st) == nil && st.HTTPStatusCode != nil {
+			r.APIErrorStatus = *st.HTTPStatusCode
+		}
+	}
+	text := p.Error.Message
+	if p.Error.AdditionalDetails != nil && *p.Error.AdditionalDetails != "" {
+		text = *p.Error.AdditionalDetails
+	}
+	if m.t.stderr != nil {
+		text = m.t.stderr.Scrub(text) // the child's secret values
+	}
+	r.Error = event.RetryErrorText(text)
+	m.t.emit(event.Event{Type: event.TypeSessionRetry, Retry: r})
 }
 
 // toolStart emits tool:start once per tool item.

@@ -202,9 +202,9 @@ type SessionError struct {
 }
 
 // SessionRetry is the payload of session:retry: a request to the model API
-// failed and the engine will send it again after DelayMS. Attempt counts
-// the retries from 1; MaxRetries is the engine's limit (0 when it does not
-// say). Error is a short description of the failure, never a secret (the
+// failed and the engine will send it again after DelayMS (0 when the
+// engine does not say: Codex). Attempt counts the retries from 1;
+// MaxRetries is the engine's limit (0 when it does not say). Error is a short description of the failure, never a secret (the
 // engines scrub it with ScrubRetryError); APIErrorStatus is the HTTP status
 // when the API answered (0 when it could not be reached).
 type SessionRetry struct {
@@ -253,13 +253,18 @@ func (r *SessionRetry) Summary() string {
 		b = append(b, '/')
 		b = strconv.AppendInt(b, int64(r.MaxRetries), 10)
 	}
-	b = append(b, " in "...)
-	if r.DelayMS < 1000 {
+	switch {
+	case r.DelayMS <= 0: // the engine does not say
+	case r.DelayMS < 1000:
+		b = append(b, " in "...)
 		b = strconv.AppendFloat(b, float64(r.DelayMS)/1000, 'f', 1, 64)
-	} else {
+		b = append(b, " s"...)
+	default:
+		b = append(b, " in "...)
 		b = strconv.AppendInt(b, (r.DelayMS+500)/1000, 10)
+		b = append(b, " s"...)
 	}
-	b = append(b, " s — "...)
+	b = append(b, " — "...)
 	b = append(b, r.Error...)
 	if r.APIErrorStatus != 0 {
 		b = append(b, " (HTTP "...)

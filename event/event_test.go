@@ -63,6 +63,7 @@ func TestRetrySummary(t *testing.T) {
 		{SessionRetry{Attempt: 3, MaxRetries: 10, DelayMS: 4045, Error: "API unreachable"}, "Retrying 3/10 in 4 s — API unreachable"},
 		{SessionRetry{Attempt: 1, MaxRetries: 10, DelayMS: 583, Error: "overloaded", APIErrorStatus: 529}, "Retrying 1/10 in 0.6 s — overloaded (HTTP 529)"},
 		{SessionRetry{Attempt: 2, DelayMS: 1500, Error: "x"}, "Retrying 2 in 2 s — x"},
+		{SessionRetry{Attempt: 4, Error: "Connection failed"}, "Retrying 4 — Connection failed"},
 	} {
 		if got := c.r.Summary(); got != c.want {
 			t.Errorf("got %q want %q", got, c.want)

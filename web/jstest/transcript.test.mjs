@@ -171,4 +171,5 @@ test("retrySummary says what the Go doors say", () => {
   assert.equal(retrySummary({ type: "session:retry", attempt: 1, maxRetries: 10, delayMs: 583, error: "overloaded", apiErrorStatus: 529 }),
     "Retrying 1/10 in 0.6 s — overloaded (HTTP 529)");
   assert.equal(retrySummary({ type: "session:retry", attempt: 2, maxRetries: 0, delayMs: 1500, error: "x" }), "Retrying 2 in 2 s — x");
+  assert.equal(retrySummary({ type: "session:retry", attempt: 4, maxRetries: 0, delayMs: 0, error: "Connection failed" }), "Retrying 4 — Connection failed");
 });

@@ -316,8 +316,8 @@ export function retrySummary(ev) {
   const n = Number(ev?.attempt) || 0;
   const max = Number(ev?.maxRetries) || 0;
   const ms = Number(ev?.delayMs) || 0;
-  const delay = ms < 1000 ? (ms / 1000).toFixed(1) : String(Math.round(ms / 1000));
-  let s = `Retrying ${n}${max > 0 ? `/${max}` : ""} in ${delay} s — ${String(ev?.error ?? "unknown error")}`;
+  const delay = ms <= 0 ? "" : ` in ${ms < 1000 ? (ms / 1000).toFixed(1) : String(Math.round(ms / 1000))} s`;
+  let s = `Retrying ${n}${max > 0 ? `/${max}` : ""}${delay} — ${String(ev?.error ?? "unknown error")}`;
   if (ev?.apiErrorStatus) s += ` (HTTP ${Number(ev.apiErrorStatus)})`;
   return s;
 }
