@@ -63,6 +63,9 @@
 //	                           pending (no new event type)
 //	usage_update               its USD cost becomes session:complete's costUsd
 //	other kinds                ignored (logged at debug), never an error
+//	                           (ACP has no update for a retried model
+//	                           request, so an ACP agent's retries make no
+//	                           session:retry: the agent keeps them to itself)
 //	stopReason end_turn        session:complete (usage as the agent sent it)
 //	  cancelled                session:error interrupted (execution when
 //	                           the client did not cancel: Copilot does when

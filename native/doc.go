@@ -15,6 +15,10 @@
 // each still gets an is_error result (SkippedResult), because the Messages
 // API rejects a tool_use without its tool_result.
 //
+// A failed request is retried by the SDK (Config.MaxRetries); a middleware
+// sees every attempt and tells a RetryHandler of each retry before its
+// back-off, which Engine emits as session:retry.
+//
 // Engine puts the loop behind the harness's engine seam (package engine):
 // it emits the same UI events as the Claude Code driver, keeps each
 // conversation's history in the session's state directory, and runs the
