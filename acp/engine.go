@@ -49,6 +49,10 @@ type Config struct {
 	Credentials []string
 	// AllowEnv are more secret-looking names to pass (operator policy).
 	AllowEnv []string
+	// SessionMeta, when set, returns the _meta sent with session/new and
+	// session/load for a turn's permission mode (the built-in claude-acp
+	// entry's ClaudeACPSessionMeta). Not read from an engines file.
+	SessionMeta func(permissionMode string) map[string]any
 	// ExtraEnv entries (KEY=VALUE) are added after filtering (an engine
 	// entry's env:); a Request's Env comes after them.
 	ExtraEnv []string

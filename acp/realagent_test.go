@@ -45,7 +45,12 @@ var realAgents = []agentSpec{
 		name:  acp.ClaudeACP,
 		shell: func(c string) (string, any) { return "Bash", map[string]any{"command": c, "description": "run " + c} },
 		env: func(fake *claudetest.FakeAPI, home string) []string {
-			return append(fake.Env(), "IS_SANDBOX=1")
+			// As root, IS_SANDBOX=yes is what made every session/new fail
+			// ("--dangerously-skip-permissions cannot be used with root"):
+			// the adapter lets the CLI skip permissions for any value, the
+			// CLI accepts only "1". The engine's session _meta keeps the
+			// flag off outside bypassPermissions (ClaudeACPSessionMeta).
+			return append(fake.Env(), "IS_SANDBOX=yes")
 		},
 	},
 	{

@@ -35,14 +35,16 @@ type implementation struct {
 }
 
 type newSessionParams struct {
-	Cwd        string `json:"cwd"`
-	McpServers []any  `json:"mcpServers"`
+	Cwd        string         `json:"cwd"`
+	McpServers []any          `json:"mcpServers"`
+	Meta       map[string]any `json:"_meta,omitempty"`
 }
 
 type loadSessionParams struct {
-	SessionID  string `json:"sessionId"`
-	Cwd        string `json:"cwd"`
-	McpServers []any  `json:"mcpServers"`
+	SessionID  string         `json:"sessionId"`
+	Cwd        string         `json:"cwd"`
+	McpServers []any          `json:"mcpServers"`
+	Meta       map[string]any `json:"_meta,omitempty"`
 }
 
 type promptParams struct {

@@ -265,6 +265,15 @@ func (t *Turn) run() {
 	t.s.End(endErr)
 }
 
+// sessionMeta is the _meta of the turn's session/new or session/load
+// (Config.SessionMeta), nil when the engine sets none.
+func (t *Turn) sessionMeta() map[string]any {
+	if t.e.cfg.SessionMeta == nil {
+		return nil
+	}
+	return t.e.cfg.SessionMeta(t.req.PermissionMode)
+}
+
 // converse sets the session up and runs the prompt. It returns the
 // completion, or how the turn failed (and a subtype: the stop reason).
 func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
@@ -293,7 +302,7 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 		loaded := false
 		if resume != "" && p.info.LoadSession {
 			var res sessionSetup
-			err := call(p.conn, sdk.AgentMethodSessionLoad, loadSessionParams{SessionID: resume, Cwd: t.req.Cwd, McpServers: []any{}}, &res)
+			err := call(p.conn, sdk.AgentMethodSessionLoad, loadSessionParams{SessionID: resume, Cwd: t.req.Cwd, McpServers: []any{}, Meta: t.sessionMeta()}, &res)
 			if err == nil {
 				p.sessionID, p.setup, p.prompted, loaded = resume, res, true, true
 				t.log.Info().Str("acpSession", resume).Msg("acp: session loaded")
@@ -310,7 +319,7 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 		}
 		if !loaded {
 			var res sessionResult
-			if err := call(p.conn, sdk.AgentMethodSessionNew, newSessionParams{Cwd: t.req.Cwd, McpServers: []any{}}, &res); err != nil {
+			if err := call(p.conn, sdk.AgentMethodSessionNew, newSessionParams{Cwd: t.req.Cwd, McpServers: []any{}, Meta: t.sessionMeta()}, &res); err != nil {
 				return nil, t.fail(event.ErrorStart, "session/new: "+rpcMessage(err)), ""
 			}
 			if res.SessionID == "" {

@@ -210,7 +210,8 @@ func TestE2ESkillCLIClaudeACP(t *testing.T) {
 	}, line))
 	dir := t.TempDir()
 	cfg := e.config("", `{nick: ca, agent: acp, acp_command: "`+nodeBin(t, "claude-agent-acp")+`", directory: `+dir+`/ca, channels: ["#dev"]}`)
-	d := e.start(cfg, "ca", api, func(o *Options) { o.Core.ChildEnv = append(api.Env(), "IS_SANDBOX=1") })
+	// As root, without IS_SANDBOX: no permission mode but bypass needs it.
+	d := e.start(cfg, "ca", api, func(o *Options) { o.Core.ChildEnv = append(api.Env(), "IS_SANDBOX=") })
 	e.bob.Send("#dev", "@lab-ca what is 2+2?")
 	e.sees("lab-ca", "^"+line+"$")
 	e.settled(d, "ca")

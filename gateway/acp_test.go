@@ -26,7 +26,7 @@ var acpAgents = []struct {
 			`/v1","apiKey":"x"},"models":{"fake-model":{"name":"Fake","tool_call":true}}}}}`,
 			"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1"}
 	}},
-	{"claude-acp", "claude-agent-acp", "HARNESS_CLAUDE_ACP_BIN", func(string) []string { return []string{"IS_SANDBOX=1"} }},
+	{"claude-acp", "claude-agent-acp", "HARNESS_CLAUDE_ACP_BIN", func(string) []string { return []string{"IS_SANDBOX="} }},
 	{"copilot", "copilot", "HARNESS_COPILOT_BIN", func(u string) []string {
 		return []string{"COPILOT_OFFLINE=true", "COPILOT_PROVIDER_BASE_URL=" + u, "COPILOT_PROVIDER_TYPE=anthropic",
 			"COPILOT_PROVIDER_API_KEY=x", "COPILOT_MODEL=claude-sonnet-4.5"}
