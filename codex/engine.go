@@ -8,13 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/secrets"
+	"github.com/chirality/harness/internal/turns"
 )
 
 // Name is the engine's name and kind.
@@ -54,9 +54,7 @@ type Engine struct {
 
 	onMsg func(Message) // tests only
 
-	mu     sync.Mutex
-	turns  map[string]*Turn
-	closed bool
+	turns turns.Registry[*Turn]
 }
 
 // NewEngine returns an engine; it starts nothing until a turn.
@@ -65,7 +63,7 @@ func NewEngine(cfg Config) *Engine {
 		cfg.StopGrace = 3 * time.Second
 	}
 	cfg.ThreadConfig = maps.Clone(cfg.ThreadConfig)
-	return &Engine{cfg: cfg, turns: map[string]*Turn{}}
+	return &Engine{cfg: cfg}
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -162,18 +160,11 @@ func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil, engine.ErrClosed
-	}
-	if e.turns[req.SessionKey] != nil {
-		e.mu.Unlock()
-		return nil, engine.ErrBusy
-	}
 	t := newTurn(e, req)
-	e.turns[req.SessionKey] = t
-	e.mu.Unlock()
+	if err := e.turns.Add(req.SessionKey, t); err != nil {
+		t.cancel()
+		return nil, err
+	}
 
 	base := e.cfg.Env
 	if base == nil {
@@ -190,48 +181,18 @@ func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
 	return t, nil
 }
 
-func (e *Engine) remove(t *Turn) {
-	e.mu.Lock()
-	if e.turns[t.req.SessionKey] == t {
-		delete(e.turns, t.req.SessionKey)
-	}
-	e.mu.Unlock()
-}
+func (e *Engine) remove(t *Turn) { e.turns.Remove(t.req.SessionKey, t) }
 
 // Close ends the session's running turn, if any (its child is killed);
 // with a child per turn nothing else is kept per session.
 func (e *Engine) Close(sessionKey string) {
-	e.mu.Lock()
-	t := e.turns[sessionKey]
-	e.mu.Unlock()
-	if t != nil {
+	if t, ok := e.turns.Get(sessionKey); ok {
 		_ = t.Kill()
 		<-t.exited
 	}
 }
 
 // Shutdown refuses new turns, interrupts the running ones and waits for
-// their children to exit; when ctx ends first it kills them.
-func (e *Engine) Shutdown(ctx context.Context) error {
-	e.mu.Lock()
-	e.closed = true
-	ts := make([]*Turn, 0, len(e.turns))
-	for _, t := range e.turns {
-		ts = append(ts, t)
-	}
-	e.mu.Unlock()
-	for _, t := range ts {
-		_ = t.Interrupt()
-	}
-	var err error
-	for _, t := range ts {
-		select {
-		case <-t.exited:
-		case <-ctx.Done():
-			err = ctx.Err()
-			_ = t.Kill()
-			<-t.exited
-		}
-	}
-	return err
-}
+// their children to exit; when ctx ends first it kills them (the engines'
+// one turn registry, internal/turns).
+func (e *Engine) Shutdown(ctx context.Context) error { return e.turns.Shutdown(ctx) }

@@ -377,3 +377,6 @@ func (t *Turn) converse() error {
 
 // secretValues are the values of env's secret-looking variables (the
 // credentials the child gets).
+
+// Done is closed once the turn's child was reaped.
+func (t *Turn) Done() <-chan struct{} { return t.exited }

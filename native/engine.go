@@ -20,6 +20,7 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/atomicfile"
+	"github.com/chirality/harness/internal/turns"
 	"github.com/chirality/harness/tool"
 )
 
@@ -53,10 +54,8 @@ type Engine struct {
 	cfg EngineConfig
 	log zerolog.Logger
 
-	mu     sync.Mutex
-	turns  map[string]*Turn
-	closed bool
-	wg     sync.WaitGroup
+	turns turns.Registry[*Turn]
+	wg    sync.WaitGroup
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -69,7 +68,7 @@ func NewEngine(cfg EngineConfig) *Engine {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = os.Getenv("ANTHROPIC_BASE_URL")
 	}
-	e := &Engine{cfg: cfg, log: zerolog.Nop(), turns: map[string]*Turn{}}
+	e := &Engine{cfg: cfg, log: zerolog.Nop()}
 	if cfg.Logger != nil {
 		e.log = *cfg.Logger
 	}
@@ -139,20 +138,13 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 	if req.Resume != "" && !convPattern.MatchString(req.Resume) {
 		return nil, fmt.Errorf("native: conversation id %q is not valid", req.Resume)
 	}
-	e.mu.Lock()
-	switch {
-	case e.closed:
-		e.mu.Unlock()
-		return nil, engine.ErrClosed
-	case e.turns[req.SessionKey] != nil:
-		e.mu.Unlock()
-		return nil, engine.ErrBusy
-	}
 	t := &Turn{e: e, req: req, events: make(chan event.Event, 256), done: make(chan struct{})}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
-	e.turns[req.SessionKey] = t
+	if err := e.turns.Add(req.SessionKey, t); err != nil {
+		t.cancel()
+		return nil, err
+	}
 	e.wg.Add(2)
-	e.mu.Unlock()
 	go func() { // cancelling ctx kills the turn
 		defer e.wg.Done()
 		select {
@@ -167,30 +159,12 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 
 // Shutdown refuses new turns, interrupts the running ones and waits; when
 // ctx ends first the turns are killed (they end at once either way: a
-// cancelled request returns).
+// cancelled request returns). The engines' one turn registry
+// (internal/turns) does it; the turns' goroutines are joined after.
 func (e *Engine) Shutdown(ctx context.Context) error {
-	e.mu.Lock()
-	e.closed = true
-	turns := make([]*Turn, 0, len(e.turns))
-	for _, t := range e.turns {
-		turns = append(turns, t)
-	}
-	e.mu.Unlock()
-	for _, t := range turns {
-		t.Interrupt()
-	}
-	done := make(chan struct{})
-	go func() { e.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		for _, t := range turns {
-			t.Kill()
-		}
-		<-done
-		return ctx.Err()
-	}
+	err := e.turns.Shutdown(ctx)
+	e.wg.Wait()
+	return err
 }
 
 // Turn is one native turn: its events come from the loop's handler.
@@ -232,6 +206,9 @@ func (t *Turn) Err() error {
 	}
 }
 
+// Done is closed once the turn's loop has ended.
+func (t *Turn) Done() <-chan struct{} { return t.done }
+
 // Interrupt cancels the turn's Prompt: it ends with session:error kind
 // interrupted.
 func (t *Turn) Interrupt() error { t.stop(event.ErrorInterrupted); return nil }
@@ -269,9 +246,7 @@ func (t *Turn) historyPath(conv string) string {
 func (t *Turn) run() {
 	defer t.e.wg.Done()
 	defer func() {
-		t.e.mu.Lock()
-		delete(t.e.turns, t.req.SessionKey)
-		t.e.mu.Unlock()
+		t.e.turns.Remove(t.req.SessionKey, t)
 		close(t.done)
 		close(t.events)
 	}()
