@@ -112,6 +112,15 @@ func TestWarmPromptChangeAndDeath(t *testing.T) {
 	pid := w.Pid()
 	syscall.Kill(-pid, syscall.SIGKILL)
 	waitGone(t, pid)
+	// The group is gone once the child is reaped; the Warm learns of it
+	// just after, when its waiter closes: wait for that, not a moment.
+	deadline := time.Now().Add(10 * time.Second)
+	for w.Alive() {
+		if time.Now().After(deadline) {
+			t.Fatal("the Warm still says alive 10 s after its child was reaped")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if _, err := w.Send("hi", nil); !errors.Is(err, claudecode.ErrWarmDied) {
 		t.Fatalf("Send to a dead warm child: %v, want ErrWarmDied", err)
 	}
