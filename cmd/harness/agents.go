@@ -115,12 +115,13 @@ func loadAgents(fs *flag.FlagSet, cfgPath *string, args []string, stderr io.Writ
 		return nil, nil, 2, false
 	}
 	cfg, err = daemon.LoadConfig(*cfgPath)
-	if err == nil {
-		sel, err = cfg.Select(nicks)
-	}
 	if err != nil {
 		fmt.Fprintf(stderr, "harness agents: %s\n", userError(err))
 		return nil, nil, 1, false
+	}
+	if sel, err = cfg.Select(nicks); err != nil {
+		fmt.Fprintf(stderr, "harness agents: %s\n", userError(err))
+		return nil, nil, 2, false // a nick the file does not have
 	}
 	return cfg, sel, 0, true
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,7 +61,7 @@ func TestTurnMessagesWithoutPackageNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code := run([]string{"turn", "--claude-bin", script, "--resume", "nope", "hi"}, &out, &errOut); code != 1 ||
+	if code := run([]string{"turn", "--claude-bin", script, "--resume", "nope", "hi"}, &out, &errOut); code != 2 ||
 		errOut.String() != "harness turn: invalid turn options: resume id \"nope\" is not a UUID\n" {
 		t.Errorf("bad resume: exit %d, stderr %q", code, errOut.String())
 	}
@@ -72,4 +75,59 @@ func TestTurnMessagesWithoutPackageNames(t *testing.T) {
 			t.Errorf("userError(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// A usage error exits 2 in every command: an unknown flag, and a bad or
+// missing argument, each with a message on stderr and nothing on stdout.
+func TestUsageErrorsExit2Everywhere(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("HARNESS_NICK", "")
+	commands := []string{"turn", "serve", "replay", "sessions", "sessions list", "sessions show", "sessions rm",
+		"personas", "personas list", "personas show", "personas prompt", "agent", "agent serve", "rpc", "tui",
+		"agents", "agents start", "agents status", "agents pause", "agents resume", "agents stop", "agents skills",
+		"channel", "channel send", "channel read", "channel ask", "channel join", "channel who", "channel topic", "version"}
+	for name := range commands_() {
+		if !slices.Contains(commands, name) {
+			t.Errorf("command %q is not covered by this test", name)
+		}
+	}
+	cfg := filepath.Join(t.TempDir(), "agents.yaml")
+	if err := os.WriteFile(cfg, []byte("server: {name: lab}\nagents:\n  - {nick: a, agent: claude, directory: ./a, channels: ['#c']}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commands {
+		for _, tail := range []string{"--no-such-flag", "x y z extra"} {
+			args := append(strings.Fields(c), strings.Fields(tail)...)
+			if strings.HasPrefix(c, "agents ") {
+				args = append(args, "--config", cfg) // the nicks x, y, z are not in it
+			}
+			var out, errOut bytes.Buffer
+			if code := run(args, &out, &errOut); code != 2 || out.Len() != 0 || errOut.Len() == 0 {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"turn"}, {"turn", "--max-turns", "-1", "hi"}, {"turn", "--resume", "x", "hi"}, {"turn", "--session", "bad", "hi"},
+		{"turn", "--engine", "foo", "hi"}, {"turn", "--cwd", "/no/such/dir", "hi"},
+		{"serve", "--max-turns", "-1"}, {"serve", "--permission-mode", "yolo"}, {"serve", "--addr", "nonsense"},
+		{"replay"}, {"replay", "bad-id", "hi"}, {"sessions", "show", "bad-id"}, {"sessions", "rm", "bad-id"}, {"sessions", "show"},
+		{"agent", "serve", "--engine", "foo"}, {"tui", "--engine", "foo"}, {"rpc", "--cwd", "/no/such/dir"},
+		{"channel", "read", "-3"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != 2 || out.Len() != 0 || errOut.Len() == 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())
+		}
+	}
+}
+
+// commands_ lists the registered commands.
+func commands_() map[string]bool {
+	m := map[string]bool{}
+	for name := range commands {
+		m[name] = true
+	}
+	return m
 }

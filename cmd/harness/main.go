@@ -16,11 +16,17 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/persona"
+	"github.com/chirality/harness/session"
 )
 
 func main() {
@@ -189,4 +195,15 @@ func userError(err error) string {
 		}
 	}
 	return msg
+}
+
+// failCode is the exit status for err: 2 when it says an argument the user
+// gave is malformed (a session id that is no UUID, an option the engine
+// refuses), 1 for any other failure.
+func failCode(err error) int {
+	if errors.Is(err, session.ErrInvalidID) || errors.Is(err, harness.ErrInvalidID) || errors.Is(err, persona.ErrInvalidID) ||
+		errors.Is(err, claudecode.ErrInvalidOptions) {
+		return 2
+	}
+	return 1
 }

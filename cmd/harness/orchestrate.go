@@ -62,7 +62,7 @@ func runOrchestrated(f *turnFlags, message string, childEnv, allowed []string, s
 		// harness whose only root it is.
 		if s, err = findSession(f.session, f.projectRoot, root); err != nil {
 			fmt.Fprintln(stderr, "harness turn:", userError(err))
-			return 1
+			return failCode(err)
 		}
 		root = s.ProjectRoot
 	}

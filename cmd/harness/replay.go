@@ -68,7 +68,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	s, err := findSession(id, projectRoot, root)
 	if err != nil {
 		fmt.Fprintln(stderr, "harness replay:", userError(err))
-		return 1
+		return failCode(err)
 	}
 	logger := zerolog.Nop()
 	if verbose {

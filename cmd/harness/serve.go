@@ -110,6 +110,10 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		fmt.Fprintf(stderr, "harness serve: --permission-mode %q is not one of %s\n", f.permissionMode, strings.Join(engine.PermissionModes, ", "))
 		return 2
 	}
+	if f.maxTurns < 0 {
+		fmt.Fprintf(stderr, "harness serve: --max-turns %d is negative\n", f.maxTurns)
+		return 2
+	}
 	for _, r := range f.roots {
 		if msg := checkDir("--root", r); msg != "" {
 			fmt.Fprintln(stderr, "harness serve:", msg)

@@ -139,7 +139,7 @@ func sessionsShow(args []string, stdout, stderr io.Writer) int {
 	s, err := sessionsFind(st, *root, pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
-		return 1
+		return failCode(err)
 	}
 	if *asJSON {
 		if err := writeIndentedJSON(stdout, s); err != nil {
@@ -242,7 +242,7 @@ func sessionsRm(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
-		return 1
+		return failCode(err)
 	}
 	fmt.Fprintf(stdout, "deleted session %s\n", id)
 	return 0

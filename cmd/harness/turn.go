@@ -202,7 +202,7 @@ func streamTurn(start func() (engine.Turn, error), asJSON bool, stdout, stderr i
 	turn, err := start()
 	if err != nil {
 		fmt.Fprintln(stderr, "harness turn:", userError(err))
-		return 1
+		return failCode(err)
 	}
 	defer turn.Close()
 	done := make(chan struct{})
