@@ -131,3 +131,17 @@ func commands_() map[string]bool {
 	}
 	return m
 }
+
+// `replay` says which argument is missing.
+func TestReplaySaysWhatIsMissing(t *testing.T) {
+	for args, want := range map[string]string{
+		"":       "missing SESSION_ID and MESSAGE",
+		"id":     "missing MESSAGE",
+		"id m x": `unexpected argument "x"`,
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(append([]string{"replay"}, strings.Fields(args)...), &out, &errOut); code != 2 || !strings.HasPrefix(errOut.String(), "harness replay: "+want) {
+			t.Errorf("replay %s: exit %d, stderr %q", args, code, errOut.String())
+		}
+	}
+}

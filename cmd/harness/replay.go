@@ -51,7 +51,15 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if len(pos) != 2 || strings.TrimSpace(pos[1]) == "" {
-		fs.Usage()
+		switch {
+		case len(pos) == 0:
+			fmt.Fprintln(stderr, "harness replay: missing SESSION_ID and MESSAGE (the id as `harness sessions list` shows it, then the message to re-run)")
+		case len(pos) == 1 || strings.TrimSpace(pos[1]) == "":
+			fmt.Fprintln(stderr, "harness replay: missing MESSAGE (the message to re-run, quoted)")
+		default:
+			fmt.Fprintf(stderr, "harness replay: unexpected argument %q (quote the MESSAGE)\n", pos[2])
+		}
+		fmt.Fprintln(stderr, "usage: harness replay SESSION_ID MESSAGE [--project-root DIR] [--print]")
 		return 2
 	}
 	id, message := pos[0], pos[1]
