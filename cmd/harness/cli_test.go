@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
 )
 
@@ -143,5 +145,26 @@ func TestReplaySaysWhatIsMissing(t *testing.T) {
 		if code := run(append([]string{"replay"}, strings.Fields(args)...), &out, &errOut); code != 2 || !strings.HasPrefix(errOut.String(), "harness replay: "+want) {
 			t.Errorf("replay %s: exit %d, stderr %q", args, code, errOut.String())
 		}
+	}
+}
+
+// `harness serve` without the CLI says so at start, naming what is missing
+// and how to install it; with it, no warning.
+func TestServeWarnsWhenTheCLIIsMissing(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	_, stop, status, errOut := startServe(t, "--addr", "127.0.0.1:0", "--root", t.TempDir(), "--claude-bin", "/nonexistent/claude", "--warm", "0")
+	stop <- syscall.SIGTERM
+	<-status
+	msg := errOut.String()
+	for _, want := range []string{"harness serve: warning: the default engine claude-code cannot run here", "/nonexistent/claude", "npm install @anthropic-ai/claude-code@" + claudecode.TestedCLIVersion} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	_, stop, status, errOut = startServe(t, "--addr", "127.0.0.1:0", "--root", t.TempDir(), "--claude-bin", claudetest.FindCLI(t), "--warm", "0")
+	stop <- syscall.SIGTERM
+	<-status
+	if strings.Contains(errOut.String(), "warning: the default engine") {
+		t.Errorf("a warning with the CLI present:\n%s", errOut.String())
 	}
 }

@@ -165,6 +165,7 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		}
 		return 1
 	}
+	warnUnavailable(h, f.engine, stderr)
 	demoRoot := ""
 	if f.demo {
 		demoRoot = h.Roots()[0]
@@ -270,4 +271,21 @@ func setUpDemo(cfg *harness.Config, stderr io.Writer) (func(), error) {
 	fmt.Fprintf(stderr, "harness serve --demo: demo model at %s (Messages API) and %s (Responses API); every engine uses it, no API key, nothing leaves this machine\n",
 		d.MessagesURL, d.ResponsesURL)
 	return func() { _ = d.Close() }, nil
+}
+
+// warnUnavailable says at start, on stderr, when the default engine cannot
+// run here (the CLI not installed, no key): its sessions would fail, and
+// before this only /health said so.
+func warnUnavailable(h *harness.Harness, name string, stderr io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lower := strings.ToLower(name)
+	if alias, ok := engines.Aliases[lower]; ok {
+		lower = alias
+	}
+	for _, st := range h.Engines(ctx) {
+		if st.Name == lower && !st.Available {
+			fmt.Fprintf(stderr, "harness serve: warning: the default engine %s cannot run here, so its turns will fail: %s\n", st.Name, st.Reason)
+		}
+	}
 }
