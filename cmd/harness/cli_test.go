@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/event"
 )
 
 // `harness version --help` is help about the command, not the version; a
@@ -166,5 +168,29 @@ func TestServeWarnsWhenTheCLIIsMissing(t *testing.T) {
 	<-status
 	if strings.Contains(errOut.String(), "warning: the default engine") {
 		t.Errorf("a warning with the CLI present:\n%s", errOut.String())
+	}
+}
+
+// `turn` sets two text blocks apart by one blank line, whatever the first
+// ended with; stderr's lines stay whole and start on their own line.
+func TestTurnTextBlocksSetApart(t *testing.T) {
+	for _, first := range []string{"One.", "One.\n", "One.\n\n"} {
+		var out bytes.Buffer
+		var errOut bytes.Buffer
+		w := bufio.NewWriter(&out)
+		p := &textPrinter{out: w, errw: &errOut}
+		for _, e := range []event.Event{
+			{Type: event.TypeChatDelta, Text: first},
+			{Type: event.TypeThinkingDelta, Text: "hm"},
+			{Type: event.TypeChatDelta, Text: "Two"},
+			{Type: event.TypeChatDelta, Text: "."},
+			{Type: event.TypeChatComplete},
+		} {
+			p.print(e)
+		}
+		w.Flush()
+		if out.String() != "One.\n\nTwo.\n" || errOut.String() != "· thinking…\n" {
+			t.Errorf("first %q: stdout %q, stderr %q", first, out.String(), errOut.String())
+		}
 	}
 }

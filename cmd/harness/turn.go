@@ -277,15 +277,36 @@ type textPrinter struct {
 	errw     io.Writer
 	midLine  bool
 	thinking bool
+	// wrote: answer text was printed; gap: a tool or thinking came since,
+	// so the next text is a new block, set off by a blank line; newlines:
+	// how many the printed answer ends with (up to 2).
+	wrote, gap bool
+	newlines   int
 }
 
+// side prints about the answer on stderr, first ending the answer's line
+// on stdout, so both read well on one terminal and the answer file keeps
+// whole lines.
 func (p *textPrinter) side(format string, args ...any) {
-	_ = p.out.Flush()
 	if p.midLine {
-		fmt.Fprintln(p.errw)
-		p.midLine = false
+		p.writeAnswer("\n")
 	}
+	_ = p.out.Flush()
 	fmt.Fprintf(p.errw, format, args...)
+}
+
+func (p *textPrinter) writeAnswer(s string) {
+	if s == "" {
+		return
+	}
+	_, _ = p.out.WriteString(s)
+	trimmed := strings.TrimRight(s, "\n")
+	if n := len(s) - len(trimmed); trimmed == "" {
+		p.newlines = min(p.newlines+n, 2)
+	} else {
+		p.newlines = min(n, 2)
+	}
+	p.midLine = p.newlines == 0
 }
 
 func (p *textPrinter) print(e event.Event) {
@@ -296,15 +317,22 @@ func (p *textPrinter) print(e event.Event) {
 		if e.ParentToolUseID != "" {
 			return // a subagent's text; its result arrives as a tool result
 		}
-		_, _ = p.out.WriteString(e.Text)
-		p.midLine = !strings.HasSuffix(e.Text, "\n")
+		if p.gap && p.wrote && e.Text != "" {
+			p.writeAnswer(strings.Repeat("\n", 2-p.newlines)) // two text blocks: a blank line between
+		}
+		if e.Text != "" {
+			p.gap = false
+			p.wrote = true
+		}
+		p.writeAnswer(e.Text)
 	case event.TypeThinkingDelta:
+		p.gap = true
 		if !p.thinking {
 			p.side("· thinking…\n")
 			p.thinking = true
 		}
 	case event.TypeToolStart:
-		p.thinking = false
+		p.thinking, p.gap = false, true
 		p.side("⚙ %s %s\n", e.ToolStart.Name, oneLine(string(e.ToolStart.Input), 100))
 	case event.TypeToolResult:
 		mark := "✓"
@@ -314,8 +342,7 @@ func (p *textPrinter) print(e event.Event) {
 		p.side("  %s %s\n", mark, oneLine(e.ToolResult.Content, 100))
 	case event.TypeChatComplete:
 		if p.midLine {
-			_, _ = p.out.WriteString("\n")
-			p.midLine = false
+			p.writeAnswer("\n")
 		}
 	case event.TypeSessionComplete:
 		p.side("· done · $%.4f · %d turns · %d ms\n", e.Complete.CostUSD, e.Complete.NumTurns, e.Complete.DurationMS)

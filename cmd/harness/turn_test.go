@@ -49,7 +49,7 @@ func TestTurnTextOutput(t *testing.T) {
 	if code := run([]string{"turn", "--claude-bin", script, "hi"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if got := stdout.String(); got != "Let me look.Done.\n" {
+	if got := stdout.String(); got != "Let me look.\n\nDone.\n" {
 		t.Errorf("stdout %q: only the answer belongs there", got)
 	}
 	for _, want := range []string{"⚙ Bash", "✓ hi-from-tool", "· done · $"} {
