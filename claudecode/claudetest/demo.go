@@ -190,7 +190,7 @@ func demoSummary(req *Request, opts DemoOptions) Reply {
 	}
 	n := CountListingEntries(out)
 	return Reply{
-		Blocks:     []Block{Text(fmt.Sprintf("### Summary\n\nI saw **%d entries** in the project (not counting `.` and `..`).", n))},
+		Blocks:     []Block{Text(fmt.Sprintf("### Summary\n\nI saw **%d %s** in the project (not counting `.` and `..`).", n, entriesWord(n)))},
 		ChunkSize:  6,
 		ChunkDelay: opts.ChunkDelay,
 	}
@@ -250,4 +250,12 @@ func oneLine(s string, n int) string {
 		count++
 	}
 	return b.String()
+}
+
+// entriesWord is "entry" for one, "entries" otherwise ("1 entries" read badly).
+func entriesWord(n int) string {
+	if n == 1 {
+		return "entry"
+	}
+	return "entries"
 }

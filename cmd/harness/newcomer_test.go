@@ -71,7 +71,7 @@ func TestTurnDemo(t *testing.T) {
 	for _, eng := range []string{"claude-code", "anthropic"} {
 		var out, errOut bytes.Buffer
 		code := run([]string{"turn", "--demo", "--engine", eng, "--cwd", cwd, "hello demo"}, &out, &errOut)
-		if code != 0 || !strings.Contains(out.String(), "Demo answer") || !strings.Contains(out.String(), "entries") {
+		if code != 0 || !strings.Contains(out.String(), "Demo answer") || !strings.Contains(out.String(), "I saw **1 entry** in the project") {
 			t.Errorf("%s: exit %d\nstdout %s\nstderr %s", eng, code, out.String(), errOut.String())
 		}
 	}

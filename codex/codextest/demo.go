@@ -50,7 +50,7 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 		case req.lastIsFunctionOutput():
 			outs := req.FunctionOutputs()
 			n := countEntries(outs[len(outs)-1])
-			return Reply{Text: fmt.Sprintf("### Summary\n\nI saw **%d entries** in the project (not counting `.` and `..`).", n),
+			return Reply{Text: fmt.Sprintf("### Summary\n\nI saw **%d %s** in the project (not counting `.` and `..`).", n, entriesWord(n)),
 				Deltas: 8, ChunkDelay: opts.ChunkDelay}
 		case strings.Contains(strings.ToLower(prompt), "long"):
 			var b strings.Builder
@@ -133,4 +133,12 @@ func oneLine(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// entriesWord is "entry" for one, "entries" otherwise ("1 entries" read badly).
+func entriesWord(n int) string {
+	if n == 1 {
+		return "entry"
+	}
+	return "entries"
 }

@@ -47,3 +47,12 @@ func TestDemoResponder(t *testing.T) {
 		t.Fatalf("long answer = %d bytes", len(r.Text))
 	}
 }
+
+// One listed entry is "1 entry", not "1 entries".
+func TestEntriesWord(t *testing.T) {
+	for n, want := range map[int]string{0: "entries", 1: "entry", 2: "entries"} {
+		if got := entriesWord(n); got != want {
+			t.Errorf("%d: %q, want %q", n, got, want)
+		}
+	}
+}
