@@ -33,7 +33,7 @@ const EnvClaudeBin = "HARNESS_CLAUDE_BIN"
 // engine.ErrBinaryNotFound and engine.ErrUnavailable).
 func FindBinary(explicit string) (string, error) {
 	return engine.FindBinary(engine.Binary{Name: "claude", Explicit: explicit, EnvVar: EnvClaudeBin,
-		Install: "npm install @anthropic-ai/claude-code@" + TestedCLIVersion + ", or make cli in a checkout"})
+		Install: "`make cli` in a harness checkout, or `npm install @anthropic-ai/claude-code@" + TestedCLIVersion + "`"})
 }
 
 var versionPattern = regexp.MustCompile(`\d+\.\d+\.\d+[0-9A-Za-z.+-]*`)

@@ -19,7 +19,9 @@ type Binary struct {
 	Explicit string
 	// EnvVar names the variable consulted next (HARNESS_CLAUDE_BIN…).
 	EnvVar string
-	// Install says how to get it ("npm install @openai/codex@0.169.0").
+	// Install says how to get it: one command ("npm install
+	// @openai/codex@0.169.0"), or a sentence that quotes its commands in
+	// backticks itself.
 	Install string
 }
 
@@ -35,7 +37,10 @@ type BinaryNotFoundError struct {
 
 func (e *BinaryNotFoundError) Error() string {
 	msg := e.Name + " not found; tried " + strings.Join(e.Tried, ", ")
-	if e.Install != "" {
+	switch {
+	case strings.Contains(e.Install, "`"):
+		msg += " (install it with " + e.Install + ")"
+	case e.Install != "":
 		msg += " (install it with `" + e.Install + "`)"
 	}
 	return msg

@@ -194,3 +194,13 @@ func TestTurnTextBlocksSetApart(t *testing.T) {
 		}
 	}
 }
+
+// The CLI-not-found hint names the pinned install commands, each quoted.
+func TestCLINotFoundHint(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"turn", "--claude-bin", "/nonexistent/claude", "hi"}, &out, &errOut)
+	want := "(install it with `make cli` in a harness checkout, or `npm install @anthropic-ai/claude-code@" + claudecode.TestedCLIVersion + "`)"
+	if code != 1 || !strings.Contains(errOut.String(), want) {
+		t.Errorf("exit %d, stderr %q, want %q", code, errOut.String(), want)
+	}
+}
