@@ -265,12 +265,22 @@ func end(reason string) (any, *sdk.RequestError) {
 	return map[string]any{"stopReason": reason, "usage": map[string]any{"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}}, nil
 }
 
+// behaviours are the words a prompt picks a script with (package doc).
+var behaviours = map[string]bool{"crash": true, "unknown": true, "unserved": true, "hang": true, "slow": true,
+	"permission": true, "lateinput": true, "plan": true, "refuse": true, "selfcancel": true, "stream": true, "recall": true}
+
 // turn runs one prompt's script.
 func (a *Agent) turn(ctx context.Context, sid, msg string, all, prev []string) (any, *sdk.RequestError) {
+	// The first word that names a behaviour picks it (a daemon's mention
+	// prompt starts "[IRC @mention in #a] <bob> @nick", so the first word
+	// alone would never match); f starts there, for stream's N.
 	f := strings.Fields(msg)
 	word := ""
-	if len(f) > 0 {
-		word = f[0]
+	for i, w := range f {
+		if behaviours[w] {
+			word, f = w, f[i:]
+			break
+		}
 	}
 	switch word {
 	case "crash":
