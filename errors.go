@@ -1,6 +1,10 @@
 package harness
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/chirality/harness/engine"
+)
 
 // Errors callers branch on with errors.Is. The gateway maps each to one
 // HTTP status (see gateway's statusOf); the comment gives it.
@@ -50,4 +54,13 @@ var (
 	ErrApprovalResolved = errors.New("approval request already resolved")
 	// ErrInvalidDecision: a decision is allow, deny or always (400).
 	ErrInvalidDecision = errors.New("invalid decision: want allow, deny or always")
+	// ErrSeqNotFound: the session has no turn or event of that seq (404).
+	ErrSeqNotFound = errors.New("no such turn or event in this session")
+	// ErrUnsupported: the session's engine cannot do that (fork, rewind
+	// the conversation) (422). It wraps engine.ErrUnsupported when the
+	// engine said so.
+	ErrUnsupported = errors.New("not supported by this session's engine")
+	// ErrInvalidEffort: an effort level other than low, medium, high or
+	// "" (400). It is engine.ErrInvalidEffort.
+	ErrInvalidEffort = engine.ErrInvalidEffort
 )

@@ -182,6 +182,7 @@ func (h *Harness) Engines(ctx context.Context) []engine.Status {
 			defer wg.Done()
 			st := h.engines[name].Check(ctx)
 			st.Name = name
+			st.Controls = engine.ControlsOf(h.engines[name])
 			out[i] = st
 		}()
 	}

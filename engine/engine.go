@@ -102,6 +102,16 @@ type Request struct {
 	// turn's session:init reported (SessionInit.ConversationID). "" starts
 	// a new one.
 	Resume string
+	// Fork: the turn continues a copy of Resume's conversation (cut at
+	// ResumeAt when set); the original conversation is left as it was.
+	// The copy's id comes in session:init as always. Engines that cannot
+	// fork refuse the turn with an error wrapping ErrUnsupported.
+	Fork bool
+	// ResumeAt: continue Resume's conversation only up to and including
+	// the turn whose session:complete reported this Checkpoint; "" = all
+	// of it. Engines that cannot cut refuse the turn with an error
+	// wrapping ErrUnsupported (with a clear text).
+	ResumeAt string
 	// SystemPrompt is the persona prompt; SystemPromptFile the same text
 	// saved to disk (the Claude Code CLI reads the file).
 	SystemPrompt     string
@@ -178,6 +188,29 @@ type Status struct {
 	// Reason says what is missing and how to get it, when not available.
 	Reason  string `json:"reason,omitempty"`
 	Version string `json:"version,omitempty"`
+	// Controls are the conversation controls the engine supports (filled
+	// by the core from Controller; all false for other engines).
+	Controls Controls `json:"controls"`
+}
+
+// Controls says which conversation controls an engine supports.
+type Controls struct {
+	Fork   bool `json:"fork"`   // Request.Fork works
+	Rewind bool `json:"rewind"` // Request.ResumeAt works
+}
+
+// Controller is implemented by engines that support any conversation
+// control; an engine that does not implement it supports none.
+type Controller interface {
+	Controls() Controls
+}
+
+// ControlsOf returns e's controls: what its Controls says, else none.
+func ControlsOf(e Engine) Controls {
+	if c, ok := e.(Controller); ok {
+		return c.Controls()
+	}
+	return Controls{}
 }
 
 // Errors engines return, for callers to branch on with errors.Is.
@@ -187,6 +220,9 @@ var (
 	// ErrUnavailable: the engine cannot run here (missing binary or key);
 	// the error's text says what is missing.
 	ErrUnavailable = errors.New("engine: not available")
+	// ErrUnsupported: the engine cannot do what the request asks
+	// (Request.Fork, Request.ResumeAt); the error's text says what.
+	ErrUnsupported = errors.New("engine: not supported by this engine")
 )
 
 // AsksApproval reports whether a turn in permission mode asks a person

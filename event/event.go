@@ -35,6 +35,12 @@ const (
 	TypeUserMessage       Type = "user:message"
 	TypeApprovalRequested Type = "approval:requested"
 	TypeApprovalResolved  Type = "approval:resolved"
+	// Conversation control events of the core, outside any turn:
+	// session:forked is the first event of a fork's own (after the
+	// records copied from its source); session:rewound says a rewind
+	// happened (nothing is deleted from the log).
+	TypeSessionForked  Type = "session:forked"
+	TypeSessionRewound Type = "session:rewound"
 )
 
 // Event is one UI event: a discriminated union on Type. Text is set for
@@ -50,6 +56,8 @@ const (
 //	session:retry     Retry
 //	approval:requested  Approval
 //	approval:resolved   Resolved
+//	session:forked    Forked
+//	session:rewound   Rewound
 //
 // user:message carries Text.
 //
@@ -74,6 +82,26 @@ type Event struct {
 	Approval   *ApprovalRequested
 	Resolved   *ApprovalResolved
 	Retry      *SessionRetry
+	Forked     *SessionForked
+	Rewound    *SessionRewound
+}
+
+// SessionForked is the payload of session:forked: this session was forked
+// from session From, keeping its conversation up to and including the
+// turn that holds event AtSeq (0 = all of it).
+type SessionForked struct {
+	From  string `json:"from"`
+	AtSeq int64  `json:"atSeq"`
+}
+
+// SessionRewound is the payload of session:rewound: the session went back
+// to before the turn opened by the user:message of seq ToTurn. Files are
+// the project paths restored (empty when files were not rewound);
+// Conversation says whether the conversation was cut there.
+type SessionRewound struct {
+	ToTurn       int64    `json:"toTurn"`
+	Files        []string `json:"files"`
+	Conversation bool     `json:"conversation"`
 }
 
 // SessionInit is the payload of session:init.
@@ -165,6 +193,11 @@ type SessionComplete struct {
 	Usage      json.RawMessage `json:"usage"`
 	NumTurns   int             `json:"numTurns"`
 	DurationMS int64           `json:"durationMs"`
+	// Checkpoint is the engine's opaque position in its conversation
+	// after this turn, for Request.ResumeAt (Claude Code: the last
+	// assistant message's uuid; native: the history's length). Engines
+	// that support rewinding set it on every completed turn.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // ErrorKind classifies a session:error so a GUI (and errors.Is) can tell an
@@ -321,6 +354,10 @@ func (e Event) AppendJSON(b []byte) []byte {
 		payload = e.Resolved
 	case e.Retry != nil:
 		payload = e.Retry
+	case e.Forked != nil:
+		payload = e.Forked
+	case e.Rewound != nil:
+		payload = e.Rewound
 	case e.Exit != nil:
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(e.Exit.Code), 10)
@@ -380,6 +417,12 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	case TypeSessionRetry:
 		e.Retry = new(SessionRetry)
 		target = e.Retry
+	case TypeSessionForked:
+		e.Forked = new(SessionForked)
+		target = e.Forked
+	case TypeSessionRewound:
+		e.Rewound = new(SessionRewound)
+		target = e.Rewound
 	default:
 		return nil
 	}

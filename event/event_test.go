@@ -23,6 +23,9 @@ func TestRoundTrip(t *testing.T) {
 		{Type: TypeSessionError, SessionID: "s", Error: &SessionError{Error: "x", Kind: ErrorProcess, ExitCode: &code}},
 		{Type: TypeSessionRetry, SessionID: "s", Retry: &SessionRetry{Attempt: 3, MaxRetries: 10, DelayMS: 4000, Error: "connection refused", APIErrorStatus: 529}},
 		{Type: TypeProcessExit, SessionID: "s", Exit: &ProcessExit{Code: -1, Signal: "SIGKILL"}},
+		{Type: TypeSessionComplete, SessionID: "s", Complete: &SessionComplete{CostUSD: 0.5, Usage: json.RawMessage(`{}`), NumTurns: 2, Checkpoint: "uuid-1"}},
+		{Type: TypeSessionForked, SessionID: "s", Forked: &SessionForked{From: "o", AtSeq: 7}},
+		{Type: TypeSessionRewound, SessionID: "s", Rewound: &SessionRewound{ToTurn: 3, Files: []string{"a.go"}, Conversation: true}},
 	} {
 		b := ev.AppendJSON(nil)
 		if !json.Valid(b) {

@@ -49,8 +49,9 @@ func (e *Error) Unwrap() error { return e.Err }
 //	 "title":"…","rules":["Bash(touch marker)"],"costUsd":0.0123}
 //
 // with times in RFC 3339 (UTC, nanoseconds) and persona and claudeSessionId
-// null when empty; engine, engineSessionId, model, title, rules and
-// costUsd are left out when empty (files from before they existed read
+// null when empty; engine, engineSessionId, model, permissionMode,
+// effort, pending ({"resume":…,"resumeAt":…,"fork":true}), title, rules
+// and costUsd are left out when empty (files from before they existed read
 // the same).
 type Session struct {
 	ID          string
@@ -69,9 +70,17 @@ type Session struct {
 	// own conversation id when it is not Claude Code's.
 	Engine          string
 	EngineSessionID string
-	// Model is the model asked for at creation ("" = the persona's, else
-	// the engine's default).
+	// Model is the model asked for at creation or by a switch ("" = the
+	// persona's, else the engine's default).
 	Model string
+	// PermissionMode and Effort, when set, are what a switch chose for
+	// the session's next turns ("" = the server's and persona's policy).
+	PermissionMode string
+	Effort         string
+	// Pending is a conversation control waiting for the session's next
+	// turn (a fork's or a rewind's cut), nil when none. The turn that
+	// starts it clears it.
+	Pending *Pending
 	// Title names the session in lists: the first user message unless
 	// someone set it.
 	Title string
@@ -80,6 +89,16 @@ type Session struct {
 	Rules []string
 	// CostUSD is the total cost of the session's turns so far.
 	CostUSD float64
+}
+
+// Pending is how the next turn continues the conversation after a fork or
+// a rewind: it resumes Resume (the engine's conversation id; "" = a fresh
+// conversation), cut at ResumeAt (a session:complete checkpoint; "" = all
+// of it), as a copy when Fork.
+type Pending struct {
+	Resume   string `json:"resume,omitempty"`
+	ResumeAt string `json:"resumeAt,omitempty"`
+	Fork     bool   `json:"fork,omitempty"`
 }
 
 // ResumeID is the conversation a next turn continues: EngineSessionID,
@@ -103,6 +122,9 @@ type wireSession struct {
 	Engine          string    `json:"engine,omitempty"`
 	EngineSessionID string    `json:"engineSessionId,omitempty"`
 	Model           string    `json:"model,omitempty"`
+	PermissionMode  string    `json:"permissionMode,omitempty"`
+	Effort          string    `json:"effort,omitempty"`
+	Pending         *Pending  `json:"pending,omitempty"`
 	Title           string    `json:"title,omitempty"`
 	Rules           []string  `json:"rules,omitempty"`
 	CostUSD         float64   `json:"costUsd,omitempty"`
@@ -129,6 +151,9 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Engine:          s.Engine,
 		EngineSessionID: s.EngineSessionID,
 		Model:           s.Model,
+		PermissionMode:  s.PermissionMode,
+		Effort:          s.Effort,
+		Pending:         s.Pending,
 		Title:           s.Title,
 		Rules:           s.Rules,
 		CostUSD:         s.CostUSD,
@@ -149,7 +174,8 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("schemaVersion %d is not supported (want %d)", w.SchemaVersion, SchemaVersion)
 	}
 	*s = Session{ID: w.ID, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, ProjectRoot: w.ProjectRoot, Mode: w.Mode,
-		Engine: w.Engine, EngineSessionID: w.EngineSessionID, Model: w.Model, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD}
+		Engine: w.Engine, EngineSessionID: w.EngineSessionID, Model: w.Model, PermissionMode: w.PermissionMode, Effort: w.Effort,
+		Pending: w.Pending, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD}
 	if w.Persona != nil {
 		s.Persona = *w.Persona
 	}
