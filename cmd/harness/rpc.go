@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -90,39 +89,41 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "harness rpc:", err)
 		return 1
 	}
-	// The first signal ends the input; the second kills every turn (the
-	// whole process groups), which ends the wait for them at once.
+	// Serve until the input ends (Serve then interrupts the turns and waits
+	// up to --grace for their ends) or a signal comes; then stop as
+	// gracefulStop says: the turns get --grace and one second more, a
+	// second signal kills them (the whole process groups) at once.
+	sigs := notifyStop()
+	defer signal.Stop(sigs)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
-	killCtx, killAll := context.WithCancel(context.Background())
-	defer killAll()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	served := make(chan error, 1)
 	go func() {
-		select {
-		case <-sigs:
-			logger.Info().Msg("signal: stopping (a second one kills the turns)")
-			stopServing()
-		case <-killCtx.Done():
-			return
-		}
-		select {
-		case <-sigs:
-			logger.Warn().Msg("second signal: killing the turns")
-			killAll()
-			_ = h.Shutdown(killCtx) // done: kills at once, which ends Serve's wait
-		case <-killCtx.Done():
-		}
+		served <- rpc.Serve(serveCtx, h, stdin, stdout, rpc.Options{Cwd: dir, Logger: &logger, Grace: *grace})
 	}()
-	err = rpc.Serve(serveCtx, h, stdin, stdout, rpc.Options{Cwd: dir, Logger: &logger, Grace: *grace})
-	// Serve waited up to the grace period for the interrupted turns; what
-	// has not stopped a second later is killed.
-	ctx, cancel := context.WithTimeout(killCtx, time.Second)
-	defer cancel()
-	serr := h.Shutdown(ctx)
-	if killCtx.Err() != nil {
-		serr = killCtx.Err()
+	var serr error
+	serving := true
+	stopGrace := time.Second // the input ended: Serve has had its grace
+	select {
+	case err = <-served:
+		serving = false
+	case <-sigs:
+		logger.Info().Msg("signal: stopping (a second one kills the turns)")
+		stopGrace += *grace
+	}
+	finished := gracefulStop(sigs, stopGrace, &logger, func(ctx context.Context) {
+		stopServing()
+		if serving {
+			select {
+			case err = <-served:
+			case <-ctx.Done():
+			}
+		}
+		serr = h.Shutdown(ctx) // ctx done: kills at once, which ends Serve's wait
+	})
+	if !finished {
+		fmt.Fprintln(stderr, "harness rpc: the turns did not stop in time")
+		return 1
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "harness rpc:", err)
