@@ -66,7 +66,14 @@ func NewEngine(cfg Config) *Engine {
 	return &Engine{cfg: cfg}
 }
 
-var _ engine.Engine = (*Engine)(nil)
+var (
+	_ engine.Engine     = (*Engine)(nil)
+	_ engine.Controller = (*Engine)(nil)
+)
+
+// Controls: Codex forks a thread (thread/fork) and cuts the copy after a
+// turn (its lastTurnId), so both Request.Fork and Request.ResumeAt work.
+func (e *Engine) Controls() engine.Controls { return engine.Controls{Fork: true, Rewind: true} }
 
 // Name returns "codex".
 func (e *Engine) Name() string { return Name }
@@ -152,6 +159,9 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
 	if req.SessionKey == "" {
 		return nil, errors.New("codex: empty session key")
+	}
+	if req.ResumeAt != "" && req.Resume == "" {
+		return nil, errors.New("codex: ResumeAt without Resume: no thread to cut")
 	}
 	if err := engine.CheckEffort(req.Effort); err != nil {
 		return nil, fmt.Errorf("codex: %w", err)

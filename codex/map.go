@@ -135,6 +135,7 @@ func (m *mapper) handle(msg Message) (done bool, err error) {
 	case "turn/completed":
 		var p struct {
 			Turn struct {
+				ID         string `json:"id"`
 				Status     string `json:"status"`
 				DurationMS int64  `json:"durationMs"`
 				Error      *struct {
@@ -146,7 +147,9 @@ func (m *mapper) handle(msg Message) (done bool, err error) {
 		switch p.Turn.Status {
 		case "completed":
 			u, _ := json.Marshal(m.usage)
-			t.emit(event.Event{Type: event.TypeSessionComplete, Complete: &event.SessionComplete{Usage: u, NumTurns: m.calls, DurationMS: p.Turn.DurationMS}})
+			// The turn's id is its checkpoint: thread/fork's lastTurnId
+			// (Request.ResumeAt) keeps the thread up to it.
+			t.emit(event.Event{Type: event.TypeSessionComplete, Complete: &event.SessionComplete{Usage: u, NumTurns: m.calls, DurationMS: p.Turn.DurationMS, Checkpoint: p.Turn.ID}})
 			return true, nil
 		case "interrupted":
 			return true, &engine.TurnError{Kind: event.ErrorInterrupted, Message: "the turn was interrupted"}

@@ -282,7 +282,20 @@ func (t *Turn) converse() error {
 		params["config"] = t.eng.cfg.ThreadConfig
 	}
 	method := "thread/start"
-	if t.req.Resume != "" {
+	switch {
+	case t.req.Resume != "" && (t.req.Fork || t.req.ResumeAt != ""):
+		// A copy of the thread, cut after the turn ResumeAt names (its
+		// turn id, the checkpoint session:complete reported; a fork
+		// keeps its source's turn ids): the original thread is never
+		// changed. Its turns are not wanted back (a long thread's would
+		// make one large line).
+		method = "thread/fork"
+		params["threadId"] = t.req.Resume
+		params["excludeTurns"] = true
+		if t.req.ResumeAt != "" {
+			params["lastTurnId"] = t.req.ResumeAt
+		}
+	case t.req.Resume != "":
 		method = "thread/resume"
 		params["threadId"] = t.req.Resume
 	}
