@@ -14,6 +14,22 @@
 // with Request.Resume, the thread id session:init reported as
 // EngineSessionID), then turn/start; Interrupt sends turn/interrupt.
 //
+// # Fork and rewind
+//
+// Controls reports both. session:complete's Checkpoint is the Codex turn's
+// id. A turn with Request.Fork, or with Request.ResumeAt (a checkpoint),
+// sends thread/fork {threadId: Resume, lastTurnId: ResumeAt,
+// excludeTurns: true} instead of thread/resume, then turn/start on the new
+// thread, whose id session:init reports: the copy keeps the turns up to and
+// including lastTurnId (all of them without it), and the original thread
+// is never changed, so a rewind is a fork cut at its checkpoint. A fork
+// keeps its source's turn ids, so a checkpoint from before a fork cuts the
+// fork too. An unknown thread or turn id ends the turn with session:error
+// resume_not_found. 0.169.0 has no thread/rollback (its thread/revert
+// rewrites the original thread's history in place, which the harness never
+// wants). testdata/schema.golden records the pinned version's schema of
+// every method the engine calls (TestSchemaContract).
+//
 // # Child per turn, not per session
 //
 // Measured on the loopback fake (2 cores, BenchmarkFirstDelta): StartTurn

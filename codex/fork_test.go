@@ -34,8 +34,8 @@ func forkTurn(t *testing.T, g *rig, req engine.Request) (thread, checkpoint stri
 	return r.events[0].Init.EngineSessionID, sc[0].Complete.Checkpoint, reqs[len(reqs)-1].Texts()
 }
 
-// userTexts are the texts of the user's messages the history carries
-// (each turn's message is a word; the fake's answer is "ack " + it).
+// has reports whether a request's texts hold s (each turn's message is a
+// word, the fake's answer "ack " and it).
 func has(texts []string, s string) bool { return slices.Contains(texts, s) }
 
 func wantHistory(t *testing.T, what string, texts []string, want, not []string) {
