@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"github.com/chirality/harness/mcpconfig"
 	"slices"
 	"time"
 
@@ -65,6 +66,10 @@ type Config struct {
 	// another with engine.ErrInvalidEffort. Each engine maps it onto its
 	// agent's setting or ignores it (see engine.EffortLevels).
 	Effort string
+	// MCP is the server's MCP configuration (--mcp-config), layered over
+	// each project's .mcp.json (see package mcpconfig): every engine gets
+	// the merged servers with its turns. nil = only the projects' own.
+	MCP *mcpconfig.Config
 	// AllowedTools are auto-approved (--allowedTools) on every turn, in
 	// addition to the persona's auto_approve_tools: operator policy, e.g.
 	// "Bash(ls:*)". Clients can never add to it.

@@ -52,6 +52,10 @@ var (
 	// else, a rule, a timeout or the end of its turn (409). The first
 	// answer wins, exactly once.
 	ErrApprovalResolved = errors.New("approval request already resolved")
+	// ErrInvalidMCPConfig: the project's .mcp.json, the server's
+	// --mcp-config or the persona's mcp_servers is malformed or names a
+	// variable that is not set (422); the error names the file and server.
+	ErrInvalidMCPConfig = errors.New("invalid MCP configuration")
 	// ErrInvalidDecision: a decision is allow, deny or always (400).
 	ErrInvalidDecision = errors.New("invalid decision: want allow, deny or always")
 	// ErrSeqNotFound: the session has no turn or event of that seq (404).

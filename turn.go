@@ -93,6 +93,9 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 		StateDir:         session.StateDir(s.ProjectRoot, s.ID),
 		Model:            s.Model,
 	}
+	if req.MCP, err = h.mcpServers(s.ProjectRoot, p); err != nil {
+		return nil, err
+	}
 	if p != nil {
 		req.Tools = p.Tools
 		req.DisallowedTools = p.DisallowedTools

@@ -38,6 +38,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/mcpconfig"
 )
 
 // The engine names sessions store and clients send.
@@ -131,6 +132,12 @@ type Request struct {
 	// engine's default, empty = none. DisallowedTools are removed.
 	// AllowedTools are approved without asking (they restrict nothing).
 	Tools, DisallowedTools, AllowedTools []string
+	// MCP is the session's MCP servers, variables expanded (nil = none).
+	// Each engine hands them to its agent its own way and names their
+	// tools mcpconfig.ToolName in its events. Their env and header values
+	// are secrets: the core has registered them with the scrubber, and an
+	// engine writes them only to private files it removes.
+	MCP *mcpconfig.Config
 	// Env entries (KEY=VALUE) are added to a child's environment.
 	Env []string
 	// StateDir is where an engine may keep this session's own state (the

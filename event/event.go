@@ -119,6 +119,19 @@ type SessionInit struct {
 	// Claude Code driver, whose id is ClaudeSessionID.
 	Engine          string `json:"engine,omitempty"`
 	EngineSessionID string `json:"engineSessionId,omitempty"`
+	// MCPServers is the status of each MCP server the turn was given, as
+	// far as the engine knows it at the turn's start (omitted when none).
+	MCPServers []MCPServerStatus `json:"mcpServers,omitempty"`
+}
+
+// MCPServerStatus is one MCP server's state at a turn's start.
+type MCPServerStatus struct {
+	Name string `json:"name"`
+	// Status is connected, failed, or pending (still starting), or the
+	// agent's own word when it has another.
+	Status string `json:"status"`
+	// Error says why a failed server failed, when the engine knows.
+	Error string `json:"error,omitempty"`
 }
 
 // ConversationID is the id a later turn resumes: EngineSessionID when

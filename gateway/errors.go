@@ -38,6 +38,8 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved):
 		return http.StatusConflict
+	case errors.Is(err, harness.ErrInvalidMCPConfig):
+		return http.StatusUnprocessableEntity
 	case errors.Is(err, harness.ErrClosed), errors.Is(err, sse.ErrTooManyStreams), errors.Is(err, engine.ErrBinaryNotFound),
 		errors.Is(err, engine.ErrUnavailable), errors.Is(err, engine.ErrBinaryNotFound):
 		return http.StatusServiceUnavailable

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/mcpconfig"
 )
 
 // Sentinel errors; test with errors.Is.
@@ -91,6 +92,10 @@ type Persona struct {
 	Engine string `json:"engine,omitempty"`
 	// Description is a one-line summary for listings.
 	Description string `json:"description"`
+	// MCP is the frontmatter's mcp_servers: nil when unset (the session
+	// gets every server of the project's .mcp.json and --mcp-config).
+	// Never in JSON: inline entries hold credentials.
+	MCP *MCPServers `json:"-"`
 	// Body is the Markdown after the frontmatter: the persona
 	// instructions. Line endings are normalised to \n.
 	Body string `json:"-"`
@@ -102,6 +107,13 @@ func (p *Persona) clone() *Persona {
 	c.Tools = cloneList(p.Tools)
 	c.DisallowedTools = cloneList(p.DisallowedTools)
 	c.AutoApproveTools = cloneList(p.AutoApproveTools)
+	if p.MCP != nil {
+		m := MCPServers{Names: cloneList(p.MCP.Names)}
+		for _, s := range p.MCP.Inline {
+			m.Inline = append(m.Inline, mcpconfig.Merge(&mcpconfig.Config{Servers: []mcpconfig.Server{s}}).Servers[0])
+		}
+		c.MCP = &m
+	}
 	return &c
 }
 
@@ -262,6 +274,8 @@ func decodeFrontmatter(file, front string, p *Persona) error {
 			}
 		case "description":
 			err = decodeScalar(v, "!!str", &p.Description)
+		case "mcp_servers":
+			p.MCP, err = decodeMCPServers(file, v)
 		case "engine":
 			err = decodeScalar(v, "!!str", &p.Engine)
 			if err == nil && !ValidID(p.Engine) {
@@ -269,7 +283,7 @@ func decodeFrontmatter(file, front string, p *Persona) error {
 			}
 		default:
 			return &ParseError{File: file, Line: k.Line + frontmatterLineOffset,
-				Msg: fmt.Sprintf("unknown key %q (known: tools, disallowed_tools, auto_approve_tools, max_turns, model, permission_mode, description, engine)", key)}
+				Msg: fmt.Sprintf("unknown key %q (known: tools, disallowed_tools, auto_approve_tools, max_turns, model, permission_mode, description, engine, mcp_servers)", key)}
 		}
 		if err != nil {
 			var le *lineError

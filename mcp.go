@@ -1,0 +1,36 @@
+package harness
+
+import (
+	"fmt"
+
+	"github.com/chirality/harness/internal/secrets"
+	"github.com/chirality/harness/mcpconfig"
+	"github.com/chirality/harness/persona"
+)
+
+// mcpServers is the MCP configuration of a turn in root run with persona
+// p: the project's .mcp.json, then the server's Config.MCP, then the
+// persona's mcp_servers selection (mcpconfig's layers), with ${VAR}s
+// expanded from the harness's environment. Every env and header value is
+// registered with the process's scrubber before any engine sees it. A
+// malformed layer is ErrInvalidMCPConfig naming the file and server.
+func (h *Harness) mcpServers(root string, p *persona.Persona) (*mcpconfig.Config, error) {
+	project, err := mcpconfig.Project(root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidMCPConfig, err)
+	}
+	cfg := mcpconfig.Merge(project, h.cfg.MCP)
+	if p != nil && p.MCP != nil {
+		if cfg, err = mcpconfig.Select(cfg, p.MCP.Names, p.MCP.Inline, "persona "+p.ID); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidMCPConfig, err)
+		}
+	}
+	if cfg.Len() == 0 {
+		return nil, nil
+	}
+	if cfg, err = cfg.Expand(nil); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidMCPConfig, err)
+	}
+	secrets.Register(cfg.Secrets()...)
+	return cfg, nil
+}
