@@ -226,6 +226,7 @@ func childPids(t *testing.T) []int {
 		t.Fatal(err)
 	}
 	me := os.Getpid()
+	self, _ := os.Readlink("/proc/self/exe")
 	var out []int
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
@@ -239,7 +240,15 @@ func childPids(t *testing.T) []int {
 		// pid (comm) state ppid …: comm may hold spaces, so split after ')'.
 		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 		if len(f) > 1 && f[1] == strconv.Itoa(me) && f[0] != "Z" && f[0] != "X" {
-			// The driver's one-off `claude --version` probe is no agent.
+			// A child between fork and exec still shows this test's
+			// binary and arguments, so what it will be (an agent, or the
+			// driver's one-off `claude --version` probe) cannot be told
+			// yet: only exec'ed children count. (Counting them made a
+			// probe forked during the storm look like a third agent
+			// under load.) The probe itself is no agent either.
+			if exe, _ := os.Readlink(filepath.Join("/proc", d.Name(), "exe")); exe == self {
+				continue
+			}
 			if cmd, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline")); !bytes.Contains(cmd, []byte("\x00--version")) {
 				out = append(out, pid)
 			}
