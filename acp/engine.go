@@ -17,6 +17,7 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/procgroup"
 	"github.com/chirality/harness/internal/secrets"
+	"github.com/chirality/harness/internal/turns"
 )
 
 // Kind is the engine kind of every ACP engine (engine.Status.Kind).
@@ -79,11 +80,15 @@ type Engine struct {
 	cfg Config
 	tap func(dir string, b []byte) // tests only: raw bytes "out" to and "in" from agents
 
+	// turns holds the running turns by session key (busy, closed,
+	// shutdown: the engines' one registry). Lock order: mu, then the
+	// registry's own lock; a turn's start and an idle agent's expiry
+	// hold mu, so neither sees the other half done.
+	turns turns.Registry[*Turn]
+
 	mu       sync.Mutex
 	versions map[string]string // Check's: binary path and mtime → version
 	procs    map[string]*proc  // by session key
-	turns    map[string]*Turn  // running turns by session key
-	closed   bool
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -121,7 +126,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 30 * time.Minute
 	}
-	return &Engine{cfg: cfg, procs: map[string]*proc{}, turns: map[string]*Turn{}, versions: map[string]string{}}, nil
+	return &Engine{cfg: cfg, procs: map[string]*proc{}, versions: map[string]string{}}, nil
 }
 
 // BinEnvVar is the variable that names an engine's binary:
@@ -218,26 +223,22 @@ func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
 	if req.SessionKey == "" {
 		return nil, errors.New("acp: empty session key")
 	}
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil, engine.ErrClosed
+	log := e.cfg.Logger
+	if req.Logger != nil {
+		log = req.Logger
 	}
-	if e.turns[req.SessionKey] != nil {
+	t := newTurn(e, req, log)
+	e.mu.Lock()
+	if err := e.turns.Add(req.SessionKey, t); err != nil {
 		e.mu.Unlock()
-		return nil, engine.ErrBusy
+		t.cancel()
+		return nil, err
 	}
 	p := e.procs[req.SessionKey]
 	if p != nil && !p.alive() {
 		delete(e.procs, req.SessionKey)
 		p = nil
 	}
-	log := e.cfg.Logger
-	if req.Logger != nil {
-		log = req.Logger
-	}
-	t := newTurn(e, req, log)
-	e.turns[req.SessionKey] = t
 	if p != nil {
 		p.stopIdle()
 	}
@@ -262,13 +263,7 @@ func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
 	return t, nil
 }
 
-func (e *Engine) removeTurn(t *Turn) {
-	e.mu.Lock()
-	if e.turns[t.req.SessionKey] == t {
-		delete(e.turns, t.req.SessionKey)
-	}
-	e.mu.Unlock()
-}
+func (e *Engine) removeTurn(t *Turn) { e.turns.Remove(t.req.SessionKey, t) }
 
 // dropProc forgets p if it is still the session's process.
 func (e *Engine) dropProc(p *proc) {
@@ -283,12 +278,12 @@ func (e *Engine) dropProc(p *proc) {
 func (e *Engine) idle(p *proc) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed || e.procs[p.key] != p {
+	if e.turns.Closed() || e.procs[p.key] != p {
 		return
 	}
 	p.armIdle(e.cfg.IdleTimeout, func() {
 		e.mu.Lock()
-		if e.turns[p.key] != nil || e.procs[p.key] != p {
+		if _, busy := e.turns.Get(p.key); busy || e.procs[p.key] != p {
 			e.mu.Unlock()
 			return
 		}
@@ -304,13 +299,13 @@ func (e *Engine) idle(p *proc) {
 // Safe to call more than once, for any key.
 func (e *Engine) Close(sessionKey string) {
 	e.mu.Lock()
-	t := e.turns[sessionKey]
+	t, running := e.turns.Get(sessionKey)
 	p := e.procs[sessionKey]
 	delete(e.procs, sessionKey)
 	e.mu.Unlock()
-	if t != nil {
+	if running {
 		_ = t.Kill()
-		<-t.s.Done()
+		<-t.Done()
 	}
 	if p != nil {
 		p.stop()
@@ -329,28 +324,10 @@ func (e *Engine) Pid(sessionKey string) int {
 
 // Shutdown refuses new turns, interrupts the running ones and waits for
 // them, then stops every agent process; when ctx ends first the turns
-// are killed. Safe to call more than once.
+// are killed (the engines' one turn registry, internal/turns). Safe to
+// call more than once.
 func (e *Engine) Shutdown(ctx context.Context) error {
-	e.mu.Lock()
-	e.closed = true
-	ts := make([]*Turn, 0, len(e.turns))
-	for _, t := range e.turns {
-		ts = append(ts, t)
-	}
-	e.mu.Unlock()
-	for _, t := range ts {
-		_ = t.Interrupt()
-	}
-	var err error
-	for _, t := range ts {
-		select {
-		case <-t.s.Done():
-		case <-ctx.Done():
-			err = ctx.Err()
-			_ = t.Kill()
-			<-t.s.Done()
-		}
-	}
+	err := e.turns.Shutdown(ctx)
 	e.mu.Lock()
 	ps := make([]*proc, 0, len(e.procs))
 	for k, p := range e.procs {

@@ -697,6 +697,65 @@ func TestBusyAndClosed(t *testing.T) {
 	}
 }
 
+// Shutdown through the engine's turn registry: an agent that ignores
+// session/cancel (InterruptGrace far away) is killed when Shutdown's
+// context ends; Shutdown returns that context's error, the turn's stream
+// ends with the SIGKILL, the agent is gone and no turn starts afterwards.
+func TestShutdownKillsATurnThatIgnoresInterrupt(t *testing.T) {
+	e := newFake(t, func(c *acp.Config) { c.InterruptGrace = time.Hour })
+	prompted := make(chan struct{})
+	var once sync.Once
+	acp.SetTap(e, func(dir string, b []byte) {
+		if dir == "out" && bytes.Contains(b, []byte(`"session/prompt"`)) {
+			once.Do(func() { close(prompted) })
+		}
+	})
+	tr, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s1", Message: "hang", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	pid := tr.(*acp.Turn).Pid()
+	select {
+	case <-prompted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("session/prompt was not sent")
+	}
+	type res struct {
+		evs []event.Event
+		err error
+	}
+	read := make(chan res, 1)
+	go func() {
+		var evs []event.Event
+		for tr.Next() {
+			evs = append(evs, tr.Event())
+		}
+		read <- res{evs, tr.Err()}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want the context's deadline (the turn had to be killed)", err)
+	}
+	var r res
+	select {
+	case r = <-read:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn's stream did not end after Shutdown returned")
+	}
+	if len(r.evs) == 0 || r.evs[len(r.evs)-1].Type != event.TypeProcessExit || r.evs[len(r.evs)-1].Exit.Signal != "SIGKILL" {
+		t.Errorf("the turn ended with %v, want process:exit by SIGKILL", types(r.evs))
+	}
+	if r.err == nil {
+		t.Error("the killed turn reports no error")
+	}
+	processGone(t, pid)
+	if _, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s1", Message: "x", Cwd: t.TempDir()}); !errors.Is(err, engine.ErrClosed) {
+		t.Errorf("a turn after Shutdown: %v, want ErrClosed", err)
+	}
+}
+
 func TestIdleAgentIsStopped(t *testing.T) {
 	e := newFake(t, func(c *acp.Config) { c.IdleTimeout = 200 * time.Millisecond })
 	if _, err := run(t, e, engine.Request{Message: "hello"}); err != nil {

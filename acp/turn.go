@@ -134,6 +134,10 @@ func (t *Turn) Kill() error {
 	return nil
 }
 
+// Done is closed once the turn's stream ended (after process:exit was
+// queued; the agent, when it went with the turn, reaped).
+func (t *Turn) Done() <-chan struct{} { return t.s.Done() }
+
 // Close kills the turn if it runs and discards the rest of its stream.
 func (t *Turn) Close() error {
 	select {
