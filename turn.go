@@ -392,6 +392,11 @@ type runner struct {
 
 	emitMu sync.Mutex // the runner and the turn's approvals both emit
 	buf    []byte
+	// The streamed block being scrubbed (see emit): its deltas' type and
+	// parent, and what is held back of its text. Under emitMu.
+	stream       secrets.Stream
+	streamType   event.Type
+	streamParent string
 
 	smu       sync.Mutex // s is saved by the runner and by approvals ("always")
 	s         *session.Session
@@ -410,6 +415,9 @@ func (r *runner) run(t engine.Turn) {
 		next, err = r.attempt(t)
 		t = next
 	}
+	r.emitMu.Lock()
+	r.flushLocked() // an engine that broke its contract (no process:exit) still loses no text
+	r.emitMu.Unlock()
 	r.finalize()
 	r.lt.err = err
 	r.h.release(r.lt)
@@ -543,9 +551,41 @@ func (r *runner) endWith(exit *event.Event, kind event.ErrorKind, msg string) er
 // subscribes and then reads the log never misses an event. The turn's last
 // process:exit is stored, then the turn is finalized, then it is
 // published.
+//
+// Deltas (chat:delta, thinking:delta) go through the turn's
+// secrets.Stream first, so a secret split across two deltas is scrubbed
+// as in the whole text: the end of a delta that could be the start of a
+// secret is held back and shown with the next delta of the same block.
+// A block ends at a delta of another type or parent and at any other
+// event (chat:complete, tool:start, session:error, process:exit…):
+// what is held is emitted first, as a delta of its block, so no text is
+// lost or reordered within its block. A delta held whole is not emitted.
 func (r *runner) emit(ev event.Event) {
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
+	if ev.Type == event.TypeChatDelta || ev.Type == event.TypeThinkingDelta {
+		if ev.Type != r.streamType || ev.ParentToolUseID != r.streamParent {
+			r.flushLocked()
+			r.streamType, r.streamParent = ev.Type, ev.ParentToolUseID
+		}
+		if ev.Text = r.stream.Write(ev.Text); ev.Text == "" {
+			return
+		}
+	} else {
+		r.flushLocked()
+	}
+	r.emitLocked(ev)
+}
+
+// flushLocked emits what the block's stream holds back; emitMu is held.
+func (r *runner) flushLocked() {
+	if tail := r.stream.Flush(); tail != "" {
+		r.emitLocked(event.Event{Type: r.streamType, ParentToolUseID: r.streamParent, Text: tail})
+	}
+}
+
+// emitLocked is emit after the stream; emitMu is held.
+func (r *runner) emitLocked(ev event.Event) {
 	ev.SessionID = r.req.SessionKey
 	r.buf = ev.AppendJSON(r.buf[:0])
 	if clean := secrets.ScrubJSON(r.buf); len(clean) != len(r.buf) || &clean[0] != &r.buf[0] {

@@ -19,7 +19,10 @@ import (
 // engine and a log never disagree about what is scrubbed.
 //
 // Values shorter than MinScrubLen are not scrubbed: they would mangle
-// ordinary words in every answer.
+// ordinary words in every answer. Text in a known credential format
+// (patterns in stream.go) is scrubbed too, registered or not. Streamed
+// text (an answer's deltas) goes through a Stream, so a secret split
+// across two deltas is scrubbed as it is in the whole text.
 
 // Redacted replaces a secret value.
 const Redacted = "[REDACTED]"
@@ -34,6 +37,8 @@ var scrub struct {
 	raw   *strings.Replacer // raw value → Redacted
 	json  *strings.Replacer // the value as it appears inside a JSON string → Redacted
 	forms [][]byte          // every raw and JSON form: the fast check before replacing
+	vals  []string          // the raw values, longest first (Stream)
+	first *[256]bool        // the bytes a value starts with; replaced, never changed
 }
 
 func scrubInit() {
@@ -90,6 +95,11 @@ func addLocked(values []string) {
 		}
 	}
 	scrub.raw, scrub.json = strings.NewReplacer(raw...), strings.NewReplacer(js...)
+	first := new([256]bool)
+	for _, v := range vals {
+		first[v[0]] = true
+	}
+	scrub.vals, scrub.first = vals, first
 	scrub.forms = scrub.forms[:0]
 	for _, list := range [][]string{raw, js} {
 		for i := 0; i < len(list); i += 2 {
@@ -138,6 +148,16 @@ func jsonForms(v string) []string {
 	return out
 }
 
+// values returns the registered raw values, longest first, and the set
+// of their first bytes. The slice is never changed after it is returned
+// (addLocked makes a new one).
+func values() ([]string, *[256]bool) {
+	scrubInit()
+	scrub.mu.RLock()
+	defer scrub.mu.RUnlock()
+	return scrub.vals, scrub.first
+}
+
 func replacers() (raw, js *strings.Replacer) {
 	scrubInit()
 	scrub.mu.RLock()
@@ -145,23 +165,27 @@ func replacers() (raw, js *strings.Replacer) {
 	return scrub.raw, scrub.json
 }
 
-// Scrub returns s with every registered secret value replaced by Redacted.
+// Scrub returns s with every registered secret value replaced by
+// Redacted, and then every credential in a known format (sk-ant-…,
+// ghp_…, AKIA…: see patterns).
 func Scrub(s string) string {
 	raw, _ := replacers()
-	if raw == nil || !holdsAnyString(s) {
-		return s
+	if raw != nil && holdsAnyString(s) {
+		s = raw.Replace(s)
 	}
-	return raw.Replace(s)
+	return scrubPatterns(s)
 }
 
-// ScrubJSON returns the JSON text b with every registered secret value
-// replaced by Redacted inside its strings (keys and values); what is
+// ScrubJSON returns the JSON text b with every registered secret value,
+// and every credential in a known format, replaced by Redacted inside
+// its strings (keys and values); what is
 // outside strings (numbers, literals, structure) is never touched, so
 // the result is valid JSON when b was. It returns b itself when nothing
 // was replaced.
 func ScrubJSON(b []byte) []byte {
-	raw, js := replacers()
-	if js == nil || !holdsAny(b) {
+	_, js := replacers()
+	values := js != nil && holdsAny(b)
+	if !values && !hasPattern(b) {
 		return b
 	}
 	var out []byte
@@ -182,19 +206,27 @@ func ScrubJSON(b []byte) []byte {
 			j = len(b)
 		}
 		seg := string(b[start:j])
-		if r := js.Replace(seg); r != seg {
-			// A value's JSON form is in the literal: replace in its
-			// decoded text and encode that again (replacing in the
-			// escaped text could cut an escape sequence in two).
+		r := seg
+		if values {
+			r = js.Replace(seg)
+		}
+		if r != seg || hasPattern(b[start:j]) {
+			// A secret is in the literal: replace in its decoded text
+			// and encode that again (replacing in the escaped text
+			// could cut an escape sequence in two).
 			var text string
 			if json.Unmarshal(b[start-1:min(j+1, len(b))], &text) == nil {
 				var e bytes.Buffer
 				enc := json.NewEncoder(&e)
 				enc.SetEscapeHTML(false)
-				_ = enc.Encode(raw.Replace(text))
+				_ = enc.Encode(Scrub(text))
 				q := bytes.TrimSuffix(e.Bytes(), []byte("\n"))
 				r = string(q[1 : len(q)-1])
+			} else {
+				r = scrubPatterns(r) // not a whole literal: its characters as they are
 			}
+		}
+		if r != seg {
 			out = append(out, b[last:start]...)
 			out = append(out, r...)
 			last = j
@@ -214,11 +246,12 @@ func ScrubLine(p []byte) []byte {
 		return ScrubJSON(p)
 	}
 	raw, _ := replacers()
-	if raw == nil || !holdsAny(p) {
+	values := raw != nil && holdsAny(p)
+	if !values && !hasPattern(p) {
 		return p
 	}
 	s := string(p)
-	if r := raw.Replace(s); r != s {
+	if r := Scrub(s); r != s {
 		return []byte(r)
 	}
 	return p

@@ -7,7 +7,8 @@
 // engine and a door never disagree about what a secret is.
 //
 // The process's scrubber (Register, Scrub, ScrubJSON, ScrubLine; see
-// scrub.go) holds every secret value the harness has seen: FilterEnv
+// scrub.go; Stream for text that arrives in pieces, stream.go) holds
+// every secret value the harness has seen, and knows the key formats: FilterEnv
 // registers what it withholds and the credentials it passes, and the
 // core and the commands register their own. The core's event path and
 // logging's writers scrub with it, so no event, stored event or log line
