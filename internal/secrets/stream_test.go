@@ -99,7 +99,7 @@ func TestStreamSecretSplitAnywhere(t *testing.T) {
 func TestStreamNoSecretIsIdentical(t *testing.T) {
 	registerStreamSecrets()
 	text := strings.Repeat("Plain text — café ☕, sk-ant-short, sk- ghp_ AKIA1234 overlap-secre pg-stream-secret-value- "+
-		"npm_abc `code`\n", 40)
+		"npm_abc `code`\n", 10)
 	if secrets.Scrub(text) != text {
 		t.Fatal("the test text holds a secret")
 	}
@@ -149,7 +149,7 @@ func TestStreamAgreesWithScrub(t *testing.T) {
 	pieces := []string{"sk-ant-", "sk-", "gh", "ghp_", "a", "Z", " ", streamShort, "-but-longer-7", "pg-stream-",
 		"secret-value-0042", "AKIA", "0123456789", "xoxb-", "é", "npm_", "[REDACTED]"}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for range 20000 {
+	for range 5000 {
 		var b strings.Builder
 		for range rng.IntN(12) {
 			b.WriteString(pieces[rng.IntN(len(pieces))])
