@@ -14,14 +14,17 @@
 //	POST   /api/harness/session/create   {projectRoot, persona, mode, engine?, model?, title?} → 201 {session, pendingApprovals, permissionMode}
 //	GET    /api/harness/session/list     ?projectRoot= → 200 [SessionSummary]
 //	GET    /api/harness/session/{id}     → 200 {session, pendingApprovals, permissionMode}
-//	PATCH  /api/harness/session/{id}     {title} → 200 {session, …}
+//	PATCH  /api/harness/session/{id}     {title?, persona?, model?, permissionMode?, effort?} → 200 {session, …}
+//	POST   /api/harness/session/{id}/fork    {atSeq?} → 201 {session, …} | 404 | 409 | 422
+//	GET    /api/harness/session/{id}/turns   → 200 [{seq, text, checkpoint, files, rewound}]
+//	POST   /api/harness/session/{id}/rewind  {toTurn, files, conversation} → 200 {files, conversation} | 404 | 409 | 422
 //	DELETE /api/harness/session/{id}     → 204
 //	GET    /api/harness/session/{id}/events  SSE: stored after Last-Event-ID / ?after=, then live
 //	POST   /api/harness/turn             {sessionId, message} → 200 SSE of the turn
 //	POST   /api/harness/interrupt        {sessionId} → 200 {interrupted} | 404
 //	POST   /api/harness/approval         {sessionId, requestId, decision, message?, updatedInput?} → 200 {resolved} | 404 | 409
 //	GET    /api/harness/personas         ?projectRoot= → 200 [persona]
-//	GET    /api/harness/engines          → 200 [{name, available, …}]
+//	GET    /api/harness/engines          → 200 [{name, available, controls: {fork, rewind}, …}]
 //	GET    /api/harness/roots            → 200 {roots, demo}
 //	GET    /api/harness/health           → 200 {ok, claudeVersion}
 //	GET    /api/harness/openapi.json     → 200 the OpenAPI document

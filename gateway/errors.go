@@ -15,6 +15,7 @@ import (
 var (
 	errBadBody  = errors.New("request body is not the expected JSON")
 	errBadAfter = errors.New("Last-Event-ID / after must be a non-negative integer")
+	errBadSeq   = errors.New("bad seq")
 )
 
 // statusOf is the one place an error becomes an HTTP status. The guard's
@@ -31,14 +32,19 @@ func statusOf(err error) int {
 		errors.Is(err, harness.ErrInvalidID), errors.Is(err, harness.ErrInvalidMode),
 		errors.Is(err, harness.ErrInvalidRoot), errors.Is(err, harness.ErrEmptyMessage),
 		errors.Is(err, persona.ErrInvalidID), errors.Is(err, harness.ErrUnknownEngine),
-		errors.Is(err, harness.ErrInvalidDecision):
+		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, errBadSeq),
+		errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort):
 		return http.StatusBadRequest
 	case errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrPersonaNotFound),
-		errors.Is(err, harness.ErrNotRunning), errors.Is(err, harness.ErrApprovalNotFound):
+		errors.Is(err, harness.ErrNotRunning), errors.Is(err, harness.ErrApprovalNotFound),
+		errors.Is(err, harness.ErrSeqNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved):
 		return http.StatusConflict
-	case errors.Is(err, harness.ErrInvalidMCPConfig):
+	case errors.Is(err, harness.ErrInvalidMCPConfig),
+		errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported):
+		// The session cannot do this: its MCP configuration is malformed,
+		// or its engine lacks the control.
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, harness.ErrClosed), errors.Is(err, sse.ErrTooManyStreams), errors.Is(err, engine.ErrBinaryNotFound),
 		errors.Is(err, engine.ErrUnavailable), errors.Is(err, engine.ErrBinaryNotFound):

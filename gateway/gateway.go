@@ -144,6 +144,9 @@ func (g *Gateway) routes() *mux.Router {
 	route(http.MethodGet, "/session/{id}", g.getSession)
 	route(http.MethodDelete, "/session/{id}", g.deleteSession)
 	route(http.MethodPatch, "/session/{id}", g.patchSession)
+	route(http.MethodPost, "/session/{id}/fork", g.forkSession)
+	route(http.MethodGet, "/session/{id}/turns", g.listTurns)
+	route(http.MethodPost, "/session/{id}/rewind", g.rewindSession)
 	route(http.MethodPost, "/approval", g.approval)
 	route(http.MethodGet, "/engines", g.engines)
 	route(http.MethodGet, "/roots", g.roots)
@@ -272,29 +275,6 @@ func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.h.Prewarm(s.ID) // opened in a client: its next turn's agent can start now
-	writeJSON(w, http.StatusOK, g.envelope(s))
-}
-
-type patchRequest struct {
-	Title *string `json:"title"`
-}
-
-// patchSession renames a session.
-func (g *Gateway) patchSession(w http.ResponseWriter, r *http.Request) {
-	var req patchRequest
-	if err := decodeBody(r, &req); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	if req.Title == nil {
-		g.writeError(w, r, fmt.Errorf("%w: nothing to change (send {\"title\": \"…\"})", errBadBody))
-		return
-	}
-	s, err := g.h.SetTitle(mux.Vars(r)["id"], *req.Title)
-	if err != nil {
-		g.writeError(w, r, err)
-		return
-	}
 	writeJSON(w, http.StatusOK, g.envelope(s))
 }
 

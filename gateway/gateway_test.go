@@ -565,6 +565,8 @@ func TestStatusOf(t *testing.T) {
 		{harness.ErrBusy, 409}, {httpguard.ErrUnauthorized, 401}, {httpguard.ErrTooLarge, 413}, {&http.MaxBytesError{Limit: 1}, 413},
 		{httpguard.ErrMediaType, 415}, {httpguard.ErrBodyTimeout, 408},
 		{harness.ErrClosed, 503}, {&engine.BinaryNotFoundError{}, 503}, {errors.New("boom"), 500},
+		{harness.ErrSeqNotFound, 404}, {errBadSeq, 400}, {harness.ErrUnsupported, 422}, {engine.ErrUnsupported, 422},
+		{harness.ErrInvalidEffort, 400}, {harness.ErrInvalidPermissionMode, 400},
 	}
 	for _, c := range cases {
 		if got := statusOf(errors.Join(errors.New("ctx"), c.err)); got != c.want {

@@ -1,0 +1,201 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/chirality/harness"
+)
+
+// Conversation controls: switch (PATCH /session/{id}), fork, turns and
+// rewind. The core does the work (harness.UpdateSession, Fork, Turns,
+// FilesDiff, Rewind); these handlers only read the request, bound it and
+// answer. Errors go through statusOf like every other route.
+
+// Bounds of a rewind preview's answer: a patch is cut at maxPatch bytes,
+// and once the patches of one answer reach maxPatches bytes the rest are
+// left out (their files are still listed, marked truncated). A project
+// with a rewritten 100 MB file previews in kilobytes.
+const (
+	maxPatch   = 64 << 10
+	maxPatches = 2 << 20
+)
+
+// conversationTimeout bounds a fork or a rewind (copying a log, restoring a
+// project's files).
+const conversationTimeout = 2 * time.Minute
+
+type patchRequest struct {
+	Title          *string `json:"title"`
+	Persona        *string `json:"persona"`
+	Model          *string `json:"model"`
+	PermissionMode *string `json:"permissionMode"`
+	Effort         *string `json:"effort"`
+}
+
+// patchSession renames a session and changes what its next turns run with.
+func (g *Gateway) patchSession(w http.ResponseWriter, r *http.Request) {
+	var req patchRequest
+	if err := decodeBody(r, &req); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if req.Title == nil && req.Persona == nil && req.Model == nil && req.PermissionMode == nil && req.Effort == nil {
+		g.writeError(w, r, fmt.Errorf("%w: nothing to change (send one of title, persona, model, permissionMode, effort)", errBadBody))
+		return
+	}
+	if req.Persona == nil && req.Model == nil && req.PermissionMode == nil && req.Effort == nil {
+		// A rename only: it touches no turn setting.
+		s, err := g.h.SetTitle(mux.Vars(r)["id"], *req.Title)
+		if err != nil {
+			g.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, g.envelope(s))
+		return
+	}
+	s, err := g.h.UpdateSession(mux.Vars(r)["id"], harness.SessionUpdate{
+		Title: req.Title, Persona: req.Persona, Model: req.Model, PermissionMode: req.PermissionMode, Effort: req.Effort,
+	})
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, g.envelope(s))
+}
+
+type forkRequest struct {
+	AtSeq int64 `json:"atSeq"`
+}
+
+// forkSession answers 201 with the new session. The body is optional: none
+// forks the whole conversation.
+func (g *Gateway) forkSession(w http.ResponseWriter, r *http.Request) {
+	var req forkRequest
+	if r.ContentLength != 0 {
+		if err := decodeBody(r, &req); err != nil {
+			g.writeError(w, r, err)
+			return
+		}
+	}
+	if req.AtSeq < 0 {
+		g.writeError(w, r, fmt.Errorf("%w: atSeq must not be negative", errBadSeq))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
+	defer cancel()
+	s, err := g.h.Fork(ctx, mux.Vars(r)["id"], harness.ForkOptions{AtSeq: req.AtSeq})
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, g.envelope(s))
+}
+
+// turnJSON is one turn as the API sends it.
+type turnJSON struct {
+	Seq        int64  `json:"seq"`
+	Text       string `json:"text"`
+	Checkpoint bool   `json:"checkpoint"`
+	Files      bool   `json:"files"`
+	Rewound    bool   `json:"rewound"`
+}
+
+func turnOf(t harness.TurnInfo) turnJSON {
+	return turnJSON{Seq: t.Seq, Text: t.Text, Checkpoint: t.Checkpoint, Files: t.Files, Rewound: t.Rewound}
+}
+
+func (g *Gateway) listTurns(w http.ResponseWriter, r *http.Request) {
+	turns, err := g.h.Turns(mux.Vars(r)["id"])
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	out := make([]turnJSON, 0, len(turns))
+	for _, t := range turns {
+		out = append(out, turnOf(t))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// changeJSON is a harness.FileChange as the API sends it.
+type changeJSON struct {
+	Path      string `json:"path"`
+	Op        string `json:"op"`
+	Patch     string `json:"patch,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// changesOf converts changes, cutting patches as maxPatch and maxPatches
+// say (withPatch false leaves them out).
+func changesOf(cs []harness.FileChange, withPatch bool) []changeJSON {
+	out := make([]changeJSON, 0, len(cs))
+	budget := maxPatches
+	for _, c := range cs {
+		j := changeJSON{Path: c.Path, Op: c.Op}
+		if withPatch && c.Patch != "" {
+			p := c.Patch
+			if len(p) > maxPatch {
+				p, j.Truncated = cutUTF8(p, maxPatch), true
+			}
+			if len(p) > budget {
+				p, j.Truncated = "", true
+			}
+			budget -= len(p)
+			j.Patch = p
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a UTF-8 sequence.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+type rewindRequest struct {
+	ToTurn       int64 `json:"toTurn"`
+	Files        bool  `json:"files"`
+	Conversation bool  `json:"conversation"`
+}
+
+type rewindJSON struct {
+	Files        []changeJSON `json:"files"`
+	Conversation bool         `json:"conversation"`
+}
+
+// rewindSession goes back to before a turn: files, conversation or both.
+func (g *Gateway) rewindSession(w http.ResponseWriter, r *http.Request) {
+	var req rewindRequest
+	if err := decodeBody(r, &req); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if req.ToTurn <= 0 {
+		g.writeError(w, r, fmt.Errorf("%w: toTurn must be a positive integer (the seq of the turn's user:message)", errBadSeq))
+		return
+	}
+	if !req.Files && !req.Conversation {
+		g.writeError(w, r, fmt.Errorf("%w: nothing to rewind (set files, conversation or both)", errBadBody))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
+	defer cancel()
+	res, err := g.h.Rewind(ctx, mux.Vars(r)["id"], harness.RewindOptions{ToTurn: req.ToTurn, Files: req.Files, Conversation: req.Conversation})
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rewindJSON{Files: changesOf(res.Files, false), Conversation: res.Conversation})
+}
