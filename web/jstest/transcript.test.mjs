@@ -1,7 +1,7 @@
 // Unit tests of the console's event model and SSE parser: node --test web/jstest/
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Transcript, truncateLines, toolSummary, formatCost, retrySummary } from "../static/transcript.js";
+import { Transcript, truncateLines, toolSummary, formatCost, retrySummary, diffLines, markerText } from "../static/transcript.js";
 import { SSEParser } from "../static/sse.js";
 
 const S = "s1";
@@ -172,4 +172,87 @@ test("retrySummary says what the Go doors say", () => {
     "Retrying 1/10 in 0.6 s — overloaded (HTTP 529)");
   assert.equal(retrySummary({ type: "session:retry", attempt: 2, maxRetries: 0, delayMs: 1500, error: "x" }), "Retrying 2 in 2 s — x");
   assert.equal(retrySummary({ type: "session:retry", attempt: 4, maxRetries: 0, delayMs: 0, error: "Connection failed" }), "Retrying 4 — Connection failed");
+});
+
+// A whole logged turn: user:message first, process:exit last.
+function loggedTurn(text, answer = "ok") {
+  return [
+    ev("user:message", { text }),
+    ev("session:init", { claudeSessionId: "c1", model: "m", tools: [] }),
+    ev("chat:delta", { text: answer }),
+    ev("session:complete", { costUsd: 0, usage: {}, numTurns: 1, durationMs: 5, checkpoint: "x" }),
+    ev("process:exit", { code: 0 }),
+  ];
+}
+
+test("each turn knows the seq of its user message and of its last event", () => {
+  const t = new Transcript();
+  const a = loggedTurn("first");
+  const b = loggedTurn("second");
+  for (const e of [...a, ...b]) t.apply(e);
+  assert.equal(t.turns.length, 2);
+  assert.equal(t.turns[0].userSeq, a[0].seq, "toTurn of a rewind");
+  assert.equal(t.turns[0].lastSeq, a.at(-1).seq, "atSeq of a fork");
+  assert.equal(t.turns[1].userSeq, b[0].seq);
+  // A message sent from this browser gets its seq when the log's copy comes.
+  const u = new Transcript();
+  u.addUser("typed here", { local: true });
+  assert.equal(u.turns[0].userSeq, null);
+  const c = loggedTurn("typed here");
+  for (const e of c) u.apply(e);
+  assert.equal(u.turns.length, 1);
+  assert.equal(u.turns[0].userSeq, c[0].seq);
+});
+
+test("session:rewound is a marker between turns; the undone turns are kept, marked rewound", () => {
+  const t = new Transcript();
+  const a = loggedTurn("keep me");
+  const b = loggedTurn("undo me");
+  const c = loggedTurn("and me");
+  for (const e of [...a, ...b, ...c]) t.apply(e);
+  t.apply(ev("session:rewound", { toTurn: b[0].seq, files: ["a.txt", "b.txt"], conversation: true }));
+  assert.equal(t.running, false, "a marker is not a running turn");
+  assert.equal(t.turns.length, 4);
+  const m = t.turns[3];
+  assert.deepEqual(m.marker, { type: "session:rewound", toTurn: b[0].seq, files: ["a.txt", "b.txt"], conversation: true });
+  assert.deepEqual(t.turns.map((x) => x.rewound), [false, true, true, false]);
+  assert.equal(markerText(m.marker, "undo me"), "Rewound to before “undo me”: 2 files restored, conversation cut.");
+  // The next turn is a new one after the marker, and is not rewound.
+  for (const e of loggedTurn("after")) t.apply(e);
+  assert.equal(t.turns.length, 5);
+  assert.equal(t.turns[4].user, "after");
+  assert.equal(t.turns[4].rewound, false);
+  // A later rewind of files only marks nothing.
+  t.apply(ev("session:rewound", { toTurn: a[0].seq, files: ["a.txt"], conversation: false }));
+  assert.equal(t.turns[0].rewound, false);
+  assert.equal(markerText(t.turns.at(-1).marker), "Rewound to before a turn: 1 file restored.");
+});
+
+test("session:forked after the copied history is a marker; replay skips it", () => {
+  const t = new Transcript();
+  const copied = loggedTurn("from the source");
+  for (const e of copied) t.apply(e);
+  const f = ev("session:forked", { from: "0f1e2d3c-aaaa-4bbb-8ccc-123456789abc", atSeq: copied.at(-1).seq });
+  assert.equal(t.apply(f), true);
+  assert.equal(t.apply(f), false, "a replayed marker is skipped");
+  assert.equal(t.turns.length, 2);
+  assert.equal(t.turns[1].marker.from, "0f1e2d3c-aaaa-4bbb-8ccc-123456789abc");
+  assert.match(markerText(t.turns[1].marker), /^Forked from session 0f1e2d3c at event \d+\./);
+  assert.equal(t.running, false);
+  // Malformed markers never throw and never run.
+  t.apply(ev("session:rewound", { toTurn: "x", files: "nope" }));
+  t.apply(ev("session:forked", {}));
+  assert.equal(t.running, false);
+  assert.deepEqual(t.turns.at(-2).marker.files, []);
+});
+
+test("diffLines classifies a unified diff's lines", () => {
+  const patch = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-two\n+three\n same\n";
+  assert.deepEqual(
+    diffLines(patch).map((l) => l.kind),
+    ["meta", "meta", "hunk", "del", "add", "ctx"],
+  );
+  assert.equal(diffLines(patch)[4].text, "+three");
+  assert.deepEqual(diffLines(""), []);
+  assert.deepEqual(diffLines(undefined), []);
 });

@@ -80,6 +80,27 @@ export class Api {
   async setTitle(id, title) {
     return (await this.json("PATCH", `session/${encodeURIComponent(id)}`, { title })).session;
   }
+  /** Changes what the session's next turns run with: {title?, persona?,
+   * model?, permissionMode?, effort?}. Resolves to {session, pendingApprovals, permissionMode}. */
+  updateSession(id, fields) {
+    return this.json("PATCH", `session/${encodeURIComponent(id)}`, fields);
+  }
+  /** Forks a session at atSeq (0: all of it); resolves to the new session. */
+  async forkSession(id, atSeq = 0) {
+    return (await this.json("POST", `session/${encodeURIComponent(id)}/fork`, atSeq > 0 ? { atSeq } : {})).session;
+  }
+  /** [{seq, text, checkpoint, files, rewound}] */
+  listTurns(id) {
+    return this.json("GET", `session/${encodeURIComponent(id)}/turns`);
+  }
+  /** {toTurn, turn, files: [{path, op, patch, truncated}], filesError} */
+  previewRewind(id, toTurn) {
+    return this.json("GET", `session/${encodeURIComponent(id)}/rewind?toTurn=${encodeURIComponent(toTurn)}`);
+  }
+  /** {files, conversation}: what the rewind changed. */
+  rewind(id, { toTurn, files, conversation }) {
+    return this.json("POST", `session/${encodeURIComponent(id)}/rewind`, { toTurn, files: !!files, conversation: !!conversation });
+  }
   /** Answers an approval request: "allow", "deny" or "always". */
   answerApproval(sessionId, requestId, decision) {
     return this.request("POST", "approval", { body: { sessionId, requestId, decision }, ok: [409] });

@@ -4,7 +4,7 @@
 // renderMarkdown, which escapes it before adding markup.
 
 import { Api, ApiError, eventsOf, sleep } from "./api.js";
-import { Transcript, truncateLines, toolSummary, formatCost, formatDuration, retrySummary } from "./transcript.js";
+import { Transcript, truncateLines, toolSummary, formatCost, formatDuration, retrySummary, diffLines, markerText } from "./transcript.js";
 import { renderMarkdown } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
@@ -33,6 +33,8 @@ const state = {
   personas: null, // null: not loaded; [] with personaFree: free text
   personaFree: false,
   localUsers: [], // user messages remembered by this browser: [{after, text}]
+  engines: [], // GET /engines: [{name, available, controls: {fork, rewind}}]
+  rewind: null, // the open rewind dialog: {id, turn, preview}
 };
 
 function safeStorage(f) {
@@ -123,20 +125,54 @@ class View {
   }
 
   renderTurn(turn) {
+    if (turn.marker) {
+      if (!this.turns.has(turn.key)) {
+        const note = markerNote(turn);
+        this.turns.set(turn.key, { el: note });
+        this.root.append(note);
+      }
+      return;
+    }
     let v = this.turns.get(turn.key);
     if (!v) {
       const user = el("div", { class: "msg user", "data-testid": "user-message" });
+      const rewind = el("button", {
+        type: "button",
+        class: "turn-action",
+        "data-testid": "rewind-here",
+        title: "Go back to before this message: its files, the conversation, or both (with a preview)",
+        text: "↶ Rewind to here",
+        onclick: () => openRewind(turn),
+      });
+      const userActions = el("div", { class: "turn-actions" }, rewind);
       const body = el("div", { class: "blocks" });
       const foot = el("div", { class: "turn-foot" });
+      const fork = el("button", {
+        type: "button",
+        class: "turn-action",
+        "data-testid": "fork-here",
+        title: "A new session with the conversation up to here; this one stays as it is",
+        text: "↳ Fork from here",
+        onclick: () => forkFrom(turn),
+      });
+      const forkActions = el("div", { class: "turn-actions" }, fork);
       const assistant = el("div", { class: "msg assistant", "data-testid": "assistant-message" }, body, foot);
-      const wrap = el("article", { class: "turn" }, user, assistant);
-      v = { el: wrap, user, body, foot, assistant };
+      const wrap = el("article", { class: "turn" }, user, userActions, assistant, forkActions);
+      v = { el: wrap, user, body, foot, assistant, userActions, forkActions, fork };
       this.turns.set(turn.key, v);
       this.root.append(wrap);
     }
     v.user.hidden = turn.user === null;
     if (turn.user !== null && v.user.textContent !== turn.user) v.user.textContent = turn.user;
     v.assistant.hidden = !turn.started;
+    v.el.classList.toggle("rewound", turn.rewound);
+    v.el.dataset.seq = turn.userSeq ?? "";
+    // The controls need the turn's place in the log, and a turn that ended.
+    v.userActions.hidden = turn.userSeq === null || !turn.exit || turn.user === null;
+    v.forkActions.hidden = turn.userSeq === null || !turn.exit;
+    const controls = engineControls();
+    v.fork.disabled = !controls.fork;
+    v.fork.title = controls.fork ? "A new session with the conversation up to here; this one stays as it is" : `The ${currentEngine()} engine cannot fork a conversation`;
     this.renderBlocks(v.body, turn.blocks);
     this.renderFoot(v.foot, turn);
   }
@@ -245,6 +281,18 @@ class View {
     if (!turn.exit && turn.started) parts.push(el("span", { class: "typing", "aria-label": "working" }, el("i"), el("i"), el("i")));
     foot.replaceChildren(...parts);
   }
+}
+
+/** The note a session:forked or session:rewound event shows. */
+function markerNote(turn) {
+  const m = turn.marker;
+  if (m.type === "session:forked") {
+    const note = el("div", { class: "note marker", "data-testid": "forked-note", text: markerText(m) });
+    if (m.from) note.append(el("button", { type: "button", class: "link", text: "Open the original", onclick: () => openSession(m.from) }));
+    return note;
+  }
+  const undone = state.transcript.turns.find((t) => t.userSeq === m.toTurn && !t.marker);
+  return el("div", { class: "note marker", "data-testid": "rewound-note", title: m.files.join("\n"), text: markerText(m, undone?.user || "") });
 }
 
 function errorText(err) {
@@ -667,6 +715,8 @@ async function loadEngines() {
   }
   const sel = $("nf-engine");
   const engines = Array.isArray(list) && list.length ? list : [{ name: "claude-code", available: true }];
+  state.engines = engines;
+  view.schedule();
   sel.replaceChildren(
     ...engines.map((e) =>
       el("option", {
@@ -683,13 +733,180 @@ async function loadEngines() {
 function renderTitle() {
   const s = state.current;
   $("title").textContent = s ? s.title || s.persona || `${s.mode} session` : "harness";
-  const model = state.transcript.turns.map((t) => t.init?.model).filter(Boolean).pop() || s?.model || "";
+  // The model the next turn runs with when the session chose one (a
+  // switch shows at once), else the one the last turn reported.
+  const model = s?.model || state.transcript.turns.map((t) => t.init?.model).filter(Boolean).pop() || "";
   const cost = typeof s?.costUsd === "number" && s.costUsd > 0 ? formatCost(s.costUsd) : "";
   $("subtitle").textContent = s
     ? [s.engine || "claude-code", model, s.persona ? `${s.persona} · ${s.mode}` : s.mode, s.permissionMode, baseName(s.projectRoot), cost].filter(Boolean).join(" · ")
     : "";
   $("subtitle").title = s ? s.projectRoot : "";
   $("rename").hidden = !s;
+  renderPickers();
+}
+
+// ---------------------------------------------------------------------------
+// Conversation controls: switch, fork, rewind
+
+/** The engine of the current session and what it supports. */
+function currentEngine() {
+  return state.current?.engine || "claude-code";
+}
+function engineControls() {
+  const e = state.engines.find((x) => x.name === currentEngine());
+  // Unknown (engines not loaded yet, an older gateway): offer, the server says no.
+  return e?.controls ?? { fork: true, rewind: true };
+}
+
+/** Sets the header pickers to the current session's values. A picker
+ * being edited keeps what the person typed. */
+function renderPickers() {
+  const s = state.current;
+  $("session-controls").hidden = !s;
+  if (!s) return;
+  const persona = $("pick-persona");
+  const ids = new Set([...persona.options].map((o) => o.value));
+  if (s.persona && !ids.has(s.persona)) persona.append(el("option", { value: s.persona, text: s.persona }));
+  persona.value = s.persona || "";
+  const model = $("pick-model");
+  if (document.activeElement !== model) model.value = s.model || "";
+  const seen = [...new Set([s.model, ...state.transcript.turns.map((t) => t.init?.model)].filter(Boolean))];
+  $("models").replaceChildren(...seen.map((m) => el("option", { value: m })));
+  const mode = $("pick-mode");
+  const pm = s.permissionMode || "";
+  if (pm && ![...mode.options].some((o) => o.value === pm)) mode.append(el("option", { value: pm, text: pm }));
+  mode.value = pm;
+  $("pick-effort").value = s.effort || "";
+}
+
+function renderPersonaPicker() {
+  const sel = $("pick-persona");
+  sel.replaceChildren(
+    el("option", { value: "", text: "(none)" }),
+    ...(state.personas || []).map((p) => el("option", { value: p.id, title: p.description || "", text: p.id })),
+  );
+  renderPickers();
+}
+
+/** PATCHes one field of the current session; the next turn runs with it. */
+async function switchField(field, value) {
+  const s = state.current;
+  if (!s) return;
+  try {
+    const env = await api.updateSession(s.id, { [field]: value });
+    if (state.currentId !== s.id) return;
+    state.current = { ...state.current, ...env.session, permissionMode: env.permissionMode };
+    renderTitle();
+    const label = { persona: "Persona", model: "Model", permissionMode: "Permission mode", effort: "Effort" }[field];
+    toast(`${label} ${value ? `set to ${value}` : "reset"}${busy() ? " from the next turn" : ""}.`, "info");
+    refreshSessions();
+  } catch (e) {
+    toast(`Could not change the ${field}: ${e.message}`);
+    renderPickers(); // back to what the server has
+  }
+}
+
+async function forkFrom(turn) {
+  const id = state.currentId;
+  if (!id || busy()) return;
+  try {
+    const s = await api.forkSession(id, turn.lastSeq ?? turn.userSeq ?? 0);
+    await refreshSessions();
+    if (!state.sessions.some((x) => x.id === s.id)) state.sessions.unshift(s);
+    toast("Forked: this is the copy. The original is unchanged.", "info");
+    await openSession(s.id);
+  } catch (e) {
+    toast(`Could not fork: ${e.message}`);
+  }
+}
+
+async function openRewind(turn) {
+  const id = state.currentId;
+  if (!id || busy() || turn.userSeq === null) return;
+  const dlg = $("rewind-dialog");
+  state.rewind = { id, turn, preview: null };
+  $("rw-turn").textContent = `“${turn.user ?? ""}” and everything after it`;
+  $("rw-list").replaceChildren();
+  $("rw-error").textContent = "";
+  $("rw-files-note").textContent = "Loading the changes…";
+  $("rw-conv-note").textContent = "";
+  $("rw-files").checked = false;
+  $("rw-files").disabled = true;
+  $("rw-conv").checked = false;
+  $("rw-conv").disabled = true;
+  $("rw-ok").disabled = true;
+  dlg.hidden = false;
+  $("rw-cancel").focus();
+  let p;
+  try {
+    p = await api.previewRewind(id, turn.userSeq);
+  } catch (e) {
+    if (state.rewind?.turn !== turn) return;
+    $("rw-files-note").textContent = "";
+    $("rw-error").textContent = `Cannot rewind here: ${e.message}`;
+    return;
+  }
+  if (state.rewind?.turn !== turn) return;
+  state.rewind.preview = p;
+  const files = Array.isArray(p.files) ? p.files : [];
+  const canFiles = !p.filesError && p.turn?.files !== false;
+  $("rw-files").disabled = !canFiles;
+  $("rw-files").checked = canFiles && files.length > 0;
+  $("rw-files-note").textContent = !canFiles
+    ? `Files cannot be restored: ${p.filesError || "no snapshot was taken before this turn"}.`
+    : files.length === 0
+      ? "No file changed since this turn started."
+      : `${files.length} ${files.length === 1 ? "file differs" : "files differ"} from before this turn:`;
+  $("rw-list").replaceChildren(...files.map(rewindFileItem));
+  const canConv = p.turn?.checkpoint !== false && engineControls().rewind;
+  $("rw-conv").disabled = !canConv;
+  $("rw-conv").checked = canConv;
+  $("rw-conv-note").textContent = canConv ? "" : `The ${currentEngine()} engine cannot cut its conversation here.`;
+  updateRewindButton();
+}
+
+function rewindFileItem(f) {
+  const lines = diffLines(f.patch || "");
+  const pre = el("pre", { class: "diff", "data-testid": "rewind-diff" }, ...lines.flatMap((l, i) => [el("span", { class: l.kind, text: l.text }), i < lines.length - 1 ? "\n" : null]));
+  if (f.truncated) pre.append(el("span", { class: "meta", text: "\n… (cut: too long to show)" }));
+  const summary = el("summary", {}, el("span", { class: `rw-op ${f.op}`, text: f.op }), el("span", { text: f.path }));
+  const d = el("details", {}, summary);
+  if (lines.length || f.truncated) d.append(pre);
+  else d.append(el("p", { class: "hint", text: f.op === "modified" ? "(binary or not shown)" : "" }));
+  return el("li", { "data-testid": "rewind-file", "data-path": f.path }, d);
+}
+
+function updateRewindButton() {
+  $("rw-ok").disabled = !state.rewind?.preview || (!$("rw-files").checked && !$("rw-conv").checked);
+}
+
+function closeRewind() {
+  state.rewind = null;
+  $("rewind-dialog").hidden = true;
+}
+
+async function confirmRewind(e) {
+  e.preventDefault();
+  const r = state.rewind;
+  if (!r?.preview) return;
+  const files = $("rw-files").checked;
+  const conversation = $("rw-conv").checked;
+  if (!files && !conversation) return;
+  $("rw-ok").disabled = true;
+  $("rw-error").textContent = "";
+  try {
+    await api.rewind(r.id, { toTurn: r.turn.userSeq, files, conversation });
+  } catch (err) {
+    $("rw-error").textContent = err.message;
+    updateRewindButton();
+    return;
+  }
+  closeRewind();
+  if (state.currentId === r.id) {
+    // The session:rewound event is in the log now: read it.
+    await follow(r.id, null, false);
+    refreshSessions();
+  }
 }
 
 async function renameCurrent() {
@@ -715,6 +932,8 @@ function updateControls() {
   $("interrupt").disabled = false;
   $("empty").hidden = state.transcript.turns.length > 0 || !has;
   $("welcome").hidden = has;
+  $("messages").classList.toggle("busy", running || state.sending);
+  $("session-controls").hidden = !state.current;
 }
 
 // New-session form
@@ -752,6 +971,7 @@ async function loadPersonas() {
   );
   sel.hidden = state.personaFree;
   $("nf-persona-text").hidden = !state.personaFree;
+  renderPersonaPicker();
 }
 
 async function createFromForm(e) {
@@ -846,7 +1066,8 @@ $("input").addEventListener("keydown", (e) => {
 });
 document.addEventListener("keydown", (e) => {
   if (e.key !== "Escape") return;
-  if (busy()) {
+  if (!$("rewind-dialog").hidden) closeRewind();
+  else if (busy()) {
     e.preventDefault();
     interrupt();
   } else if ($("app").classList.contains("drawer-open")) closeDrawer();
@@ -863,6 +1084,14 @@ $("token-clear").addEventListener("click", () => {
   safeStorage(() => sessionStorage.removeItem(TOKEN_KEY));
 });
 $("rename").addEventListener("click", renameCurrent);
+$("pick-persona").addEventListener("change", (e) => switchField("persona", e.target.value));
+$("pick-model").addEventListener("change", (e) => switchField("model", e.target.value.trim()));
+$("pick-mode").addEventListener("change", (e) => switchField("permissionMode", e.target.value));
+$("pick-effort").addEventListener("change", (e) => switchField("effort", e.target.value));
+$("rw-form").addEventListener("submit", confirmRewind);
+$("rw-cancel").addEventListener("click", closeRewind);
+$("rw-files").addEventListener("change", updateRewindButton);
+$("rw-conv").addEventListener("change", updateRewindButton);
 window.addEventListener("hashchange", () => {
   const id = idFromHash();
   if (id && id !== state.currentId) openSession(id);
@@ -919,6 +1148,8 @@ async function boot() {
   unauthorizedShown = false;
   checkHealth();
   loadRoots();
+  if (!state.enginesLoaded) loadEngines();
+  if (state.personas === null) loadPersonas();
   await refreshSessions();
   const id = idFromHash();
   if (id) await openSession(id);

@@ -67,14 +67,27 @@ export class Transcript {
       this.lastSeq = ev.seq;
     }
     // A user message logged by the gateway (not in the contract yet; any
-    // "user:…" event with a text or message field is taken as one).
+    // "user:…" event with a text or message field is taken as one). Its
+    // seq names the turn for a rewind (toTurn) or a fork (atSeq).
     if (/^user[:.]/.test(ev.type)) {
       const text = typeof ev.text === "string" ? ev.text : typeof ev.message === "string" ? ev.message : null;
-      if (text !== null) this.addUser(text);
+      if (text !== null) {
+        const turn = this.addUser(text);
+        if (typeof ev.seq === "number" && turn.userSeq === null) turn.userSeq = ev.seq;
+        if (typeof ev.seq === "number") turn.lastSeq = ev.seq;
+        this.dirty.add(turn);
+      }
+      return true;
+    }
+    // The conversation controls' events stand outside any turn: a marker
+    // between turns, never a turn that runs.
+    if (ev.type === "session:forked" || ev.type === "session:rewound") {
+      this.addMarker(ev);
       return true;
     }
     const turn = this.openTurn();
     turn.started = true;
+    if (typeof ev.seq === "number") turn.lastSeq = ev.seq;
     this.dirty.add(turn);
     const container = this.containerFor(turn, ev.parentToolUseId);
     switch (ev.type) {
@@ -180,6 +193,34 @@ export class Transcript {
     };
   }
 
+  /** Adds a session:forked or session:rewound marker. A rewind of the
+   * conversation marks the turns it undid (from the one whose user
+   * message has seq toTurn) as rewound; the log keeps them, and so does
+   * the view, dimmed. An open turn is closed first: the core writes these
+   * events only between turns. */
+  addMarker(ev) {
+    const last = this.turns[this.turns.length - 1];
+    if (last && !last.exit && !last.started && last.user === null) this.turns.pop();
+    const m = newTurn(null);
+    m.marker = ev.type === "session:forked"
+      ? { type: ev.type, from: String(ev.from ?? ""), atSeq: Number(ev.atSeq) || 0 }
+      : { type: ev.type, toTurn: Number(ev.toTurn) || 0, files: Array.isArray(ev.files) ? ev.files.map(String) : [], conversation: !!ev.conversation };
+    m.exit = { marker: true };
+    m.status = "done";
+    if (typeof ev.seq === "number") m.userSeq = m.lastSeq = ev.seq;
+    this.turns.push(m);
+    this.dirty.add(m);
+    if (m.marker.type === "session:rewound" && m.marker.conversation && m.marker.toTurn > 0) {
+      for (const t of this.turns) {
+        if (!t.marker && t.userSeq !== null && t.userSeq >= m.marker.toTurn && t.userSeq < (m.userSeq ?? Infinity) && !t.rewound) {
+          t.rewound = true;
+          this.dirty.add(t);
+        }
+      }
+    }
+    return m;
+  }
+
   /** The approval requests no one has answered yet. */
   pendingApprovals() {
     const out = [];
@@ -209,6 +250,10 @@ function newTurn(user) {
     exit: null,
     status: "running",
     unknown: [],
+    userSeq: null, // seq of the turn's user:message: toTurn of a rewind
+    lastSeq: null, // seq of the turn's last event: atSeq of a fork
+    rewound: false, // a rewind of the conversation undid this turn
+    marker: null, // session:forked / session:rewound: a note, not a turn
   };
 }
 
@@ -320,4 +365,38 @@ export function retrySummary(ev) {
   let s = `Retrying ${n}${max > 0 ? `/${max}` : ""}${delay} — ${String(ev?.error ?? "unknown error")}`;
   if (ev?.apiErrorStatus) s += ` (HTTP ${Number(ev.apiErrorStatus)})`;
   return s;
+}
+
+/** The lines of a unified diff, each with its kind for colouring:
+ * "add", "del", "hunk", "meta" (file headers) or "ctx". */
+export function diffLines(patch) {
+  const out = [];
+  const lines = String(patch ?? "").split("\n");
+  if (lines.length && lines[lines.length - 1] === "") lines.pop();
+  for (const text of lines) {
+    let kind = "ctx";
+    if (text.startsWith("+++") || text.startsWith("---") || text.startsWith("diff ") || text.startsWith("index ")) kind = "meta";
+    else if (text.startsWith("@@")) kind = "hunk";
+    else if (text.startsWith("+")) kind = "add";
+    else if (text.startsWith("-")) kind = "del";
+    out.push({ kind, text });
+  }
+  return out;
+}
+
+/** The line a session:rewound or session:forked marker shows. `turnText`
+ * names the rewound turn by its message when known. */
+export function markerText(marker, turnText = "") {
+  if (!marker) return "";
+  if (marker.type === "session:forked") {
+    const at = marker.atSeq > 0 ? ` at event ${marker.atSeq}` : "";
+    return `Forked from session ${marker.from.slice(0, 8)}${at}. New messages go to this copy; the original is unchanged.`;
+  }
+  const what = [];
+  const n = marker.files.length;
+  if (n > 0) what.push(`${n} ${n === 1 ? "file" : "files"} restored`);
+  if (marker.conversation) what.push("conversation cut");
+  if (what.length === 0) what.push("nothing changed");
+  const to = turnText ? ` “${turnText.length > 60 ? turnText.slice(0, 59) + "…" : turnText}”` : "";
+  return `Rewound to before${to || " a turn"}: ${what.join(", ")}.`;
 }
