@@ -16,8 +16,20 @@ import {
   HealthSchema,
   type Persona,
   PersonaListSchema,
+  ForkRequestSchema,
+  type RewindPreview,
+  RewindPreviewSchema,
+  type RewindRequest,
+  RewindRequestSchema,
+  type RewindResult,
+  RewindResultSchema,
   type Session,
+  type SessionEnvelope,
   SessionEnvelopeSchema,
+  type TurnInfo,
+  TurnListSchema,
+  type UpdateSessionRequest,
+  UpdateSessionRequestSchema,
   SessionListSchema,
   type SessionSummary,
   TurnRequestSchema,
@@ -201,6 +213,56 @@ export class HarnessClient {
   async getSessionWithApprovals(id: string, signal?: AbortSignal): Promise<{ session: Session; pendingApprovals: ApprovalRequest[] }> {
     const env = SessionEnvelopeSchema.parse(await this.json("GET", `session/${encodeURIComponent(id)}`, undefined, signal));
     return { session: env.session, pendingApprovals: env.pendingApprovals ?? [] };
+  }
+
+  /**
+   * PATCH /session/{id}: changes what the session's next turns run with
+   * (persona, model, permission mode, effort) and its title. A change made
+   * while a turn runs applies from the next turn. Rejects with HarnessError
+   * 400 (a bad value), 403 (bypassPermissions not allowed here), 404 (no
+   * such session or persona).
+   */
+  async updateSession(id: string, fields: UpdateSessionRequest, signal?: AbortSignal): Promise<SessionEnvelope> {
+    const body = UpdateSessionRequestSchema.parse(fields);
+    return SessionEnvelopeSchema.parse(await this.json("PATCH", `session/${encodeURIComponent(id)}`, body, signal));
+  }
+
+  /**
+   * POST /session/{id}/fork: a new session with the conversation up to the
+   * turn that holds event `atSeq` (default: all of it), the same project,
+   * persona and engine; the source is left as it is. Rejects with
+   * HarnessError 404 (no such session or seq), 409 (a turn runs) or 422
+   * (the engine cannot fork: see engines()[i].controls).
+   */
+  async forkSession(id: string, opts: { atSeq?: number; signal?: AbortSignal } = {}): Promise<Session> {
+    const body = ForkRequestSchema.parse(opts.atSeq === undefined ? {} : { atSeq: opts.atSeq });
+    return SessionEnvelopeSchema.parse(await this.json("POST", `session/${encodeURIComponent(id)}/fork`, body, opts.signal)).session;
+  }
+
+  /** GET /session/{id}/turns: the turns, oldest first, and what a rewind can do at each. */
+  async listTurns(id: string, signal?: AbortSignal): Promise<TurnInfo[]> {
+    return TurnListSchema.parse(await this.json("GET", `session/${encodeURIComponent(id)}/turns`, undefined, signal));
+  }
+
+  /**
+   * GET /session/{id}/rewind?toTurn=: what rewinding the files to before
+   * that turn would change, a unified diff per file. Changes nothing.
+   */
+  async previewRewind(id: string, toTurn: number, signal?: AbortSignal): Promise<RewindPreview> {
+    if (!Number.isSafeInteger(toTurn) || toTurn < 1) throw new RangeError(`harness: toTurn must be a positive integer, got ${toTurn}`);
+    return RewindPreviewSchema.parse(await this.json("GET", `session/${encodeURIComponent(id)}/rewind?toTurn=${toTurn}`, undefined, signal));
+  }
+
+  /**
+   * POST /session/{id}/rewind: back to before the turn whose user:message
+   * has seq `toTurn` — its files, its conversation or both. The log keeps
+   * everything and gains a session:rewound event. Rejects with
+   * HarnessError 404, 409 (a turn runs) or 422 (the engine cannot cut its
+   * conversation, or the files have no snapshot for that turn).
+   */
+  async rewind(id: string, req: RewindRequest, signal?: AbortSignal): Promise<RewindResult> {
+    const body = RewindRequestSchema.parse(req);
+    return RewindResultSchema.parse(await this.json("POST", `session/${encodeURIComponent(id)}/rewind`, body, signal));
   }
 
   /** PATCH /session/{id}: renames a session. */
@@ -447,7 +509,8 @@ export class HarnessClient {
 }
 
 /** The events of the last turn in a log: those after the process:exit that
- * ends the turn before it. */
+ * ends the turn before it, without the session:forked / session:rewound
+ * markers that stand between turns. */
 export function lastTurn(events: HarnessEvent[]): HarnessEvent[] {
   let end = events.length;
   if (end > 0 && events[end - 1]!.type === "process:exit") end--;
@@ -458,6 +521,7 @@ export function lastTurn(events: HarnessEvent[]): HarnessEvent[] {
       break;
     }
   }
+  while (start < end && (events[start]!.type === "session:forked" || events[start]!.type === "session:rewound")) start++;
   return events.slice(start);
 }
 
@@ -484,6 +548,12 @@ export const createSession = (o: ClientOptions, req: CreateSessionRequest) => ne
 export const listSessions = (o: ClientOptions, projectRoot?: string) => new HarnessClient(o).listSessions(projectRoot);
 export const getSession = (o: ClientOptions, id: string) => new HarnessClient(o).getSession(id);
 export const deleteSession = (o: ClientOptions, id: string) => new HarnessClient(o).deleteSession(id);
+export const updateSession = (o: ClientOptions, id: string, fields: UpdateSessionRequest) => new HarnessClient(o).updateSession(id, fields);
+export const forkSession = (o: ClientOptions, id: string, atSeq?: number) =>
+  new HarnessClient(o).forkSession(id, atSeq === undefined ? {} : { atSeq });
+export const listTurns = (o: ClientOptions, id: string) => new HarnessClient(o).listTurns(id);
+export const previewRewind = (o: ClientOptions, id: string, toTurn: number) => new HarnessClient(o).previewRewind(id, toTurn);
+export const rewind = (o: ClientOptions, id: string, req: RewindRequest) => new HarnessClient(o).rewind(id, req);
 export const interrupt = (o: ClientOptions, sessionId: string) => new HarnessClient(o).interrupt(sessionId);
 export const startTurn = (o: ClientOptions, sessionId: string, message: string, s?: StreamOptions) =>
   new HarnessClient(o).startTurn(sessionId, message, s);

@@ -28,6 +28,12 @@ export const SessionSchema = z.looseObject({
   engine: z.string().optional(),
   engineSessionId: z.string().optional(),
   model: z.string().optional(),
+  /** What a switch (updateSession) chose for the next turns; absent = the
+   * server's and the persona's policy. */
+  permissionMode: z.string().optional(),
+  effort: z.string().optional(),
+  /** A fork's or a rewind's cut, waiting for the session's next turn. */
+  pending: z.looseObject({ resume: z.string().optional(), resumeAt: z.string().optional(), fork: z.boolean().optional() }).optional(),
   title: z.string().optional(),
   /** Tool rules a person chose to "always allow" in this session. */
   rules: z.array(z.string()).optional(),
@@ -66,11 +72,15 @@ export const ApprovalRequestSchema = z.looseObject({
 });
 export type ApprovalRequest = z.infer<typeof ApprovalRequestSchema>;
 
-/** The body `{session, pendingApprovals}` answered by create, get and patch. */
+/** The body `{session, pendingApprovals, permissionMode}` answered by
+ * create, get, patch and fork. permissionMode is the mode the session's
+ * turns run in (its own choice over the server's and the persona's). */
 export const SessionEnvelopeSchema = z.looseObject({
   session: SessionSchema,
   pendingApprovals: z.array(ApprovalRequestSchema).optional(),
+  permissionMode: z.string().optional(),
 });
+export type SessionEnvelope = z.infer<typeof SessionEnvelopeSchema>;
 
 export const ApprovalDecisionSchema = z.enum(["allow", "deny", "always"]);
 export type ApprovalDecision = z.infer<typeof ApprovalDecisionSchema>;
@@ -82,6 +92,10 @@ export const EngineStatusSchema = z.looseObject({
   available: z.boolean(),
   reason: z.string().optional(),
   version: z.string().optional(),
+  /** The conversation controls the engine supports: forkSession, and
+   * rewind with conversation: true (files rewind on every engine). Absent
+   * from gateways older than them. */
+  controls: z.looseObject({ fork: z.boolean(), rewind: z.boolean() }).optional(),
 });
 export type EngineStatus = z.infer<typeof EngineStatusSchema>;
 export const EngineListSchema = z.array(EngineStatusSchema);
@@ -110,6 +124,37 @@ export const TurnRequestSchema = z.object({
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
 
+/** PATCH /session/{id}: what the next turns run with; a field left out is
+ * kept, "" clears the session's choice (back to the persona's / server's). */
+export const UpdateSessionRequestSchema = z
+  .object({
+    title: z.string().optional(),
+    persona: z.string().optional(),
+    model: z.string().optional(),
+    permissionMode: z.string().optional(),
+    effort: z.string().optional(),
+  })
+  .refine((o) => Object.values(o).some((v) => v !== undefined), { message: "nothing to change" });
+export type UpdateSessionRequest = z.infer<typeof UpdateSessionRequestSchema>;
+
+/** POST /session/{id}/fork: atSeq is the seq of any event of the last
+ * turn to keep (0 or absent: the whole conversation). */
+export const ForkRequestSchema = z.object({
+  atSeq: z.number().int().min(0).optional(),
+});
+export type ForkRequest = z.infer<typeof ForkRequestSchema>;
+
+/** POST /session/{id}/rewind: back to before the turn whose user:message
+ * has seq toTurn; files, conversation or both. */
+export const RewindRequestSchema = z
+  .object({
+    toTurn: z.number().int().min(1),
+    files: z.boolean().optional(),
+    conversation: z.boolean().optional(),
+  })
+  .refine((o) => o.files === true || o.conversation === true, { message: "nothing to rewind: set files, conversation or both" });
+export type RewindRequest = z.infer<typeof RewindRequestSchema>;
+
 export const InterruptRequestSchema = z.object({
   sessionId: z.string().min(1),
 });
@@ -117,6 +162,48 @@ export type InterruptRequest = z.infer<typeof InterruptRequestSchema>;
 
 // ---------------------------------------------------------------------------
 // Other answers
+
+/** One turn of GET /session/{id}/turns. */
+export const TurnInfoSchema = z.looseObject({
+  /** The seq of the turn's user:message: toTurn of a rewind. */
+  seq: z.number().int(),
+  text: z.string(),
+  /** The conversation can be cut before this turn. */
+  checkpoint: z.boolean(),
+  /** A snapshot of the project's files from before this turn exists. */
+  files: z.boolean(),
+  /** A rewind undid this turn. */
+  rewound: z.boolean(),
+});
+export type TurnInfo = z.infer<typeof TurnInfoSchema>;
+export const TurnListSchema = z.array(TurnInfoSchema);
+
+/** A file a rewind restores (or restored). op says what happened to it
+ * since the snapshot; patch (previews only) is a unified diff. */
+export const FileChangeSchema = z.looseObject({
+  path: z.string(),
+  op: z.union([z.enum(["added", "modified", "deleted"]), z.string()]),
+  patch: z.string().optional(),
+  truncated: z.boolean().optional(),
+});
+export type FileChange = z.infer<typeof FileChangeSchema>;
+
+/** GET /session/{id}/rewind?toTurn=: what rewinding would change. */
+export const RewindPreviewSchema = z.looseObject({
+  toTurn: z.number().int(),
+  turn: TurnInfoSchema.optional(),
+  files: z.array(FileChangeSchema),
+  /** Why the files cannot be rewound to this turn (then files is empty). */
+  filesError: z.string().optional(),
+});
+export type RewindPreview = z.infer<typeof RewindPreviewSchema>;
+
+/** POST /session/{id}/rewind: what changed. */
+export const RewindResultSchema = z.looseObject({
+  files: z.array(FileChangeSchema),
+  conversation: z.boolean(),
+});
+export type RewindResult = z.infer<typeof RewindResultSchema>;
 
 export const ErrorBodySchema = z.looseObject({ error: z.string() });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
@@ -233,6 +320,8 @@ export const SessionCompleteEventSchema = z.looseObject({
   usage: z.record(z.string(), z.unknown()).nullable(),
   numTurns: z.number().int(),
   durationMs: z.number(),
+  /** The engine's opaque position in its conversation after the turn. */
+  checkpoint: z.string().optional(),
 });
 
 export const SessionErrorKindSchema = z.enum([
@@ -281,6 +370,27 @@ export const ProcessExitEventSchema = z.looseObject({
   signal: z.string().optional(),
 });
 
+/** This session is a fork of session `from`, cut at `atSeq` (0: all of
+ * it). The first event of the fork's own, after the copied history;
+ * outside any turn. */
+export const SessionForkedEventSchema = z.looseObject({
+  type: z.literal("session:forked"),
+  ...base,
+  from: z.string(),
+  atSeq: z.number().int(),
+});
+
+/** A rewind went back to before the turn whose user:message has seq
+ * toTurn: `files` were restored, the conversation cut when
+ * `conversation`. Nothing is deleted from the log; outside any turn. */
+export const SessionRewoundEventSchema = z.looseObject({
+  type: z.literal("session:rewound"),
+  ...base,
+  toTurn: z.number().int(),
+  files: z.array(z.string()).nullable(),
+  conversation: z.boolean(),
+});
+
 export const KnownEventSchema = z.discriminatedUnion("type", [
   UserMessageEventSchema,
   SessionInitEventSchema,
@@ -295,6 +405,8 @@ export const KnownEventSchema = z.discriminatedUnion("type", [
   ProcessExitEventSchema,
   ApprovalRequestedEventSchema,
   ApprovalResolvedEventSchema,
+  SessionForkedEventSchema,
+  SessionRewoundEventSchema,
 ]);
 
 export type UserMessageEvent = z.infer<typeof UserMessageEventSchema>;
@@ -310,6 +422,8 @@ export type SessionCompleteEvent = z.infer<typeof SessionCompleteEventSchema>;
 export type SessionErrorEvent = z.infer<typeof SessionErrorEventSchema>;
 export type SessionRetryEvent = z.infer<typeof SessionRetryEventSchema>;
 export type ProcessExitEvent = z.infer<typeof ProcessExitEventSchema>;
+export type SessionForkedEvent = z.infer<typeof SessionForkedEventSchema>;
+export type SessionRewoundEvent = z.infer<typeof SessionRewoundEventSchema>;
 export type KnownEvent = z.infer<typeof KnownEventSchema>;
 
 /** An event whose type this client does not know. It is kept, not dropped:
@@ -340,6 +454,8 @@ export const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set<HarnessEventType>(
   "process:exit",
   "approval:requested",
   "approval:resolved",
+  "session:forked",
+  "session:rewound",
 ]);
 
 /** Thrown when a known event does not have the shape the contract gives it. */

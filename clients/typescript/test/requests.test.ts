@@ -67,3 +67,56 @@ test("calls without a body send no Content-Type", async () => {
   assert.equal(sent.length, 2);
   for (const h of sent) assert.equal(h.get("content-type"), null);
 });
+
+test("the conversation controls send what the gateway takes and parse what it answers", async () => {
+  const sent: { method: string; path: string; search: string; body: unknown }[] = [];
+  const fakeFetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    const u = new URL(String(input));
+    sent.push({ method: init?.method ?? "GET", path: u.pathname, search: u.search, body: init?.body ? JSON.parse(String(init.body)) : undefined });
+    if (u.pathname.endsWith("/turns")) return Response.json([{ seq: 1, text: "hi", checkpoint: true, files: true, rewound: false }]);
+    if (u.pathname.endsWith("/rewind") && init?.method === "GET") {
+      return Response.json({ toTurn: 1, turn: { seq: 1, text: "hi", checkpoint: true, files: true, rewound: false }, files: [{ path: "a.txt", op: "modified", patch: "-a\n+b\n" }] });
+    }
+    if (u.pathname.endsWith("/rewind")) return Response.json({ files: [{ path: "a.txt", op: "modified" }], conversation: true });
+    if (u.pathname.endsWith("/fork")) return Response.json({ session: { ...session, id: "s2" }, pendingApprovals: [] }, { status: 201 });
+    return Response.json({ session: { ...session, model: "m2", permissionMode: "plan" }, pendingApprovals: [], permissionMode: "plan" });
+  }) as typeof fetch;
+  const c = new HarnessClient({ baseUrl: "http://gw.test", fetch: fakeFetch });
+
+  const env = await c.updateSession("s1", { model: "m2", permissionMode: "plan" });
+  assert.equal(env.session.model, "m2");
+  assert.equal(env.permissionMode, "plan");
+  assert.equal((await c.forkSession("s1", { atSeq: 7 })).id, "s2");
+  assert.equal((await c.forkSession("s1")).id, "s2");
+  assert.deepEqual((await c.listTurns("s1")).map((t) => t.seq), [1]);
+  const p = await c.previewRewind("s1", 1);
+  assert.equal(p.files[0]!.patch, "-a\n+b\n");
+  const r = await c.rewind("s1", { toTurn: 1, files: true, conversation: true });
+  assert.equal(r.conversation, true);
+
+  assert.deepEqual(
+    sent.map((r) => `${r.method} ${r.path}${r.search}`),
+    [
+      "PATCH /api/harness/session/s1",
+      "POST /api/harness/session/s1/fork",
+      "POST /api/harness/session/s1/fork",
+      "GET /api/harness/session/s1/turns",
+      "GET /api/harness/session/s1/rewind?toTurn=1",
+      "POST /api/harness/session/s1/rewind",
+    ],
+  );
+  assert.deepEqual(sent[0]!.body, { model: "m2", permissionMode: "plan" });
+  assert.deepEqual(sent[1]!.body, { atSeq: 7 });
+  assert.deepEqual(sent[2]!.body, {});
+  assert.deepEqual(sent[5]!.body, { toTurn: 1, files: true, conversation: true });
+
+  // What the gateway would refuse is refused before a request is sent.
+  const before = sent.length;
+  await assert.rejects(c.updateSession("s1", {}), /nothing to change/);
+  await assert.rejects(c.forkSession("s1", { atSeq: -1 }));
+  await assert.rejects(c.previewRewind("s1", 0), RangeError);
+  await assert.rejects(c.previewRewind("s1", 1.5), RangeError);
+  await assert.rejects(c.rewind("s1", { toTurn: 1 }), /nothing to rewind/);
+  await assert.rejects(c.rewind("s1", { toTurn: 0, files: true }));
+  assert.equal(sent.length, before, "no request for invalid input");
+});

@@ -25,6 +25,10 @@ test("every known event type parses, with seq taken from the SSE id", () => {
     { type: "user:message", sessionId: sid, text: "hello" },
     { type: "approval:requested", sessionId: sid, requestId: "apr_1", toolUseId: "t1", toolName: "Bash", input: { command: "touch x" }, suggestions: null, expiresAt: "2026-11-22T00:00:00Z" },
     { type: "approval:resolved", sessionId: sid, requestId: "apr_1", decision: "deny", by: "timeout", message: "no answer" },
+    { type: "session:forked", sessionId: sid, from: "s0", atSeq: 12 },
+    { type: "session:rewound", sessionId: sid, toTurn: 3, files: ["a.txt"], conversation: true },
+    { type: "session:rewound", sessionId: sid, toTurn: 3, files: null, conversation: false },
+    { type: "session:complete", sessionId: sid, costUsd: 0, usage: null, numTurns: 1, durationMs: 4, checkpoint: "uuid-1" },
   ];
   samples.forEach((raw, i) => {
     const ev = parseEvent(raw, i + 1);
@@ -88,4 +92,27 @@ test("session and summary schemas", () => {
   assert.deepEqual(SessionSchema.parse(s), s);
   assert.equal(SessionSummarySchema.parse({ ...s, turns: 3 }).id, "a");
   assert.throws(() => SessionSchema.parse({ ...s, mode: "other" }));
+});
+
+test("session:forked and session:rewound are typed; a malformed one is an EventShapeError", () => {
+  const f = parseEvent({ type: "session:forked", sessionId: sid, from: "s0", atSeq: 0, seq: 5 });
+  assert.equal(f.type, "session:forked");
+  if (f.type === "session:forked") assert.equal(f.from, "s0");
+  const r = parseEvent({ type: "session:rewound", sessionId: sid, toTurn: 2, files: ["x"], conversation: false });
+  if (r.type !== "session:rewound") assert.fail(r.type);
+  assert.deepEqual(r.files, ["x"]);
+  assert.throws(() => parseEvent({ type: "session:rewound", sessionId: sid, toTurn: "2", files: [], conversation: true }), EventShapeError);
+  assert.throws(() => parseEvent({ type: "session:forked", sessionId: sid, atSeq: 1 }), EventShapeError);
+});
+
+test("lastTurn leaves out the markers between turns", async () => {
+  const { lastTurn } = await import("../src/client.js");
+  const evs = [
+    { type: "user:message", sessionId: sid, text: "a", seq: 1 },
+    { type: "process:exit", sessionId: sid, code: 0, seq: 2 },
+    { type: "session:rewound", sessionId: sid, toTurn: 1, files: [], conversation: true, seq: 3 },
+    { type: "user:message", sessionId: sid, text: "b", seq: 4 },
+    { type: "chat:delta", sessionId: sid, text: "x", seq: 5 },
+  ].map((e) => parseEvent(e));
+  assert.deepEqual(lastTurn(evs).map((e) => e.seq), [4, 5]);
 });
