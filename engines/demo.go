@@ -19,7 +19,8 @@ import (
 //
 //	claude-code, claude-acp, anthropic  ANTHROPIC_BASE_URL and a fake key
 //	codex      CODEX_HOME: a private config.toml whose provider is the demo Responses API
-//	opencode   OPENCODE_CONFIG_CONTENT: a provider on the demo Messages API
+//	opencode   OPENCODE_CONFIG_CONTENT: a provider on the demo Messages API; no plugins, no project
+//	           config, and its config directory marked as installed (no npm install at start)
 //	copilot    COPILOT_OFFLINE=true and COPILOT_PROVIDER_* on the demo Messages API
 //
 // Every child also gets a scratch HOME and XDG directories (the user's own
@@ -107,6 +108,9 @@ func StartDemo(o DemoOptions) (d *Demo, err error) {
 	if _, err = d.responses.WriteConfig(codexHome, `approval_policy = "never"`); err != nil {
 		return d, err
 	}
+	if err = opencodeOffline(filepath.Join(home, ".config", "opencode")); err != nil {
+		return d, err
+	}
 	opencode, err := json.Marshal(map[string]any{
 		"model":      "demo/demo-model",
 		"autoupdate": false,
@@ -133,6 +137,7 @@ func StartDemo(o DemoOptions) (d *Demo, err error) {
 		"OPENCODE_CONFIG_CONTENT="+string(opencode),
 		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
 		"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
+		"OPENCODE_PURE=1", "OPENCODE_DISABLE_PROJECT_CONFIG=1", "OPENCODE_DISABLE_SHARE=1",
 		// Copilot: its own-provider (BYOK) mode, kept off GitHub.
 		"COPILOT_OFFLINE=true", "COPILOT_PROVIDER_TYPE=anthropic",
 		"COPILOT_PROVIDER_BASE_URL="+d.messages.URL, "COPILOT_PROVIDER_API_KEY=demo",
@@ -157,6 +162,26 @@ func StartDemo(o DemoOptions) (d *Demo, err error) {
 		}
 	}
 	return d, nil
+}
+
+// opencodeOffline keeps OpenCode from installing its plugin package from
+// npm. At start OpenCode runs npm (its bundled Arborist) in each of its
+// config directories to add @opencode-ai/plugin (and its dependencies,
+// 6.8 MB from registry.npmjs.org), unless that directory already has a
+// node_modules and a package-lock.json whose root lists every
+// dependency (opencode 1.18.33, Npm.install: checkNodeModules, then
+// checkDirty). The demo's plugins are off (OPENCODE_PURE,
+// OPENCODE_DISABLE_DEFAULT_PLUGINS), so the package is never needed:
+// the global config directory (the scratch HOME's) is made to look
+// installed; a project's .opencode directories are not read at all
+// (OPENCODE_DISABLE_PROJECT_CONFIG).
+func opencodeOffline(dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "node_modules"), 0o700); err != nil {
+		return err
+	}
+	lock := `{"name":"opencode-config","lockfileVersion":3,"requires":true,` +
+		`"packages":{"":{"dependencies":{"@opencode-ai/plugin":"*"}}}}` + "\n"
+	return os.WriteFile(filepath.Join(dir, "package-lock.json"), []byte(lock), 0o600)
 }
 
 // isDemoError says whether prompt is claudetest.DemoCommandError (words
