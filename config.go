@@ -118,6 +118,11 @@ type Config struct {
 	// DefaultWarmIdle). See Harness.Prewarm.
 	WarmTurns int
 	WarmIdle  time.Duration
+
+	// Checkpoints configures the snapshot of each project's files taken
+	// before every turn, for RestoreFiles (the zero value: on, default
+	// limits; Off for `--no-checkpoints`). See CheckpointConfig.
+	Checkpoints CheckpointConfig
 }
 
 // DefaultApprovalTimeout is how long a tool waits for a person.

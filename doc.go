@@ -19,7 +19,8 @@
 //	err = h.Shutdown(ctx)                                 // interrupt, wait, kill what is left
 //
 // A turn: load the session → build the persona's system prompt and save it
-// to <root>/.chirality/prompts/<id>-system.txt → emit user:message → start
+// to <root>/.chirality/prompts/<id>-system.txt → emit user:message →
+// snapshot the project's files (checkpoints.go) → start
 // the session's engine (engine.Request: the prompt, the persona's tool
 // flags, the mode's max turns, the permission policy, the conversation to
 // resume; on a warm agent when one waits, see warm.go) → on session:init
@@ -51,6 +52,17 @@
 // rules are resolved by rule, and a timeout, an interrupt,
 // a kill, a delete or Shutdown denies what is still open before the turn
 // ends.
+//
+// # File checkpoints
+//
+// Before each turn the core snapshots the project's files (package
+// checkpoint: a private git object store in .chirality/checkpoints, never
+// the project's own repository) and records the snapshot under the seq of
+// the turn's user:message. FilesDiff previews and RestoreFiles makes the
+// files as they were before a turn; FileCheckpoints lists the snapshots,
+// with the reason where none was taken. A snapshot that fails (no git, a
+// project over Config.Checkpoints' limits) never stops the turn.
+// Config.Checkpoints.Off turns them off.
 //
 // # Permission policy
 //

@@ -34,6 +34,7 @@ type Harness struct {
 	order   []string // engine names, built-in first
 	store   *session.Store
 	warm    *warmPool
+	ckpts   checkpoints // file snapshots by project root (checkpoints.go)
 
 	mu       sync.Mutex
 	live     map[string]*liveTurn       // by session ID: running turns and deletions

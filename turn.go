@@ -341,6 +341,9 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	lt.mu.Unlock()
 	// The turn's first event, before the engine can say anything.
 	r.emit(event.Event{Type: event.TypeUserMessage, Text: message})
+	if seq := elog.LastSeq(); seq > startSeq {
+		h.snapshotTurn(ctx, s, seq, plog) // the files before the turn (checkpoints.go); never stops it
+	}
 	et, err := h.startEngineTurn(eng, r.req)
 	if err != nil {
 		plog.Error().Str("sessionId", id).Str("engine", plan.Engine).Err(err).Msg("turn could not start")
