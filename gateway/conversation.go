@@ -16,15 +16,6 @@ import (
 // FilesDiff, Rewind); these handlers only read the request, bound it and
 // answer. Errors go through statusOf like every other route.
 
-// Bounds of a rewind preview's answer: a patch is cut at maxPatch bytes,
-// and once the patches of one answer reach maxPatches bytes the rest are
-// left out (their files are still listed, marked truncated). A project
-// with a rewritten 100 MB file previews in kilobytes.
-const (
-	maxPatch   = 64 << 10
-	maxPatches = 2 << 20
-)
-
 // conversationTimeout bounds a fork or a rewind (copying a log, restoring a
 // project's files).
 const conversationTimeout = 2 * time.Minute
@@ -122,46 +113,14 @@ func (g *Gateway) listTurns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// changeJSON is a harness.FileChange as the API sends it.
+// changeJSON is one changed file as the API sends it: a file a rewind
+// restored (harness.FileChange) or a preview's (checkpoint.Change, with its
+// patch, cut by the checkpoint store's bounds).
 type changeJSON struct {
 	Path      string `json:"path"`
 	Op        string `json:"op"`
 	Patch     string `json:"patch,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
-}
-
-// changesOf converts changes, cutting patches as maxPatch and maxPatches
-// say (withPatch false leaves them out).
-func changesOf(cs []harness.FileChange, withPatch bool) []changeJSON {
-	out := make([]changeJSON, 0, len(cs))
-	budget := maxPatches
-	for _, c := range cs {
-		j := changeJSON{Path: c.Path, Op: c.Op}
-		if withPatch && c.Patch != "" {
-			p := c.Patch
-			if len(p) > maxPatch {
-				p, j.Truncated = cutUTF8(p, maxPatch), true
-			}
-			if len(p) > budget {
-				p, j.Truncated = "", true
-			}
-			budget -= len(p)
-			j.Patch = p
-		}
-		out = append(out, j)
-	}
-	return out
-}
-
-// cutUTF8 cuts s to at most n bytes without splitting a UTF-8 sequence.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
 
 type rewindRequest struct {
@@ -197,5 +156,9 @@ func (g *Gateway) rewindSession(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rewindJSON{Files: changesOf(res.Files, false), Conversation: res.Conversation})
+	files := make([]changeJSON, 0, len(res.Files))
+	for _, c := range res.Files {
+		files = append(files, changeJSON{Path: c.Path, Op: c.Op})
+	}
+	writeJSON(w, http.StatusOK, rewindJSON{Files: files, Conversation: res.Conversation})
 }
