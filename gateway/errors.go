@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/internal/sse"
@@ -42,11 +43,15 @@ func statusOf(err error) int {
 	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved):
 		return http.StatusConflict
 	case errors.Is(err, harness.ErrInvalidMCPConfig),
-		errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported):
+		errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported),
+		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore):
 		// The session cannot do this: its MCP configuration is malformed,
-		// or its engine lacks the control.
+		// its engine lacks the control, or its project is too large for
+		// file checkpoints (a property of the project, not of the request:
+		// not 413, which is about the request's body).
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, harness.ErrClosed), errors.Is(err, sse.ErrTooManyStreams), errors.Is(err, engine.ErrBinaryNotFound),
+		errors.Is(err, checkpoint.ErrNoGit),
 		errors.Is(err, engine.ErrUnavailable), errors.Is(err, engine.ErrBinaryNotFound):
 		return http.StatusServiceUnavailable
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
@@ -567,6 +568,8 @@ func TestStatusOf(t *testing.T) {
 		{harness.ErrClosed, 503}, {&engine.BinaryNotFoundError{}, 503}, {errors.New("boom"), 500},
 		{harness.ErrSeqNotFound, 404}, {errBadSeq, 400}, {harness.ErrUnsupported, 422}, {engine.ErrUnsupported, 422},
 		{harness.ErrInvalidEffort, 400}, {harness.ErrInvalidPermissionMode, 400},
+		{checkpoint.ErrTooLarge, 422}, {&checkpoint.LimitError{Limit: "files", Have: 9, Max: 8}, 422}, {checkpoint.ErrUnsafeStore, 422},
+		{checkpoint.ErrNoGit, 503},
 	}
 	for _, c := range cases {
 		if got := statusOf(errors.Join(errors.New("ctx"), c.err)); got != c.want {
