@@ -19,12 +19,14 @@ func Builtin() []Config {
 			Name: OpenCode, Command: []string{"opencode", "acp"},
 			Install:     "npm install opencode-ai@1.18.33",
 			Credentials: []string{"ANTHROPIC_API_KEY"},
+			Fork:        true,
 		},
 		{
 			Name: ClaudeACP, Command: []string{"claude-agent-acp"},
 			Install:     "npm install @agentclientprotocol/claude-agent-acp@0.101.0",
 			Credentials: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
 			SessionMeta: ClaudeACPSessionMeta,
+			Fork:        true,
 		},
 		{
 			Name: Copilot, Command: []string{"copilot", "--acp", "--stdio"},

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -71,6 +72,12 @@ type Config struct {
 	// turn (default 30 minutes); its next turn starts a new process and
 	// loads the session when the agent can.
 	IdleTimeout time.Duration
+	// Fork says whether the agent offers session/fork before any of its
+	// processes answered initialize (Controls, GET /engines); once one
+	// did, its answer decides. The built-in entries set what their
+	// pinned versions advertise. Not read from an engines file: another
+	// agent's fork is known after its first turn.
+	Fork bool
 }
 
 // Engine runs the turns of one ACP agent command. One agent process per
@@ -85,6 +92,8 @@ type Engine struct {
 	// registry's own lock; a turn's start and an idle agent's expiry
 	// hold mu, so neither sees the other half done.
 	turns turns.Registry[*Turn]
+
+	forks atomic.Int32 // session/fork as the last initialize answer said: 0 unknown, 1 yes, 2 no
 
 	mu       sync.Mutex
 	versions map[string]string // Check's: binary path and mtime → version
@@ -222,6 +231,9 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
 	if req.SessionKey == "" {
 		return nil, errors.New("acp: empty session key")
+	}
+	if err := e.checkControls(req); err != nil {
+		return nil, err
 	}
 	log := e.cfg.Logger
 	if req.Logger != nil {

@@ -72,6 +72,7 @@ type agentInfo struct {
 	Name        string
 	Version     string
 	LoadSession bool
+	Fork        bool // session/fork advertised
 }
 
 // spawn starts the agent in its own process group with its three pipes

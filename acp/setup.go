@@ -47,6 +47,15 @@ type loadSessionParams struct {
 	Meta       map[string]any `json:"_meta,omitempty"`
 }
 
+// forkSessionParams is session/fork's (unstable in ACP: only sent to an
+// agent whose initialize answer advertises sessionCapabilities.fork).
+type forkSessionParams struct {
+	SessionID  string         `json:"sessionId"`
+	Cwd        string         `json:"cwd"`
+	McpServers []any          `json:"mcpServers"`
+	Meta       map[string]any `json:"_meta,omitempty"`
+}
+
 type promptParams struct {
 	SessionID string      `json:"sessionId"`
 	Prompt    []textBlock `json:"prompt"`
@@ -77,9 +86,20 @@ type setConfigParams struct {
 type initializeResult struct {
 	ProtocolVersion   int `json:"protocolVersion"`
 	AgentCapabilities struct {
-		LoadSession bool `json:"loadSession"`
+		LoadSession         bool `json:"loadSession"`
+		SessionCapabilities struct {
+			// Fork is {} when the agent offers session/fork (null or
+			// absent when not).
+			Fork json.RawMessage `json:"fork"`
+		} `json:"sessionCapabilities"`
 	} `json:"agentCapabilities"`
 	AgentInfo *implementation `json:"agentInfo"`
+}
+
+// forks reports whether the answer advertises session/fork.
+func (r *initializeResult) forks() bool {
+	f := r.AgentCapabilities.SessionCapabilities.Fork
+	return len(f) > 0 && string(f) != "null"
 }
 
 type sessionResult struct {

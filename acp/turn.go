@@ -296,13 +296,34 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 		}
 		p.initialized = true
 		p.info.LoadSession = ini.AgentCapabilities.LoadSession
+		p.info.Fork = ini.forks()
+		t.e.learnForks(p.info.Fork)
 		if ini.AgentInfo != nil {
 			p.info.Name, p.info.Version = ini.AgentInfo.Name, ini.AgentInfo.Version
 		}
 	}
 	var notice string
 	resume := t.req.Resume
-	if p.sessionID == "" || (resume != "" && resume != p.sessionID) {
+	if t.req.Fork && resume != "" {
+		// A copy of the conversation in a new ACP session; the
+		// original is left as it was.
+		if !p.info.Fork {
+			return nil, t.fail(event.ErrorStart, t.e.cfg.Name+" does not offer session/fork (its initialize answer does not advertise sessionCapabilities.fork), so its conversation cannot be forked"), ""
+		}
+		var res sessionResult
+		if err := call(p.conn, sdk.AgentMethodSessionFork, forkSessionParams{SessionID: resume, Cwd: t.req.Cwd, McpServers: []any{}, Meta: t.sessionMeta()}, &res); err != nil {
+			if !p.alive() {
+				return nil, t.fail(event.ErrorStart, "session/fork: "+rpcMessage(err)), ""
+			}
+			return nil, t.fail(event.ErrorResumeNotFound, "session/fork: "+rpcMessage(err)), ""
+		}
+		if res.SessionID == "" {
+			return nil, t.fail(event.ErrorStart, "session/fork: no sessionId in the answer"), ""
+		}
+		t.log.Info().Str("acpSession", res.SessionID).Str("from", resume).Msg("acp: session forked")
+		p.sessionID, p.setup, p.prompted = res.SessionID, res.sessionSetup, true // a continuation: no preamble
+		t.configure()
+	} else if p.sessionID == "" || (resume != "" && resume != p.sessionID) {
 		loaded := false
 		if resume != "" && p.info.LoadSession {
 			var res sessionSetup

@@ -34,12 +34,18 @@
 //	            Copilot 1.0.102 after its ACP event stream lagged)
 //	stream N    N chunks of text (benchmarks)
 //	recall      answers with the session's previous prompt
+//	history     answers "history: P1 | P2 | …", every prompt of the
+//	            session before this one (a fork's copied ones first)
 //	(else)      a thought, then "echo: TEXT" in chunks
 //
 // The agent is strict where the spec is: requests with fields it does not
 // know are refused with "invalid params" (a client that sends non-spec
 // fields fails its tests). It advertises loadSession, keeping each
-// session's prompts in $ACPTEST_STATE (a directory) when set.
+// session's prompts in $ACPTEST_STATE (a directory) when set. With
+// ACPTEST_FORK=1 (Agent.Fork) it also advertises the unstable
+// session/fork (sessionCapabilities.fork) and serves it: a new session
+// with a copy of the source's prompts; without, session/fork is "method
+// not found", as from an agent that does not offer it.
 package acptest
 
 import (
@@ -67,7 +73,7 @@ func IsAgent() bool { return os.Getenv("ACPTEST_AGENT") == "1" }
 
 // Main serves ACP on stdin and stdout until stdin ends, then exits.
 func Main() {
-	a := &Agent{StateDir: os.Getenv("ACPTEST_STATE")}
+	a := &Agent{StateDir: os.Getenv("ACPTEST_STATE"), Fork: os.Getenv("ACPTEST_FORK") == "1"}
 	err := a.Serve(os.Stdin, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "acptest:", err)
@@ -81,6 +87,8 @@ type Agent struct {
 	// StateDir, when set, keeps each session's prompts on disk so another
 	// process can session/load it.
 	StateDir string
+	// Fork advertises and serves session/fork.
+	Fork bool
 
 	conn  *sdk.Connection
 	ready chan struct{} // closed once conn is set
@@ -135,9 +143,13 @@ func (a *Agent) handle(ctx context.Context, method string, params json.RawMessag
 		if err := strict(params, &p); err != nil {
 			return nil, err
 		}
+		caps := map[string]any{"loadSession": true}
+		if a.Fork {
+			caps["sessionCapabilities"] = map[string]any{"fork": map[string]any{}}
+		}
 		return map[string]any{
 			"protocolVersion":   1,
-			"agentCapabilities": map[string]any{"loadSession": true},
+			"agentCapabilities": caps,
 			"agentInfo":         map[string]any{"name": "acptest", "version": "0.1.0"},
 			"authMethods":       []any{},
 		}, nil
@@ -152,15 +164,27 @@ func (a *Agent) handle(ctx context.Context, method string, params json.RawMessag
 		if p.Cwd == "" || p.McpServers == nil {
 			return nil, sdk.NewInvalidParams("cwd and mcpServers are required")
 		}
-		a.mu.Lock()
-		a.next++
-		id := "fake-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(a.next)
-		a.sessions[id] = []string{}
-		a.mu.Unlock()
-		return map[string]any{"sessionId": id, "modes": map[string]any{
-			"currentModeId":  "default",
-			"availableModes": []any{map[string]any{"id": "default", "name": "Default"}, map[string]any{"id": "plan", "name": "Plan"}},
-		}}, nil
+		return a.newSession(nil), nil
+	case "session/fork":
+		if !a.Fork {
+			break // method not found
+		}
+		var p struct {
+			SessionID  string `json:"sessionId"`
+			Cwd        string `json:"cwd"`
+			McpServers []any  `json:"mcpServers"`
+		}
+		if err := strict(params, &p); err != nil {
+			return nil, err
+		}
+		if p.Cwd == "" {
+			return nil, sdk.NewInvalidParams("cwd is required")
+		}
+		prompts, ok := a.loadState(p.SessionID)
+		if !ok {
+			return nil, sdk.NewInvalidParams("unknown session " + p.SessionID)
+		}
+		return a.newSession(prompts), nil
 	case "session/load":
 		var p struct {
 			SessionID  string `json:"sessionId"`
@@ -247,6 +271,23 @@ func (a *Agent) handle(ctx context.Context, method string, params json.RawMessag
 	return nil, sdk.NewMethodNotFound(method)
 }
 
+// newSession makes a session holding prompts (a fork's copy) and
+// answers as session/new does.
+func (a *Agent) newSession(prompts []string) map[string]any {
+	a.mu.Lock()
+	a.next++
+	id := "fake-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(a.next)
+	a.sessions[id] = append([]string{}, prompts...)
+	a.mu.Unlock()
+	if prompts != nil {
+		a.saveState(id) // a fork can be loaded before its first prompt
+	}
+	return map[string]any{"sessionId": id, "modes": map[string]any{
+		"currentModeId":  "default",
+		"availableModes": []any{map[string]any{"id": "default", "name": "Default"}, map[string]any{"id": "plan", "name": "Plan"}},
+	}}
+}
+
 func text(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
 
 func (a *Agent) update(sid string, u map[string]any) {
@@ -267,7 +308,7 @@ func end(reason string) (any, *sdk.RequestError) {
 
 // behaviours are the words a prompt picks a script with (package doc).
 var behaviours = map[string]bool{"crash": true, "unknown": true, "unserved": true, "hang": true, "slow": true,
-	"permission": true, "lateinput": true, "plan": true, "refuse": true, "selfcancel": true, "stream": true, "recall": true}
+	"permission": true, "lateinput": true, "plan": true, "refuse": true, "selfcancel": true, "stream": true, "recall": true, "history": true}
 
 // turn runs one prompt's script.
 func (a *Agent) turn(ctx context.Context, sid, msg string, all, prev []string) (any, *sdk.RequestError) {
@@ -384,6 +425,9 @@ func (a *Agent) turn(ctx context.Context, sid, msg string, all, prev []string) (
 			last = prev[len(prev)-1]
 		}
 		a.chunks(sid, "you said: "+last)
+		return end("end_turn")
+	case "history":
+		a.chunks(sid, "history: "+strings.Join(prev, " | "))
 		return end("end_turn")
 	}
 	a.update(sid, map[string]any{"sessionUpdate": "agent_thought_chunk", "content": text("thinking")})
