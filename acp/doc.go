@@ -42,6 +42,33 @@
 // the server: the agents are children in their own groups, stopped by
 // Shutdown, and an agent whose parent dies reads the end of its stdin.
 //
+// # Fork and rewind
+//
+// A turn with Request.Fork continues a copy of Request.Resume's ACP
+// session: after initialize the client sends session/fork {sessionId,
+// cwd, mcpServers: []} (unstable in ACP) instead of session/new or
+// session/load, and prompts the new session, whose id session:init
+// reports; the source session is left as it was. The fork's turn runs in
+// the fork's own agent process (its own session key), so the agent must
+// find the source session in its store, as the pinned opencode and
+// claude-agent-acp do. Only an agent whose initialize answer advertises
+// sessionCapabilities.fork is sent it: Controls reports fork as the
+// engine's last initialize answer said (Config.Fork before any agent
+// answered; the built-in opencode and claude-acp entries set it, as
+// their pinned versions advertise, copilot does not), and StartTurn
+// refuses a fork the agent does not offer with engine.ErrUnsupported. An
+// entry that claims fork for an agent that does not advertise it fails
+// that turn at its start (session:error start, with the reason); an
+// unknown source session fails it with resume_not_found.
+//
+// Rewind (Request.ResumeAt) is not supported: ACP has no means to continue
+// a session cut at a turn (session/fork copies a whole session; no turn
+// positions are exchanged), so Controls never reports it and StartTurn
+// refuses it with engine.ErrUnsupported. (claude-agent-acp 0.101.0 reads
+// a fork point from a vendor _meta of JetBrains' client,
+// jetbrains.air.fork.messageId; no spec means, so not used.)
+// session:complete carries no Checkpoint.
+//
 // # Events
 //
 //	agent_message_chunk        chat:delta; chat:complete (the whole message)
