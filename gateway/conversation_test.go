@@ -32,6 +32,13 @@ func TestConversationRequestsRefused(t *testing.T) {
 		{"POST", sp + "/rewind", `{"files":true}`, 400},
 		{"POST", sp + "/rewind", `{"toTurn":3}`, 400}, // nothing to rewind
 		{"POST", sp + "/rewind", `{"toTurn":3,"files":false,"conversation":false}`, 400},
+		{"GET", sp + "/rewind?toTurn=-1", "", 400},
+		{"GET", sp + "/rewind?toTurn=0", "", 400},
+		{"GET", sp + "/rewind?toTurn=abc", "", 400},
+		{"GET", sp + "/rewind?toTurn=1e3", "", 400},
+		{"GET", sp + "/rewind?toTurn=99999999999999999999", "", 400},
+		{"GET", sp + "/rewind?toTurn=" + long, "", 400},
+		{"GET", sp + "/rewind", "", 400},
 		// Unknown fields, wrong types, two values, not JSON, no body.
 		{"POST", sp + "/rewind", `{"toTurn":3,"files":true,"force":true}`, 400},
 		{"POST", sp + "/rewind", `{"toTurn":3,"files":"yes"}`, 400},

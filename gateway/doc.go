@@ -17,6 +17,7 @@
 //	PATCH  /api/harness/session/{id}     {title?, persona?, model?, permissionMode?, effort?} → 200 {session, …}
 //	POST   /api/harness/session/{id}/fork    {atSeq?} → 201 {session, …} | 404 | 409 | 422
 //	GET    /api/harness/session/{id}/turns   → 200 [{seq, text, checkpoint, files, rewound}]
+//	GET    /api/harness/session/{id}/rewind  ?toTurn= → 200 {toTurn, turn, files: [{path, op, patch, truncated?}], filesError?}
 //	POST   /api/harness/session/{id}/rewind  {toTurn, files, conversation} → 200 {files, conversation} | 404 | 409 | 422
 //	DELETE /api/harness/session/{id}     → 204
 //	GET    /api/harness/session/{id}/events  SSE: stored after Last-Event-ID / ?after=, then live

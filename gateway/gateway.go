@@ -146,6 +146,7 @@ func (g *Gateway) routes() *mux.Router {
 	route(http.MethodPatch, "/session/{id}", g.patchSession)
 	route(http.MethodPost, "/session/{id}/fork", g.forkSession)
 	route(http.MethodGet, "/session/{id}/turns", g.listTurns)
+	route(http.MethodGet, "/session/{id}/rewind", g.previewRewind)
 	route(http.MethodPost, "/session/{id}/rewind", g.rewindSession)
 	route(http.MethodPost, "/approval", g.approval)
 	route(http.MethodGet, "/engines", g.engines)

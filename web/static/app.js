@@ -849,7 +849,7 @@ async function openRewind(turn) {
   if (state.rewind?.turn !== turn) return;
   state.rewind.preview = p;
   const files = Array.isArray(p.files) ? p.files : [];
-  const canFiles = !p.filesError && p.turn?.files !== false;
+  const canFiles = !p.filesError;
   $("rw-files").disabled = !canFiles;
   $("rw-files").checked = canFiles && files.length > 0;
   $("rw-files-note").textContent = !canFiles

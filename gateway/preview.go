@@ -1,0 +1,79 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/gorilla/mux"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/checkpoint"
+	"github.com/chirality/harness/internal/httpguard"
+)
+
+type previewJSON struct {
+	ToTurn     int64        `json:"toTurn"`
+	Turn       *turnJSON    `json:"turn,omitempty"`
+	Files      []changeJSON `json:"files"`
+	FilesError string       `json:"filesError,omitempty"`
+}
+
+// previewRewind answers what rewinding the files to before a turn would
+// change, with a patch per file (bounded by the checkpoint store: a cut
+// patch says truncated). It changes nothing and may run during a turn. A
+// turn whose files cannot be rewound (no snapshot was taken before it,
+// the project is too large, no git here) is still previewed, with
+// filesError saying why: its conversation may still be cut.
+func (g *Gateway) previewRewind(w http.ResponseWriter, r *http.Request) {
+	toTurn, err := toTurnOf(r)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	id := mux.Vars(r)["id"]
+	turns, err := g.h.Turns(id)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	out := previewJSON{ToTurn: toTurn, Files: []changeJSON{}}
+	for _, t := range turns {
+		if t.Seq == toTurn {
+			tj := turnOf(t)
+			out.Turn = &tj
+		}
+	}
+	if out.Turn == nil {
+		g.writeError(w, r, fmt.Errorf("%w: %d is not the seq of a user message of session %s (GET its turns)", harness.ErrSeqNotFound, toTurn, httpguard.Clip(id)))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
+	defer cancel()
+	changes, err := g.h.FilesDiff(ctx, id, toTurn)
+	switch {
+	case err == nil:
+		for _, c := range changes {
+			out.Files = append(out.Files, changeJSON{Path: c.Path, Op: c.Op, Patch: c.Patch, Truncated: c.Truncated})
+		}
+	case errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, checkpoint.ErrTooLarge),
+		errors.Is(err, checkpoint.ErrNoGit), errors.Is(err, checkpoint.ErrUnsafeStore):
+		out.FilesError = httpguard.Clip(err.Error())
+	default:
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// toTurnOf reads ?toTurn=: a positive integer.
+func toTurnOf(r *http.Request) (int64, error) {
+	v := r.URL.Query().Get("toTurn")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%w: toTurn must be a positive integer, got %q", errBadSeq, httpguard.Clip(v))
+	}
+	return n, nil
+}
