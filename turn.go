@@ -350,7 +350,7 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 		// The message is in the log: end the turn there too, so the log
 		// never holds a turn without its end.
 		r.emit(event.Event{Type: event.TypeSessionError, Error: &event.SessionError{Error: "the turn could not start: " + err.Error(), Kind: event.ErrorStart}})
-		r.emit(event.Event{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: -1}})
+		r.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(false, 0, "")}) // no process ended: 1
 		switch {
 		case errors.Is(err, engine.ErrBusy):
 			return nil, ErrBusy
@@ -544,7 +544,7 @@ func (r *runner) endWith(exit *event.Event, kind event.ErrorKind, msg string) er
 	r.emit(event.Event{Type: event.TypeSessionError, SessionID: r.s.ID,
 		Error: &event.SessionError{Error: msg, Kind: kind}})
 	if exit == nil {
-		exit = &event.Event{Type: event.TypeProcessExit, SessionID: r.s.ID, Exit: &event.ProcessExit{Code: -1}}
+		exit = &event.Event{Type: event.TypeProcessExit, SessionID: r.s.ID, Exit: engine.TurnExit(false, 0, "")}
 	}
 	r.emit(*exit)
 	return &engine.TurnError{Kind: kind, Message: msg}
