@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/agentserver"
@@ -26,8 +27,6 @@ import (
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
 )
-
-func init() { register("agent", runAgent) }
 
 const agentUsage = `usage: harness agent serve [flags]
 
@@ -52,30 +51,55 @@ refused on every route, a POST with a body must be application/json.
 SIGINT or SIGTERM interrupts the turn and stops (a second one at once).
 `
 
-func runAgent(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || isHelp(args[0]) {
-		fmt.Fprint(stdout, agentUsage)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+func (c *cli) agentCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agent serve [flags]",
+		Short: "serve one conversation over HTTP (agent serve)",
+		Long:  agentUsage,
+		Args:  cobra.ArbitraryArgs,
 	}
-	if args[0] != "serve" {
-		fmt.Fprintf(stderr, "harness agent: unknown subcommand %q\n%s", args[0], agentUsage)
-		return 2
+	cmd.RunE = c.group("subcommand")
+	cmd.AddCommand(c.agentServeCmd())
+	return cmd
+}
+
+func (c *cli) agentServeCmd() *cobra.Command {
+	var o agentOptions
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "serve one harness session over HTTP",
+		Long:  agentUsage,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.set = flagsSet(cmd)
+			ctx, sigs := c.agentCtx, c.agentSigs
+			if ctx == nil {
+				stop := notifyStop()
+				defer signal.Stop(stop)
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(context.Background())
+				defer cancel()
+				go func() { // the first signal starts the shutdown; gracefulStop takes a second
+					select {
+					case <-stop:
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+				sigs = stop
+			}
+			return exitWith(c.agentServe(ctx, sigs, o, verbose))
+		},
 	}
-	sigs := notifyStop()
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { // the first signal starts the shutdown; gracefulStop takes a second
-		select {
-		case <-sigs:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return agentServe(ctx, sigs, args[1:], stdout, stderr)
+	flagAddr(cmd, &o.addr, "127.0.0.1:8788")
+	flagToken(cmd, &o.token, "bearer token every request must carry")
+	cmd.Flags().DurationVar(&o.heartbeat, "heartbeat", 30*time.Second, "interval of the SSE heartbeat comments")
+	flagAllowHostOrigin(cmd, &o.allowHosts, &o.allowOrigins, "origin allowed to call cross-origin (repeatable; none by default)")
+	agentFlags(cmd, &o, true)
+	flagEngines(cmd, &o.enginesFile)
+	flagVerbose(cmd, &verbose, "debug logging on stderr")
+	return cmd
 }
 
 // agentOptions are what `agent serve` and `tui` (without --url) run an
@@ -88,7 +112,7 @@ type agentOptions struct {
 
 	// Server side.
 	addr, token              string
-	allowHosts, allowOrigins []string
+	allowHosts, allowOrigins stringList
 	heartbeat                time.Duration
 	enginesFile              string
 	set                      map[string]bool // the flags given
@@ -96,57 +120,49 @@ type agentOptions struct {
 
 // agentFlags declares the flags `agent serve` and `tui` share. withEngines
 // says whether the command has --engines (its help mentions it then).
-func agentFlags(fs *flag.FlagSet, o *agentOptions, withEngines bool) {
-	engines := ""
+func agentFlags(cmd *cobra.Command, o *agentOptions, withEngines bool) {
+	more := ""
 	if withEngines {
-		engines = " or an engine of --engines"
+		more = " or an engine of --engines"
 	}
-	fs.StringVar(&o.engine, "engine", "", "engine of a new session: anthropic (the native loop on the Messages API), claude-code (the Claude Code CLI), codex, opencode, claude-acp, copilot"+engines+" (default: the persona's, else anthropic)")
-	fs.StringVar(&o.cwd, "cwd", "", "project directory the agent works in (default: the current directory)")
-	fs.StringVar(&o.model, "model", "", "model of a new session (default: the persona's, else the engine's; aliases haiku, sonnet, opus)")
-	fs.StringVar(&o.persona, "persona", "", "persona of a new session (agents/AGENT_<ID>.md in the project)")
-	fs.StringVar(&o.mode, "mode", "workbench", "mode of a new session: workbench, pipeline or direct")
-	fs.StringVar(&o.session, "session", "", "continue this session of the project instead of making one")
-	fs.StringVar(&o.permissionMode, "permission-mode", "", "permission mode of every turn, over the persona's (default: the persona's, else default: a tool no rule allows is put to the person at the TUI)")
-	fs.IntVar(&o.maxTurns, "max-turns", 0, "model calls per prompt (default: the persona's, else the mode's)")
-	fs.IntVar(&o.warm, "warm", 1, "start the next turn's agent ahead while the person reads (0 = off)")
-	fs.DurationVar(&o.approvalTimeout, "approval-timeout", harness.DefaultApprovalTimeout, "how long a tool waits for an answer before it is denied")
-	fs.BoolVar(&o.demo, "demo", false, demoHelp)
-	fs.StringVar(&o.claudeBin, "claude-bin", "", claudeBinHelp+" (--engine claude-code)")
+	flagEngine(cmd, &o.engine, "", "engine of a new session"+more+" (default: the persona's, else anthropic)")
+	flagCwd(cmd, &o.cwd, "project directory the agent works in (default: the current directory)")
+	flagModel(cmd, &o.model, "model of a new session (default: the persona's, else the engine's; aliases haiku, sonnet, opus)")
+	flagPersona(cmd, &o.persona, "persona of a new session (agents/AGENT_<ID>.md in the project)")
+	flagMode(cmd, &o.mode, "workbench", "mode of a new session: workbench, pipeline or direct")
+	flagSession(cmd, &o.session, "continue this session of the project instead of making one")
+	flagPermissionMode(cmd, &o.permissionMode, "", "permission mode of every turn, over the persona's (default: the persona's, else default: a tool no rule allows is put to the person at the TUI)")
+	flagMaxTurns(cmd, &o.maxTurns, "model calls per prompt (default: the persona's, else the mode's)")
+	flagWarm(cmd, &o.warm, 1, "start the next turn's agent ahead while the person reads (0 = off)")
+	flagApprovalTimeout(cmd, &o.approvalTimeout, harness.DefaultApprovalTimeout, "how long a tool waits for an answer before it is denied")
+	flagDemo(cmd, &o.demo)
+	flagClaudeBin(cmd, &o.claudeBin, " (--engine claude-code)")
 }
 
-// flagsSet records which flags fs was given.
-func flagsSet(fs *flag.FlagSet) map[string]bool {
+// flagsSet records which flags cmd was given.
+func flagsSet(cmd *cobra.Command) map[string]bool {
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cmd.Flags().Visit(func(f *pflag.Flag) { set[f.Name] = true })
 	return set
+}
+
+// agentServe is `harness agent serve ARGS…` that stops when ctx is done
+// and whose grace period a receive on sigs (nil: none) cuts short.
+func agentServe(ctx context.Context, sigs <-chan os.Signal, args []string, stdout, stderr io.Writer) int {
+	c := &cli{stdin: os.Stdin, stdout: stdout, stderr: stderr, agentCtx: ctx, agentSigs: sigs}
+	return c.run(append([]string{"agent", "serve"}, args...))
 }
 
 // agentServe serves until ctx is done (the first SIGINT or SIGTERM), then
 // stops as gracefulStop says: a second signal on sigs (nil: none) cuts
 // the grace period short.
-func agentServe(ctx context.Context, sigs <-chan os.Signal, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness agent serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var o agentOptions
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8788", "address to listen on (a non-loopback one needs --token)")
-	fs.StringVar(&o.token, "token", "", "bearer token every request must carry (default: $HARNESS_TOKEN)")
-	fs.DurationVar(&o.heartbeat, "heartbeat", 30*time.Second, "interval of the SSE heartbeat comments")
-	var hosts, origins stringList
-	fs.Var(&hosts, "allow-host", "extra Host header value to accept (repeatable)")
-	fs.Var(&origins, "allow-origin", "origin allowed to call cross-origin (repeatable; none by default)")
-	agentFlags(fs, &o, true)
-	fs.StringVar(&o.enginesFile, "engines", "", enginesHelp)
-	verbose := fs.Bool("v", false, "debug logging on stderr")
-	if code, ok := parseNoArgs(fs, agentUsage, args, stdout, stderr); !ok {
-		return code
-	}
-	o.allowHosts, o.allowOrigins, o.set = hosts, origins, flagsSet(fs)
+func (c *cli) agentServe(ctx context.Context, sigs <-chan os.Signal, o agentOptions, verbose bool) int {
+	stdout, stderr := c.stdout, c.stderr
 	if o.token == "" {
 		o.token = os.Getenv("HARNESS_TOKEN")
 	}
 	level := zerolog.InfoLevel
-	if *verbose {
+	if verbose {
 		level = zerolog.DebugLevel
 	}
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr), TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).Level(level).With().Timestamp().Logger()
@@ -346,5 +362,3 @@ func (a *runningAgent) shutdown(ctx context.Context) error {
 	}
 	return err
 }
-
-func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "help" }

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os/signal"
@@ -12,13 +10,12 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness/daemon"
 	"github.com/chirality/harness/ipc"
 	"github.com/chirality/harness/logging"
 )
-
-func init() { register("agents", runAgents) }
 
 const agentsUsage = `usage:
   harness agents start [NICK…] [--config agents.yaml] [-v]
@@ -67,54 +64,72 @@ agents.yaml:
   agent: claude | codex | copilot | acp | anthropic (native)
 `
 
-func runAgents(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, agentsUsage)
-		return 2
+func (c *cli) agentsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agents start|status|pause|resume|stop|skills",
+		Short: "run agents on IRC (agents start|status|pause|resume|stop|skills)",
+		Long:  agentsUsage,
+		Args:  cobra.ArbitraryArgs,
 	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, agentsUsage)
-		return 0
-	case "start":
-		return agentsStart(args[1:], stdout, stderr)
-	case "status", "pause", "resume", "stop":
-		return agentsControl(args[0], args[1:], stdout, stderr)
-	case "skills":
-		if len(args) > 1 && args[1] == "install" {
-			return agentsSkills(args[2:], stdout, stderr)
-		}
-		if len(args) > 1 && (args[1] == "--help" || args[1] == "-h") {
-			fmt.Fprint(stderr, agentsUsage)
-			return 0
-		}
-		fmt.Fprintf(stderr, "harness agents skills: want \"install\"\n%s", agentsUsage)
-		return 2
+	cmd.RunE = c.group("subcommand")
+	var cfgPath string
+	var verbose, asJSON bool
+	start := &cobra.Command{
+		Use: "start [NICK…] [--config agents.yaml] [-v]", Short: "run the configured agents on IRC in the foreground, one daemon each",
+		Args: cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, nicks []string) error {
+			return exitWith(agentsStart(cfgPath, nicks, verbose, c.stdout, c.stderr))
+		},
 	}
-	fmt.Fprintf(stderr, "harness agents: unknown subcommand %q\n%s", args[0], agentsUsage)
-	return 2
+	flagConfig(start, &cfgPath)
+	flagVerbose(start, &verbose, "debug logging")
+	cmd.AddCommand(start)
+	for _, ctl := range []struct{ name, short string }{
+		{"status", "one line about the agent (--json: the status object)"},
+		{"pause", "finish the turn the agent is in and start no other"},
+		{"resume", "run the queued mentions, close an open circuit breaker"},
+		{"stop", "shut the agent's daemon down"},
+	} {
+		sub := &cobra.Command{
+			Use: ctl.name + " NICK", Short: ctl.short,
+			Args: func(_ *cobra.Command, args []string) error {
+				if len(args) != 1 {
+					return usageErrorf("want one NICK")
+				}
+				return nil
+			},
+			RunE: func(_ *cobra.Command, args []string) error {
+				return exitWith(agentsControl(ctl.name, args[0], asJSON, c.stdout, c.stderr))
+			},
+		}
+		if ctl.name == "status" {
+			flagJSON(sub, &asJSON, "print the status object as JSON")
+		}
+		cmd.AddCommand(sub)
+	}
+	skills := &cobra.Command{
+		Use: "skills install", Short: "write each agent's SKILL.md where its engine reads skills",
+		Args: cobra.ArbitraryArgs,
+	}
+	skills.RunE = c.group("subcommand")
+	install := &cobra.Command{
+		Use: "install [NICK…] [--config agents.yaml]", Short: "write each agent's SKILL.md where its engine reads skills",
+		Args: cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, nicks []string) error {
+			return exitWith(agentsSkills(cfgPath, nicks, c.stdout, c.stderr))
+		},
+	}
+	flagConfig(install, &cfgPath)
+	skills.AddCommand(install)
+	cmd.AddCommand(skills)
+	return cmd
 }
 
-func agentsFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
-	fs := flag.NewFlagSet("agents "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, agentsUsage) }
-	cfg := fs.String("config", "agents.yaml", "the agents configuration")
-	return fs, cfg
-}
-
-// loadAgents parses args (NICK… and fs's flags, --config among them),
-// loads the configuration and selects the agents. code is the exit
-// status when it returns false (0 for --help, 2 for bad flags, 1 for a
-// bad configuration or an unknown NICK, both printed).
-func loadAgents(fs *flag.FlagSet, cfgPath *string, args []string, stderr io.Writer) (cfg *daemon.Config, sel []daemon.AgentConfig, code int, ok bool) {
-	nicks, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil, nil, 0, false
-	} else if err != nil {
-		return nil, nil, 2, false
-	}
-	cfg, err = daemon.LoadConfig(*cfgPath)
+// loadAgents loads the configuration and selects the agents nicks names
+// (all when none). code is the exit status when it returns false (1 for a
+// bad configuration, 2 for an unknown NICK, both printed).
+func loadAgents(cfgPath string, nicks []string, stderr io.Writer) (cfg *daemon.Config, sel []daemon.AgentConfig, code int, ok bool) {
+	cfg, err := daemon.LoadConfig(cfgPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "harness agents: %s\n", userError(err))
 		return nil, nil, 1, false
@@ -126,9 +141,8 @@ func loadAgents(fs *flag.FlagSet, cfgPath *string, args []string, stderr io.Writ
 	return cfg, sel, 0, true
 }
 
-func agentsSkills(args []string, stdout, stderr io.Writer) int {
-	fs, cfgPath := agentsFlags("skills install", stderr)
-	cfg, sel, code, ok := loadAgents(fs, cfgPath, args, stderr)
+func agentsSkills(cfgPath string, nicks []string, stdout, stderr io.Writer) int {
+	cfg, sel, code, ok := loadAgents(cfgPath, nicks, stderr)
 	if !ok {
 		return code
 	}
@@ -147,15 +161,13 @@ func agentsSkills(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-func agentsStart(args []string, stdout, stderr io.Writer) int {
-	fs, cfgPath := agentsFlags("start", stderr)
-	verbose := fs.Bool("v", false, "debug logging")
-	cfg, sel, code, ok := loadAgents(fs, cfgPath, args, stderr)
+func agentsStart(cfgPath string, nicks []string, verbose bool, stdout, stderr io.Writer) int {
+	cfg, sel, code, ok := loadAgents(cfgPath, nicks, stderr)
 	if !ok {
 		return code
 	}
 	level := zerolog.InfoLevel
-	if *verbose {
+	if verbose {
 		level = zerolog.DebugLevel
 	}
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr), TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).
@@ -248,21 +260,8 @@ func mustSocket(nick string) string {
 	return p
 }
 
-func agentsControl(cmd string, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("agents "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, agentsUsage) }
-	asJSON := fs.Bool("json", false, "print the status object as JSON")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	} else if err != nil {
-		return 2
-	}
-	if len(pos) != 1 {
-		fmt.Fprintf(stderr, "harness agents %s: want one NICK\n", cmd)
-		return 2
-	}
+func agentsControl(cmd, nick string, asJSON bool, stdout, stderr io.Writer) int {
+	pos := []string{nick}
 	typ := map[string]string{"status": ipc.CmdStatus, "pause": ipc.CmdPause, "resume": ipc.CmdResume, "stop": ipc.CmdShutdown}[cmd]
 	resp, _, code := callDaemon(pos[0], ipc.Request{Type: typ}, stderr)
 	if code != 0 {
@@ -272,7 +271,7 @@ func agentsControl(cmd string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: stopping\n", pos[0])
 		return 0
 	}
-	if *asJSON {
+	if asJSON {
 		stdout.Write(append(resp.Data, '\n'))
 		return 0
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,11 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/chirality/harness/ipc"
 	"github.com/chirality/harness/irc"
 )
-
-func init() { register("channel", runChannel) }
 
 const channelUsage = `usage: harness channel COMMAND [--json] [args]
 
@@ -41,27 +39,49 @@ A supervisor's note to the agent is printed on stderr as
 "[supervisor CORRECTION] …" before the command's output.
 `
 
-func runChannel(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, channelUsage)
-		return 2
+// channelCommands are the channel subcommands, as its usage lists them.
+var channelCommands = []struct{ use, short string }{
+	{"send <channel> <message>", "post (lines and long text are split; 40 IRC lines at most)"},
+	{"read <channel> [limit]", "the last messages (default 50)"},
+	{"ask <channel> [--timeout N] <question>", "post and wait up to N seconds for a reply addressed to the agent"},
+	{"join <channel>", "join a channel"},
+	{"part <channel>", "leave a channel"},
+	{"channels", "the channels the agent is in"},
+	{"who <target>", "who is in a channel"},
+	{"topic <channel> [text]", "the topic, or set it"},
+	{"compact", "summarize the conversation into a new session"},
+	{"clear", "start a new session for the next prompt"},
+}
+
+func (c *cli) channelCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "channel COMMAND [--json] [args]",
+		Short: "an IRC agent's own commands: send, read, ask, join, who, topic…",
+		Long:  channelUsage,
+		Args:  cobra.ArbitraryArgs,
 	}
-	cmd := args[0]
-	if cmd == "-h" || cmd == "--help" || cmd == "help" {
-		fmt.Fprint(stdout, channelUsage)
-		return 0
+	cmd.RunE = c.group("command")
+	var asJSON bool
+	var timeout float64
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the daemon's data as JSON")
+	for _, sc := range channelCommands {
+		sub := &cobra.Command{
+			Use: sc.use, Short: sc.short,
+			Args: cobra.ArbitraryArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return exitWith(channelRun(cmd.Name(), args, asJSON, timeout, c.stdout, c.stderr))
+			},
+		}
+		if sub.Name() == "ask" {
+			sub.Flags().Float64Var(&timeout, "timeout", 300, "seconds to wait for an answer")
+		}
+		cmd.AddCommand(sub)
 	}
-	fs := flag.NewFlagSet("channel "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, channelUsage) }
-	asJSON := fs.Bool("json", false, "print the daemon's data as JSON")
-	timeout := fs.Float64("timeout", 300, "ask: seconds to wait for an answer")
-	pos, err := parseInterleaved(fs, args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	} else if err != nil {
-		return 2
-	}
+	return cmd
+}
+
+// channelRun runs the channel command cmd with its arguments pos.
+func channelRun(cmd string, pos []string, asJSON bool, timeout float64, stdout, stderr io.Writer) int {
 	usageErr := func(msg string) int {
 		fmt.Fprintf(stderr, "harness channel %s: %s\n", cmd, msg)
 		return 2
@@ -89,10 +109,10 @@ func runChannel(args []string, stdout, stderr io.Writer) int {
 		if len(pos) < 2 {
 			return usageErr("want <channel> <question>")
 		}
-		if *timeout <= 0 || *timeout > 86400 {
+		if timeout <= 0 || timeout > 86400 {
 			return usageErr("--timeout must be between 0 and 86400 seconds")
 		}
-		req = ipc.Request{Type: ipc.CmdIRCAsk, Channel: pos[0], Message: strings.Join(pos[1:], " "), Timeout: *timeout}
+		req = ipc.Request{Type: ipc.CmdIRCAsk, Channel: pos[0], Message: strings.Join(pos[1:], " "), Timeout: timeout}
 	case "join", "part":
 		if len(pos) != 1 {
 			return usageErr("want <channel>")
@@ -117,9 +137,6 @@ func runChannel(args []string, stdout, stderr io.Writer) int {
 			t := strings.Join(pos[1:], " ")
 			req.Topic = &t
 		}
-	default:
-		fmt.Fprintf(stderr, "harness channel: unknown command %q\n%s", cmd, channelUsage)
-		return 2
 	}
 	nick := os.Getenv("HARNESS_NICK")
 	if nick == "" {
@@ -130,7 +147,7 @@ func runChannel(args []string, stdout, stderr io.Writer) int {
 	if code != 0 {
 		return code
 	}
-	if *asJSON {
+	if asJSON {
 		stdout.Write(append(resp.Data, '\n'))
 		return 0
 	}

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
@@ -89,8 +92,9 @@ func TestUsageErrorsExit2Everywhere(t *testing.T) {
 	t.Setenv("HARNESS_NICK", "")
 	commands := []string{"turn", "serve", "replay", "sessions", "sessions list", "sessions show", "sessions rm",
 		"personas", "personas list", "personas show", "personas prompt", "agent", "agent serve", "rpc", "tui",
-		"agents", "agents start", "agents status", "agents pause", "agents resume", "agents stop", "agents skills",
-		"channel", "channel send", "channel read", "channel ask", "channel join", "channel who", "channel topic", "version"}
+		"agents", "agents start", "agents status", "agents pause", "agents resume", "agents stop", "agents skills", "agents skills install",
+		"channel", "channel send", "channel read", "channel ask", "channel join", "channel part", "channel channels", "channel who",
+		"channel topic", "channel compact", "channel clear", "version", "completion", "completion bash", "completion zsh", "completion fish", "help"}
 	for name := range commands_() {
 		if !slices.Contains(commands, name) {
 			t.Errorf("command %q is not covered by this test", name)
@@ -127,12 +131,23 @@ func TestUsageErrorsExit2Everywhere(t *testing.T) {
 	}
 }
 
-// commands_ lists the registered commands.
+// commands_ lists every command of the tree ("sessions list"), the
+// help command among them.
 func commands_() map[string]bool {
 	m := map[string]bool{}
-	for name := range commands {
-		m[name] = true
+	root := (&cli{stdout: io.Discard, stderr: io.Discard}).newRoot()
+	root.InitDefaultHelpCmd()
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden {
+				continue
+			}
+			m[strings.TrimPrefix(sub.CommandPath(), "harness ")] = true
+			walk(sub)
+		}
 	}
+	walk(root)
 	return m
 }
 

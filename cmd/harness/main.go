@@ -1,27 +1,15 @@
-// Command harness runs Claude Code turns from the terminal and serves them
-// over HTTP to the Chirality command center.
-//
-//	harness turn [flags] MESSAGE          one turn in the current directory
-//	harness serve [flags]                 the /api/harness gateway and web console
-//	harness replay SESSION_ID MESSAGE     re-run a turn exactly as the gateway would
-//	harness sessions list|show|rm         stored sessions
-//	harness personas list|show|prompt     personas and the prompt they build
-//	harness agent serve [flags]           one conversation over HTTP (what harness tui talks to)
-//	harness agents start|status|…         agents on IRC, one daemon each (agents.yaml)
-//	harness channel send|read|ask|…       an IRC agent's skill CLI (needs HARNESS_NICK)
-//	harness version                       versions of harness, the pinned CLI and Go
-//
-// Run `harness COMMAND --help` for a command's flags: help goes to stdout
-// and exits 0, for every command.
 package main
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
@@ -33,147 +21,252 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// commands maps a subcommand to its entry point. Each returns the exit
-// status: 0 success, 1 failure, 2 usage error.
-var commands = map[string]func(args []string, stdout, stderr io.Writer) int{}
+// cli is one run of the command line: its input and output, and what
+// tests stand in for the process's signals with. Every command is built
+// afresh for each run (newRoot), so no flag value outlives it.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
 
-func register(name string, fn func(args []string, stdout, stderr io.Writer) int) {
-	commands[name] = fn
+	// serveStop, when hasServeStop, is what `serve` stops on instead of
+	// SIGINT/SIGTERM (nil: never).
+	serveStop    <-chan os.Signal
+	hasServeStop bool
+	// agentCtx, when set, is what `agent serve` stops on instead of the
+	// first SIGINT/SIGTERM; agentSigs then cuts its grace period short
+	// (nil: nothing does).
+	agentCtx  context.Context
+	agentSigs <-chan os.Signal
 }
 
+// run runs the command line args and returns the exit status: 0 success,
+// 1 failure, 2 usage error.
 func run(args []string, stdout, stderr io.Writer) int {
-	switch {
-	case len(args) == 0:
-		usage(stderr)
-		return 2
-	case args[0] == "-h" || args[0] == "--help":
-		usage(stdout)
-		return 0
-	case args[0] == "help" && len(args) == 1:
-		usage(stdout)
-		return 0
-	case args[0] == "help":
-		return run(append(args[1:2], "--help"), stdout, stderr)
-	case args[0] == "--version" || args[0] == "-version":
-		printVersion(stdout)
-		return 0
-	}
-	fn, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "harness: unknown command %q\n", args[0])
-		usage(stderr)
-		return 2
-	}
-	if wantsHelp(args[1:]) {
-		// Help is uniform: on stdout, exit 0, whatever the command's own
-		// flag set does with -h.
-		if code := fn(args[1:], stdout, stdout); code != 2 {
-			return code
-		}
-		return 0
-	}
-	return fn(args[1:], stdout, stderr)
+	return (&cli{stdin: os.Stdin, stdout: stdout, stderr: stderr}).run(args)
 }
 
-// wantsHelp reports whether args ask for help (before any "--").
-func wantsHelp(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-h", "--help", "-help":
-			return true
-		}
+// exitCode is a command's exit status when it is not 0; the command has
+// said why on stderr.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// usageError is a usage error found before a command runs (an argument
+// missing or left over); run prints it and exits 2, as it does any error
+// of cobra's or pflag's (an unknown flag or a malformed value).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+func (c *cli) run(args []string) int {
+	root := c.newRoot()
+	root.SetArgs(append([]string{}, normalizeArgs(args)...))
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return 0
 	}
-	return false
+	var code exitCode
+	if errors.As(err, &code) {
+		return int(code)
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	fmt.Fprintf(c.stderr, "%s: %s\nRun '%s --help' for usage.\n", cmd.CommandPath(), err, cmd.CommandPath())
+	return 2
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `usage: harness COMMAND [flags] [args]
+// newRoot builds the command tree, with c's output, in the order the
+// help lists the commands.
+func (c *cli) newRoot() *cobra.Command {
+	cobra.EnableCommandSorting = false
+	root := &cobra.Command{
+		Use:           "harness COMMAND [flags] [args]",
+		Short:         "coding agents behind one core: a turn, a gateway, JSON-RPC, a TUI, IRC agents",
+		Args:          cobra.ArbitraryArgs,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Version:       harnessVersion(),
+	}
+	root.RunE = c.group("command")
+	root.SetVersionTemplate("{{ .Annotations.versionText }}")
+	root.Annotations = map[string]string{"versionText": versionText()}
+	root.SetIn(c.stdin)
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	root.SetHelpTemplate(helpTemplate)
+	root.SetUsageTemplate(helpTemplate)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(c.turnCmd(), c.serveCmd(), c.replayCmd(), c.sessionsCmd(), c.personasCmd(), c.agentCmd(), c.rpcCmd(),
+		c.tuiCmd(), c.agentsCmd(), c.channelCmd(), c.versionCmd(), c.completionCmd(root))
+	root.SetHelpCommand(helpCmd(root))
+	return root
+}
 
+// helpTemplate is every command's help: its usage text (Long, which
+// begins "usage:"), or one made from Use and Short; the commands of one
+// without a usage text of its own; and its flags.
+const helpTemplate = `{{with .Long}}{{trimTrailingWhitespaces .}}
+{{else}}usage: {{.UseLine}}
+
+{{.Short}}
+{{end}}{{if and (not .Long) .HasAvailableSubCommands}}
 commands:
-  turn      run one Claude Code turn and stream its events
-  serve     serve the /api/harness gateway and the web console
-  replay    re-run a stored session's turn exactly as the gateway would
-  sessions  list, show or remove stored sessions
-  personas  list, show personas and print the prompt they build
-  agent     serve one conversation over HTTP (agent serve)
-  rpc       JSON-RPC 2.0 on stdin/stdout: threads, turns, approvals
-  tui       a conversation with the agent in the terminal
-  agents    run agents on IRC (agents start|status|pause|resume|stop|skills)
-  channel   an IRC agent's own commands: send, read, ask, join, who, topic…
-  version   print the versions of harness, the pinned Claude CLI and Go
+{{range .Commands}}{{if .IsAvailableCommand}}  {{rpad .Name .NamePadding}} {{.Short}}
+{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+flags:
+{{trimTrailingWhitespaces .LocalFlags.FlagUsages}}
+{{end}}{{if .HasAvailableInheritedFlags}}
+flags of {{.Parent.CommandPath}}:
+{{trimTrailingWhitespaces .InheritedFlags.FlagUsages}}
+{{end}}{{if .HasAvailableSubCommands}}
+Run '{{.CommandPath}} COMMAND --help' for a command's flags.
+{{end}}`
 
-Run 'harness COMMAND --help' for a command's flags.
-`)
-}
-
-// parseInterleaved parses flags that may come before, between or after the
-// positional arguments (`harness personas prompt ID --mode pipeline`), and
-// returns the positionals. A lone "--" ends flag parsing.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+// group is the RunE of a command made of subcommands (and of the root):
+// without one it prints its help on stderr (exit 2); "help" prints it on
+// stdout; any other word is an unknown subcommand.
+func (c *cli) group(word string) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			cmd.SetOut(c.stderr)
+			_ = cmd.Help()
+			return exitCode(2)
 		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
+		if args[0] == "help" && len(args) == 1 {
+			return cmd.Help()
 		}
-		if rest[0] == "--" || (len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--") {
-			return append(positional, rest...), nil
+		msg := fmt.Sprintf("unknown %s %q", word, args[0])
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += " (did you mean " + strings.Join(s, " or ") + "?)"
 		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
+		return usageError{msg}
 	}
 }
 
-// stringList is a repeatable or comma-separated flag.
-type stringList []string
+// helpCmd is `harness help [COMMAND…]`: the command's help on stdout; an
+// unknown command is a usage error.
+func helpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [COMMAND…]",
+		Short: "print a command's help (the same as COMMAND --help)",
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			cmd, _, err := root.Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, s := range cmd.Commands() {
+				if s.IsAvailableCommand() {
+					names = append(names, s.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 || target == nil {
+				return usageErrorf("unknown command %q", strings.Join(args, " "))
+			}
+			target.InitDefaultHelpFlag() // as when it runs: its help lists -h
+			target.SetOut(cmd.OutOrStdout())
+			return target.Help()
+		},
+	}
+}
 
-func (s *stringList) String() string { return strings.Join(*s, ",") }
+// completionCmd is `harness completion bash|zsh|fish`: the shell's
+// completion script, made by cobra from the command tree.
+func (c *cli) completionCmd(root *cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "completion bash|zsh|fish",
+		Short: "print a shell completion script (bash, zsh or fish)",
+		Long: `usage: harness completion bash|zsh|fish
 
-func (s *stringList) Set(v string) error {
-	for _, part := range strings.Split(v, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			*s = append(*s, part)
-		}
+Prints the completion script of a shell on stdout: commands, flags and
+the values of --engine, --mode and --permission-mode complete with Tab.
+
+  bash  source <(harness completion bash)            (needs bash-completion)
+  zsh   harness completion zsh > "${fpath[1]}/_harness"
+  fish  harness completion fish > ~/.config/fish/completions/harness.fish
+`,
+		Args: cobra.ArbitraryArgs,
+	}
+	cmd.RunE = c.group("shell")
+	for _, sh := range []struct {
+		name string
+		gen  func(io.Writer) error
+	}{
+		{"bash", func(w io.Writer) error { return root.GenBashCompletionV2(w, true) }},
+		{"zsh", root.GenZshCompletion},
+		{"fish", func(w io.Writer) error { return root.GenFishCompletion(w, true) }},
+	} {
+		cmd.AddCommand(&cobra.Command{
+			Use:   sh.name,
+			Short: "the completion script of " + sh.name,
+			Args:  noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if err := sh.gen(cmd.OutOrStdout()); err != nil {
+					fmt.Fprintf(c.stderr, "harness completion %s: %v\n", sh.name, err)
+					return exitCode(1)
+				}
+				return nil
+			},
+		})
+	}
+	return cmd
+}
+
+// noArgs is the Args of a command that takes flags only.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("unexpected argument %q", args[0])
 	}
 	return nil
 }
 
-// claudeBinHelp documents the one search for the claude CLI, used by
-// every command.
-const claudeBinHelp = "claude executable (default: $HARNESS_CLAUDE_BIN, then claude on PATH, then ./node_modules/.bin/claude, then node_modules/.bin/claude beside this harness binary)"
-
-// parseNoArgs parses a command that takes flags only (anywhere among the
-// arguments). --help prints usage and the flags to stdout. When ok is
-// false the command returns code: 0 after help, 2 for a usage error.
-// The usage goes to stderr: run passes stdout as stderr when help is asked
-// for, so help lands on stdout and a usage error's text on stderr.
-func parseNoArgs(fs *flag.FlagSet, usage string, args []string, stdout, stderr io.Writer) (code int, ok bool) {
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		flags := 0
-		fs.VisitAll(func(*flag.Flag) { flags++ })
-		if flags > 0 {
-			fmt.Fprint(stderr, "\nflags:\n")
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
+// exactArgs is the Args of a command that takes the arguments named.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < len(names) {
+			return usageErrorf("missing %s", strings.Join(names[len(args):], " and "))
 		}
+		if len(args) > len(names) {
+			return usageErrorf("unexpected argument %q", args[len(names)])
+		}
+		return nil
 	}
-	pos, err := parseInterleaved(fs, args)
-	switch {
-	case err == flag.ErrHelp:
-		return 0, false
-	case err != nil:
-		return 2, false
-	case len(pos) > 0:
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), pos[0])
-		return 2, false
+}
+
+// exitWith turns a command's exit status into its RunE's error.
+func exitWith(status int) error {
+	if status == 0 {
+		return nil
 	}
-	return 0, true
+	return exitCode(status)
+}
+
+// singleDashLong is a long flag written with one dash (-addr, -json=x), as
+// Go's flag package, which harness used before cobra, took them.
+var singleDashLong = regexp.MustCompile(`^-[a-zA-Z][a-zA-Z0-9-]+(=.*)?$`)
+
+// normalizeArgs keeps the command lines that worked before the CLI moved
+// to cobra: a long flag with one dash before any "--" gets its second.
+func normalizeArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if singleDashLong.MatchString(a) {
+			a = "-" + a
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // libraryPrefixes are the package names this module's errors begin with

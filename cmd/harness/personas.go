@@ -2,17 +2,15 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/chirality/harness/persona"
 )
-
-func init() { register("personas", runPersonas) }
 
 const personasUsage = `usage:
   harness personas list [--project-root DIR] [--json]
@@ -25,60 +23,49 @@ show    one persona's settings and instructions
 prompt  the system prompt assembled for ID, exactly as sent to Claude Code
 `
 
-// runPersonas implements `harness personas`. It returns the exit status:
-// 0 success, 1 failure (a missing or broken persona), 2 usage error.
-func runPersonas(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, personasUsage)
-		return 2
+func (c *cli) personasCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "personas list|show|prompt",
+		Short: "list, show personas and print the prompt they build",
+		Long:  personasUsage,
+		Args:  cobra.ArbitraryArgs,
 	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, personasUsage)
-		return 0
-	case "list":
-		return personasList(args[1:], stdout, stderr)
-	case "show":
-		return personasShow(args[1:], stdout, stderr)
-	case "prompt":
-		return personasPrompt(args[1:], stdout, stderr)
+	cmd.RunE = c.group("subcommand")
+	var root, mode string
+	var asJSON bool
+	list := &cobra.Command{
+		Use: "list [--project-root DIR] [--json]", Short: "every persona of the project and the built-in ones it does not override",
+		Args: noArgs,
+		RunE: func(*cobra.Command, []string) error { return exitWith(personasList(root, asJSON, c.stdout, c.stderr)) },
 	}
-	fmt.Fprintf(stderr, "harness personas: unknown subcommand %q\n%s", args[0], personasUsage)
-	return 2
-}
-
-// newSubFlags returns a FlagSet that reports errors on stderr and
-// the shared --project-root flag.
-func newSubFlags(name string, stderr io.Writer, usage string) (*flag.FlagSet, *string) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	root := fs.String("project-root", ".", "project root directory")
-	return fs, root
-}
-
-// parseSubArgs parses flags placed anywhere and checks the positional count.
-// It returns the exit status to use when ok is false.
-func parseSubArgs(fs *flag.FlagSet, args []string, wantPositional int, stderr io.Writer) (pos []string, status int, ok bool) {
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil, 0, false
+	show := &cobra.Command{
+		Use: "show ID [--project-root DIR] [--json]", Short: "one persona's settings and instructions",
+		Args: exactArgs("ID"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return exitWith(personasShow(root, args[0], asJSON, c.stdout, c.stderr))
+		},
 	}
-	if err != nil {
-		return nil, 2, false
+	prompt := &cobra.Command{
+		Use: "prompt ID [--mode workbench|pipeline|direct] [--project-root DIR]", Short: "the system prompt assembled for ID, exactly as sent",
+		Args: exactArgs("ID"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return exitWith(personasPrompt(root, args[0], mode, c.stdout, c.stderr))
+		},
 	}
-	if len(pos) != wantPositional {
-		if wantPositional == 0 {
-			fmt.Fprintf(stderr, "harness %s: unexpected argument %q\n", fs.Name(), pos[0])
-		} else if len(pos) < wantPositional {
-			fmt.Fprintf(stderr, "harness %s: missing ID\n", fs.Name())
-		} else {
-			fmt.Fprintf(stderr, "harness %s: unexpected argument %q\n", fs.Name(), pos[wantPositional])
+	flagMode(prompt, &mode, string(persona.ModeWorkbench), "workbench, pipeline or direct")
+	for _, sub := range []*cobra.Command{list, show, prompt} {
+		flagProjectRoot(sub, &root, ".", "project root directory")
+		if sub != prompt {
+			flagJSON(sub, &asJSON, "print JSON")
 		}
-		fs.Usage()
-		return nil, 2, false
+		cmd.AddCommand(sub)
 	}
-	return pos, 0, true
+	return cmd
+}
+
+// runPersonas is `harness personas ARGS…`.
+func runPersonas(args []string, stdout, stderr io.Writer) int {
+	return run(append([]string{"personas"}, args...), stdout, stderr)
 }
 
 // personaJSON is the --json form of a persona: the persona's own JSON
@@ -99,13 +86,8 @@ func writeIndentedJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func personasList(args []string, stdout, stderr io.Writer) int {
-	fs, root := newSubFlags("personas list", stderr, personasUsage)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, status, ok := parseSubArgs(fs, args, 0, stderr); !ok {
-		return status
-	}
-	entries, err := persona.List(*root)
+func personasList(root string, asJSON bool, stdout, stderr io.Writer) int {
+	entries, err := persona.List(root)
 	if err != nil {
 		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
@@ -116,7 +98,7 @@ func personasList(args []string, stdout, stderr io.Writer) int {
 			broken++
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		out := make([]personaJSON, 0, len(entries))
 		for _, e := range entries {
 			if e.Err != nil {
@@ -163,19 +145,13 @@ func personaToolsText(tools []string) string {
 	return strings.Join(tools, ",")
 }
 
-func personasShow(args []string, stdout, stderr io.Writer) int {
-	fs, root := newSubFlags("personas show", stderr, personasUsage)
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, status, ok := parseSubArgs(fs, args, 1, stderr)
-	if !ok {
-		return status
-	}
-	p, err := persona.Load(*root, pos[0])
+func personasShow(root, id string, asJSON bool, stdout, stderr io.Writer) int {
+	p, err := persona.Load(root, id)
 	if err != nil {
 		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
 	}
-	if *asJSON {
+	if asJSON {
 		j := toPersonaJSON(p)
 		j.Body = &p.Body
 		if err := writeIndentedJSON(stdout, j); err != nil {
@@ -212,24 +188,18 @@ func personasShow(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func personasPrompt(args []string, stdout, stderr io.Writer) int {
-	fs, root := newSubFlags("personas prompt", stderr, personasUsage)
-	modeFlag := fs.String("mode", string(persona.ModeWorkbench), "workbench, pipeline or direct")
-	pos, status, ok := parseSubArgs(fs, args, 1, stderr)
-	if !ok {
-		return status
-	}
-	mode, err := persona.ParseMode(*modeFlag)
+func personasPrompt(root, id, modeFlag string, stdout, stderr io.Writer) int {
+	mode, err := persona.ParseMode(modeFlag)
 	if err != nil {
 		fmt.Fprintf(stderr, "harness: --mode: %s\n", userError(err))
 		return 2
 	}
-	p, err := persona.Load(*root, pos[0])
+	p, err := persona.Load(root, id)
 	if err != nil {
 		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
 	}
-	prompt, err := persona.BuildSystemPrompt(*root, p, mode)
+	prompt, err := persona.BuildSystemPrompt(root, p, mode)
 	if err != nil {
 		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1

@@ -110,7 +110,7 @@ func TestPersonasShow(t *testing.T) {
 		{"traversal", []string{"show", "../../etc/passwd", "--project-root", root}, 1, "", "invalid persona id"},
 		{"missing id", []string{"show", "--project-root", root}, 2, "", "missing ID"},
 		{"extra arg", []string{"show", "A", "B"}, 2, "", `unexpected argument "B"`},
-		{"bad flag", []string{"show", "A", "--nope"}, 2, "", "flag provided but not defined"},
+		{"bad flag", []string{"show", "A", "--nope"}, 2, "", "unknown flag: --nope"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
@@ -18,51 +18,65 @@ import (
 	"github.com/chirality/harness/logging"
 )
 
-func init() { register("replay", runReplay) }
+// replayOptions are the flags of `harness replay`.
+type replayOptions struct {
+	projectRoot, claudeBin, permissionMode string
+	maxTurns                               int
+	printOnly, asJSON, verbose             bool
+}
 
-// runReplay is `harness replay SESSION_ID MESSAGE`: it re-runs a turn of a
+// replayCmd is `harness replay SESSION_ID MESSAGE`: it re-runs a turn of a
 // stored session exactly as the gateway would (the saved system prompt
 // file, --resume of the stored Claude session, the persona's flags and the
 // permission policy) but straight through the driver, without the event
 // log or the resume fallback, so a wrapper bug can be told from a model
 // bug. The session file is not changed; the Claude conversation is
 // continued, as a gateway turn would.
+func (c *cli) replayCmd() *cobra.Command {
+	var o replayOptions
+	cmd := &cobra.Command{
+		Use:   "replay SESSION_ID MESSAGE [--project-root DIR] [--print]",
+		Short: "re-run a stored session's turn exactly as the gateway would",
+		Long: `usage: harness replay SESSION_ID MESSAGE [--project-root DIR] [--print]
+
+Re-runs a turn of a stored Claude Code session exactly as the gateway
+would (the saved system prompt, --resume of the stored Claude session, the
+persona's flags and the permission policy), straight through the driver,
+so a wrapper bug can be told from a model bug. The session file is not
+changed; the Claude conversation is continued.
+`,
+		Args: func(_ *cobra.Command, pos []string) error {
+			switch {
+			case len(pos) == 0:
+				return usageErrorf("missing SESSION_ID and MESSAGE (the id as `harness sessions list` shows it, then the message to re-run)")
+			case len(pos) == 1 || strings.TrimSpace(pos[1]) == "":
+				return usageErrorf("missing MESSAGE (the message to re-run, quoted)")
+			case len(pos) > 2:
+				return usageErrorf("unexpected argument %q (quote the MESSAGE)", pos[2])
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, pos []string) error { return exitWith(c.replay(&o, pos[0], pos[1])) },
+	}
+	flagProjectRoot(cmd, &o.projectRoot, "", "look the session up in this project instead of the index")
+	cmd.Flags().BoolVar(&o.printOnly, "print", false, "print the command (secrets redacted) instead of running it")
+	flagClaudeBin(cmd, &o.claudeBin, "")
+	flagPermissionMode(cmd, &o.permissionMode, "", "the server's permission-mode override, if it had one")
+	flagMaxTurns(cmd, &o.maxTurns, "the server's max-turns override, if it had one")
+	flagJSON(cmd, &o.asJSON, "print each event as one JSON line on stdout")
+	flagVerbose(cmd, &o.verbose, "log the driver's diagnostics to stderr")
+	return cmd
+}
+
+// runReplay is `harness replay ARGS…`.
 func runReplay(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		projectRoot, claudeBin, permissionMode string
-		maxTurns                               int
-		printOnly, asJSON, verbose             bool
-	)
-	fs.StringVar(&projectRoot, "project-root", "", "look the session up in this project instead of the index")
-	fs.BoolVar(&printOnly, "print", false, "print the command (secrets redacted) instead of running it")
-	fs.StringVar(&claudeBin, "claude-bin", "", claudeBinHelp)
-	fs.StringVar(&permissionMode, "permission-mode", "", "the server's permission-mode override, if it had one")
-	fs.IntVar(&maxTurns, "max-turns", 0, "the server's max-turns override, if it had one")
-	fs.BoolVar(&asJSON, "json", false, "print each event as one JSON line on stdout")
-	fs.BoolVar(&verbose, "v", false, "log the driver's diagnostics to stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: harness replay SESSION_ID MESSAGE [--project-root DIR] [--print]")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return 2
-	}
-	if len(pos) != 2 || strings.TrimSpace(pos[1]) == "" {
-		switch {
-		case len(pos) == 0:
-			fmt.Fprintln(stderr, "harness replay: missing SESSION_ID and MESSAGE (the id as `harness sessions list` shows it, then the message to re-run)")
-		case len(pos) == 1 || strings.TrimSpace(pos[1]) == "":
-			fmt.Fprintln(stderr, "harness replay: missing MESSAGE (the message to re-run, quoted)")
-		default:
-			fmt.Fprintf(stderr, "harness replay: unexpected argument %q (quote the MESSAGE)\n", pos[2])
-		}
-		fmt.Fprintln(stderr, "usage: harness replay SESSION_ID MESSAGE [--project-root DIR] [--print]")
-		return 2
-	}
-	id, message := pos[0], pos[1]
+	return run(append([]string{"replay"}, args...), stdout, stderr)
+}
+
+func (c *cli) replay(o *replayOptions, id, message string) int {
+	stdout, stderr := c.stdout, c.stderr
+	projectRoot, claudeBin, permissionMode, maxTurns, printOnly, asJSON, verbose := o.projectRoot, o.claudeBin, o.permissionMode, o.maxTurns, o.printOnly, o.asJSON, o.verbose
+	var err error
 	root := ""
 	if projectRoot != "" {
 		if root, err = filepath.Abs(projectRoot); err == nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,14 +10,13 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/rpc"
 )
-
-func init() { register("rpc", runRPC) }
 
 const rpcUsage = `usage: harness rpc [--cwd DIR] [flags]
 
@@ -31,24 +29,41 @@ still written), what has not stopped after --grace is killed, and it exits 0
 The protocol: rpc/PROTOCOL.md.
 `
 
-func runRPC(args []string, stdout, stderr io.Writer) int {
-	return rpcMain(os.Stdin, args, stdout, stderr)
+// rpcOptions are the flags of `harness rpc`.
+type rpcOptions struct {
+	cwd, claudeBin, perm, enginesFile string
+	timeout, grace                    time.Duration
+	demo, verbose                     bool
 }
 
-func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness rpc", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cwd := fs.String("cwd", "", "project directory (default: the current one)")
-	claudeBin := fs.String("claude-bin", "", claudeBinHelp)
-	perm := fs.String("permission-mode", "default", "permission mode of turns whose persona sets none: default asks through approval.requested; dontAsk never asks")
-	timeout := fs.Duration("approval-timeout", harness.DefaultApprovalTimeout, "how long a tool waits for approval.respond before it is denied")
-	demo := fs.Bool("demo", false, demoHelp)
-	enginesFile := fs.String("engines", "", enginesHelp)
-	verbose := fs.Bool("v", false, "log to stderr")
-	grace := fs.Duration("grace", rpc.DefaultGrace, "at the end of input or on SIGTERM/SIGINT: how long running turns get to stop before they are killed")
-	if code, ok := parseNoArgs(fs, rpcUsage, args, stdout, stderr); !ok {
-		return code
+func (c *cli) rpcCmd() *cobra.Command {
+	var o rpcOptions
+	cmd := &cobra.Command{
+		Use:   "rpc [--cwd DIR] [flags]",
+		Short: "JSON-RPC 2.0 on stdin/stdout: threads, turns, approvals",
+		Long:  rpcUsage,
+		Args:  noArgs,
+		RunE:  func(*cobra.Command, []string) error { return exitWith(c.rpc(&o)) },
 	}
+	flagCwd(cmd, &o.cwd, "project directory (default: the current one)")
+	flagClaudeBin(cmd, &o.claudeBin, "")
+	flagPermissionMode(cmd, &o.perm, "default", "permission mode of turns whose persona sets none: default asks through approval.requested; dontAsk never asks")
+	flagApprovalTimeout(cmd, &o.timeout, harness.DefaultApprovalTimeout, "how long a tool waits for approval.respond before it is denied")
+	flagDemo(cmd, &o.demo)
+	flagEngines(cmd, &o.enginesFile)
+	flagVerbose(cmd, &o.verbose, "log to stderr")
+	cmd.Flags().DurationVar(&o.grace, "grace", rpc.DefaultGrace, "at the end of input or on SIGTERM/SIGINT: how long running turns get to stop before they are killed")
+	return cmd
+}
+
+// rpcMain is `harness rpc ARGS…` reading stdin.
+func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
+	return (&cli{stdin: stdin, stdout: stdout, stderr: stderr}).run(append([]string{"rpc"}, args...))
+}
+
+func (c *cli) rpc(o *rpcOptions) int {
+	stdin, stdout, stderr := c.stdin, c.stdout, c.stderr
+	cwd, claudeBin, perm, timeout, demo, enginesFile, verbose, grace := &o.cwd, &o.claudeBin, &o.perm, &o.timeout, &o.demo, &o.enginesFile, &o.verbose, &o.grace
 	if msg := checkDir("--cwd", *cwd); msg != "" {
 		fmt.Fprintln(stderr, "harness rpc:", msg)
 		return 2

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/engine"
@@ -26,8 +26,6 @@ import (
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/web"
 )
-
-func init() { register("serve", runServe) }
 
 type serveFlags struct {
 	addr, claudeBin, token, permissionMode, stateDir string
@@ -42,53 +40,68 @@ type serveFlags struct {
 	enginesFile                                      string
 }
 
-func runServe(args []string, stdout, stderr io.Writer) int {
-	sigs := notifyStop()
-	defer signal.Stop(sigs)
-	return serve(args, stdout, stderr, sigs)
-}
-
-// serve runs the server until stop receives; a second receive cuts the
-// grace period short. The one line on stdout is the ready line.
-func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
-	fs := flag.NewFlagSet("harness serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func (c *cli) serveCmd() *cobra.Command {
 	var f serveFlags
-	fs.StringVar(&f.addr, "addr", "127.0.0.1:8787", "address to listen on (a non-loopback one needs --token)")
-	fs.Var(&f.roots, "root", "directory project roots must lie in (repeatable; default: the current directory)")
-	fs.StringVar(&f.claudeBin, "claude-bin", "", claudeBinHelp)
-	fs.StringVar(&f.token, "token", "", "bearer token every /api request must carry (default: $HARNESS_TOKEN)")
-	fs.Var(&f.allowOrigins, "allow-origin", "origin allowed to call the API cross-origin (repeatable)")
-	fs.Var(&f.allowHosts, "allow-host", "extra Host header value to accept (repeatable)")
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "serve the /api/harness gateway and the web console",
+		Long: `usage: harness serve [flags]
+
+Serves the /api/harness gateway (REST and SSE; see gateway/API.md) and the
+web console on --addr until SIGINT or SIGTERM: running turns are then
+interrupted and get --shutdown-grace to finish (a second signal: killed
+at once). The one line on stdout is the ready line, "harness: listening
+on http://ADDR"; the log goes to stderr.
+`,
+		Args: noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			stop := c.serveStop
+			if !c.hasServeStop {
+				sigs := notifyStop()
+				defer signal.Stop(sigs)
+				stop = sigs
+			}
+			return exitWith(c.serve(&f, stop))
+		},
+	}
+	fs := cmd.Flags()
+	flagAddr(cmd, &f.addr, "127.0.0.1:8787")
+	flagRoot(cmd, &f.roots)
+	flagClaudeBin(cmd, &f.claudeBin, "")
+	flagToken(cmd, &f.token, "bearer token every /api request must carry")
+	flagAllowHostOrigin(cmd, &f.allowHosts, &f.allowOrigins, "origin allowed to call the API cross-origin (repeatable)")
 	fs.Int64Var(&f.maxBody, "max-body", gateway.DefaultMaxBody, "request body limit in bytes")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", shutdownGrace, "on SIGINT/SIGTERM, how long running turns get to finish before they are killed (a second signal: at once); the server exits within it + 2 s")
 	fs.IntVar(&f.maxStreams, "max-streams", sse.DefaultMaxStreams, "event streams open at once, in all (beyond: 503 with Retry-After; -1 = no cap)")
 	fs.IntVar(&f.maxSessionStreams, "max-session-streams", sse.DefaultMaxStreamsPerKey, "event streams open at once per session (beyond: 503 with Retry-After; -1 = no cap)")
-	fs.StringVar(&f.permissionMode, "permission-mode", "", "permission mode for every turn, over the personas' (default: the persona's, else dontAsk)")
-	fs.IntVar(&f.maxTurns, "max-turns", 0, "max turns for every turn, over the personas' and the modes'")
-	fs.Var(&f.allowedTools, "allowed-tools", "tools to auto-approve on every turn, e.g. 'Bash(git status:*)' (repeatable)")
+	flagPermissionMode(cmd, &f.permissionMode, "", "permission mode for every turn, over the personas' (default: the persona's, else dontAsk)")
+	flagMaxTurns(cmd, &f.maxTurns, "max turns for every turn, over the personas' and the modes'")
+	flagAllowedTools(cmd, &f.allowedTools, "tools to auto-approve on every turn, e.g. 'Bash(git status:*)' (repeatable)")
 	fs.BoolVar(&f.allowBypass, "allow-bypass", false, "allow the bypassPermissions mode (off: such turns are refused)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "session index directory (default: $XDG_STATE_HOME/harness)")
-	fs.BoolVar(&f.demo, "demo", false, demoHelp)
-	fs.BoolVar(&f.verbose, "v", false, "debug logging on stderr")
+	flagDemo(cmd, &f.demo)
+	flagVerbose(cmd, &f.verbose, "debug logging on stderr")
 	fs.BoolVar(&f.approvals, "approvals", true, "in permission modes default, acceptEdits and plan, ask a person before a tool runs that no rule allows")
-	fs.DurationVar(&f.approvalTimeout, "approval-timeout", harness.DefaultApprovalTimeout, "how long a tool waits for an answer before it is denied")
-	fs.IntVar(&f.warm, "warm", 2, "CLI processes kept started ahead for sessions' next turns (0 = off; ~150 MB each)")
+	flagApprovalTimeout(cmd, &f.approvalTimeout, harness.DefaultApprovalTimeout, "how long a tool waits for an answer before it is denied")
+	flagWarm(cmd, &f.warm, 2, "CLI processes kept started ahead for sessions' next turns (0 = off; ~150 MB each)")
 	fs.DurationVar(&f.warmIdle, "warm-idle", harness.DefaultWarmIdle, "how long a warm CLI waits for its message before it is stopped")
-	fs.StringVar(&f.engine, "engine", "claude-code", "engine of sessions that name none: claude-code, anthropic, codex, opencode, claude-acp, copilot or one of --engines")
-	fs.StringVar(&f.enginesFile, "engines", "", enginesHelp)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: harness serve [flags]")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return 2
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "harness serve: unexpected argument %q\n", pos[0])
-		return 2
-	}
+	flagEngine(cmd, &f.engine, "claude-code", "engine of sessions that name none, or one of --engines")
+	flagEngines(cmd, &f.enginesFile)
+	return cmd
+}
+
+// serve is `harness serve ARGS…` that stops when stop receives (nil:
+// never); a second receive cuts the grace period short.
+func serve(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
+	c := &cli{stdin: os.Stdin, stdout: stdout, stderr: stderr, serveStop: stop, hasServeStop: true}
+	return c.run(append([]string{"serve"}, args...))
+}
+
+// serve runs the server until stop receives; a second receive cuts the
+// grace period short. The one line on stdout is the ready line.
+func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
+	stdout, stderr := c.stdout, c.stderr
+	var err error
 	if f.token == "" {
 		f.token = os.Getenv("HARNESS_TOKEN")
 	}

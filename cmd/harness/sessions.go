@@ -9,11 +9,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
 )
-
-func init() { register("sessions", runSessions) }
 
 const sessionsUsage = `usage:
   harness sessions list [--project-root DIR] [--json]
@@ -29,26 +29,46 @@ rm    delete a session: its file, event log and saved prompt
 The index lives in $XDG_STATE_HOME/harness (default ~/.local/state/harness).
 `
 
-// runSessions implements `harness sessions`. It returns the exit status:
-// 0 success, 1 failure, 2 usage error.
+func (c *cli) sessionsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sessions list|show|rm",
+		Short: "list, show or remove stored sessions",
+		Long:  sessionsUsage,
+		Args:  cobra.ArbitraryArgs,
+	}
+	cmd.RunE = c.group("subcommand")
+	var root string
+	var asJSON bool
+	list := &cobra.Command{
+		Use: "list [--project-root DIR] [--json]", Aliases: []string{"ls"}, Short: "the project's sessions, most recently updated first",
+		Args: noArgs,
+		RunE: func(*cobra.Command, []string) error { return exitWith(sessionsList(root, asJSON, c.stdout, c.stderr)) },
+	}
+	show := &cobra.Command{
+		Use: "show ID [--project-root DIR] [--json]", Short: "one session and its transcript",
+		Args: exactArgs("ID"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return exitWith(sessionsShow(root, args[0], asJSON, c.stdout, c.stderr))
+		},
+	}
+	rm := &cobra.Command{
+		Use: "rm ID [--project-root DIR]", Aliases: []string{"delete"}, Short: "delete a session: its file, event log and saved prompt",
+		Args: exactArgs("ID"),
+		RunE: func(_ *cobra.Command, args []string) error { return exitWith(sessionsRm(root, args[0], c.stdout, c.stderr)) },
+	}
+	for _, sub := range []*cobra.Command{list, show, rm} {
+		flagProjectRoot(sub, &root, ".", "project root directory")
+		if sub != rm {
+			flagJSON(sub, &asJSON, "print JSON")
+		}
+		cmd.AddCommand(sub)
+	}
+	return cmd
+}
+
+// runSessions is `harness sessions ARGS…`.
 func runSessions(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, sessionsUsage)
-		return 2
-	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, sessionsUsage)
-		return 0
-	case "list", "ls":
-		return sessionsList(args[1:], stdout, stderr)
-	case "show":
-		return sessionsShow(args[1:], stdout, stderr)
-	case "rm", "delete":
-		return sessionsRm(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "harness sessions: unknown subcommand %q\n%s", args[0], sessionsUsage)
-	return 2
+	return run(append([]string{"sessions"}, args...), stdout, stderr)
 }
 
 func sessionsOpenStore(stderr io.Writer) (*session.Store, bool) {
@@ -60,18 +80,13 @@ func sessionsOpenStore(stderr io.Writer) (*session.Store, bool) {
 	return st, true
 }
 
-func sessionsList(args []string, stdout, stderr io.Writer) int {
-	fs, root := newSubFlags("sessions list", stderr, sessionsUsage)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, status, ok := parseSubArgs(fs, args, 0, stderr); !ok {
-		return status
-	}
+func sessionsList(root string, asJSON bool, stdout, stderr io.Writer) int {
 	st, ok := sessionsOpenStore(stderr)
 	if !ok {
 		return 1
 	}
 	defer st.Close()
-	sessions, problems, err := st.List(*root)
+	sessions, problems, err := st.List(root)
 	if err != nil {
 		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return 1
@@ -79,7 +94,7 @@ func sessionsList(args []string, stdout, stderr io.Writer) int {
 	for _, p := range problems {
 		fmt.Fprintf(stderr, "harness: warning: skipped %v\n", p)
 	}
-	if *asJSON {
+	if asJSON {
 		if sessions == nil {
 			sessions = []*session.Session{}
 		}
@@ -124,24 +139,18 @@ func sessionsFind(st *session.Store, projectRoot, id string) (*session.Session, 
 	return s, err
 }
 
-func sessionsShow(args []string, stdout, stderr io.Writer) int {
-	fs, root := newSubFlags("sessions show", stderr, sessionsUsage)
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, status, ok := parseSubArgs(fs, args, 1, stderr)
-	if !ok {
-		return status
-	}
+func sessionsShow(root, id string, asJSON bool, stdout, stderr io.Writer) int {
 	st, ok := sessionsOpenStore(stderr)
 	if !ok {
 		return 1
 	}
 	defer st.Close()
-	s, err := sessionsFind(st, *root, pos[0])
+	s, err := sessionsFind(st, root, id)
 	if err != nil {
 		fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 		return failCode(err)
 	}
-	if *asJSON {
+	if asJSON {
 		if err := writeIndentedJSON(stdout, s); err != nil {
 			fmt.Fprintf(stderr, "harness: %s\n", userError(err))
 			return 1
@@ -222,21 +231,15 @@ func printTranscript(w io.Writer, st *session.Store, id string) error {
 	return nil
 }
 
-func sessionsRm(args []string, stdout, stderr io.Writer) int {
-	fs, root := newSubFlags("sessions rm", stderr, sessionsUsage)
-	pos, status, ok := parseSubArgs(fs, args, 1, stderr)
-	if !ok {
-		return status
-	}
+func sessionsRm(root, id string, stdout, stderr io.Writer) int {
 	st, ok := sessionsOpenStore(stderr)
 	if !ok {
 		return 1
 	}
 	defer st.Close()
-	id := pos[0]
 	err := st.Delete(id)
 	if errors.Is(err, session.ErrNotFound) {
-		if err2 := st.DeleteIn(*root, id); err2 == nil || !errors.Is(err2, session.ErrNotFound) {
+		if err2 := st.DeleteIn(root, id); err2 == nil || !errors.Is(err2, session.ErrNotFound) {
 			err = err2
 		}
 	}

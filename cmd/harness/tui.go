@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,11 +12,10 @@ import (
 	"syscall"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness/tui"
 )
-
-func init() { register("tui", runTUI) }
 
 const tuiUsage = `usage: harness tui [--url URL [--token T]] [flags]
 
@@ -31,24 +29,34 @@ PageUp/PageDown scroll · Ctrl+U clear · ? or F1 help; when a tool asks:
 a allow · d deny · w always allow.
 `
 
-func runTUI(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness tui", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("url", "", "agent server to talk to (default: start one in-process)")
-	token := fs.String("token", "", "its bearer token (default: $HARNESS_TOKEN)")
-	logFile := fs.String("log", defaultTUILog(), "file for the TUI's log (invalid events are written there, never to the screen)")
+func (c *cli) tuiCmd() *cobra.Command {
 	var o agentOptions
-	agentFlags(fs, &o, false)
-	if code, ok := parseNoArgs(fs, tuiUsage, args, stdout, stderr); !ok {
-		return code
+	var url, token, logFile string
+	cmd := &cobra.Command{
+		Use:   "tui [--url URL [--token T]] [flags]",
+		Short: "a conversation with the agent in the terminal",
+		Long:  tuiUsage,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.set = flagsSet(cmd)
+			return exitWith(c.tui(o, url, token, logFile))
+		},
 	}
-	o.set = flagsSet(fs)
-	if *token == "" {
-		*token = os.Getenv("HARNESS_TOKEN")
+	cmd.Flags().StringVar(&url, "url", "", "agent server to talk to (default: start one in-process)")
+	flagToken(cmd, &token, "its bearer token")
+	cmd.Flags().StringVar(&logFile, "log", defaultTUILog(), "file for the TUI's log (invalid events are written there, never to the screen)")
+	agentFlags(cmd, &o, false)
+	return cmd
+}
+
+func (c *cli) tui(o agentOptions, url, token, logFile string) int {
+	stderr := c.stderr
+	if token == "" {
+		token = os.Getenv("HARNESS_TOKEN")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	if *url == "" {
+	if url == "" {
 		a, err := startEmbeddedAgent(o)
 		if err != nil {
 			fmt.Fprintln(stderr, "harness tui:", userError(err))
@@ -58,9 +66,9 @@ func runTUI(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer a.stop()
-		*url, *token = a.url, a.token
+		url, token = a.url, a.token
 	}
-	if err := tui.Run(ctx, tui.Options{URL: *url, Token: *token, LogFile: *logFile}); err != nil {
+	if err := tui.Run(ctx, tui.Options{URL: url, Token: token, LogFile: logFile}); err != nil {
 		fmt.Fprintln(stderr, "harness tui:", userError(err))
 		return 1
 	}

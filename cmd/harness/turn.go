@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
@@ -22,8 +22,6 @@ import (
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/native"
 )
-
-func init() { register("turn", runTurn) }
 
 // turnFlags are the driver-level flags of `harness turn`.
 type turnFlags struct {
@@ -40,28 +38,52 @@ type turnFlags struct {
 	session, persona, mode, projectRoot string
 }
 
-func (f *turnFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.claudeBin, "claude-bin", "", claudeBinHelp)
-	fs.StringVar(&f.cwd, "cwd", "", "directory to run in (default: the current one)")
+func (c *cli) turnCmd() *cobra.Command {
+	var f turnFlags
+	cmd := &cobra.Command{
+		Use:   "turn [flags] MESSAGE",
+		Short: "run one Claude Code turn and stream its events",
+		Long: `usage: harness turn [flags] MESSAGE
+       harness turn --session ID | --persona ID [--mode M] [--project-root DIR] MESSAGE
+
+Runs one turn in the current directory (--cwd) and streams it: the answer
+on stdout, tools, cost and errors on stderr (--json: every event as one
+JSON line on stdout). Claude Code and the native loop run straight through
+their driver; --session, --persona and the other engines run in a harness
+session, as the gateway does. SIGINT or SIGTERM interrupts the turn (a
+second one kills it); an interrupted turn exits 130.
+`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
+				return usageErrorf("give exactly one non-empty MESSAGE (quote it)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.toolsSet = cmd.Flags().Changed("tools")
+			return exitWith(c.turn(&f, args[0]))
+		},
+	}
+	fs := cmd.Flags()
+	flagClaudeBin(cmd, &f.claudeBin, "")
+	flagCwd(cmd, &f.cwd, "directory to run in (default: the current one)")
 	fs.StringVar(&f.resume, "resume", "", "Claude session id to continue")
-	fs.IntVar(&f.maxTurns, "max-turns", 0, fmt.Sprintf("agentic turns at most (default %d)", claudecode.DefaultMaxTurns))
-	fs.Func("tools", `tools that exist for the model, comma-separated ("" none, "default" all)`, func(v string) error {
-		f.toolsSet = true
-		return f.tools.Set(v)
-	})
-	fs.Var(&f.allowedTools, "allowed-tools", "tools to auto-approve (comma-separated, repeatable)")
+	flagMaxTurns(cmd, &f.maxTurns, fmt.Sprintf("agentic turns at most (default %d)", claudecode.DefaultMaxTurns))
+	fs.Var(&f.tools, "tools", `tools that exist for the model, comma-separated ("" none, "default" all)`)
+	flagAllowedTools(cmd, &f.allowedTools, "tools to auto-approve (comma-separated, repeatable)")
 	fs.Var(&f.disallowedTools, "disallowed-tools", "tools to remove (comma-separated, repeatable)")
-	fs.StringVar(&f.permissionMode, "permission-mode", "", "one of "+strings.Join(engine.PermissionModes, ", "))
-	fs.StringVar(&f.model, "model", "", "model name")
+	flagPermissionMode(cmd, &f.permissionMode, "", "one of "+strings.Join(engine.PermissionModes, ", "))
+	flagModel(cmd, &f.model, "model name")
 	fs.StringVar(&f.promptFile, "append-system-prompt-file", "", "file appended to the system prompt")
-	fs.BoolVar(&f.json, "json", false, "print each event as one JSON line on stdout")
-	fs.BoolVar(&f.verbose, "v", false, "log the driver's diagnostics to stderr")
-	fs.StringVar(&f.session, "session", "", "run the turn in this harness session (persona, prompt and resume as the gateway does)")
-	fs.StringVar(&f.persona, "persona", "", "create a harness session with this persona and run the turn in it")
-	fs.StringVar(&f.mode, "mode", "", "mode of the session --persona creates: workbench (default), pipeline or direct")
-	fs.StringVar(&f.projectRoot, "project-root", "", "project of the session (default: the current directory)")
-	fs.StringVar(&f.engine, "engine", "", "engine: claude-code (the Claude Code CLI; default), anthropic (the native loop on the Messages API), or codex, opencode, claude-acp, copilot (run in a harness session)")
-	fs.BoolVar(&f.demo, "demo", false, demoHelp)
+	flagJSON(cmd, &f.json, "print each event as one JSON line on stdout")
+	flagVerbose(cmd, &f.verbose, "log the driver's diagnostics to stderr")
+	flagSession(cmd, &f.session, "run the turn in this harness session (persona, prompt and resume as the gateway does)")
+	flagPersona(cmd, &f.persona, "create a harness session with this persona and run the turn in it")
+	flagMode(cmd, &f.mode, "", "mode of the session --persona creates: workbench (default), pipeline or direct")
+	flagProjectRoot(cmd, &f.projectRoot, "", "project of the session (default: the current directory)")
+	flagEngine(cmd, &f.engine, "", "engine: claude-code (the Claude Code CLI; default) and anthropic (the native loop on the Messages API) run straight; the others run in a harness session")
+	flagDemo(cmd, &f.demo)
+	return cmd
 }
 
 func (f *turnFlags) opts() claudecode.TurnOpts {
@@ -76,24 +98,15 @@ func (f *turnFlags) opts() claudecode.TurnOpts {
 	return o
 }
 
+// runTurn is `harness turn ARGS…`.
 func runTurn(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness turn", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var f turnFlags
-	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: harness turn [flags] MESSAGE")
-		fmt.Fprintln(stderr, "       harness turn --session ID | --persona ID [--mode M] [--project-root DIR] MESSAGE")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return 2
-	}
-	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
-		fmt.Fprintln(stderr, "harness turn: give exactly one non-empty MESSAGE (quote it)")
-		return 2
-	}
+	return run(append([]string{"turn"}, args...), stdout, stderr)
+}
+
+// turn runs `harness turn` with its flags parsed.
+func (c *cli) turn(f *turnFlags, message string) int {
+	stdout, stderr := c.stdout, c.stderr
+	pos := []string{message}
 	if msg := checkDir("--cwd", f.cwd); msg != "" {
 		fmt.Fprintln(stderr, "harness turn:", msg)
 		return 2
@@ -125,7 +138,7 @@ func runTurn(args []string, stdout, stderr io.Writer) int {
 	// The engines other than Claude Code and the native loop run through
 	// the core, in a harness session, as --session and --persona do.
 	if f.session != "" || f.persona != "" || (f.engine != "" && f.engine != engine.ClaudeCode && f.engine != engine.Anthropic) {
-		return runOrchestrated(&f, pos[0], env, allowed, stdout, stderr)
+		return runOrchestrated(f, pos[0], env, allowed, stdout, stderr)
 	}
 	logger := zerolog.Nop()
 	if f.verbose {

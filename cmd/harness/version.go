@@ -1,25 +1,26 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness/claudecode"
 )
 
-func init() { register("version", runVersion) }
-
-func runVersion(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if code, ok := parseNoArgs(fs, "usage: harness version\n\nPrints the versions of harness, the pinned Claude Code CLI and Go.\n", args, stdout, stderr); !ok {
-		return code
+func (c *cli) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print the versions of harness, the pinned Claude CLI and Go",
+		Long:  "usage: harness version\n\nPrints the versions of harness, the pinned Claude Code CLI and Go.\n",
+		Args:  noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprint(c.stdout, versionText())
+			return nil
+		},
 	}
-	printVersion(stdout)
-	return 0
 }
 
 // version is set at build time (-ldflags "-X main.version=v1.2.3");
@@ -58,7 +59,8 @@ func harnessVersion() string {
 	return "devel-" + rev
 }
 
-func printVersion(w io.Writer) {
-	fmt.Fprintf(w, "harness %s\nclaude code CLI %s (pinned, tested)\n%s %s/%s\n",
+// versionText is what `harness version` and `harness --version` print.
+func versionText() string {
+	return fmt.Sprintf("harness %s\nclaude code CLI %s (pinned, tested)\n%s %s/%s\n",
 		harnessVersion(), claudecode.TestedCLIVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
