@@ -5,8 +5,6 @@ import (
 	"github.com/chirality/harness/engines"
 )
 
-const enginesHelp = engines.FileHelp
-
 // buildEngines returns what a command hands the core: the built-in
 // engines for c, then an engines file's ("" = none), which replace a
 // built-in one of the same name. The file's errors wrap

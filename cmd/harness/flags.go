@@ -110,7 +110,9 @@ func flagRoot(cmd *cobra.Command, p *stringList) {
 }
 
 // --session: a harness session to continue.
-func flagSession(cmd *cobra.Command, p *string, help string) { cmd.Flags().StringVar(p, "session", "", help) }
+func flagSession(cmd *cobra.Command, p *string, help string) {
+	cmd.Flags().StringVar(p, "session", "", help)
+}
 
 // --persona: the persona of a new session.
 func flagPersona(cmd *cobra.Command, p *string, help string) {
@@ -138,7 +140,9 @@ func flagMode(cmd *cobra.Command, p *string, def, help string) {
 }
 
 // --model: the model a turn or session uses.
-func flagModel(cmd *cobra.Command, p *string, help string) { cmd.Flags().StringVar(p, "model", "", help) }
+func flagModel(cmd *cobra.Command, p *string, help string) {
+	cmd.Flags().StringVar(p, "model", "", help)
+}
 
 // --permission-mode: how tools are allowed.
 func flagPermissionMode(cmd *cobra.Command, p *string, def, help string) {
@@ -147,7 +151,9 @@ func flagPermissionMode(cmd *cobra.Command, p *string, def, help string) {
 }
 
 // --max-turns: model calls per turn at most.
-func flagMaxTurns(cmd *cobra.Command, p *int, help string) { cmd.Flags().IntVar(p, "max-turns", 0, help) }
+func flagMaxTurns(cmd *cobra.Command, p *int, help string) {
+	cmd.Flags().IntVar(p, "max-turns", 0, help)
+}
 
 // --allowed-tools: tools to auto-approve (comma-separated, repeatable).
 func flagAllowedTools(cmd *cobra.Command, p *stringList, help string) {
@@ -160,7 +166,9 @@ func flagApprovalTimeout(cmd *cobra.Command, p *time.Duration, def time.Duration
 }
 
 // --warm: agents started ahead for the next turns.
-func flagWarm(cmd *cobra.Command, p *int, def int, help string) { cmd.Flags().IntVar(p, "warm", def, help) }
+func flagWarm(cmd *cobra.Command, p *int, def int, help string) {
+	cmd.Flags().IntVar(p, "warm", def, help)
+}
 
 // --addr: where a server listens.
 func flagAddr(cmd *cobra.Command, p *string, def string) {

@@ -17,6 +17,9 @@ import (
 	"github.com/chirality/harness/session"
 )
 
+// The help lists the commands in the order newRoot adds them.
+func init() { cobra.EnableCommandSorting = false }
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -81,7 +84,6 @@ func (c *cli) run(args []string) int {
 // newRoot builds the command tree, with c's output, in the order the
 // help lists the commands.
 func (c *cli) newRoot() *cobra.Command {
-	cobra.EnableCommandSorting = false
 	root := &cobra.Command{
 		Use:           "harness COMMAND [flags] [args]",
 		Short:         "coding agents behind one core: a turn, a gateway, JSON-RPC, a TUI, IRC agents",

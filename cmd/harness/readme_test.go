@@ -194,3 +194,35 @@ func TestREADMEAgentsOnFreshFolders(t *testing.T) {
 		t.Fatalf("nat registered on IRC (%d NICK lines, %d before) although its directory is a file", n, before)
 	}
 }
+
+// The README's map of the code names internal/ and each package in it,
+// and the CLI's row names every top-level command.
+func TestREADMECodeMap(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(folder string) string {
+		m := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(folder) + "` \\|.*$").Find(readme)
+		if m == nil {
+			t.Fatalf("the README's map has no row for %s", folder)
+		}
+		return string(m)
+	}
+	internal := row("internal/")
+	dirs, err := os.ReadDir("../../internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if d.IsDir() && !strings.Contains(internal, "`internal/"+d.Name()+"`") {
+			t.Errorf("the README's internal/ row does not name internal/%s", d.Name())
+		}
+	}
+	cli := row("cmd/harness/")
+	for name, cmd := range tree() {
+		if !strings.Contains(name, " ") && !cmd.Hidden && !strings.Contains(cli, "`"+name) {
+			t.Errorf("the README's cmd/harness/ row does not name %s", name)
+		}
+	}
+}

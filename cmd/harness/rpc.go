@@ -63,12 +63,11 @@ func rpcMain(stdin io.Reader, args []string, stdout, stderr io.Writer) int {
 
 func (c *cli) rpc(o *rpcOptions) int {
 	stdin, stdout, stderr := c.stdin, c.stdout, c.stderr
-	cwd, claudeBin, perm, timeout, demo, enginesFile, verbose, grace := &o.cwd, &o.claudeBin, &o.perm, &o.timeout, &o.demo, &o.enginesFile, &o.verbose, &o.grace
-	if msg := checkDir("--cwd", *cwd); msg != "" {
+	if msg := checkDir("--cwd", o.cwd); msg != "" {
 		fmt.Fprintln(stderr, "harness rpc:", msg)
 		return 2
 	}
-	dir := *cwd
+	dir := o.cwd
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
@@ -81,12 +80,12 @@ func (c *cli) rpc(o *rpcOptions) int {
 		return 1
 	}
 	logger := zerolog.Nop()
-	if *verbose {
+	if o.verbose {
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr), TimeFormat: time.TimeOnly}).With().Timestamp().Logger()
 	}
-	cfg := harness.Config{Roots: []string{dir}, Logger: &logger, DefaultPermissionMode: *perm,
-		Approvals: true, ApprovalTimeout: *timeout, Aliases: engines.Aliases}
-	if *demo {
+	cfg := harness.Config{Roots: []string{dir}, Logger: &logger, DefaultPermissionMode: o.perm,
+		Approvals: true, ApprovalTimeout: o.timeout, Aliases: engines.Aliases}
+	if o.demo {
 		d, err := engines.StartDemo(engines.DemoOptions{})
 		if err != nil {
 			fmt.Fprintln(stderr, "harness rpc --demo:", err)
@@ -95,7 +94,7 @@ func (c *cli) rpc(o *rpcOptions) int {
 		defer d.Close()
 		cfg.ChildEnv, cfg.AllowedTools = d.Env, d.AllowedTools
 	}
-	if cfg.Engines, err = buildEngines(*enginesFile, engines.Config{ClaudeBinary: *claudeBin, ChildEnv: cfg.ChildEnv, Logger: &logger}); err != nil {
+	if cfg.Engines, err = buildEngines(o.enginesFile, engines.Config{ClaudeBinary: o.claudeBin, ChildEnv: cfg.ChildEnv, Logger: &logger}); err != nil {
 		fmt.Fprintln(stderr, "harness rpc:", err)
 		return 2
 	}
@@ -114,7 +113,7 @@ func (c *cli) rpc(o *rpcOptions) int {
 	defer stopServing()
 	served := make(chan error, 1)
 	go func() {
-		served <- rpc.Serve(serveCtx, h, stdin, stdout, rpc.Options{Cwd: dir, Logger: &logger, Grace: *grace})
+		served <- rpc.Serve(serveCtx, h, stdin, stdout, rpc.Options{Cwd: dir, Logger: &logger, Grace: o.grace})
 	}()
 	var serr error
 	serving := true
@@ -124,7 +123,7 @@ func (c *cli) rpc(o *rpcOptions) int {
 		serving = false
 	case <-sigs:
 		logger.Info().Msg("signal: stopping (a second one kills the turns)")
-		stopGrace += *grace
+		stopGrace += o.grace
 	}
 	finished := gracefulStop(sigs, stopGrace, &logger, func(ctx context.Context) {
 		stopServing()

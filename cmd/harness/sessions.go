@@ -54,7 +54,9 @@ func (c *cli) sessionsCmd() *cobra.Command {
 	rm := &cobra.Command{
 		Use: "rm ID [--project-root DIR]", Aliases: []string{"delete"}, Short: "delete a session: its file, event log and saved prompt",
 		Args: exactArgs("ID"),
-		RunE: func(_ *cobra.Command, args []string) error { return exitWith(sessionsRm(root, args[0], c.stdout, c.stderr)) },
+		RunE: func(_ *cobra.Command, args []string) error {
+			return exitWith(sessionsRm(root, args[0], c.stdout, c.stderr))
+		},
 	}
 	for _, sub := range []*cobra.Command{list, show, rm} {
 		flagProjectRoot(sub, &root, ".", "project root directory")

@@ -42,7 +42,7 @@ func (c *cli) turnCmd() *cobra.Command {
 	var f turnFlags
 	cmd := &cobra.Command{
 		Use:   "turn [flags] MESSAGE",
-		Short: "run one Claude Code turn and stream its events",
+		Short: "run one agent turn and stream its events",
 		Long: `usage: harness turn [flags] MESSAGE
        harness turn --session ID | --persona ID [--mode M] [--project-root DIR] MESSAGE
 
