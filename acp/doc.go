@@ -134,7 +134,10 @@
 // bypassPermissions; Copilot: plan; OpenCode: plan); dontAsk and "" pick
 // the agent's "default" mode when offered, so that what it gates comes to
 // the client's rules. Agents that gate little (OpenCode allows most tools
-// unless its configuration says "ask") are asked little.
+// unless its configuration says "ask") are asked little. The mode is set
+// before every prompt when it is not the session's already, so a
+// permission mode switched between turns reaches the agent the session
+// keeps.
 //
 // # Persona, model, tools
 //
@@ -143,7 +146,9 @@
 // session's first prompt only, not of a loaded session's. Request.Model
 // is set (session/set_config_option on the option of category "model")
 // only when set and the agent offers that value; otherwise the agent's
-// own model is used and a warning logged. Request.Tools,
+// own model is used and a warning logged; like the mode it is set before
+// every prompt when it changed, so a model switched between turns takes
+// effect on the next. Request.Tools,
 // DisallowedTools, MaxTurns and Effort are not supported by ACP and are
 // ignored by every ACP agent; AllowedTools only answers permission
 // requests.

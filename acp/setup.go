@@ -214,6 +214,16 @@ func (s *sessionSetup) modelOption(value string) (id string, current string, off
 	return "", "", false
 }
 
+// setCurrent records value as option id's current value (once the agent
+// took it).
+func (s *sessionSetup) setCurrent(id, value string) {
+	for i := range s.ConfigOptions {
+		if s.ConfigOptions[i].ID == id {
+			s.ConfigOptions[i].CurrentValue, _ = json.Marshal(value)
+		}
+	}
+}
+
 // optionValues collects the values of a select's options, flat or
 // grouped.
 func optionValues(raw json.RawMessage) map[string]bool {

@@ -322,7 +322,6 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 		}
 		t.log.Info().Str("acpSession", res.SessionID).Str("from", resume).Msg("acp: session forked")
 		p.sessionID, p.setup, p.prompted = res.SessionID, res.sessionSetup, true // a continuation: no preamble
-		t.configure()
 	} else if p.sessionID == "" || (resume != "" && resume != p.sessionID) {
 		loaded := false
 		if resume != "" && p.info.LoadSession {
@@ -352,8 +351,11 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 			}
 			p.sessionID, p.setup, p.prompted = res.SessionID, res.sessionSetup, false
 		}
-		t.configure()
 	}
+	// Every turn: a model or permission mode switched between turns
+	// reaches the session the agent keeps (nothing is sent when they
+	// are the session's already).
+	t.configure()
 	t.mu.Lock()
 	t.sessionID = p.sessionID
 	t.mu.Unlock()
@@ -458,6 +460,8 @@ func (t *Turn) configure() {
 	} else if id, v := p.setup.modeOption(t.req.PermissionMode); id != "" {
 		if err := call(p.conn, sdk.AgentMethodSessionSetConfigOption, setConfigParams{SessionID: p.sessionID, ConfigID: id, Value: v}, nil); err != nil {
 			t.log.Warn().Str("mode", v).Str("error", rpcMessage(err)).Msg("acp: setting the mode failed")
+		} else {
+			p.setup.setCurrent(id, v)
 		}
 	}
 	if t.req.Model == "" {
@@ -472,12 +476,7 @@ func (t *Turn) configure() {
 			t.log.Warn().Str("model", t.req.Model).Str("error", rpcMessage(err)).Msg("acp: setting the model failed")
 			return
 		}
-		for i := range p.setup.ConfigOptions {
-			if p.setup.ConfigOptions[i].ID == id {
-				b, _ := json.Marshal(t.req.Model)
-				p.setup.ConfigOptions[i].CurrentValue = b
-			}
-		}
+		p.setup.setCurrent(id, t.req.Model)
 	}
 }
 

@@ -34,6 +34,9 @@
 //	            Copilot 1.0.102 after its ACP event stream lagged)
 //	stream N    N chunks of text (benchmarks)
 //	recall      answers with the session's previous prompt
+//	settings    answers "mode=MODE model=MODEL", the session's current
+//	            mode (session/set_mode) and model (the "model" config
+//	            option, session/set_config_option: fake-a or fake-b)
 //	history     answers "history: P1 | P2 | …", every prompt of the
 //	            session before this one (a fork's copied ones first)
 //	(else)      a thought, then "echo: TEXT" in chunks
@@ -97,6 +100,7 @@ type Agent struct {
 	sessions map[string][]string // prompts by session id
 	cancels  map[string]context.CancelFunc
 	dead     map[string]bool // sessions that answer no prompt (selfcancel)
+	settings map[string]*settings
 	next     int
 }
 
@@ -105,6 +109,7 @@ func (a *Agent) Serve(in io.Reader, out io.Writer) error {
 	a.sessions = map[string][]string{}
 	a.cancels = map[string]context.CancelFunc{}
 	a.dead = map[string]bool{}
+	a.settings = map[string]*settings{}
 	a.ready = make(chan struct{})
 	a.conn = sdk.NewConnection(a.handle, out, in)
 	close(a.ready)
@@ -204,7 +209,8 @@ func (a *Agent) handle(ctx context.Context, method string, params json.RawMessag
 		for _, pr := range prompts { // the history, replayed
 			a.update(p.SessionID, map[string]any{"sessionUpdate": "user_message_chunk", "content": text(pr)})
 		}
-		return map[string]any{}, nil
+		st := a.set(p.SessionID, nil) // a new process: the defaults
+		return setup(st), nil
 	case "session/set_mode":
 		var p struct {
 			SessionID string `json:"sessionId"`
@@ -213,7 +219,25 @@ func (a *Agent) handle(ctx context.Context, method string, params json.RawMessag
 		if err := strict(params, &p); err != nil {
 			return nil, err
 		}
+		if p.ModeID != "default" && p.ModeID != "plan" {
+			return nil, sdk.NewInvalidParams("unknown mode " + p.ModeID)
+		}
+		a.set(p.SessionID, func(st *settings) { st.mode = p.ModeID })
 		return map[string]any{}, nil
+	case "session/set_config_option":
+		var p struct {
+			SessionID string `json:"sessionId"`
+			ConfigID  string `json:"configId"`
+			Value     string `json:"value"`
+		}
+		if err := strict(params, &p); err != nil {
+			return nil, err
+		}
+		if p.ConfigID != "model" || (p.Value != "fake-a" && p.Value != "fake-b") {
+			return nil, sdk.NewInvalidParams("unknown option or value " + p.ConfigID + "=" + p.Value)
+		}
+		st := a.set(p.SessionID, func(st *settings) { st.model = p.Value })
+		return map[string]any{"configOptions": []any{modelOption(st.model)}}, nil
 	case "session/cancel":
 		var p struct {
 			SessionID string `json:"sessionId"`
@@ -282,10 +306,43 @@ func (a *Agent) newSession(prompts []string) map[string]any {
 	if prompts != nil {
 		a.saveState(id) // a fork can be loaded before its first prompt
 	}
-	return map[string]any{"sessionId": id, "modes": map[string]any{
-		"currentModeId":  "default",
+	res := setup(a.set(id, nil))
+	res["sessionId"] = id
+	return res
+}
+
+// setup is what session/new, session/load and session/fork tell of a
+// session's modes and configuration options.
+func setup(st settings) map[string]any {
+	return map[string]any{"modes": map[string]any{
+		"currentModeId":  st.mode,
 		"availableModes": []any{map[string]any{"id": "default", "name": "Default"}, map[string]any{"id": "plan", "name": "Plan"}},
-	}}
+	}, "configOptions": []any{modelOption(st.model)}}
+}
+
+// settings are a session's mode and model.
+type settings struct{ mode, model string }
+
+// set applies f (when not nil) to sid's settings (the defaults until
+// set) and returns them.
+func (a *Agent) set(sid string, f func(*settings)) settings {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.settings[sid]
+	if st == nil {
+		st = &settings{mode: "default", model: "fake-a"}
+		a.settings[sid] = st
+	}
+	if f != nil {
+		f(st)
+	}
+	return *st
+}
+
+// modelOption is the session's "model" configuration option.
+func modelOption(current string) map[string]any {
+	return map[string]any{"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": current,
+		"options": []any{map[string]any{"value": "fake-a", "name": "Fake A"}, map[string]any{"value": "fake-b", "name": "Fake B"}}}
 }
 
 func text(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
@@ -308,7 +365,7 @@ func end(reason string) (any, *sdk.RequestError) {
 
 // behaviours are the words a prompt picks a script with (package doc).
 var behaviours = map[string]bool{"crash": true, "unknown": true, "unserved": true, "hang": true, "slow": true,
-	"permission": true, "lateinput": true, "plan": true, "refuse": true, "selfcancel": true, "stream": true, "recall": true, "history": true}
+	"permission": true, "lateinput": true, "plan": true, "refuse": true, "selfcancel": true, "stream": true, "recall": true, "history": true, "settings": true}
 
 // turn runs one prompt's script.
 func (a *Agent) turn(ctx context.Context, sid, msg string, all, prev []string) (any, *sdk.RequestError) {
@@ -425,6 +482,10 @@ func (a *Agent) turn(ctx context.Context, sid, msg string, all, prev []string) (
 			last = prev[len(prev)-1]
 		}
 		a.chunks(sid, "you said: "+last)
+		return end("end_turn")
+	case "settings":
+		st := a.set(sid, nil)
+		a.chunks(sid, "mode="+st.mode+" model="+st.model)
 		return end("end_turn")
 	case "history":
 		a.chunks(sid, "history: "+strings.Join(prev, " | "))
