@@ -202,9 +202,10 @@ func scanValues(out, buf []byte, vals []string, first *[256]bool, final bool) (_
 // Flush return, concatenated, is Scrub of what was written, concatenated.
 //
 // Write holds back the end of what it was given that could be the start
-// of a secret (at most the longest registered value's length - 1, or a
-// pattern's prefix and shortest run - 1: HeldMax) and returns it with a
-// later Write; Flush returns what is held at the block's end. A Write
+// of a secret and returns it with a later Write: at most HeldMax bytes
+// (the longest registered value's length - 1, plus the longest key
+// format's prefix and shortest run - 1, 33, as the two stages, values
+// then formats, may each hold a part); Flush returns what is held at the block's end. A Write
 // never returns any part of a secret: a match is replaced whole, and a
 // pattern's run that reaches the end of a delta is already replaced
 // (its further characters are dropped as they come).
