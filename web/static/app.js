@@ -869,7 +869,7 @@ function rewindFileItem(f) {
   const lines = diffLines(f.patch || "");
   const pre = el("pre", { class: "diff", "data-testid": "rewind-diff" }, ...lines.flatMap((l, i) => [el("span", { class: l.kind, text: l.text }), i < lines.length - 1 ? "\n" : null]));
   if (f.truncated) pre.append(el("span", { class: "meta", text: "\n… (cut: too long to show)" }));
-  const summary = el("summary", {}, el("span", { class: `rw-op ${f.op}`, text: f.op }), el("span", { text: f.path }));
+  const summary = el("summary", {}, el("span", { class: `rw-op ${f.op}`, text: f.op }), " ", el("span", { text: f.path }));
   const d = el("details", {}, summary);
   if (lines.length || f.truncated) d.append(pre);
   else d.append(el("p", { class: "hint", text: f.op === "modified" ? "(binary or not shown)" : "" }));
