@@ -103,7 +103,7 @@ func (c *cli) agentsCmd() *cobra.Command {
 			},
 		}
 		if ctl.name == "status" {
-			flagJSON(sub, &asJSON, "print the status object as JSON")
+			flagJSON(sub.Flags(), &asJSON, "print the status object as JSON")
 		}
 		cmd.AddCommand(sub)
 	}

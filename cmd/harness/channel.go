@@ -63,7 +63,7 @@ func (c *cli) channelCmd() *cobra.Command {
 	cmd.RunE = c.group("command")
 	var asJSON bool
 	var timeout float64
-	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the daemon's data as JSON")
+	flagJSON(cmd.PersistentFlags(), &asJSON, "print the daemon's data as JSON")
 	for _, sc := range channelCommands {
 		sub := &cobra.Command{
 			Use: sc.use, Short: sc.short,

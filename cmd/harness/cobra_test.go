@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/chirality/harness/engines"
 )
@@ -253,6 +254,55 @@ func TestHelpCommand(t *testing.T) {
 		c2 := run(append(strings.Fields(path), "--help"), &flag, &errOut)
 		if c1 != 0 || c2 != 0 || errOut.Len() != 0 || help.String() != flag.String() || !strings.HasPrefix(help.String(), "usage: harness "+path) {
 			t.Errorf("help %s: exit %d/%d, stderr %q\n%s\n---\n%s", path, c1, c2, errOut.String(), help.String(), flag.String())
+		}
+	}
+}
+
+// A flag several commands take is declared once, in flags.go: no command
+// file declares a flag of its own under a name another command also has,
+// or under a name flags.go declares.
+func TestSharedFlagsDeclaredOnce(t *testing.T) {
+	declared := regexp.MustCompile(`\.(?:String|Bool|Int|Int64|Float64|Duration)?VarP?\([^,]+,\s*"([a-z][a-z-]*)"`)
+	names := func(file string) []string {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range declared.FindAllStringSubmatch(string(src), -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	shared := map[string]bool{}
+	for _, n := range names("flags.go") {
+		shared[n] = true
+	}
+	if len(shared) < 15 {
+		t.Fatalf("flags.go declares only %d flags: the pattern is stale", len(shared))
+	}
+	// how many commands take each flag
+	takers := map[string]int{}
+	for _, cmd := range tree() {
+		cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) { takers[f.Name]++ })
+		cmd.PersistentFlags().VisitAll(func(f *pflag.Flag) { takers[f.Name]++ })
+	}
+	files, _ := filepath.Glob("*.go")
+	own := map[string]string{}
+	for _, file := range files {
+		if file == "flags.go" || strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		for _, n := range names(file) {
+			switch {
+			case shared[n]:
+				t.Errorf("%s declares --%s, which flags.go declares", file, n)
+			case own[n] != "":
+				t.Errorf("--%s is declared in %s and in %s", n, own[n], file)
+			case takers[n] > 1:
+				t.Errorf("--%s, declared in %s, is taken by %d commands: declare it in flags.go", n, file, takers[n])
+			}
+			own[n] = file
 		}
 	}
 }

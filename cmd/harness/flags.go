@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/engines"
@@ -88,8 +89,9 @@ func flagVerbose(cmd *cobra.Command, p *bool, help string) {
 	cmd.Flags().BoolVarP(p, "verbose", "v", false, help)
 }
 
-// --json: JSON on stdout.
-func flagJSON(cmd *cobra.Command, p *bool, help string) { cmd.Flags().BoolVar(p, "json", false, help) }
+// --json: JSON on stdout. fs is the command's Flags, or its
+// PersistentFlags when every subcommand takes it.
+func flagJSON(fs *pflag.FlagSet, p *bool, help string) { fs.BoolVar(p, "json", false, help) }
 
 // --cwd: the directory an agent works in.
 func flagCwd(cmd *cobra.Command, p *string, help string) {

@@ -56,7 +56,7 @@ func (c *cli) personasCmd() *cobra.Command {
 	for _, sub := range []*cobra.Command{list, show, prompt} {
 		flagProjectRoot(sub, &root, ".", "project root directory")
 		if sub != prompt {
-			flagJSON(sub, &asJSON, "print JSON")
+			flagJSON(sub.Flags(), &asJSON, "print JSON")
 		}
 		cmd.AddCommand(sub)
 	}

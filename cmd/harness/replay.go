@@ -63,7 +63,7 @@ changed; the Claude conversation is continued.
 	flagClaudeBin(cmd, &o.claudeBin, "")
 	flagPermissionMode(cmd, &o.permissionMode, "", "the server's permission-mode override, if it had one")
 	flagMaxTurns(cmd, &o.maxTurns, "the server's max-turns override, if it had one")
-	flagJSON(cmd, &o.asJSON, "print each event as one JSON line on stdout")
+	flagJSON(cmd.Flags(), &o.asJSON, "print each event as one JSON line on stdout")
 	flagVerbose(cmd, &o.verbose, "log the driver's diagnostics to stderr")
 	return cmd
 }
@@ -75,11 +75,10 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 
 func (c *cli) replay(o *replayOptions, id, message string) int {
 	stdout, stderr := c.stdout, c.stderr
-	projectRoot, claudeBin, permissionMode, maxTurns, printOnly, asJSON, verbose := o.projectRoot, o.claudeBin, o.permissionMode, o.maxTurns, o.printOnly, o.asJSON, o.verbose
 	var err error
 	root := ""
-	if projectRoot != "" {
-		if root, err = filepath.Abs(projectRoot); err == nil {
+	if o.projectRoot != "" {
+		if root, err = filepath.Abs(o.projectRoot); err == nil {
 			root, err = filepath.EvalSymlinks(root)
 		}
 		if err != nil {
@@ -87,13 +86,13 @@ func (c *cli) replay(o *replayOptions, id, message string) int {
 			return 1
 		}
 	}
-	s, err := findSession(id, projectRoot, root)
+	s, err := findSession(id, o.projectRoot, root)
 	if err != nil {
 		fmt.Fprintln(stderr, "harness replay:", userError(err))
 		return failCode(err)
 	}
 	logger := zerolog.Nop()
-	if verbose {
+	if o.verbose {
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr)}).With().Timestamp().Logger()
 	}
 	if s.Engine != "" && s.Engine != engine.ClaudeCode {
@@ -101,9 +100,9 @@ func (c *cli) replay(o *replayOptions, id, message string) int {
 		return 1
 	}
 	// The replay runs the Claude Code CLI itself: the Harness only plans.
-	cc := claudecode.NewEngine(claudecode.Config{Binary: claudeBin, Logger: &logger})
+	cc := claudecode.NewEngine(claudecode.Config{Binary: o.claudeBin, Logger: &logger})
 	h, err := harness.New(harness.Config{Roots: []string{s.ProjectRoot}, Logger: &logger, Engines: []engine.Engine{cc},
-		PermissionMode: permissionMode, MaxTurns: maxTurns, NoProjectLogs: true})
+		PermissionMode: o.permissionMode, MaxTurns: o.maxTurns, NoProjectLogs: true})
 	if err != nil {
 		fmt.Fprintln(stderr, "harness replay:", userError(err))
 		return 1
@@ -123,8 +122,8 @@ func (c *cli) replay(o *replayOptions, id, message string) int {
 		fmt.Fprintln(stderr, "harness replay:", userError(err))
 		return 1
 	}
-	if printOnly {
-		bin, err := claudecode.FindBinary(claudeBin)
+	if o.printOnly {
+		bin, err := claudecode.FindBinary(o.claudeBin)
 		if err != nil {
 			bin = "claude"
 		}
@@ -133,7 +132,7 @@ func (c *cli) replay(o *replayOptions, id, message string) int {
 	}
 	return streamTurn(func() (engine.Turn, error) {
 		return cc.Manager().StartTurn(context.Background(), s.ID, message, opts)
-	}, asJSON, stdout, stderr)
+	}, o.asJSON, stdout, stderr)
 }
 
 // replayCommand renders a plan's CLI options as a shell command. The

@@ -61,7 +61,7 @@ func (c *cli) sessionsCmd() *cobra.Command {
 	for _, sub := range []*cobra.Command{list, show, rm} {
 		flagProjectRoot(sub, &root, ".", "project root directory")
 		if sub != rm {
-			flagJSON(sub, &asJSON, "print JSON")
+			flagJSON(sub.Flags(), &asJSON, "print JSON")
 		}
 		cmd.AddCommand(sub)
 	}

@@ -75,7 +75,7 @@ second one kills it); an interrupted turn exits 130.
 	flagPermissionMode(cmd, &f.permissionMode, "", "one of "+strings.Join(engine.PermissionModes, ", "))
 	flagModel(cmd, &f.model, "model name")
 	fs.StringVar(&f.promptFile, "append-system-prompt-file", "", "file appended to the system prompt")
-	flagJSON(cmd, &f.json, "print each event as one JSON line on stdout")
+	flagJSON(cmd.Flags(), &f.json, "print each event as one JSON line on stdout")
 	flagVerbose(cmd, &f.verbose, "log the driver's diagnostics to stderr")
 	flagSession(cmd, &f.session, "run the turn in this harness session (persona, prompt and resume as the gateway does)")
 	flagPersona(cmd, &f.persona, "create a harness session with this persona and run the turn in it")
