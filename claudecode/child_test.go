@@ -386,3 +386,60 @@ func TestShutdownStopsTurnsStartedConcurrently(t *testing.T) {
 		t.Errorf("StartTurn after Shutdown = %v, want ErrClosed", err)
 	}
 }
+
+// The engine's turn registry, through engine.Engine: a second turn of a
+// key is ErrBusy (as both the engine's and this package's sentinel);
+// Shutdown interrupts the turn, and a CLI that ignores the interrupt
+// request, SIGINT and SIGTERM (KillGrace far away) is killed when
+// Shutdown's context ends: Shutdown returns that context's error, the
+// stream ends with SIGKILL, the group is gone, and no turn starts after.
+func TestEngineRegistryBusyClosedAndShutdownKills(t *testing.T) {
+	e := claudecode.NewEngine(claudecode.Config{
+		Binary:         fakeChildScript(t, "ignore-term"),
+		Env:            []string{"PATH=" + os.Getenv("PATH")},
+		InterruptGrace: 100 * time.Millisecond,
+		KillGrace:      time.Hour,
+	})
+	req := engine.Request{SessionKey: "s", Message: "hi", Cwd: t.TempDir()}
+	tr, err := e.StartTurn(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if !tr.Next() || tr.Event().Type != event.TypeSessionInit {
+		t.Fatal("no session:init")
+	}
+	if _, err := e.StartTurn(context.Background(), req); !errors.Is(err, engine.ErrBusy) || !errors.Is(err, claudecode.ErrBusy) {
+		t.Fatalf("a second turn of the key: %v, want ErrBusy", err)
+	}
+	read := make(chan []event.Event, 1)
+	go func() {
+		var evs []event.Event
+		for tr.Next() {
+			evs = append(evs, tr.Event())
+		}
+		read <- evs
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want the context's deadline (the turn had to be killed)", err)
+	}
+	var evs []event.Event
+	select {
+	case evs = <-read:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn's stream did not end after Shutdown returned")
+	}
+	if len(evs) == 0 || evs[len(evs)-1].Type != event.TypeProcessExit || evs[len(evs)-1].Exit.Signal != "SIGKILL" {
+		t.Errorf("the turn ended with %v, want process:exit by SIGKILL", evs)
+	}
+	if !errors.Is(tr.Err(), claudecode.ErrKilled) {
+		t.Errorf("Err = %v, want ErrKilled", tr.Err())
+	}
+	assertGroupGone(t, tr.(*claudecode.Turn).Pid())
+	req.SessionKey = "t"
+	if _, err := e.StartTurn(context.Background(), req); !errors.Is(err, engine.ErrClosed) || !errors.Is(err, claudecode.ErrClosed) {
+		t.Errorf("a turn after Shutdown: %v, want ErrClosed", err)
+	}
+}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/secrets"
+	"github.com/chirality/harness/internal/turns"
 )
 
 // Config configures a Manager. The zero value is usable: the CLI is found
@@ -41,14 +43,22 @@ type Config struct {
 // Manager runs turns: one child process per turn, at most one running turn
 // per session key. A Manager is safe for concurrent use.
 type Manager struct {
-	cfg      Config
-	log      zerolog.Logger
-	scrub    *scrubber
+	cfg   Config
+	log   zerolog.Logger
+	scrub *scrubber
+
+	// turns holds the running turns by session key (busy, closed,
+	// shutdown: the engines' one registry, internal/turns). A key is
+	// reserved before the slow start of its child, so a racing StartTurn
+	// sees ErrBusy.
+	turns turns.Registry[running]
+
+	// mu makes a reservation and its count in starting one step against
+	// Shutdown's closing of turns (lock order: mu, then the registry's
+	// lock), and guards warm.
 	mu       sync.Mutex
-	turns    map[string]*Turn
 	warm     map[*Warm]struct{} // prestarted children waiting for their message
-	closed   bool
-	starting sync.WaitGroup // StartTurn calls between reservation and start
+	starting sync.WaitGroup     // StartTurn and Prestart calls between reservation and start
 
 	versionOnce sync.Once
 	versionDone chan struct{}
@@ -80,7 +90,6 @@ func NewManager(cfg Config) *Manager {
 		cfg:         cfg,
 		log:         log,
 		scrub:       newScrubber(secrets.WithheldEnvValues(cfg.Env)),
-		turns:       map[string]*Turn{},
 		warm:        map[*Warm]struct{}{},
 		versionDone: make(chan struct{}),
 	}
@@ -99,18 +108,14 @@ func (m *Manager) StartTurn(ctx context.Context, sessionKey, message string, opt
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, ErrClosed
-	}
-	if _, busy := m.turns[sessionKey]; busy {
-		m.mu.Unlock()
-		return nil, ErrBusy
-	}
 	t := newTurn(m, sessionKey, bin, opts)
-	m.turns[sessionKey] = t // reserved before the slow start, so a racing StartTurn sees ErrBusy
-	m.starting.Add(1)       // and so Shutdown waits for this start before it collects turns
+	m.mu.Lock()
+	if err := m.turns.Add(sessionKey, running{t}); err != nil {
+		m.mu.Unlock()
+		t.approvalsCancel()
+		return nil, registryError(err)
+	}
+	m.starting.Add(1) // Shutdown waits for this start before it interrupts turns
 	m.mu.Unlock()
 	defer m.starting.Done()
 
@@ -135,20 +140,32 @@ func (m *Manager) prepare(opts TurnOpts) (string, error) {
 	return FindBinary(bin)
 }
 
-func (m *Manager) release(key string, t *Turn) {
-	m.mu.Lock()
-	if m.turns[key] == t {
-		delete(m.turns, key)
+func (m *Manager) release(key string, t *Turn) { m.turns.Remove(key, running{t}) }
+
+// running is a Turn as the registry sees it: done once the child is
+// reaped, and killed at once (SIGKILL to its group) when Shutdown's
+// context ends.
+type running struct{ t *Turn }
+
+func (r running) Interrupt() error      { return r.t.Interrupt() }
+func (r running) Kill() error           { r.t.killNow(); return nil }
+func (r running) Done() <-chan struct{} { return r.t.exited }
+
+// registryError is the registry's error as this package's sentinel.
+func registryError(err error) error {
+	switch {
+	case errors.Is(err, engine.ErrBusy):
+		return ErrBusy
+	case errors.Is(err, engine.ErrClosed):
+		return ErrClosed
 	}
-	m.mu.Unlock()
+	return err
 }
 
 // turn returns the key's turn once its child has started.
 func (m *Manager) turn(key string) *Turn {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if t := m.turns[key]; t != nil && t.running.Load() {
-		return t
+	if r, ok := m.turns.Get(key); ok && r.t.running.Load() {
+		return r.t
 	}
 	return nil
 }
@@ -177,60 +194,20 @@ func (m *Manager) Kill(sessionKey string) error {
 }
 
 // Running returns the keys of the sessions with a running turn.
-func (m *Manager) Running() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	keys := make([]string, 0, len(m.turns))
-	for k := range m.turns {
-		keys = append(keys, k)
-	}
-	return keys
-}
+func (m *Manager) Running() []string { return m.turns.Keys() }
 
 // Shutdown refuses new turns, stops every warm child (Prestart),
-// interrupts every running turn and waits for
-// their processes to end; when ctx is done first it kills what is left and
-// waits for that (bounded by KillGrace). It returns ctx's error if it had
-// to kill. Consumers must keep reading their turns for them to finish.
+// interrupts every running turn and waits for their processes to end;
+// when ctx is done first it kills what is left (SIGKILL to each group)
+// and waits for that. It returns ctx's error if it had to kill.
+// Consumers must keep reading their turns for them to finish.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
-	m.closed = true
+	m.turns.Close()
 	m.mu.Unlock()
 	m.starting.Wait() // a turn being started now is collected too
 	m.stopWarm()      // nothing waits for a message that cannot come
-
-	m.mu.Lock()
-	turns := make([]*Turn, 0, len(m.turns))
-	for _, t := range m.turns {
-		if t.running.Load() {
-			turns = append(turns, t)
-		}
-	}
-	m.mu.Unlock()
-
-	for _, t := range turns {
-		_ = t.Interrupt()
-	}
-	var err error
-	for _, t := range turns {
-		select {
-		case <-t.exited:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		if err != nil {
-			break
-		}
-	}
-	if err != nil {
-		for _, t := range turns {
-			t.killNow()
-		}
-		for _, t := range turns {
-			<-t.exited
-		}
-	}
-	return err
+	return m.turns.Shutdown(ctx)
 }
 
 // CLIVersion returns the version of the configured CLI, running

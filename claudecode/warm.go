@@ -45,7 +45,7 @@ func (m *Manager) Prestart(ctx context.Context, sessionKey string, opts TurnOpts
 	}
 	w := &Warm{m: m, print: fingerprint(bin, opts)}
 	m.mu.Lock()
-	if m.closed {
+	if m.turns.Closed() {
 		m.mu.Unlock()
 		return nil, ErrClosed
 	}
@@ -174,22 +174,17 @@ func (w *Warm) Send(message string, approver engine.Approver) (*Turn, error) {
 	}
 	m := w.m
 	m.mu.Lock()
-	switch {
-	case m.closed:
+	err := m.turns.Add(w.t.key, running{w.t})
+	if err == nil && !w.Alive() {
+		m.turns.Remove(w.t.key, running{w.t})
+		err = ErrWarmDied
+	}
+	if err != nil {
 		m.mu.Unlock()
 		w.stopLocked()
-		return nil, ErrClosed
-	case m.turns[w.t.key] != nil:
-		m.mu.Unlock()
-		w.stopLocked()
-		return nil, ErrBusy
-	case !w.Alive():
-		m.mu.Unlock()
-		w.stopLocked()
-		return nil, ErrWarmDied
+		return nil, registryError(err)
 	}
 	delete(m.warm, w)
-	m.turns[w.t.key] = w.t
 	m.mu.Unlock()
 	w.ended, w.sealed = true, true
 	if approver != nil {

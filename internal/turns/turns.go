@@ -68,7 +68,28 @@ func (r *Registry[T]) Get(key string) (T, bool) {
 	return t, ok
 }
 
-// Closed reports whether Shutdown was called.
+// Keys returns the keys with a registered turn, in no order.
+func (r *Registry[T]) Keys() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keys := make([]string, 0, len(r.turns))
+	for k := range r.turns {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// Close refuses new turns (Add fails with engine.ErrClosed) and leaves
+// the running ones alone: for an engine that must let turns it is
+// starting finish their start before Shutdown interrupts them (Claude
+// Code reserves a key before it spawns the child). Shutdown closes too.
+func (r *Registry[T]) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+}
+
+// Closed reports whether Close or Shutdown was called.
 func (r *Registry[T]) Closed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -105,3 +105,29 @@ func TestShutdownInterruptsThenKills(t *testing.T) {
 		t.Errorf("second Shutdown: %v", err)
 	}
 }
+
+// Close refuses new turns and leaves the registered ones running, and
+// they stay the registry's: Keys lists them and Shutdown ends them.
+func TestCloseKeepsRunningTurns(t *testing.T) {
+	var r Registry[*fakeTurn]
+	a := newFake(true)
+	_ = r.Add("a", a)
+	r.Close()
+	if err := r.Add("b", newFake(true)); !errors.Is(err, engine.ErrClosed) || !r.Closed() {
+		t.Fatalf("Add after Close: %v", err)
+	}
+	select {
+	case <-a.done:
+		t.Fatal("Close ended a running turn")
+	default:
+	}
+	if a.intr != 0 || a.killed {
+		t.Fatalf("Close touched the running turn: interrupted %d, killed %v", a.intr, a.killed)
+	}
+	if keys := r.Keys(); len(keys) != 1 || keys[0] != "a" {
+		t.Fatalf("Keys = %v, want [a]", keys)
+	}
+	if err := r.Shutdown(context.Background()); err != nil || a.intr != 1 {
+		t.Fatalf("Shutdown after Close: %v, interrupted %d times", err, a.intr)
+	}
+}
