@@ -27,7 +27,13 @@
 //     withheld unless allowed by name); FindBinary finds the CLI.
 //   - Manager and Turn own the process: its own process group, the prompt
 //     on stdin (never argv), stdin kept open for control requests until
-//     the result, stdout and stderr drained, every wait bounded.
+//     the result, stdout and stderr drained, every wait bounded. They
+//     share the other engines' machinery: the running turns sit in the
+//     one turn registry (internal/turns: busy, closed, shutdown), the
+//     events queue in an engine.Stream (an approval's question deferred
+//     behind the events before it), and stderr is read by
+//     internal/stderrtail (scrubbed, logged at warn level, a bounded tail
+//     for session:error).
 //
 // Event order: session:init first (when the CLI got that far), then
 // deltas, tool starts and results, chat:complete, then exactly one of
@@ -38,7 +44,8 @@
 // the process group (SIGINT, SIGTERM, SIGKILL) if the CLI does not end the
 // turn in time; Turn.Kill sends SIGTERM then SIGKILL. Once the CLI has
 // exited, whatever is left of its group is killed, so tools it started
-// never outlive the turn.
+// never outlive the turn. Manager.Shutdown interrupts every running turn
+// and, when its context ends first, sends SIGKILL to what is left.
 //
 // Package claudetest holds the test doubles: a fake Messages API that the
 // real CLI can run against offline, and a transcript replayer.

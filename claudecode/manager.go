@@ -43,9 +43,10 @@ type Config struct {
 // Manager runs turns: one child process per turn, at most one running turn
 // per session key. A Manager is safe for concurrent use.
 type Manager struct {
-	cfg   Config
-	log   zerolog.Logger
-	scrub *scrubber
+	cfg      Config
+	log      zerolog.Logger
+	scrub    *scrubber
+	withheld []string // the values of the variables children do not get (scrubbed from their stderr)
 
 	// turns holds the running turns by session key (busy, closed,
 	// shutdown: the engines' one registry, internal/turns). A key is
@@ -86,10 +87,12 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Logger != nil {
 		log = *cfg.Logger
 	}
+	withheld := secrets.WithheldEnvValues(cfg.Env)
 	return &Manager{
 		cfg:         cfg,
 		log:         log,
-		scrub:       newScrubber(secrets.WithheldEnvValues(cfg.Env)),
+		scrub:       newScrubber(withheld),
+		withheld:    withheld,
 		warm:        map[*Warm]struct{}{},
 		versionDone: make(chan struct{}),
 	}

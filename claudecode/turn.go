@@ -1,12 +1,10 @@
 package claudecode
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/procgroup"
 	"github.com/chirality/harness/internal/secrets"
+	"github.com/chirality/harness/internal/stderrtail"
 	"github.com/rs/zerolog"
 )
 
@@ -52,18 +51,16 @@ type Turn struct {
 	decoder *Decoder
 	started time.Time
 
-	events chan item
-	cur    event.Event
-	err    error
+	s *engine.Stream // ended by run, with how the turn ended
 
 	exited    chan struct{} // the child was reaped and its group killed
 	gotResult chan struct{} // the turn's result frame arrived
 	readDone  chan struct{} // stdout reached its end
-	done      chan struct{} // the stream ended
+	done      chan struct{} // the stream was read to its end
 	exitCode  int
 	exitSig   string
 	waitErr   error
-	tail      *tailBuffer
+	tail      *stderrtail.Tail
 
 	approvals       context.Context // asked approvals wait on it; cancelled when stdout ends
 	approvalsCancel context.CancelFunc
@@ -92,13 +89,14 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 	t := &Turn{
 		m: m, log: log, key: key, bin: bin, opts: opts, args: opts.Args(),
 		approvals: actx, approvalsCancel: acancel,
-		events:    make(chan item, 256),
+		s:         engine.NewStream(256),
 		exited:    make(chan struct{}),
 		gotResult: make(chan struct{}),
 		readDone:  make(chan struct{}),
 		done:      make(chan struct{}),
-		tail:      newTailBuffer(16 << 10),
+		tail:      stderrtail.New(m.withheld),
 	}
+	t.tail.Level = zerolog.WarnLevel // the CLI writes to stderr only when something is wrong
 	if opts.Approver != nil {
 		t.approver.Store(&opts.Approver)
 	}
@@ -198,7 +196,11 @@ func (t *Turn) spawn(ctx context.Context) error {
 
 	t.wg.Add(3)
 	go t.wait()
-	go t.readStderr()
+	go func() {
+		defer t.wg.Done()
+		t.tail.Read(t.stderr, t.log.With().Str("session", t.key).Logger(), "claude stderr")
+		_ = t.stderr.Close()
+	}()
 	go t.watchContext(ctx)
 	go t.run()
 	return nil
@@ -213,7 +215,7 @@ func closeAll(fs ...*os.File) {
 // run reads stdout to its end, then ends the stream.
 func (t *Turn) run() {
 	for t.decoder.Next() {
-		t.events <- item{ev: t.decoder.Event()}
+		t.s.Emit(t.decoder.Event())
 	}
 	if err := t.decoder.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
 		t.log.Warn().Str("session", t.key).Err(err).Msg("reading the CLI's stdout failed")
@@ -233,30 +235,31 @@ func (t *Turn) run() {
 	// here so that no goroutine outlives the turn that started it.
 	<-t.m.versionDone
 
+	var endErr error // nil: the turn completed
 	result, gotResult := t.decoder.Result()
 	if gotResult {
 		if result.Subtype != "success" || result.IsError {
 			se := t.decoder.m.classify(result)
-			t.err = &TurnError{Kind: se.Kind, Message: se.Error, Subtype: result.Subtype, ExitCode: t.exitCode, Signal: t.exitSig}
+			endErr = &TurnError{Kind: se.Kind, Message: se.Error, Subtype: result.Subtype, ExitCode: t.exitCode, Signal: t.exitSig}
 		}
 	} else {
-		t.err = t.noResultError()
+		te := t.noResultError()
+		endErr = te
 		e := event.Event{Type: event.TypeSessionError, SessionID: t.key}
-		te := t.err.(*TurnError)
 		code := t.exitCode
 		e.Error = &event.SessionError{Error: te.Message, Kind: te.Kind, ExitCode: &code, StderrTail: te.StderrTail}
-		t.events <- item{ev: e}
+		t.s.Emit(e)
 	}
 	level := t.stopLevelNow()
 	t.log.Info().Str("session", t.key).Int("pid", t.pid).Int("code", t.exitCode).Str("signal", t.exitSig).
 		Dur("duration", time.Since(t.started)).Bool("result", gotResult).Int("stopRequested", level).Msg("process exited")
 	t.m.release(t.key, t)
-	t.events <- item{ev: event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: engine.TurnExit(t.err == nil, t.exitCode, t.exitSig)}}
-	close(t.events)
+	t.s.Emit(event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: engine.TurnExit(endErr == nil, t.exitCode, t.exitSig)})
+	t.s.End(endErr)
 }
 
 func (t *Turn) noResultError() *TurnError {
-	te := &TurnError{ExitCode: t.exitCode, Signal: t.exitSig, StderrTail: t.m.scrub.clean(t.tail.String())}
+	te := &TurnError{ExitCode: t.exitCode, Signal: t.exitSig, StderrTail: t.tail.String()}
 	how := fmt.Sprintf("exit status %d", t.exitCode)
 	if t.exitSig != "" {
 		how = "signal " + t.exitSig
@@ -298,28 +301,6 @@ func (t *Turn) wait() {
 	}
 }
 
-// readStderr logs each line and keeps a bounded tail for error values.
-func (t *Turn) readStderr() {
-	defer t.wg.Done()
-	br := bufio.NewReaderSize(t.stderr, 16<<10)
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			t.tail.Write(line)
-			if errors.Is(err, bufio.ErrBufferFull) {
-				t.tail.Write([]byte("\n"))
-			}
-			if s := strings.TrimSpace(string(line)); s != "" {
-				t.log.Warn().Str("session", t.key).Str("line", t.m.scrub.clean(truncate(s, 500))).Msg("claude stderr")
-			}
-		}
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			break
-		}
-	}
-	_ = t.stderr.Close()
-}
-
 func (t *Turn) watchContext(ctx context.Context) {
 	defer t.wg.Done()
 	select {
@@ -348,9 +329,13 @@ func (t *Turn) onFrame(f Frame) {
 	case "control_request":
 		if t.approver.Load() != nil && isCanUseTool(f.Raw) {
 			// Asked once the consumer has taken every event before it
-			// (see Next): the question never overtakes the tool:start it
-			// is about.
-			t.events <- item{approval: append([]byte(nil), f.Raw...)}
+			// (the stream's Defer): the question never overtakes the
+			// tool:start it is about.
+			raw := append([]byte(nil), f.Raw...)
+			t.s.Defer(func() {
+				t.late.Add(1)
+				go t.askApproval(raw)
+			})
 		} else {
 			t.stdin.refuse(f.Raw)
 		}
@@ -376,42 +361,23 @@ func (t *Turn) exitAfterResult() {
 // Next advances to the next event, blocking until there is one. It returns
 // false after process:exit.
 func (t *Turn) Next() bool {
-	for {
-		it, ok := <-t.events
-		if !ok {
-			t.late.Wait() // stdout ended, so their context is cancelled
-			t.closeOnce.Do(func() { close(t.done) })
-			return false
-		}
-		if it.approval != nil {
-			t.late.Add(1)
-			go t.askApproval(it.approval)
-			continue
-		}
-		t.cur = it.ev
+	if t.s.Next() {
 		return true
 	}
-}
-
-// item is one entry of a Turn's queue: an event, or a can_use_tool
-// request to ask about once the events before it were consumed.
-type item struct {
-	ev       event.Event
-	approval []byte
+	t.late.Wait() // stdout ended, so their context is cancelled
+	t.closeOnce.Do(func() { close(t.done) })
+	return false
 }
 
 // Event returns the event Next advanced to.
-func (t *Turn) Event() event.Event { return t.cur }
+func (t *Turn) Event() event.Event { return t.s.Event() }
 
 // Err returns, once Next has returned false, nil when the turn completed
 // and a *TurnError saying how it ended otherwise.
 func (t *Turn) Err() error {
 	select {
 	case <-t.done:
-		if t.err == nil {
-			return nil
-		}
-		return t.err
+		return t.s.Err()
 	default:
 		return nil
 	}
@@ -633,38 +599,6 @@ func (w *stdinWriter) close() {
 	}
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 // scrubber replaces withheld secret values in text meant for logs and
 // errors.
 type scrubber struct{ r *strings.Replacer }
@@ -689,8 +623,6 @@ func (s *scrubber) clean(text string) string {
 	return s.r.Replace(text)
 }
 
-var _ io.Writer = (*tailBuffer)(nil)
-
 // Buffered reports how many events are ready to be read without waiting:
 // a consumer can flush its output when it reaches 0.
-func (t *Turn) Buffered() int { return len(t.events) }
+func (t *Turn) Buffered() int { return t.s.Buffered() }

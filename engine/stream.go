@@ -87,6 +87,10 @@ func (s *Stream) Next() bool {
 	return false
 }
 
+// Buffered reports how many items are queued, ready for Next without
+// waiting: a consumer can flush its output when it reaches 0.
+func (s *Stream) Buffered() int { return len(s.out) }
+
 // Event returns the event Next advanced to.
 func (s *Stream) Event() event.Event { return s.cur }
 

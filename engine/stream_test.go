@@ -57,3 +57,27 @@ func TestStreamDiscardRunsDeferred(t *testing.T) {
 		t.Error("Next after Discard returned true")
 	}
 }
+
+// Buffered counts what Next can return without waiting, deferred
+// functions included, and falls as Next takes them.
+func TestStreamBuffered(t *testing.T) {
+	s := engine.NewStream(4)
+	if s.Buffered() != 0 {
+		t.Fatalf("empty stream: Buffered = %d", s.Buffered())
+	}
+	s.Emit(event.Event{Type: event.TypeChatDelta})
+	s.Defer(func() {})
+	s.Emit(event.Event{Type: event.TypeChatDelta})
+	if s.Buffered() != 3 {
+		t.Fatalf("Buffered = %d, want 3", s.Buffered())
+	}
+	s.Next() // the first event
+	if s.Buffered() != 2 {
+		t.Fatalf("after one Next: Buffered = %d, want 2", s.Buffered())
+	}
+	s.Next() // runs the deferred function, returns the second event
+	if s.Buffered() != 0 {
+		t.Fatalf("after two: Buffered = %d, want 0", s.Buffered())
+	}
+	s.End(nil)
+}

@@ -1,6 +1,7 @@
 // Package stderrtail reads an agent child's stderr for the engines
-// (codex, acp): every line, with the child's secret values replaced by
-// [REDACTED], goes to the logger at debug level and into a bounded tail
+// (claudecode, codex, acp): every line, with the child's secret values
+// replaced by [REDACTED], goes to the logger (at debug level unless the
+// engine says otherwise) and into a bounded tail
 // kept for the turn's error (session:error's stderrTail). stderr never
 // reaches the event stream.
 package stderrtail
@@ -24,6 +25,10 @@ const (
 // Tail is one child's stderr. Read runs on a goroutine of its own; Scrub
 // and String are safe for concurrent use with it.
 type Tail struct {
+	// Level is the level each line is logged at; the zero value is
+	// zerolog.DebugLevel. Set it before Read.
+	Level zerolog.Level
+
 	secrets []string
 	mu      sync.Mutex
 	lines   []string
@@ -51,7 +56,7 @@ func (t *Tail) Read(r io.Reader, log zerolog.Logger, msg string) {
 		line, err := readLine(br)
 		if len(line) > 0 {
 			s := t.Scrub(line)
-			log.Debug().Str("stderr", s).Msg(msg)
+			log.WithLevel(t.Level).Str("stderr", s).Msg(msg)
 			t.mu.Lock()
 			t.lines = append(t.lines, s)
 			if len(t.lines) > Lines {

@@ -37,3 +37,19 @@ func TestReadScrubsLogsAndBounds(t *testing.T) {
 		t.Error("a secret shorter than 4 bytes was scrubbed")
 	}
 }
+
+// Lines are logged at Level: debug by default (they do not show at info),
+// the level an engine sets otherwise.
+func TestReadLogsAtLevel(t *testing.T) {
+	var quiet, warned bytes.Buffer
+	stderrtail.New(nil).Read(strings.NewReader("boom\n"), zerolog.New(&quiet).Level(zerolog.InfoLevel), "agent stderr")
+	if quiet.Len() != 0 {
+		t.Errorf("a debug line was logged at info: %s", quiet.String())
+	}
+	tl := stderrtail.New(nil)
+	tl.Level = zerolog.WarnLevel
+	tl.Read(strings.NewReader("boom\n"), zerolog.New(&warned).Level(zerolog.InfoLevel), "agent stderr")
+	if !strings.Contains(warned.String(), `"level":"warn"`) || !strings.Contains(warned.String(), `"stderr":"boom"`) {
+		t.Errorf("the line at warn level: %q", warned.String())
+	}
+}
