@@ -150,9 +150,19 @@ func (c *Config) clone() Config {
 // permissionMode applies the precedence: config default < persona <
 // config override; bypass only when allowed.
 func (c *Config) permissionMode(p *persona.Persona) (string, error) {
+	return c.permissionModeFor(p, "")
+}
+
+// permissionModeFor is permissionMode with a session's own choice
+// (SessionUpdate.PermissionMode; "" = none) between the persona's and the
+// config override.
+func (c *Config) permissionModeFor(p *persona.Persona, chosen string) (string, error) {
 	mode := c.DefaultPermissionMode
 	if p != nil && p.PermissionMode != "" {
 		mode = p.PermissionMode
+	}
+	if chosen != "" {
+		mode = chosen
 	}
 	if c.PermissionMode != "" {
 		mode = c.PermissionMode

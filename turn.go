@@ -3,6 +3,8 @@ package harness
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,9 +76,13 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 		}
 		prompt = string(b)
 	}
-	perm, err := h.cfg.permissionMode(p)
+	perm, err := h.cfg.permissionModeFor(p, s.PermissionMode)
 	if err != nil {
 		return nil, err
+	}
+	effort := h.cfg.Effort
+	if s.Effort != "" {
+		effort = s.Effort
 	}
 	name := h.sessionEngine(s)
 	req := engine.Request{
@@ -87,7 +93,7 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 		SystemPromptFile: path,
 		PermissionMode:   perm,
 		MaxTurns:         h.cfg.maxTurns(p, mode),
-		Effort:           h.cfg.Effort,
+		Effort:           effort,
 		AllowedTools:     slices.Clone(h.cfg.AllowedTools),
 		Env:              slices.Clone(h.cfg.ChildEnv),
 		StateDir:         session.StateDir(s.ProjectRoot, s.ID),
@@ -96,6 +102,11 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 	if req.MCP, err = h.mcpServers(s.ProjectRoot, p); err != nil {
 		return nil, err
 	}
+	if pd := s.Pending; pd != nil {
+		// A fork's or a rewind's cut, waiting for this turn.
+		req.Resume, req.ResumeAt, req.Fork = pd.Resume, pd.ResumeAt, pd.Fork
+	}
+	req.PromptChanged = req.Resume != "" && s.PromptHash != "" && s.PromptHash != promptHash(prompt)
 	if p != nil {
 		req.Tools = p.Tools
 		req.DisallowedTools = p.DisallowedTools
@@ -261,6 +272,19 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	if strings.TrimSpace(message) == "" {
 		return nil, ErrEmptyMessage
 	}
+	if !session.ValidID(id) {
+		return nil, fmt.Errorf("%w %q", ErrInvalidID, id)
+	}
+	// Held until the turn's runner owns the session's copy: an update,
+	// fork or rewind in between is either seen here or refused (ErrBusy),
+	// never lost under the turn's save.
+	unlock := h.lockSession(id)
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
 	s, err := h.Session(id)
 	if err != nil {
 		return nil, err
@@ -339,6 +363,8 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	lt.mu.Lock()
 	lt.run, lt.asks = r, asks
 	lt.mu.Unlock()
+	unlock()
+	locked = false
 	// The turn's first event, before the engine can say anything.
 	r.emit(event.Event{Type: event.TypeUserMessage, Text: message})
 	if seq := elog.LastSeq(); seq > startSeq {
@@ -356,6 +382,8 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 			return nil, ErrBusy
 		case errors.Is(err, engine.ErrClosed):
 			return nil, ErrClosed
+		case errors.Is(err, engine.ErrUnsupported):
+			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 		}
 		return nil, err
 	}
@@ -476,6 +504,10 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			} else {
 				r.s.ClaudeSessionID = ev.Init.ClaudeSessionID
 			}
+			// The conversation took the turn: a fork's or rewind's cut is
+			// done, and it has been given this prompt.
+			r.s.Pending = nil
+			r.s.PromptHash = promptHash(r.req.SystemPrompt)
 			r.smu.Unlock()
 			r.saveAside("session:init")
 			r.log.Info().Str("sessionId", r.s.ID).Str("conversation", ev.Init.ConversationID()).
@@ -525,7 +557,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 		return nil, err
 	}
 	// The resume fallback: same message, fresh conversation.
-	r.req.Resume = ""
+	r.req.Resume, r.req.ResumeAt, r.req.Fork, r.req.PromptChanged = "", "", false, false
 	if r.lt.stopRequested() {
 		return nil, r.endWith(heldExit, event.ErrorInterrupted, "interrupted before a fresh conversation was started")
 	}
@@ -644,6 +676,12 @@ func titleOf(message string) string {
 		line = string(r[:79]) + "…"
 	}
 	return line
+}
+
+// promptHash identifies a system prompt (session.Session.PromptHash).
+func promptHash(prompt string) string {
+	sum := sha256.Sum256([]byte(prompt))
+	return hex.EncodeToString(sum[:8])
 }
 
 func usageTokens(raw json.RawMessage) (in, out int) {

@@ -96,8 +96,8 @@ func (h *Harness) prewarm(id string, evict bool) {
 		return
 	}
 	pre, ok := h.engines[h.sessionEngine(s)].(engine.Prestarter)
-	if !ok {
-		return
+	if !ok || s.Pending != nil {
+		return // a fork's or rewind's cut never runs on a warm agent
 	}
 	h.mu.Lock()
 	if h.closed || h.live[id] != nil {
@@ -284,6 +284,8 @@ func (h *Harness) startEngineTurn(eng engine.Engine, req engine.Request) (engine
 	if w := h.warm.take(req.SessionKey); w != nil {
 		why := ""
 		switch {
+		case req.Fork || req.ResumeAt != "":
+			why = "the turn forks or cuts its conversation"
 		case !w.Alive():
 			why = "it died while waiting"
 		case !w.Matches(req):

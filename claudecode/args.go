@@ -25,6 +25,10 @@ type TurnOpts struct {
 	Resume    string
 	SessionID string
 	Fork      bool
+	// ResumeSessionAt continues Resume only up to and including the
+	// message of this uuid (--resume-session-at; an assistant message's
+	// uuid, as session:complete's Checkpoint reports it). Needs Resume.
+	ResumeSessionAt string
 	// AppendSystemPromptFile is appended to the built-in system prompt.
 	AppendSystemPromptFile string
 	// Tools is the set of tools that exist for the model (--tools): nil
@@ -84,6 +88,9 @@ func (o *TurnOpts) Validate() error {
 	if o.SessionID != "" && !uuidPattern.MatchString(o.SessionID) {
 		return fmt.Errorf("%w: session id %q is not a UUID", ErrInvalidOptions, o.SessionID)
 	}
+	if o.ResumeSessionAt != "" && (o.Resume == "" || !uuidPattern.MatchString(o.ResumeSessionAt)) {
+		return fmt.Errorf("%w: resume-session-at %q needs a resume id and must be a message uuid", ErrInvalidOptions, o.ResumeSessionAt)
+	}
 	if o.Resume != "" && o.SessionID != "" && !o.Fork {
 		return fmt.Errorf("%w: a session id with resume needs Fork", ErrInvalidOptions)
 	}
@@ -124,6 +131,7 @@ func (o *TurnOpts) Args() []string {
 		}
 	}
 	flag("--resume", o.Resume)
+	flag("--resume-session-at", o.ResumeSessionAt)
 	flag("--session-id", o.SessionID)
 	if o.Fork {
 		args = append(args, "--fork-session")

@@ -1,10 +1,13 @@
 package claudecode_test
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/engine"
 )
 
 func TestArgs(t *testing.T) {
@@ -28,6 +31,13 @@ func TestArgs(t *testing.T) {
 			"--allowedTools=Read,Bash(git diff:*)", "--permission-mode=dontAsk", "--model=opus",
 			"--add-dir=/a", "--add-dir=/b", "--max-budget-usd", "1")},
 	}
+	tests = append(tests, struct {
+		name string
+		opts claudecode.TurnOpts
+		want []string
+	}{"cut", claudecode.TurnOpts{Resume: "0b7e4c8a-1111-4222-8333-944455556666", ResumeSessionAt: "2b7e4c8a-1111-4222-8333-944455556666", Fork: true},
+		append(slices.Clone(base), "--include-partial-messages", "--max-turns=25", "--resume=0b7e4c8a-1111-4222-8333-944455556666",
+			"--resume-session-at=2b7e4c8a-1111-4222-8333-944455556666", "--fork-session")})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := tt.opts.Validate(); err != nil {
@@ -37,5 +47,42 @@ func TestArgs(t *testing.T) {
 				t.Errorf("Args:\n got %q\nwant %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A cut needs a conversation and a uuid; OptsFor always cuts a copy, and
+// refuses a fork or cut without a conversation as unsupported.
+func TestForkAndCutOptions(t *testing.T) {
+	for _, o := range []claudecode.TurnOpts{
+		{ResumeSessionAt: "2b7e4c8a-1111-4222-8333-944455556666"},
+		{Resume: "0b7e4c8a-1111-4222-8333-944455556666", ResumeSessionAt: "--evil"},
+	} {
+		if err := o.Validate(); !errors.Is(err, claudecode.ErrInvalidOptions) {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+	opts, err := claudecode.OptsFor(engine.Request{Resume: "0b7e4c8a-1111-4222-8333-944455556666", ResumeAt: "2b7e4c8a-1111-4222-8333-944455556666"})
+	if err != nil || !opts.Fork || opts.ResumeSessionAt != "2b7e4c8a-1111-4222-8333-944455556666" {
+		t.Errorf("cut: %+v %v", opts, err)
+	}
+	if _, err := claudecode.OptsFor(engine.Request{Fork: true}); !errors.Is(err, engine.ErrUnsupported) {
+		t.Errorf("fork without a conversation: %v", err)
+	}
+}
+
+// The new system prompt travels in the message only on a resumed
+// conversation whose prompt changed.
+func TestMessageFor(t *testing.T) {
+	req := engine.Request{Message: "go on", SystemPrompt: "You are NEW.", Resume: "c", PromptChanged: true}
+	if m := claudecode.MessageFor(req); !strings.Contains(m, "You are NEW.") || !strings.HasSuffix(m, "\n\ngo on") {
+		t.Errorf("changed: %q", m)
+	}
+	for _, r := range []engine.Request{
+		{Message: "go on", SystemPrompt: "You are NEW.", Resume: "c"},
+		{Message: "go on", SystemPrompt: "You are NEW.", PromptChanged: true},
+	} {
+		if m := claudecode.MessageFor(r); m != "go on" {
+			t.Errorf("%+v: %q", r, m)
+		}
 	}
 }

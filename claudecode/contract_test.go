@@ -136,7 +136,7 @@ func TestContractLiveMatchesRecording(t *testing.T) {
 	}
 }
 
-var volatile = regexp.MustCompile(`"(claudeSessionId|costUsd|usage|durationMs|cwd|tools|numTurns|delayMs)":("[^"]*"|[0-9.e-]+|\{[^{}]*(\{[^{}]*\}[^{}]*)*\}|\[[^\]]*\])`)
+var volatile = regexp.MustCompile(`"(claudeSessionId|costUsd|usage|durationMs|cwd|tools|numTurns|delayMs|checkpoint)":("[^"]*"|[0-9.e-]+|\{[^{}]*(\{[^{}]*\}[^{}]*)*\}|\[[^\]]*\])`)
 
 // tempDirs matches the t.TempDir() paths a scenario ran in.
 var tempDirs = regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/Test[^/"]*/[0-9]+`)

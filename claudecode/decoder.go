@@ -280,6 +280,10 @@ type mapper struct {
 	sawInterruptMarker bool        // the CLI's "[Request interrupted by user]"
 	gotResult          bool
 	result             ResultInfo
+	// lastAssistant is the uuid of the turn's last assistant frame (not
+	// a subagent's): session:complete's Checkpoint, what
+	// --resume-session-at takes.
+	lastAssistant string
 }
 
 type blockKey struct {
@@ -308,6 +312,7 @@ func (m *mapper) feed(line []byte, emit func(event.Event)) (Frame, error) {
 	f := Frame{Raw: line}
 	var event, message []byte
 	var resultLine bool
+	var uuid string
 	err := eachField(line, func(key, value []byte) bool {
 		var err error
 		switch {
@@ -323,6 +328,8 @@ func (m *mapper) feed(line []byte, emit func(event.Event)) (Frame, error) {
 			event = value
 		case keyIs(key, "message"):
 			message = value
+		case keyIs(key, "uuid"):
+			uuid, err = stringValue(value)
 		}
 		return err == nil
 	})
@@ -343,6 +350,9 @@ func (m *mapper) feed(line []byte, emit func(event.Event)) (Frame, error) {
 			return f, m.apiRetry(f.ParentToolUseID, line, emit)
 		}
 	case "assistant":
+		if f.ParentToolUseID == "" && uuid != "" {
+			m.lastAssistant = uuid
+		}
 		if message != nil {
 			return f, m.assistant(f.ParentToolUseID, message, emit)
 		}
@@ -769,7 +779,8 @@ func (m *mapper) resultFrame(line []byte, emit func(event.Event)) error {
 		e.Text = f.Result
 		emit(e)
 		e = m.event(event.TypeSessionComplete, "")
-		e.Complete = &event.SessionComplete{CostUSD: f.CostUSD, Usage: f.Usage, NumTurns: f.NumTurns, DurationMS: f.DurationMS}
+		e.Complete = &event.SessionComplete{CostUSD: f.CostUSD, Usage: f.Usage, NumTurns: f.NumTurns, DurationMS: f.DurationMS,
+			Checkpoint: m.lastAssistant}
 		emit(e)
 		return nil
 	}

@@ -47,6 +47,18 @@
 // never outlive the turn. Manager.Shutdown interrupts every running turn
 // and, when its context ends first, sends SIGKILL to what is left.
 //
+// Conversation control (engine.Controller: fork and rewind): a turn with
+// Request.Fork runs `--resume ID --fork-session` (a copy with a new
+// session id; the original transcript is untouched); Request.ResumeAt
+// adds `--resume-session-at UUID`, always with --fork-session, where UUID
+// is the last assistant message of the turn to keep (session:complete's
+// Checkpoint, read from the turn's top-level assistant frames; verified
+// on 2.1.329 against the fake API: the next request holds the
+// conversation up to that message only). A resumed conversation keeps
+// its first turn's --append-system-prompt-file, so when
+// Request.PromptChanged (a persona switched) the new prompt travels at
+// the head of the turn's message (MessageFor), once.
+//
 // Package claudetest holds the test doubles: a fake Messages API that the
 // real CLI can run against offline, and a transcript replayer.
 package claudecode

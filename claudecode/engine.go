@@ -35,7 +35,7 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.m.StartTurn(ctx, req.SessionKey, req.Message, opts)
+	t, err := e.m.StartTurn(ctx, req.SessionKey, MessageFor(req), opts)
 	switch {
 	case err == nil:
 		return t, nil
@@ -45,6 +45,27 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 		return nil, fmt.Errorf("%w: %w", engine.ErrClosed, err)
 	}
 	return nil, err
+}
+
+// Controls implements engine.Controller: the CLI forks (--fork-session)
+// and cuts (--resume-session-at) a conversation.
+func (e *Engine) Controls() engine.Controls { return engine.Controls{Fork: true, Rewind: true} }
+
+var _ engine.Controller = (*Engine)(nil)
+
+// MessageFor is the message the CLI is given for req: req.Message, after
+// a preamble with the new system prompt when req.PromptChanged on a
+// resumed conversation. The CLI keeps a resumed conversation's first
+// --append-system-prompt-file (verified on 2.1.329 against the fake API:
+// a second turn started with another file still sent the first one's
+// text in "system"), so a persona switched between turns reaches the
+// model this way; it stays in the conversation's history from then on.
+func MessageFor(req engine.Request) string {
+	if !req.PromptChanged || req.Resume == "" || req.SystemPrompt == "" {
+		return req.Message
+	}
+	return "<system-reminder>\nThe instructions for this conversation have changed. From now on, follow these instead of the earlier ones:\n\n" +
+		req.SystemPrompt + "\n</system-reminder>\n\n" + req.Message
 }
 
 // EnvEffortLevel is the CLI's effort variable: OptsFor sets it to
@@ -59,10 +80,18 @@ const EnvEffortLevel = "CLAUDE_CODE_EFFORT_LEVEL"
 // (engine.AsksApproval).
 func OptsFor(req engine.Request) (TurnOpts, error) {
 	opts := TurnOpts{
-		Cwd: req.Cwd, Resume: req.Resume, AppendSystemPromptFile: req.SystemPromptFile,
+		Cwd: req.Cwd, Resume: req.Resume, Fork: req.Fork, ResumeSessionAt: req.ResumeAt, AppendSystemPromptFile: req.SystemPromptFile,
 		Tools: req.Tools, DisallowedTools: req.DisallowedTools, AllowedTools: req.AllowedTools,
 		PermissionMode: req.PermissionMode, Model: req.Model, MaxTurns: req.MaxTurns,
 		Env: req.Env, Logger: req.Logger,
+	}
+	if req.ResumeAt != "" {
+		// Always a copy: the original transcript stays as it was, so a
+		// fork's source and a rewound session's earlier forks keep theirs.
+		opts.Fork = true
+	}
+	if (req.Fork || req.ResumeAt != "") && req.Resume == "" {
+		return opts, fmt.Errorf("%w: fork or resume-at without a conversation to resume", engine.ErrUnsupported)
 	}
 	if err := engine.CheckEffort(req.Effort); err != nil {
 		return opts, fmt.Errorf("%w: %w", ErrInvalidOptions, err)

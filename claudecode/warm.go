@@ -147,7 +147,7 @@ func (w *Warm) Matches(req engine.Request) bool {
 
 // Start implements engine.Warm.
 func (w *Warm) Start(req engine.Request) (engine.Turn, error) {
-	t, err := w.Send(req.Message, req.Approver)
+	t, err := w.Send(MessageFor(req), req.Approver)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
 			return nil, fmt.Errorf("%w: %w", engine.ErrBusy, err)

@@ -117,6 +117,12 @@ type Request struct {
 	// saved to disk (the Claude Code CLI reads the file).
 	SystemPrompt     string
 	SystemPromptFile string
+	// PromptChanged says that SystemPrompt is not the one Resume's
+	// conversation was last given (a persona switched between turns).
+	// An engine whose agent keeps a resumed conversation's first system
+	// prompt carries the new one in the turn's message (Claude Code);
+	// one that sends the prompt with every request ignores it.
+	PromptChanged bool
 	// Model is the persona's model ("" = the engine's default).
 	Model string
 	// PermissionMode is one of default, acceptEdits, plan, dontAsk,

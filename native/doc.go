@@ -23,5 +23,9 @@
 // it emits the same UI events as the Claude Code driver, keeps each
 // conversation's history in the session's state directory, and runs the
 // tools of package tool, confined to the project. Request.Effort is
-// ignored: the loop sends the Messages API no thinking parameter.
+// ignored: the loop sends the Messages API no thinking parameter. It
+// forks and cuts conversations (engine.Controller): session:complete's
+// Checkpoint is the history's length after the turn; Request.ResumeAt
+// keeps that many messages, and Request.Fork saves the result as a new
+// conversation, leaving the original's file as it was.
 package native

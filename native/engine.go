@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -78,6 +79,15 @@ func NewEngine(cfg EngineConfig) *Engine {
 // Name is engine.Anthropic.
 func (e *Engine) Name() string { return engine.Anthropic }
 
+// Controls implements engine.Controller: a fork copies the history to a
+// new conversation (Request.Fork), a cut keeps its first messages
+// (Request.ResumeAt is a session:complete Checkpoint: the history's length
+// after that turn). A cut without Fork truncates the conversation in
+// place; with Fork the copy is cut and the original is left as it was.
+func (e *Engine) Controls() engine.Controls { return engine.Controls{Fork: true, Rewind: true} }
+
+var _ engine.Controller = (*Engine)(nil)
+
 // Check: usable when a key or a base URL (a compatible endpoint, the
 // demo's fake) is set.
 func (e *Engine) Check(context.Context) engine.Status {
@@ -137,6 +147,14 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 	}
 	if req.Resume != "" && !convPattern.MatchString(req.Resume) {
 		return nil, fmt.Errorf("native: conversation id %q is not valid", req.Resume)
+	}
+	if (req.Fork || req.ResumeAt != "") && req.Resume == "" {
+		return nil, fmt.Errorf("%w: native: fork or resume-at without a conversation to resume", engine.ErrUnsupported)
+	}
+	if req.ResumeAt != "" {
+		if n, err := strconv.Atoi(req.ResumeAt); err != nil || n < 1 || strconv.Itoa(n) != req.ResumeAt {
+			return nil, fmt.Errorf("%w: native: checkpoint %q is not a history length", engine.ErrUnsupported, req.ResumeAt)
+		}
 	}
 	t := &Turn{e: e, req: req, events: make(chan event.Event, 256), done: make(chan struct{})}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
@@ -265,6 +283,13 @@ func (t *Turn) run() {
 	conv := t.req.Resume
 	if conv != "" {
 		data, err := os.ReadFile(t.historyPath(conv))
+		if err == nil && t.req.ResumeAt != "" {
+			if data, err = cutHistory(data, t.req.ResumeAt); err != nil {
+				// Not a lost conversation: a cut this one cannot make.
+				t.finish(&event.SessionError{Error: "conversation " + conv + " cannot be cut there: " + err.Error(), Kind: event.ErrorExecution}, 0, 0)
+				return
+			}
+		}
 		if err == nil {
 			err = h.LoadHistory(data)
 		}
@@ -275,6 +300,9 @@ func (t *Turn) run() {
 			}
 			t.finish(&event.SessionError{Error: msg, Kind: event.ErrorResumeNotFound}, 0, 0)
 			return
+		}
+		if t.req.Fork {
+			conv = uuid.NewString() // the copy; the original's file is not written
 		}
 	} else {
 		conv = uuid.NewString()
@@ -296,11 +324,30 @@ func (t *Turn) run() {
 	hd.flushText()
 	if err == nil {
 		t.emit(event.Event{Type: event.TypeSessionComplete, Complete: &event.SessionComplete{
-			CostUSD: hd.cost, Usage: hd.usageJSON(), NumTurns: hd.calls, DurationMS: time.Since(start).Milliseconds()}})
+			CostUSD: hd.cost, Usage: hd.usageJSON(), NumTurns: hd.calls, DurationMS: time.Since(start).Milliseconds(),
+			Checkpoint: strconv.Itoa(len(h.History()))}})
 		t.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(true, 0, "")})
 		return
 	}
 	t.finish(t.errorOf(err, hd.cost), hd.cost, hd.calls)
+}
+
+// cutHistory keeps the first at messages of a saved history (at is a
+// Checkpoint: a decimal length). A length beyond the history is an error:
+// the checkpoint is not of this conversation.
+func cutHistory(data []byte, at string) ([]byte, error) {
+	n, err := strconv.Atoi(at)
+	if err != nil {
+		return nil, err
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(data, &msgs); err != nil {
+		return nil, fmt.Errorf("native: history: %w", err)
+	}
+	if n < 1 || n > len(msgs) {
+		return nil, fmt.Errorf("checkpoint %d is beyond the conversation's %d messages", n, len(msgs))
+	}
+	return json.Marshal(msgs[:n])
 }
 
 // errorOf classifies how Prompt failed.

@@ -190,3 +190,77 @@ func TestToolsForPersonas(t *testing.T) {
 		}
 	}
 }
+
+// Checkpoint is the history's length; a fork copies the history to a new
+// conversation and leaves the original; ResumeAt cuts (a copy with Fork,
+// in place without); a checkpoint beyond the history fails the turn.
+func TestEngineForkAndCut(t *testing.T) {
+	f := newFixture(t)
+	root, state := t.TempDir(), t.TempDir()
+	e := newEngine(f)
+	defer e.Shutdown(context.Background())
+	if c := e.Controls(); !c.Fork || !c.Rewind {
+		t.Fatalf("controls %+v", c)
+	}
+	run := func(req engine.Request) []event.Event {
+		t.Helper()
+		req.SessionKey, req.Cwd, req.StateDir = "s1", root, state
+		tr, err := e.StartTurn(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return drain(t, tr)
+	}
+	complete := func(evs []event.Event) *event.SessionComplete {
+		t.Helper()
+		for _, ev := range evs {
+			if ev.Type == event.TypeSessionComplete {
+				return ev.Complete
+			}
+		}
+		t.Fatalf("no session:complete in %v", types(evs))
+		return nil
+	}
+	history := func() string {
+		var b strings.Builder
+		for _, m := range f.api.Requests()[len(f.api.Requests())-1].Messages {
+			for _, c := range m.Content {
+				b.WriteString(c.Text + "|")
+			}
+		}
+		return b.String()
+	}
+	f.api.Script(claudetest.TextReply("A1"), claudetest.TextReply("A2"), claudetest.TextReply("A3"), claudetest.TextReply("A4"), claudetest.TextReply("A5"))
+	evs := run(engine.Request{Message: "Q1"})
+	conv := evs[0].Init.EngineSessionID
+	if k := complete(evs).Checkpoint; k != "2" {
+		t.Fatalf("first checkpoint %q, want 2", k)
+	}
+	if k := complete(run(engine.Request{Message: "Q2", Resume: conv})).Checkpoint; k != "4" {
+		t.Fatalf("second checkpoint %q, want 4", k)
+	}
+	// A fork cut after the first turn: a new conversation; the original keeps its four messages.
+	evs = run(engine.Request{Message: "Q3", Resume: conv, Fork: true, ResumeAt: "2"})
+	if fork := evs[0].Init.EngineSessionID; fork == conv || fork == "" {
+		t.Fatalf("fork's conversation %q (original %q)", fork, conv)
+	}
+	if h := history(); h != "Q1|A1|Q3|" {
+		t.Errorf("forked request %q", h)
+	}
+	run(engine.Request{Message: "Q4", Resume: conv})
+	if h := history(); h != "Q1|A1|Q2|A2|Q4|" {
+		t.Errorf("the original after the fork %q", h)
+	}
+	// Beyond the history: the turn fails, nothing is sent.
+	n := len(f.api.Requests())
+	evs = run(engine.Request{Message: "Q5", Resume: conv, ResumeAt: "99"})
+	if evs[0].Type != event.TypeSessionError || evs[0].Error.Kind != event.ErrorExecution || len(f.api.Requests()) != n {
+		t.Errorf("cut beyond the history: %v", types(evs))
+	}
+	for _, bad := range []engine.Request{{Message: "x", ResumeAt: "2"}, {Message: "x", Fork: true}, {Message: "x", Resume: conv, ResumeAt: "two"}} {
+		bad.SessionKey, bad.Cwd, bad.StateDir = "s1", root, state
+		if _, err := e.StartTurn(context.Background(), bad); !errors.Is(err, engine.ErrUnsupported) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}

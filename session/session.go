@@ -50,7 +50,7 @@ func (e *Error) Unwrap() error { return e.Err }
 //
 // with times in RFC 3339 (UTC, nanoseconds) and persona and claudeSessionId
 // null when empty; engine, engineSessionId, model, permissionMode,
-// effort, pending ({"resume":…,"resumeAt":…,"fork":true}), title, rules
+// effort, pending ({"resume":…,"resumeAt":…,"fork":true}), promptHash, title, rules
 // and costUsd are left out when empty (files from before they existed read
 // the same).
 type Session struct {
@@ -81,6 +81,10 @@ type Session struct {
 	// turn (a fork's or a rewind's cut), nil when none. The turn that
 	// starts it clears it.
 	Pending *Pending
+	// PromptHash is a hash of the system prompt the session's
+	// conversation was last given ("" = unknown): a turn whose prompt
+	// differs (a persona switched) tells the engine (Request.PromptChanged).
+	PromptHash string
 	// Title names the session in lists: the first user message unless
 	// someone set it.
 	Title string
@@ -125,6 +129,7 @@ type wireSession struct {
 	PermissionMode  string    `json:"permissionMode,omitempty"`
 	Effort          string    `json:"effort,omitempty"`
 	Pending         *Pending  `json:"pending,omitempty"`
+	PromptHash      string    `json:"promptHash,omitempty"`
 	Title           string    `json:"title,omitempty"`
 	Rules           []string  `json:"rules,omitempty"`
 	CostUSD         float64   `json:"costUsd,omitempty"`
@@ -154,6 +159,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		PermissionMode:  s.PermissionMode,
 		Effort:          s.Effort,
 		Pending:         s.Pending,
+		PromptHash:      s.PromptHash,
 		Title:           s.Title,
 		Rules:           s.Rules,
 		CostUSD:         s.CostUSD,
@@ -175,7 +181,7 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 	}
 	*s = Session{ID: w.ID, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, ProjectRoot: w.ProjectRoot, Mode: w.Mode,
 		Engine: w.Engine, EngineSessionID: w.EngineSessionID, Model: w.Model, PermissionMode: w.PermissionMode, Effort: w.Effort,
-		Pending: w.Pending, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD}
+		Pending: w.Pending, PromptHash: w.PromptHash, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD}
 	if w.Persona != nil {
 		s.Persona = *w.Persona
 	}
