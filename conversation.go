@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/atomicfile"
@@ -52,11 +53,7 @@ type RewindOptions struct {
 // FileChange is one file a rewind restored, or a preview would: its path
 // relative to the project root, Op (added, modified or deleted, as from
 // the snapshot to the files now) and, in a preview, its unified diff.
-type FileChange struct {
-	Path  string `json:"path"`
-	Op    string `json:"op"`
-	Patch string `json:"patch,omitempty"`
-}
+type FileChange = checkpoint.Change
 
 // RewindResult says what a rewind changed.
 type RewindResult struct {
@@ -192,8 +189,8 @@ func (h *Harness) lockSession(id string) func() {
 	}
 }
 
-// idleSession returns session id, locked, when no turn runs on it: the
-// start of Fork and Rewind. It fails with ErrInvalidID, ErrNotFound,
+// idleSession returns session id, locked and reserved, when no turn runs
+// on it: the start of Fork and Rewind. The returned func ends both. It fails with ErrInvalidID, ErrNotFound,
 // ErrBusy (a turn runs or the session is being deleted) or ErrClosed.
 func (h *Harness) idleSession(id string) (*session.Session, func(), error) {
 	if !session.ValidID(id) {
@@ -205,18 +202,17 @@ func (h *Harness) idleSession(id string) (*session.Session, func(), error) {
 		unlock()
 		return nil, nil, err
 	}
-	h.mu.Lock()
-	closed, busy := h.closed, h.live[id] != nil
-	h.mu.Unlock()
-	switch {
-	case closed:
-		unlock()
-		return nil, nil, ErrClosed
-	case busy:
-		unlock()
-		return nil, nil, fmt.Errorf("%w: wait for the turn to end (or interrupt it) first", ErrBusy)
+	// Reserved as a turn would be: no turn starts and no delete goes on
+	// meanwhile.
+	release, err := h.reserve(id)
+	if errors.Is(err, ErrBusy) {
+		err = fmt.Errorf("%w: wait for the turn to end (or interrupt it) first", ErrBusy)
 	}
-	return s, unlock, nil
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return s, func() { release(); unlock() }, nil
 }
 
 // turnRec is one turn as the event log tells it.
@@ -307,16 +303,23 @@ func slicesBackward(s []int) []int {
 // turns it copied from its source). It fails with ErrInvalidID or
 // ErrNotFound.
 func (h *Harness) Turns(id string) ([]TurnInfo, error) {
-	if _, err := h.Session(id); err != nil {
+	s, err := h.Session(id)
+	if err != nil {
 		return nil, err
 	}
 	recs, _, err := h.turnsOf(id)
 	if err != nil {
 		return nil, err
 	}
+	snaps := map[int64]bool{}
+	if cps, err := readCheckpoints(s); err == nil {
+		for _, c := range cps {
+			snaps[c.Seq] = c.Snapshot != ""
+		}
+	}
 	out := make([]TurnInfo, len(recs))
 	for i, t := range recs {
-		out[i] = TurnInfo{Seq: t.seq, Text: t.text, Checkpoint: t.checkpoint != "" && t.conv != "", Rewound: t.rewound}
+		out[i] = TurnInfo{Seq: t.seq, Text: t.text, Checkpoint: t.checkpoint != "" && t.conv != "", Files: snaps[t.seq], Rewound: t.rewound}
 	}
 	return out, nil
 }
@@ -435,6 +438,9 @@ func (h *Harness) Fork(ctx context.Context, id string, o ForkOptions) (*session.
 	if err := copyDir(session.StateDir(s.ProjectRoot, id), session.StateDir(ns.ProjectRoot, ns.ID)); err != nil {
 		return fail(fmt.Errorf("fork: copying the engine's state: %w", err))
 	}
+	if err := keepCheckpoints(ns, copyTo); err != nil {
+		return fail(fmt.Errorf("fork: the file checkpoints: %w", err))
+	}
 	if err := h.copyRecords(id, ns.ID, copyTo); err != nil {
 		return fail(fmt.Errorf("fork: copying the event log: %w", err))
 	}
@@ -451,7 +457,8 @@ func (h *Harness) Fork(ctx context.Context, id string, o ForkOptions) (*session.
 }
 
 // copyRecords appends the records of session from with seq <= upTo to
-// session to's log, each stamped with to's id.
+// session to's (empty) log, each stamped with to's id: each keeps its seq,
+// so a turn's seq means the same in both (Fork's AtSeq, file checkpoints).
 func (h *Harness) copyRecords(from, to string, upTo int64) error {
 	src, err := h.store.EventLog(from)
 	if err != nil {
@@ -471,7 +478,7 @@ func (h *Harness) copyRecords(from, to string, upTo int64) error {
 		}
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(rec.Event, &obj); err != nil {
-			continue
+			return err // never skipped: the copy keeps the source's seqs
 		}
 		delete(obj, "seq")
 		var ev event.Event
@@ -489,6 +496,27 @@ func (h *Harness) copyRecords(from, to string, upTo int64) error {
 		}
 	}
 	return dst.Sync()
+}
+
+// keepCheckpoints keeps, of the file checkpoints a fork copied with its
+// source's state directory, those of the turns it copied (seq <= upTo:
+// the copied records keep their seqs).
+func keepCheckpoints(s *session.Session, upTo int64) error {
+	recs, err := readCheckpoints(s)
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	if err := os.Remove(filepath.Join(session.StateDir(s.ProjectRoot, s.ID), checkpointsFile)); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.Seq <= upTo {
+			if err := appendCheckpoint(s, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // knownType reports whether t is an event type this build encodes
@@ -567,9 +595,11 @@ func copyDir(src, dst string) error {
 // agent is dropped. A rewind of neither changes nothing.
 //
 // It fails with ErrInvalidID, ErrNotFound, ErrSeqNotFound (o.ToTurn is
-// not a turn's user:message), ErrBusy (a turn runs) or ErrUnsupported
-// (the engine cannot cut its conversation, or files cannot be restored);
-// nothing is changed then.
+// not a turn's user:message, or with o.Files the turn has no file
+// snapshot), ErrBusy (a turn runs), ErrUnsupported (the engine cannot cut
+// its conversation), checkpoint.ErrTooLarge, or a git error restoring the
+// files (RestoreFiles); nothing is changed then, except by a restore that
+// failed half-way (running it again completes it).
 func (h *Harness) Rewind(ctx context.Context, id string, o RewindOptions) (RewindResult, error) {
 	s, unlock, err := h.idleSession(id)
 	if err != nil {
@@ -606,14 +636,23 @@ func (h *Harness) Rewind(ctx context.Context, id string, o RewindOptions) (Rewin
 		pending = cutAfter(turns, turns[k].prev, ctl)
 	}
 	if o.Files {
-		// The file checkpoints (package checkpoint) are not wired into
-		// the core yet.
-		return RewindResult{}, fmt.Errorf("%w: restoring files needs file checkpoints, which this build does not have yet", ErrUnsupported)
+		// Checked before anything changes: a turn without a snapshot
+		// leaves the conversation as it was too.
+		if _, err := h.fileCheckpoint(s, o.ToTurn); err != nil {
+			return RewindResult{}, err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return RewindResult{}, err
 	}
 	res := RewindResult{Files: []FileChange{}}
+	if o.Files {
+		changes, err := h.restoreFiles(ctx, s, o.ToTurn)
+		if err != nil {
+			return RewindResult{}, err
+		}
+		res.Files = append(res.Files, changes...)
+	}
 	if o.Conversation {
 		s.Pending = pending
 		if err := h.store.Save(s); err != nil {

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -400,8 +401,8 @@ func TestConversationControlErrors(t *testing.T) {
 	if _, err := e.h.Rewind(ctx, s.ID, RewindOptions{ToTurn: seqs[1], Conversation: true}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("rewind on an engine without controls: %v", err)
 	}
-	if _, err := e.h.Rewind(ctx, s.ID, RewindOptions{ToTurn: seqs[1], Files: true}); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("rewind of files without checkpoints: %v", err)
+	if _, err := e.h.Rewind(ctx, s.ID, RewindOptions{ToTurn: seqs[1] + 1, Files: true}); !errors.Is(err, ErrSeqNotFound) {
+		t.Errorf("rewind of files to a seq that is not a turn: %v", err)
 	}
 	bad := "max"
 	if _, err := e.h.UpdateSession(s.ID, SessionUpdate{Effort: &bad}); !errors.Is(err, ErrInvalidEffort) {
@@ -517,3 +518,52 @@ func (t *gateTurn) Err() error         { return nil }
 func (t *gateTurn) Interrupt() error   { return nil }
 func (t *gateTurn) Kill() error        { return nil }
 func (t *gateTurn) Close() error       { return nil }
+
+// A rewind of files and conversation together: the project's files are as
+// before the turn, the log says which, and the next request lacks it.
+func TestRewindFilesAndConversation(t *testing.T) {
+	e := newTestEnv(t, nil)
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: engine.Anthropic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+		return claudetest.TextReply("answer to " + lastWord(r.LastUserText()))
+	})
+	kept := filepath.Join(e.root, "kept.txt")
+	writeFile(t, kept, "before\n")
+	e.ask(s.ID, "say ALPHA")
+	e.ask(s.ID, "say BRAVO") // what it "did": the edits below
+	writeFile(t, kept, "after\n")
+	writeFile(t, filepath.Join(e.root, "new.txt"), "made by the turn\n")
+	seqs := e.userSeqs(s.ID)
+	turns, err := e.h.Turns(s.ID)
+	if err != nil || len(turns) != 2 || !turns[1].Files {
+		t.Fatalf("turns %+v %v", turns, err)
+	}
+	res, err := e.h.Rewind(context.Background(), s.ID, RewindOptions{ToTurn: seqs[1], Files: true, Conversation: true})
+	if err != nil || !res.Conversation {
+		t.Fatalf("rewind: %+v %v", res, err)
+	}
+	paths := map[string]string{}
+	for _, c := range res.Files {
+		paths[c.Path] = c.Op
+	}
+	if len(paths) != 2 || paths["kept.txt"] == "" || paths["new.txt"] == "" {
+		t.Errorf("restored %+v", res.Files)
+	}
+	if b, err := os.ReadFile(kept); err != nil || string(b) != "before\n" {
+		t.Errorf("kept.txt = %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "new.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("new.txt still there: %v", err)
+	}
+	log := e.follow(e.h, s.ID, 0)
+	if rw := log[len(log)-1]; rw.Type != event.TypeSessionRewound || len(rw.Rewound.Files) != 2 || !rw.Rewound.Conversation {
+		t.Errorf("last event %s", rw.Raw)
+	}
+	e.ask(s.ID, "say CHARLIE")
+	if h := requestHistory(lastRequest(t, e)); !strings.Contains(h, "answer to ALPHA") || strings.Contains(h, "BRAVO") {
+		t.Errorf("request after the rewind %q", h)
+	}
+}
