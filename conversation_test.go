@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chirality/harness/acp"
+	"github.com/chirality/harness/acp/acptest"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
@@ -562,6 +564,81 @@ func TestRewindFilesAndConversation(t *testing.T) {
 	if rw := log[len(log)-1]; rw.Type != event.TypeSessionRewound || len(rw.Rewound.Files) != 2 || !rw.Rewound.Conversation {
 		t.Errorf("last event %s", rw.Raw)
 	}
+	e.ask(s.ID, "say CHARLIE")
+	if h := requestHistory(lastRequest(t, e)); !strings.Contains(h, "answer to ALPHA") || strings.Contains(h, "BRAVO") {
+		t.Errorf("request after the rewind %q", h)
+	}
+}
+
+// An ACP agent that does not offer session/fork (the fake without
+// ACPTEST_FORK): Engines says so, a fork is refused with ErrUnsupported
+// and changes nothing, and a rewind past the first turn too (ACP cannot
+// cut a session).
+func TestACPWithoutForkIsRefused(t *testing.T) {
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake, err := acp.NewEngine(acp.Config{
+		Name: "fakeacp", Command: []string{"fakeagent"}, Binary: bin,
+		Env:       []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()},
+		ExtraEnv:  []string{acptest.AgentEnv, "ACPTEST_STATE=" + t.TempDir()},
+		StopGrace: 500 * time.Millisecond, InterruptGrace: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv(t, func(c *Config) { c.Engines = []engine.Engine{fake} })
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "fakeacp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ask(s.ID, "first words")
+	e.ask(s.ID, "second words")
+	for _, st := range e.h.Engines(context.Background()) {
+		if st.Name == "fakeacp" && (st.Controls.Fork || st.Controls.Rewind) {
+			t.Errorf("controls %+v, want none", st.Controls)
+		}
+	}
+	before, _ := e.h.ListSessions(e.root)
+	if _, err := e.h.Fork(context.Background(), s.ID, ForkOptions{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "fakeacp") {
+		t.Errorf("fork: %v", err)
+	}
+	seqs := e.userSeqs(s.ID)
+	if _, err := e.h.Rewind(context.Background(), s.ID, RewindOptions{ToTurn: seqs[1], Conversation: true}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("rewind: %v", err)
+	}
+	if after, _ := e.h.ListSessions(e.root); len(after) != len(before) {
+		t.Errorf("a refused fork left a session: %d → %d", len(before), len(after))
+	}
+	if got, _ := e.h.Session(s.ID); got.Pending != nil {
+		t.Errorf("a refused rewind left a cut: %+v", got.Pending)
+	}
+}
+
+// A rewind drops the session's warm agent, and the turn after it (a cut)
+// never runs on one: its request lacks the undone turn.
+func TestRewindDropsTheWarmAgent(t *testing.T) {
+	e, _ := warmEnv(t, 1, time.Minute)
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+		return claudetest.TextReply("answer to " + lastWord(r.LastUserText()))
+	})
+	e.ask(s.ID, "say ALPHA")
+	e.ask(s.ID, "say BRAVO")
+	pid := e.waitWarm(s.ID)
+	seqs := e.userSeqs(s.ID)
+	if _, err := e.h.Rewind(context.Background(), s.ID, RewindOptions{ToTurn: seqs[1], Conversation: true}); err != nil {
+		t.Fatal(err)
+	}
+	if p := e.h.WarmPids()[s.ID]; p != 0 {
+		t.Errorf("warm agent %d still waits after the rewind", p)
+	}
+	waitNoProcess(t, pid)
+	e.h.Prewarm(s.ID) // refused while the cut waits
 	e.ask(s.ID, "say CHARLIE")
 	if h := requestHistory(lastRequest(t, e)); !strings.Contains(h, "answer to ALPHA") || strings.Contains(h, "BRAVO") {
 		t.Errorf("request after the rewind %q", h)

@@ -4,10 +4,16 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/chirality/harness/acp/acptest"
 )
 
 // Every goroutine a Harness starts (turn runners, live readers) has ended
-// once its tests shut it down.
+// once its tests shut it down. The test binary also serves as the fake
+// ACP agent (acptest) for the tests that need one.
 func TestMain(m *testing.M) {
+	if acptest.IsAgent() {
+		acptest.Main()
+	}
 	goleak.VerifyTestMain(m)
 }
