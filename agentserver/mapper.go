@@ -29,6 +29,15 @@ type Event struct {
 	ExpiresAt   string          `json:"expiresAt,omitempty"`
 	Decision    string          `json:"decision,omitempty"`
 	By          string          `json:"by,omitempty"`
+	// session: the server moved to session SessionID, a fork of From.
+	SessionID string `json:"sessionId,omitempty"`
+	From      string `json:"from,omitempty"`
+	// rewound: the session went back to before the turn whose user event
+	// has the seq ToTurn; Files are the paths restored, Conversation
+	// whether the conversation was cut there.
+	ToTurn       int64    `json:"toTurn,omitempty"`
+	Files        []string `json:"files,omitempty"`
+	Conversation *bool    `json:"conversation,omitempty"`
 }
 
 // Position is a place in the stream: after the event Index of the events

@@ -43,6 +43,14 @@ func DecodeEvent(data []byte) (Event, error) {
 		if ev.ID == "" || ev.Result == nil || ev.IsError == nil {
 			return ev, fmt.Errorf("%w: tool_result without id, result or isError", ErrInvalidEvent)
 		}
+	case "session":
+		if ev.SessionID == "" {
+			return ev, fmt.Errorf("%w: session without sessionId", ErrInvalidEvent)
+		}
+	case "rewound":
+		if ev.Conversation == nil {
+			return ev, fmt.Errorf("%w: rewound without conversation", ErrInvalidEvent)
+		}
 	case "status":
 		switch ev.State {
 		case "idle", "thinking", "running_tool", "error":

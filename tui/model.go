@@ -14,7 +14,7 @@ const MaxResultLines = 100
 
 // part is one block of the conversation.
 type part struct {
-	kind      string // user, text, reasoning, tool, approval, note
+	kind      string // user, text, reasoning, tool, approval, note, info
 	text      string
 	streaming bool // text or reasoning still growing by deltas
 	id        string
@@ -37,6 +37,12 @@ type (
 	ConnMsg string
 	// ErrMsg is a failed request (prompt, cancel).
 	ErrMsg struct{ Err error }
+	// NoteMsg is a line for the conversation: what a command did, or
+	// (Err) why it could not.
+	NoteMsg struct {
+		Text string
+		Err  bool
+	}
 )
 
 // Actions are what the model asks its runner to do (the HTTP calls).
@@ -46,6 +52,14 @@ type Actions struct {
 	// Approve answers approval request id: allow, deny or always.
 	Approve func(id, decision string) tea.Cmd
 	Copy    func(string) tea.Cmd // OSC 52
+	// Switch changes what the next turns run with: what is "model",
+	// "persona" or "permissionMode" (the commands /model, /agent, /mode).
+	Switch func(what, name string) tea.Cmd
+	// Fork moves the session to a copy of its conversation (/fork).
+	Fork func() tea.Cmd
+	// Rewind undoes the last turns: their files, their conversation or
+	// both (/rewind).
+	Rewind func(turns int, files, conversation bool) tea.Cmd
 }
 
 // Model is the TUI's state: the conversation, the status, the input.
@@ -63,9 +77,10 @@ type Model struct {
 	scroll   int  // lines scrolled up from the bottom
 	newBelow bool // content arrived while scrolled up
 	help     bool
-	selected string // text chosen for copying (the last assistant part)
-	asking   *part  // the approval card waiting for a, d or w
-	stopping bool   // Ctrl+C sent during a turn
+	selected string   // text chosen for copying (the last assistant part)
+	asking   *part    // the approval card waiting for a, d or w
+	rewind   *Command // a /rewind waiting for f, c or b
+	stopping bool     // Ctrl+C sent during a turn
 }
 
 // NewModel returns a model using act for its requests and hist for the
@@ -91,6 +106,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.conn = string(msg)
 	case ErrMsg:
 		m.status, m.statusM = "error", msg.Err.Error()
+	case NoteMsg:
+		m.parts = append(m.parts, &part{kind: "info", text: msg.Text, isError: msg.Err})
+		if m.scroll > 0 {
+			m.newBelow = true
+		}
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
 	case tea.PasteMsg:
@@ -107,6 +127,24 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if m.rewind != nil && len(m.input) == 0 {
+		c := *m.rewind
+		switch s {
+		case "f":
+			c.Files = true
+		case "c":
+			c.Conversation = true
+		case "b":
+			c.Files, c.Conversation = true, true
+		case "esc":
+			m.rewind = nil
+			return nil
+		}
+		if c.Files || c.Conversation {
+			m.rewind = nil
+			return m.run(c)
+		}
+	}
 	if m.asking != nil && len(m.input) == 0 && m.act.Approve != nil {
 		decision := map[string]string{"a": "allow", "d": "deny", "w": "always"}[s]
 		if decision != "" {
@@ -119,14 +157,23 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	switch s {
 	case "enter":
 		text := strings.TrimSpace(string(m.input))
-		if text == "" || m.busy() {
+		if text == "" {
+			return nil
+		}
+		c, isCmd, msg, err := ParseCommand(text)
+		if !isCmd && m.busy() {
 			return nil
 		}
 		m.input = nil
 		m.scroll, m.newBelow = 0, false
 		_ = m.hist.Add(text)
-		if m.act.Prompt != nil {
-			return m.act.Prompt(text)
+		switch {
+		case err != nil:
+			m.parts = append(m.parts, &part{kind: "info", text: err.Error(), isError: true})
+		case isCmd:
+			return m.run(c)
+		case m.act.Prompt != nil:
+			return m.act.Prompt(msg)
 		}
 	case "ctrl+enter", "alt+enter", "ctrl+j":
 		m.input = append(m.input, '\n')
@@ -173,6 +220,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.input = append(m.input, '?')
 	case "esc":
 		m.selected = ""
+		m.rewind = nil
 	case "backspace":
 		if len(m.input) > 0 {
 			m.input = m.input[:len(m.input)-1]
@@ -242,6 +290,12 @@ func (m *Model) apply(ev Event) {
 				break
 			}
 		}
+	case "session":
+		m.endStreaming()
+		m.parts = append(m.parts, &part{kind: "info", text: "Forked: this is now session " + ev.SessionID + ", a copy of " + ev.From})
+	case "rewound":
+		m.endStreaming()
+		m.parts = append(m.parts, &part{kind: "info", text: rewoundText(ev)})
 	case "status":
 		m.status, m.statusM = ev.State, ev.Message
 		if ev.State == "idle" || ev.State == "error" {
@@ -347,6 +401,15 @@ func (m *Model) render(p *part) []string {
 		lines = append(lines, m.approvalCard(p, w)...)
 	case "note":
 		lines = append(lines, m.th.style(m.th.Status).Italic(true).Render("⏹ "+p.text))
+	case "info":
+		st, mark := m.th.style(m.th.Status), "» "
+		if p.isError {
+			st, mark = m.th.style(m.th.Error), "✗ "
+		}
+		for _, l := range strings.Split(wrap.Width(w-2).Render(p.text), "\n") {
+			lines = append(lines, st.Render(mark+strings.TrimRight(l, " ")))
+			mark = "  "
+		}
 	}
 	p.lines, p.width = append(lines, ""), m.width
 	return p.lines
@@ -391,6 +454,9 @@ func (m *Model) statusLine() string {
 	status := StatusLine(m.status, m.statusM)
 	if m.asking != nil {
 		status = "Waiting for your answer: " + m.asking.name + " (a allow · d deny · w always)"
+	}
+	if m.rewind != nil {
+		status = "Rewind " + turnsText(m.rewind.Turns) + ": f files · c conversation · b both · Esc cancel"
 	}
 	if m.conn != "" {
 		status = strings.TrimSpace(status + "  [" + m.conn + "]")
@@ -475,6 +541,10 @@ func (m *Model) helpBox() string {
 	for _, kb := range Bindings {
 		fmt.Fprintf(&b, "%-18s %s\n", kb[0], kb[1])
 	}
+	b.WriteString("\n" + lipgloss.NewStyle().Bold(true).Render("Commands") + "\n")
+	for _, kb := range Commands {
+		fmt.Fprintf(&b, "%-18s %s\n", kb[0], kb[1])
+	}
 	st := lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1)
 	if w := lipgloss.Width(b.String()); w+4 > m.width {
 		st = st.Width(max(10, m.width-2))
@@ -494,4 +564,60 @@ func overlay(frame, box string, width, height int) string {
 		}
 	}
 	return strings.Join(fl, "\n")
+}
+
+// run carries out a command: /help here, the others through Actions.
+func (m *Model) run(c Command) tea.Cmd {
+	refuse := func(text string) tea.Cmd {
+		m.parts = append(m.parts, &part{kind: "info", text: text, isError: true})
+		return nil
+	}
+	switch c.Name {
+	case "help":
+		m.help = true
+	case "model", "agent", "mode":
+		if m.act.Switch == nil {
+			return refuse("/" + c.Name + " is not available here")
+		}
+		return m.act.Switch(map[string]string{"model": "model", "agent": "persona", "mode": "permissionMode"}[c.Name], c.Arg)
+	case "fork", "rewind":
+		if m.busy() {
+			return refuse("/" + c.Name + ": a turn is running; wait for its end or stop it with Ctrl+C")
+		}
+		if c.Name == "fork" {
+			if m.act.Fork == nil {
+				return refuse("/fork is not available here")
+			}
+			return m.act.Fork()
+		}
+		if m.act.Rewind == nil {
+			return refuse("/rewind is not available here")
+		}
+		if !c.Files && !c.Conversation {
+			m.rewind = &c // ask
+			return nil
+		}
+		return m.act.Rewind(c.Turns, c.Files, c.Conversation)
+	}
+	return nil
+}
+
+// rewoundText says what a rewind did.
+func rewoundText(ev Event) string {
+	var what []string
+	if n := len(ev.Files); n > 0 {
+		shown := ev.Files[:min(n, 10)]
+		more := ""
+		if n > len(shown) {
+			more = fmt.Sprintf(" and %d more", n-len(shown))
+		}
+		what = append(what, fmt.Sprintf("%d file(s) restored: %s%s", n, strings.Join(shown, ", "), more))
+	}
+	if ev.Conversation != nil && *ev.Conversation {
+		what = append(what, "the conversation continues from before that turn")
+	}
+	if len(what) == 0 {
+		what = append(what, "nothing had changed")
+	}
+	return "Rewound: " + strings.Join(what, "; ")
 }

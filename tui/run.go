@@ -71,7 +71,8 @@ func Run(ctx context.Context, opts Options) error {
 		logger.SetOutput(f)
 	}
 	c := &client{url: strings.TrimRight(opts.URL, "/"), token: opts.Token, http: &http.Client{}}
-	m := NewModel(DefaultTheme, Actions{Prompt: c.prompt, Cancel: c.cancel, Approve: c.approve, Copy: copyOSC52}, LoadHistory(opts.HistoryFile))
+	m := NewModel(DefaultTheme, Actions{Prompt: c.prompt, Cancel: c.cancel, Approve: c.approve, Copy: copyOSC52,
+		Switch: c.switchTo, Fork: c.fork, Rewind: c.rewind}, LoadHistory(opts.HistoryFile))
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
 	if opts.In != nil {
 		popts = append(popts, tea.WithInput(opts.In))
@@ -111,16 +112,77 @@ func (c *client) req(ctx context.Context, method, path string, body []byte) (*ht
 
 // post sends body and turns a refusal into an ErrMsg.
 func (c *client) post(path, what string, body []byte) tea.Msg {
-	resp, err := c.req(context.Background(), "POST", path, body)
-	if err != nil {
+	if err := c.call(path, what, body, nil); err != nil {
 		return ErrMsg{err}
 	}
+	return nil
+}
+
+// call POSTs body to path and decodes a 200 answer into v (nil: ignored);
+// a refusal is an error saying what was refused and the server's why.
+func (c *client) call(path, what string, body []byte, v any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	resp, err := c.req(ctx, "POST", path, body)
+	if err != nil {
+		return err
+	}
 	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != 200 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return ErrMsg{fmt.Errorf("%s refused (%d): %s", what, resp.StatusCode, strings.TrimSpace(string(msg)))}
+		var e struct {
+			Error string `json:"error"`
+		}
+		why := strings.TrimSpace(string(b))
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			why = e.Error
+		}
+		return fmt.Errorf("%s refused (%d): %s", what, resp.StatusCode, why)
+	}
+	if v != nil {
+		if err := json.Unmarshal(b, v); err != nil {
+			return fmt.Errorf("%s: the server's answer: %w", what, err)
+		}
 	}
 	return nil
+}
+
+// requestTimeout bounds a command's request (a rewind restores files).
+const requestTimeout = 2 * time.Minute
+
+// switchTo is /model, /agent and /mode: POST /session.
+func (c *client) switchTo(what, name string) tea.Cmd {
+	return func() tea.Msg {
+		b, _ := json.Marshal(map[string]string{what: name})
+		label := map[string]string{"model": "model", "persona": "agent", "permissionMode": "permission mode"}[what]
+		if err := c.call("/session", "/"+map[string]string{"model": "model", "persona": "agent", "permissionMode": "mode"}[what], b, nil); err != nil {
+			return NoteMsg{Text: err.Error(), Err: true}
+		}
+		return NoteMsg{Text: "The next turns run with " + label + " " + name}
+	}
+}
+
+// fork is /fork: POST /fork; the event stream says where the server
+// moved (a session event).
+func (c *client) fork() tea.Cmd {
+	return func() tea.Msg {
+		if err := c.call("/fork", "/fork", []byte("{}"), nil); err != nil {
+			return NoteMsg{Text: err.Error(), Err: true}
+		}
+		return nil
+	}
+}
+
+// rewind is /rewind: POST /rewind; the event stream says what changed
+// (a rewound event).
+func (c *client) rewind(turns int, files, conversation bool) tea.Cmd {
+	return func() tea.Msg {
+		b, _ := json.Marshal(map[string]any{"turns": turns, "files": files, "conversation": conversation})
+		if err := c.call("/rewind", "/rewind", b, nil); err != nil {
+			return NoteMsg{Text: err.Error(), Err: true}
+		}
+		return nil
+	}
 }
 
 func (c *client) approve(id, decision string) tea.Cmd {

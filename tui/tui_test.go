@@ -545,6 +545,8 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"type":"text","timestamp":1,"content":"a"}`,
 		`{"type":"tool_result","timestamp":1,"id":"t","result":"r","isError":true}`,
 		`{"type":"status","timestamp":1,"state":"error","message":"m"}`, `{`, `null`, `{"type":"tool_call","timestamp":1}`,
+		`{"type":"session","timestamp":1,"sessionId":"s","from":"f"}`, `{"type":"session","timestamp":1}`,
+		`{"type":"rewound","timestamp":1,"toTurn":3,"files":["a"],"conversation":false}`, `{"type":"rewound","timestamp":1,"files":[]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -554,7 +556,15 @@ func FuzzDecodeEvent(f *testing.F) {
 			return
 		}
 		switch ev.Type {
-		case "user", "text", "reasoning", "status":
+		case "user", "text", "reasoning", "status", "text_delta", "reasoning_delta", "approval", "approval_resolved":
+		case "session":
+			if ev.SessionID == "" {
+				t.Fatalf("accepted %s", data)
+			}
+		case "rewound":
+			if ev.Conversation == nil {
+				t.Fatalf("accepted %s", data)
+			}
 		case "tool_call":
 			if ev.ID == "" || ev.Name == "" {
 				t.Fatalf("accepted %s", data)

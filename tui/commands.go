@@ -1,0 +1,118 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Command is a slash command typed in the input box instead of a message.
+//
+//	/model NAME     the model of the next turns
+//	/agent NAME     the persona (agent) of the next turns
+//	/mode NAME      the permission mode of the next turns
+//	/fork           continue in a copy of the conversation (the server moves to it)
+//	/rewind [N]     go back N turns (default 1): asks whether to restore the files,
+//	                cut the conversation, or both; --files, --conversation or
+//	                --both answer it on the line
+//	/help           the keys and commands
+//
+// A line that starts with "//" is a message starting with "/" (one slash
+// is dropped); any other line starting with "/" that is not one of these
+// commands is a message too (the demo's "/demo error").
+type Command struct {
+	Name string // model, agent, mode, fork, rewind, help
+	Arg  string // model, agent, mode: the name asked for
+	// rewind: how many turns back (1 = before the last turn), and what to
+	// undo; neither set means the TUI asks.
+	Turns               int
+	Files, Conversation bool
+}
+
+// Commands are the slash commands, as the help modal lists them.
+var Commands = [][2]string{
+	{"/model NAME", "the model of the next turns"},
+	{"/agent NAME", "the agent (persona) of the next turns"},
+	{"/mode NAME", "the permission mode (default, plan, …)"},
+	{"/fork", "continue in a copy of this conversation"},
+	{"/rewind [N]", "undo N turns: asks files, conversation or"},
+	{"", "both (or say it: --files, --conversation, --both)"},
+	{"//text", "send a message that starts with /"},
+}
+
+// ErrCommand is matched by every error of a malformed command.
+var ErrCommand = errors.New("command")
+
+// MaxRewindTurns bounds /rewind N.
+const MaxRewindTurns = 1000
+
+// ParseCommand reads a line of input. isCmd is false for a message: msg is
+// then what to send (line, or line without its first slash for "//…"). A
+// malformed command is isCmd true with an error matching ErrCommand that
+// says how to write it.
+func ParseCommand(line string) (c Command, isCmd bool, msg string, err error) {
+	line = strings.TrimSpace(line)
+	if strings.HasPrefix(line, "//") {
+		return Command{}, false, line[1:], nil
+	}
+	if !strings.HasPrefix(line, "/") {
+		return Command{}, false, line, nil
+	}
+	fields := strings.Fields(line[1:])
+	if len(fields) == 0 {
+		return Command{}, false, line, nil
+	}
+	c.Name, fields = fields[0], fields[1:]
+	bad := func(format string, args ...any) (Command, bool, string, error) {
+		return Command{}, true, "", fmt.Errorf("%w: "+format, append([]any{ErrCommand}, args...)...)
+	}
+	switch c.Name {
+	case "model", "agent", "mode":
+		if len(fields) != 1 {
+			return bad("/%s takes one name: /%s NAME", c.Name, c.Name)
+		}
+		c.Arg = fields[0]
+	case "fork", "help":
+		if len(fields) != 0 {
+			return bad("/%s takes nothing", c.Name)
+		}
+	case "rewind":
+		c.Turns = 1
+		seenN := false
+		for _, f := range fields {
+			switch f {
+			case "--files", "-f":
+				c.Files = true
+			case "--conversation", "--conv", "-c":
+				c.Conversation = true
+			case "--both", "-b":
+				c.Files, c.Conversation = true, true
+			default:
+				n, err := strconv.Atoi(f)
+				if err != nil || seenN || n < 1 || n > MaxRewindTurns {
+					return bad("/rewind [N] [--files | --conversation | --both]: N is how many turns back (1 to %d); got %q", MaxRewindTurns, clipArg(f))
+				}
+				c.Turns, seenN = n, true
+			}
+		}
+	default:
+		return Command{}, false, line, nil // a message (the demo's "/demo error")
+	}
+	return c, true, "", nil
+}
+
+func clipArg(s string) string {
+	if r := []rune(s); len(r) > 32 {
+		return string(r[:32]) + "…"
+	}
+	return s
+}
+
+// turnsText is "1 turn", "3 turns".
+func turnsText(n int) string {
+	if n == 1 {
+		return "1 turn"
+	}
+	return strconv.Itoa(n) + " turns"
+}

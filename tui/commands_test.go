@@ -1,0 +1,186 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+func TestParseCommand(t *testing.T) {
+	for _, c := range []struct {
+		line  string
+		isCmd bool
+		want  Command
+		msg   string
+		bad   bool
+	}{
+		{line: "/model opus", isCmd: true, want: Command{Name: "model", Arg: "opus"}},
+		{line: "  /agent   PLANNER ", isCmd: true, want: Command{Name: "agent", Arg: "PLANNER"}},
+		{line: "/mode plan", isCmd: true, want: Command{Name: "mode", Arg: "plan"}},
+		{line: "/fork", isCmd: true, want: Command{Name: "fork"}},
+		{line: "/help", isCmd: true, want: Command{Name: "help"}},
+		{line: "/rewind", isCmd: true, want: Command{Name: "rewind", Turns: 1}},
+		{line: "/rewind 3", isCmd: true, want: Command{Name: "rewind", Turns: 3}},
+		{line: "/rewind --files", isCmd: true, want: Command{Name: "rewind", Turns: 1, Files: true}},
+		{line: "/rewind 2 --conversation", isCmd: true, want: Command{Name: "rewind", Turns: 2, Conversation: true}},
+		{line: "/rewind -f -c", isCmd: true, want: Command{Name: "rewind", Turns: 1, Files: true, Conversation: true}},
+		{line: "/rewind --both 4", isCmd: true, want: Command{Name: "rewind", Turns: 4, Files: true, Conversation: true}},
+		// messages
+		{line: "hello /model x", msg: "hello /model x"},
+		{line: "//model x", msg: "/model x"},
+		{line: "/demo error", msg: "/demo error"},
+		{line: "/modelx y", msg: "/modelx y"},
+		{line: "/", msg: "/"},
+		// malformed commands
+		{line: "/model", isCmd: true, bad: true},
+		{line: "/model a b", isCmd: true, bad: true},
+		{line: "/fork now", isCmd: true, bad: true},
+		{line: "/rewind 0", isCmd: true, bad: true},
+		{line: "/rewind -2", isCmd: true, bad: true},
+		{line: "/rewind 1 2", isCmd: true, bad: true},
+		{line: "/rewind 1001", isCmd: true, bad: true},
+		{line: "/rewind --everything", isCmd: true, bad: true},
+	} {
+		got, isCmd, msg, err := ParseCommand(c.line)
+		if isCmd != c.isCmd || (err != nil) != c.bad || (err != nil && !errors.Is(err, ErrCommand)) {
+			t.Errorf("%q: isCmd %v err %v", c.line, isCmd, err)
+			continue
+		}
+		if !c.bad && (got != c.want || msg != c.msg) {
+			t.Errorf("%q: %+v msg %q, want %+v msg %q", c.line, got, msg, c.want, c.msg)
+		}
+	}
+	if _, _, _, err := ParseCommand("/rewind " + strings.Repeat("9", 100)); err == nil || len(err.Error()) > 200 {
+		t.Errorf("a long argument: %v", err)
+	}
+}
+
+// The commands reach their actions with what was typed; /rewind without
+// flags asks (f, c, b; Esc cancels); fork and rewind wait for the turn's
+// end; a malformed command is said in the conversation and sends nothing.
+func TestCommandKeys(t *testing.T) {
+	var calls []string
+	m := scripted(80, 30)
+	m.act = Actions{
+		Prompt: func(s string) tea.Cmd { calls = append(calls, "prompt:"+s); return nil },
+		Switch: func(what, name string) tea.Cmd { calls = append(calls, "switch:"+what+"="+name); return nil },
+		Fork:   func() tea.Cmd { calls = append(calls, "fork"); return nil },
+		Rewind: func(n int, files, conv bool) tea.Cmd {
+			calls = append(calls, fmt.Sprintf("rewind:%d:%v:%v", n, files, conv))
+			return nil
+		},
+	}
+	enter := func(s string) {
+		for _, r := range s {
+			m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+		}
+		m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	}
+	key := func(r rune) { m.Update(tea.KeyPressMsg{Code: r, Text: string(r)}) }
+	expect := func(want ...string) {
+		t.Helper()
+		if strings.Join(calls, "|") != strings.Join(want, "|") {
+			t.Fatalf("calls %q, want %q", calls, want)
+		}
+		calls = nil
+	}
+
+	enter("/model opus")
+	enter("/agent PLANNER")
+	enter("/mode plan")
+	enter("/fork")
+	enter("//model is a word")
+	enter("/demo error")
+	expect("switch:model=opus", "switch:persona=PLANNER", "switch:permissionMode=plan", "fork", "prompt:/model is a word", "prompt:/demo error")
+
+	enter("/rewind 2 --files")
+	expect("rewind:2:true:false")
+
+	enter("/rewind")
+	expect()
+	if f := plain(m.Frame()); !strings.Contains(f, "Rewind 1 turn: f files · c conversation · b both · Esc cancel") {
+		t.Fatalf("no question:\n%s", f)
+	}
+	key('x') // not an answer: typed
+	m.Update(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
+	key('c')
+	expect("rewind:1:false:true")
+	if strings.Contains(plain(m.Frame()), "Rewind 1 turn:") {
+		t.Fatal("the question stays after its answer")
+	}
+	enter("/rewind 3")
+	key('b')
+	expect("rewind:3:true:true")
+	enter("/rewind")
+	m.Update(tea.KeyPressMsg{Code: tea.KeyEscape})
+	key('f')
+	expect()
+	if string(m.input) != "f" {
+		t.Fatalf("after Esc, f is text: input %q", string(m.input))
+	}
+	m.Update(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
+
+	// While a turn runs: a switch goes (it applies from the next turn),
+	// fork and rewind are refused here, a message waits.
+	m.Update(EventMsg{Type: "status", Timestamp: 1, State: "thinking"})
+	enter("/model haiku")
+	enter("/fork")
+	enter("/rewind --both")
+	expect("switch:model=haiku")
+	if f := plain(m.Frame()); strings.Count(f, "a turn is running; wait for its end") != 2 {
+		t.Fatalf("fork and rewind during a turn are not refused on screen:\n%s", f)
+	}
+	enter("hello")
+	expect()
+	m.Update(EventMsg{Type: "status", Timestamp: 1, State: "idle"})
+	m.Update(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
+
+	enter("/rewind 0")
+	enter("/model")
+	expect()
+	f := plain(m.Frame())
+	if !strings.Contains(f, "✗ command: /rewind [N]") || !strings.Contains(f, "✗ command: /model takes one name") {
+		t.Fatalf("malformed commands are not explained:\n%s", f)
+	}
+
+	enter("/help")
+	if !m.help || !strings.Contains(plain(m.Frame()), "/rewind [N]") {
+		t.Fatalf("/help does not list the commands:\n%s", plain(m.Frame()))
+	}
+}
+
+// What the commands did shows in the conversation: a switch's answer, a
+// fork (the session event), a rewind (the rewound event), a refusal.
+func TestCommandResults(t *testing.T) {
+	yes := true
+	m := scripted(80, 24, Event{Type: "user", Content: "first"}, Event{Type: "text", Content: "one"},
+		Event{Type: "status", State: "idle"})
+	m.Update(NoteMsg{Text: "The next turns run with model opus"})
+	m.Update(EventMsg{Type: "session", Timestamp: 1, SessionID: "new-id", From: "old-id"})
+	m.Update(EventMsg{Type: "rewound", Timestamp: 1, ToTurn: 1, Files: []string{"a.go", "b/c.txt"}, Conversation: &yes})
+	m.Update(NoteMsg{Text: "/rewind refused (422): the engine cannot cut its conversation", Err: true})
+	f := strings.Join(strings.Fields(plain(m.Frame())), " ")
+	for _, want := range []string{"» The next turns run with model opus", "» Forked: this is now session new-id, a copy of old-id",
+		"» Rewound: 2 file(s) restored: a.go, b/c.txt; the conversation continues from before that turn",
+		"✗ /rewind refused (422): the engine cannot cut its conversation"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, f)
+		}
+	}
+	golden(t, "commands", m.Frame())
+
+	var many []string
+	for i := range 15 {
+		many = append(many, fmt.Sprintf("f%d", i))
+	}
+	no := false
+	if got := rewoundText(Event{Files: many, Conversation: &no}); !strings.HasSuffix(got, "f9 and 5 more") {
+		t.Errorf("a long file list: %q", got)
+	}
+	if got := rewoundText(Event{Conversation: &no}); got != "Rewound: nothing had changed" {
+		t.Errorf("an empty rewind: %q", got)
+	}
+}
