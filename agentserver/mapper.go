@@ -106,7 +106,8 @@ func idOf(seq int64, i, n int) Position {
 // text_delta / reasoning_delta. A mapper must see a turn from its
 // user:message on; it is not safe for concurrent use.
 type mapper struct {
-	deltas bool
+	deltas  bool
+	session string // the session whose records it maps
 
 	kind   string // the open block: "", "text" or "reasoning"
 	parent string // its parentToolUseId
@@ -182,6 +183,14 @@ func (m *mapper) record(ev *event.Event, out []Event) []Event {
 				m.failed = string(ev.Error.Kind)
 			}
 		}
+	case event.TypeSessionForked:
+		out = m.close(out)
+		out = append(out, Event{Type: "session", SessionID: m.session, From: ev.Forked.From})
+	case event.TypeSessionRewound:
+		out = m.close(out)
+		r := ev.Rewound
+		conv := r.Conversation
+		out = append(out, Event{Type: "rewound", ToTurn: r.ToTurn, Files: r.Files, Conversation: &conv})
 	case event.TypeProcessExit:
 		out = m.close(out)
 		switch {

@@ -9,6 +9,13 @@
 //	POST /cancel    → 200 {"cancelled":bool} (idle too)
 //	POST /approval  {"requestId": "…", "decision": "allow|deny|always", "message"?: "…"}
 //	                → 200 {"ok":true}; 404 unknown request, 409 already answered, 400 bad decision
+//	GET  /session   the session served: {sessionId, engine, persona, model, permissionMode, effort, title}
+//	POST /session   {"persona"?, "model"?, "permissionMode"?, "effort"?, "title"?}: the next turns run with them
+//	GET  /turns     the session's turns (for /rewind and /fork)
+//	POST /fork      {"atSeq"?}: fork the session; the server serves the fork from then on
+//	POST /rewind    {"toTurn"? | "turns"?, "files"?, "conversation"?}: undo turns (files, conversation or both)
+//
+// (control.go has the details of the last five: bodies, answers, errors.)
 //
 // Events are JSON objects with "type" and "timestamp" (Unix ms, when the
 // server sent it):
@@ -24,6 +31,11 @@
 //	approval    {requestId, toolUseId, tool, input, suggestions, expiresAt}
 //	            a tool waits for a person: answer with POST /approval
 //	approval_resolved {requestId, decision (allow|deny), by (user|rule|timeout|interrupt|shutdown), message?}
+//	session     {sessionId, from}     the server now serves session sessionId, a fork of from
+//	                                  (POST /fork); the events after it are the fork's
+//	rewound     {toTurn, files, conversation}
+//	                                  turns were undone (POST /rewind) from the one whose user
+//	                                  event has id toTurn: files restored, conversation cut or not
 //
 // text and reasoning are sent once per completed block, never per delta:
 // one event is one part. A prompt's events are: user, status thinking,
@@ -72,6 +84,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/internal/sse"
@@ -107,15 +120,18 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	h       *harness.Harness
-	id      string
 	log     zerolog.Logger
 	handler http.Handler // the routes behind the guard
 
+	ctl sync.Mutex // one fork or rewind at a time
+
 	mu      sync.Mutex
+	id      string // the session served: a fork moves it
+	moved   int64  // after a fork: the seq before the session:forked record (where a moved stream goes on)
 	closed  bool
 	done    chan struct{}
 	limits  *sse.Limiter
-	started chan struct{} // closed (and replaced) when a turn starts
+	started chan struct{} // closed (and replaced) when a turn starts, a fork moves, a rewind is stored
 	starts  []int64       // seqs of the user:message records that open turns, ascending
 	streams sync.WaitGroup
 }
@@ -151,7 +167,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.indexTurns(0); err != nil {
+	if s.starts, _, err = s.scan(cfg.SessionID, 0); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
@@ -159,29 +175,51 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /prompt", s.prompt)
 	mux.HandleFunc("POST /cancel", s.cancel)
 	mux.HandleFunc("POST /approval", s.approval)
+	mux.HandleFunc("GET /session", s.getSession)
+	mux.HandleFunc("POST /session", s.updateSession)
+	mux.HandleFunc("GET /turns", s.turns)
+	mux.HandleFunc("POST /fork", s.fork)
+	mux.HandleFunc("POST /rewind", s.rewind)
 	s.handler = guard.Wrap(mux)
 	return s, nil
 }
 
-// SessionID is the session served.
-func (s *Server) SessionID() string { return s.id }
+// SessionID is the session served: the one Config named, or the last
+// fork's.
+func (s *Server) SessionID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
 
-// indexTurns notes where each stored turn after seq after starts. It
-// reads the stored events only (never waits for a running turn).
-func (s *Server) indexTurns(after int64) error {
-	elog, err := s.h.Store().EventLog(s.id)
+// scan reads session id's stored events after seq after (never waiting
+// for a running turn): the seqs of the user:message records that open
+// turns, and the seq of its last session:forked record (0 = none).
+func (s *Server) scan(id string, after int64) (starts []int64, forked int64, err error) {
+	elog, err := s.h.Store().EventLog(id)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	for rec, err := range elog.Records(after) {
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
-		if typeOf(rec.Event) == event.TypeUserMessage {
-			s.starts = append(s.starts, rec.Seq)
+		switch typeOf(rec.Event) {
+		case event.TypeUserMessage:
+			starts = append(starts, rec.Seq)
+		case event.TypeSessionForked:
+			forked = rec.Seq
 		}
 	}
-	return nil
+	return starts, forked, nil
+}
+
+// wakeLocked wakes the event streams waiting for the next turn: the
+// session has new stored events (or another session is served). The
+// caller holds s.mu.
+func (s *Server) wakeLocked() {
+	close(s.started)
+	s.started = make(chan struct{})
 }
 
 // typeOf reads a stored event's type without decoding the rest.
@@ -228,12 +266,16 @@ func statusOf(err error) int {
 	}
 	switch {
 	case errors.Is(err, ErrBadBody), errors.Is(err, ErrBadPosition), errors.Is(err, harness.ErrEmptyMessage),
-		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, harness.ErrInvalidID):
+		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, harness.ErrInvalidID), errors.Is(err, ErrNothingToRewind),
+		errors.Is(err, harness.ErrInvalidPersona), errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort):
 		return http.StatusBadRequest
 	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved):
 		return http.StatusConflict
-	case errors.Is(err, harness.ErrApprovalNotFound), errors.Is(err, harness.ErrNotFound):
+	case errors.Is(err, harness.ErrApprovalNotFound), errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrSeqNotFound),
+		errors.Is(err, harness.ErrPersonaNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported):
+		return http.StatusUnprocessableEntity
 	case errors.Is(err, harness.ErrBypassRefused), errors.Is(err, harness.ErrRootNotAllowed):
 		return http.StatusForbidden
 	case errors.Is(err, harness.ErrClosed), errors.Is(err, sse.ErrTooManyStreams):
@@ -296,7 +338,7 @@ func (s *Server) approval(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: requestId is required", ErrBadBody))
 		return
 	}
-	if err := s.h.Approve(s.id, body.RequestID, harness.ApprovalAnswer{Decision: body.Decision, Message: body.Message}); err != nil {
+	if err := s.h.Approve(s.SessionID(), body.RequestID, harness.ApprovalAnswer{Decision: body.Decision, Message: body.Message}); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -314,7 +356,10 @@ func (s *Server) Prompt(ctx context.Context, content string) error {
 	if closed {
 		return harness.ErrClosed
 	}
-	t, err := s.h.StartTurn(ctx, s.id, content)
+	s.ctl.Lock() // not while a fork moves the server
+	defer s.ctl.Unlock()
+	id := s.SessionID()
+	t, err := s.h.StartTurn(ctx, id, content)
 	if err == nil || !errors.Is(err, harness.ErrBusy) && !errors.Is(err, harness.ErrEmptyMessage) {
 		// A turn that could not start still stored its user:message.
 		s.mu.Lock()
@@ -327,10 +372,10 @@ func (s *Server) Prompt(ctx context.Context, content string) error {
 			if n := len(s.starts); n > 0 {
 				from = s.starts[n-1]
 			}
-			_ = s.indexTurns(from)
+			more, _, _ := s.scan(id, from)
+			s.starts = append(s.starts, more...)
 		}
-		close(s.started)
-		s.started = make(chan struct{})
+		s.wakeLocked()
 		s.mu.Unlock()
 	}
 	return err
@@ -338,7 +383,7 @@ func (s *Server) Prompt(ctx context.Context, content string) error {
 
 // Cancel interrupts the running turn; it reports whether one ran.
 func (s *Server) Cancel() bool {
-	return s.h.Interrupt(s.id) == nil
+	return s.h.Interrupt(s.SessionID()) == nil
 }
 
 // replayFrom is where a stream at p must start reading: the start of the
@@ -387,7 +432,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	release, err := s.limits.Acquire(s.id)
+	release, err := s.limits.Acquire(s.SessionID())
 	if err != nil {
 		w.Header().Set("Retry-After", strconv.Itoa(sse.RetryAfter))
 		writeError(w, err)
@@ -410,15 +455,25 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := st.Context()
 
-	m := &mapper{deltas: deltas}
+	s.mu.Lock()
+	id := s.id
+	s.mu.Unlock()
+	m := &mapper{deltas: deltas, session: id}
 	last := s.replayFrom(pos)
 	var out []Event
 	var ev event.Event
 	for ctx.Err() == nil {
 		s.mu.Lock()
 		next := s.started
+		if s.id != id {
+			// A fork moved the server: go on with the new session from its
+			// session:forked record (the records before it are the copy
+			// of what this stream has sent).
+			id, last = s.id, s.moved
+			m = &mapper{deltas: deltas, session: id}
+		}
 		s.mu.Unlock()
-		events, err := s.h.Follow(ctx, s.id, last)
+		events, err := s.h.Follow(ctx, id, last)
 		if err != nil {
 			s.log.Warn().Err(err).Msg("event stream: the session cannot be read")
 			return

@@ -690,6 +690,15 @@ func TestGuardRefusesAHostilePage(t *testing.T) {
 		{"POST", "/prompt", `{"content":"touch pwned"}`, map[string]string{"Authorization": bearer}, 415},
 		{"POST", "/approval", `{"requestId":"x","decision":"allow"}`, map[string]string{"Origin": evil, "Content-Type": jsonCT, "Authorization": bearer}, 403},
 		{"GET", "/events", ``, map[string]string{"Origin": evil, "Authorization": bearer}, 403},
+		{"POST", "/fork", `{}`, map[string]string{"Origin": evil, "Content-Type": jsonCT, "Authorization": bearer}, 403},
+		{"POST", "/fork", `{}`, map[string]string{"Content-Type": plainCT, "Authorization": bearer}, 415},
+		{"POST", "/fork", `{}`, map[string]string{"Content-Type": jsonCT}, 401},
+		{"POST", "/rewind", `{"turns":1,"files":true}`, map[string]string{"Origin": evil, "Content-Type": jsonCT, "Authorization": bearer}, 403},
+		{"POST", "/rewind", `{"turns":1,"files":true}`, map[string]string{"Content-Type": plainCT, "Authorization": bearer}, 415},
+		{"POST", "/session", `{"permissionMode":"bypassPermissions"}`, map[string]string{"Origin": evil, "Content-Type": jsonCT, "Authorization": bearer}, 403},
+		{"POST", "/session", `{"permissionMode":"bypassPermissions"}`, map[string]string{"Content-Type": plainCT, "Authorization": bearer}, 415},
+		{"GET", "/session", ``, map[string]string{"Origin": evil, "Authorization": bearer}, 403},
+		{"GET", "/turns", ``, map[string]string{}, 401},
 		{"OPTIONS", "/prompt", ``, map[string]string{"Origin": evil, "Access-Control-Request-Method": "POST"}, 403},
 	}
 	for _, a := range attacks {
@@ -701,6 +710,9 @@ func TestGuardRefusesAHostilePage(t *testing.T) {
 	elog, _ := e.h.Store().EventLog(e.id)
 	if n := len(e.api.Requests()); n != 0 || elog.LastSeq() != 0 {
 		t.Fatalf("the attacks ran something: %d model requests, %d events", n, elog.LastSeq())
+	}
+	if sess, err := e.h.Session(e.id); err != nil || sess.PermissionMode != "" || e.srv.SessionID() != e.id {
+		t.Fatalf("the attacks changed the session: %+v %v, serving %s", sess, err, e.srv.SessionID())
 	}
 
 	// A running turn: a page's /cancel does not stop it.

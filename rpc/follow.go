@@ -18,8 +18,16 @@ import (
 func (s *Server) follow(t *thread, at *activeTurn, ht *harness.Turn) {
 	defer s.turns.Done()
 	f := &follower{s: s, t: t, turn: at.turn, tools: map[string]toolItem{}, approvals: map[string]string{}}
-	f.notify("turn.started", map[string]any{"turn": f.turn})
+	started := f.notify("turn.started", map[string]any{"turn": f.turn})
 	_, _ = ht.Wait(context.Background(), func(rec session.Record) error {
+		if rec.Typed.Type == event.TypeUserMessage && rec.Seq != 0 && !f.noted {
+			// Where the turn is in the core: thread.fork and
+			// thread.rollback name it by this.
+			f.noted = true
+			t.mu.Lock()
+			t.meta.Turns = append(t.meta.Turns, turnRef{TurnID: at.turn.TurnID, Seq: started, Core: rec.Seq})
+			t.mu.Unlock()
+		}
 		f.apply(*rec.Typed)
 		return nil
 	})
@@ -66,6 +74,7 @@ type follower struct {
 	tools                 map[string]toolItem
 	approvals             map[string]string // requestId → itemId
 	ended                 bool
+	noted                 bool                // the turn's place in the core is in meta.Turns
 	status                string              // completed or cancelled, once known
 	failure               *event.SessionError // how it failed, once known
 	lastCost              float64
@@ -74,9 +83,9 @@ type follower struct {
 
 func newItemID() string { return "item_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16] }
 
-func (f *follower) notify(method string, p map[string]any) {
+func (f *follower) notify(method string, p map[string]any) int64 {
 	p["threadId"], p["turnId"] = f.turn.ThreadID, f.turn.TurnID
-	f.s.notify(f.t, method, p)
+	return f.s.notify(f.t, method, p)
 }
 
 func (f *follower) item(itemID, typ string, data any) map[string]any {

@@ -95,6 +95,9 @@ type Thread struct {
 	Title     string     `json:"title"`
 	Directory string     `json:"directory"`
 	Time      threadTime `json:"time"`
+	// ForkedFrom is the thread this one is a fork of (thread.fork; an
+	// extension, absent for others).
+	ForkedFrom string `json:"forkedFrom,omitempty"`
 }
 
 type threadTime struct {
@@ -105,10 +108,23 @@ type threadTime struct {
 // meta is meta.json: the Thread and what runs it.
 type meta struct {
 	Thread
-	SessionID string `json:"sessionId,omitempty"`
-	Engine    string `json:"engine,omitempty"`
-	Model     string `json:"model,omitempty"`
-	Agent     string `json:"agent,omitempty"`
+	SessionID      string `json:"sessionId,omitempty"`
+	Engine         string `json:"engine,omitempty"`
+	Model          string `json:"model,omitempty"`
+	Agent          string `json:"agent,omitempty"`
+	PermissionMode string `json:"permissionMode,omitempty"`
+	Effort         string `json:"effort,omitempty"`
+	// Turns are the thread's turns, oldest first, as thread.fork and
+	// thread.rollback name them (turns of a thread from before they were
+	// kept are not listed).
+	Turns []turnRef `json:"turns,omitempty"`
+}
+
+// turnRef ties a turn of the protocol to its turn in the core.
+type turnRef struct {
+	TurnID string `json:"turnId"`
+	Seq    int64  `json:"seq"`  // its turn.started notification
+	Core   int64  `json:"core"` // the seq of its user:message in the session's event log
 }
 
 // Turn is a turn of a thread.
@@ -482,8 +498,16 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, *Error) {
 		return s.turnCancel(req.Params)
 	case "approval.respond":
 		return s.approvalRespond(req.Params)
+	case "thread.update":
+		return s.threadUpdate(req.Params)
+	case "thread.turns":
+		return s.threadTurns(req.Params)
+	case "thread.fork":
+		return s.threadFork(ctx, req.Params)
+	case "thread.rollback":
+		return s.threadRollback(ctx, req.Params)
 	}
-	return nil, errorf(CodeMethodNotFound, fmt.Sprintf("method not found: %q (initialize, thread.create, thread.list, thread.get, turn.start, turn.cancel, approval.respond)", clip(req.Method)))
+	return nil, errorf(CodeMethodNotFound, fmt.Sprintf("method not found: %q (initialize, thread.create, thread.list, thread.get, turn.start, turn.cancel, approval.respond; extensions: thread.update, thread.turns, thread.fork, thread.rollback)", clip(req.Method)))
 }
 
 func nowMS() int64 { return time.Now().UnixMilli() }
@@ -627,16 +651,17 @@ func (s *Server) threadGet(raw json.RawMessage) (any, *Error) {
 }
 
 // notify appends a notification to the thread's events.jsonl (its seq is
-// the line's) and sends it.
-func (s *Server) notify(t *thread, method string, p map[string]any) {
+// the line's) and sends it. It returns the seq.
+func (s *Server) notify(t *thread, method string, p map[string]any) int64 {
 	t.mu.Lock()
 	l, err := t.events()
 	if err != nil {
 		t.mu.Unlock()
 		s.log.Error().Err(err).Msg("notification not stored")
-		return
+		return 0
 	}
-	p["seq"] = l.LastSeq() + 1
+	seq := l.LastSeq() + 1
+	p["seq"] = seq
 	stored, _ := json.Marshal(map[string]any{"method": method, "params": p})
 	if _, err := l.Append(stored); err != nil {
 		s.log.Error().Err(err).Msg("notification not stored")
@@ -644,6 +669,7 @@ func (s *Server) notify(t *thread, method string, p map[string]any) {
 	t.mu.Unlock()
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": p})
 	_ = s.out.write(b)
+	return seq
 }
 
 // engineFor maps a model's providerID to an engine; "" keeps the
@@ -728,15 +754,9 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 			return nil, errorf(CodeInvalidParams, fmt.Sprintf("invalid params: this thread runs on %s; start a new thread for %s", t.meta.Engine, eng))
 		}
 	} else {
-		sess, err := s.h.NewSession(harness.SessionSpec{ProjectRoot: t.meta.Directory, Persona: p.Agent, Mode: "direct",
-			Engine: eng, Model: model, Title: t.meta.Title})
-		if err != nil {
+		if err := s.newSession(t, p.Agent, eng, model); err != nil {
 			t.mu.Unlock()
-			return nil, errorf(CodeInvalidParams, "invalid params: "+err.Error())
-		}
-		t.meta.SessionID, t.meta.Engine, t.meta.Model, t.meta.Agent = sess.ID, sess.Engine, model, p.Agent
-		if err := t.saveMeta(); err != nil {
-			s.log.Error().Err(err).Msg("meta.json not saved")
+			return nil, err
 		}
 	}
 	ht, err := s.h.StartTurnWith(ctx, t.meta.SessionID, text, harness.TurnOptions{Persona: p.Agent, Model: model})
