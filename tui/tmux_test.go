@@ -16,7 +16,8 @@ import (
 
 // TestRealTerminal runs `harness tui --demo` in tmux, types, and reads
 // the screen: a streamed answer with a tool, Ctrl+C stopping a long
-// answer, Up recalling a prompt, ? opening the help, and a resize.
+// answer, Up recalling a prompt, the commands /model, /fork and /rewind,
+// ? opening the help, and a resize.
 func TestRealTerminal(t *testing.T) {
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
@@ -95,6 +96,27 @@ func TestRealTerminal(t *testing.T) {
 	run("send-keys", "-t", "t", "Up")
 	waitFor("the recalled prompt", func(s string) bool { return strings.Contains(s, "│a long one please") })
 	run("send-keys", "-t", "t", "C-u")
+
+	// Commands: a switch, a fork (the server moves; the stream says so)
+	// and a rewind asked on the screen, answered with c, each shown; the
+	// next turn runs in the fork.
+	command := func(line, want string) {
+		t.Helper()
+		run("send-keys", "-t", "t", "-l", line)
+		run("send-keys", "-t", "t", "Enter")
+		waitFor(want, func(s string) bool { return strings.Contains(strings.Join(strings.Fields(s), " "), want) })
+	}
+	command("/model demo-two", "» The next turns run with model demo-two")
+	command("/fork", "» Forked: this is now session")
+	command("/rewind", "Rewind 1 turn: f files · c conversation · b both · Esc cancel")
+	run("send-keys", "-t", "t", "-l", "c")
+	waitFor("the rewind's result", has("» Rewound: the conversation continues from before that turn"))
+	run("send-keys", "-t", "t", "-l", "what is in this project, in the fork")
+	run("send-keys", "-t", "t", "Enter")
+	waitFor("a turn in the fork", func(s string) bool {
+		asked := strings.Index(s, "▌ what is in this project, in the fork")
+		return asked >= 0 && strings.LastIndex(s, "entries in the project") > asked && !strings.Contains(s, "Thinking...") && !strings.Contains(s, "Running:")
+	})
 
 	// ? opens the help; Esc closes it.
 	run("send-keys", "-t", "t", "-l", "?")
