@@ -1,6 +1,7 @@
 // Package tui is `harness tui`: a conversation with an agent in the
 // terminal, a client of `harness agent serve` (GET /events?deltas=1,
-// POST /prompt, POST /cancel, POST /approval; package agentserver).
+// POST /prompt, POST /cancel, POST /approval, and for the commands POST
+// /session, /fork and /rewind; package agentserver).
 //
 //	err := tui.Run(ctx, tui.Options{URL: "http://127.0.0.1:8788"})
 //
@@ -8,7 +9,10 @@
 // with their results, reasoning, approval cards, an "Interrupted" mark),
 // a status line and an input box. Answers stream by their deltas; each
 // block's whole text then replaces what the deltas built. An approval
-// request is a card answered with a (allow), d (deny) or w (always). Events
+// request is a card answered with a (allow), d (deny) or w (always). The
+// commands /model, /agent, /mode, /fork and /rewind (ParseCommand) control
+// the conversation; their results, and the server's session and rewound
+// events, show as notes in it. Events
 // are decoded strictly (DecodeEvent); an invalid one is written to the log
 // file and skipped. The event stream reconnects by itself with back-off
 // and Last-Event-ID, so nothing is lost or shown twice, and the status
