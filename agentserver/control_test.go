@@ -162,21 +162,6 @@ func TestSwitchForkRewind(t *testing.T) {
 		t.Fatalf("after the rewind the request has: %q", txt)
 	}
 
-	// Rewind files: a file made after the turn's snapshot goes away.
-	turn("fifth question EPSILON", "fifth answer")
-	made := filepath.Join(e.root, "made-after.txt")
-	os.WriteFile(made, []byte("x"), 0o644)
-	code, body = e.post("/rewind", `{"files":true}`)
-	if code != 200 || !strings.Contains(body, "made-after.txt") {
-		t.Fatalf("POST /rewind files: %d %s", code, body)
-	}
-	if _, err := os.Stat(made); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the file made after the snapshot is still there: %v", err)
-	}
-	if rw := s.until(t, func(ev Event) bool { return ev.Type == "rewound" }); !strings.Contains(fmt.Sprint(rw[len(rw)-1].Files), "made-after.txt") {
-		t.Fatalf("the rewound event: %+v", rw[len(rw)-1])
-	}
-
 	// Refusals.
 	for _, c := range []struct {
 		path, body string
@@ -212,6 +197,37 @@ func TestSwitchForkRewind(t *testing.T) {
 	s.until(t, isEnd)
 	if r := turn("sixth", "six"); r.Model != "model-three" {
 		t.Fatalf("a switch during a turn: the next turn ran on %q", r.Model)
+	}
+}
+
+// POST /rewind {"files":true} restores the project's files as they were
+// before the last turn (a file made since is gone, a changed one is back),
+// says which in its answer and in the rewound event, and leaves the
+// conversation as it is.
+func TestRewindFiles(t *testing.T) {
+	e := newEnv(t, engine.Anthropic, "")
+	s := e.openStream("", "")
+	e.api.Script(claudetest.TextReply("one"), claudetest.TextReply("two"))
+	e.prompt("first")
+	s.until(t, isEnd)
+	e.prompt("second")
+	s.until(t, isEnd)
+	made, changed := filepath.Join(e.root, "made-after.txt"), filepath.Join(e.root, "hello.go")
+	os.WriteFile(made, []byte("x"), 0o644)
+	os.WriteFile(changed, []byte("package changed\n"), 0o644)
+	code, body := e.post("/rewind", `{"files":true}`)
+	if code != 200 || !strings.Contains(body, "made-after.txt") || !strings.Contains(body, "hello.go") || !strings.Contains(body, `"conversation":false`) {
+		t.Fatalf("POST /rewind files: %d %s", code, body)
+	}
+	if _, err := os.Stat(made); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file made after the snapshot is still there: %v", err)
+	}
+	if b, _ := os.ReadFile(changed); string(b) != "package hello\n" {
+		t.Fatalf("hello.go is %q", b)
+	}
+	rw := s.until(t, func(ev Event) bool { return ev.Type == "rewound" })
+	if ev := rw[len(rw)-1]; !strings.Contains(fmt.Sprint(ev.Files), "made-after.txt") || ev.Conversation == nil || *ev.Conversation {
+		t.Fatalf("the rewound event: %+v", ev)
 	}
 }
 

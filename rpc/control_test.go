@@ -213,6 +213,43 @@ func TestThreadControl(t *testing.T) {
 	}
 }
 
+// thread.rollback with files restores the project's files as they were
+// before the turn, lists them, and says so in thread.rolledBack.
+func TestThreadRollbackFiles(t *testing.T) {
+	e := newEnv(t)
+	os.WriteFile(filepath.Join(e.cwd, "kept.txt"), []byte("as it was\n"), 0o644)
+	e.api.Script(claudetest.TextReply("one"))
+	c := e.start(t)
+	defer c.close()
+	var created struct{ Thread Thread }
+	c.result(1, "thread.create", map[string]any{}, &created)
+	tid := created.Thread.ThreadID
+	var started struct{ TurnID string }
+	c.result(2, "turn.start", map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "go"}},
+		"model": map[string]any{"providerID": "anthropic", "modelID": "m"}}, &started)
+	c.next("turn end", isNote("turn.completed"))
+	os.WriteFile(filepath.Join(e.cwd, "kept.txt"), []byte("changed\n"), 0o644)
+	os.WriteFile(filepath.Join(e.cwd, "new.txt"), []byte("new\n"), 0o644)
+	var rb struct {
+		Files        []map[string]string
+		Conversation bool
+	}
+	c.result(3, "thread.rollback", map[string]any{"threadId": tid, "toTurn": started.TurnID, "files": true, "conversation": false}, &rb)
+	if rb.Conversation || len(rb.Files) != 2 {
+		t.Fatalf("thread.rollback: %+v", rb)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.cwd, "kept.txt")); string(b) != "as it was\n" {
+		t.Fatalf("kept.txt is %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(e.cwd, "new.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("new.txt is still there: %v", err)
+	}
+	n := c.next("thread.rolledBack", isNote("thread.rolledBack"))
+	if files := fmt.Sprint(n.Params["files"]); !strings.Contains(files, "kept.txt") || !strings.Contains(files, "new.txt") || n.Params["conversation"] != false {
+		t.Fatalf("thread.rolledBack: %s", n.raw)
+	}
+}
+
 // The door's one mapping of the core's errors to codes.
 func TestCoreError(t *testing.T) {
 	for err, code := range map[error]int{
