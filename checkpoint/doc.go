@@ -16,7 +16,7 @@
 // ignore, tracked by the project's git or not (also in a project that is no
 // git repository), with its executable bit; symlinks as symlinks. Never
 // .git, nor any .chirality directory (the harness's sessions and logs,
-// this store). A nested git repository is recorded as a link, not its
+// this store), nor `harness rpc`'s .harness/threads. A nested git repository is recorded as a link, not its
 // files. A file the store once held stays in later snapshots after a
 // .gitignore starts to ignore it (git's rule for tracked files).
 //

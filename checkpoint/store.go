@@ -162,8 +162,10 @@ var storeFiles = map[string]string{
 	// it was).
 	".gitignore": "# harness file checkpoints (a private object store)\n*\n",
 	// Never snapshotted: the harness's own directory (sessions, logs,
-	// this store) at any depth. .git is never added by git itself.
-	"info/exclude": "# harness checkpoints: never snapshotted\n.chirality/\n",
+	// this store) and `harness rpc`'s threads (.harness/threads: a
+	// rollback must not rewind the history that records it), at any
+	// depth. .git is never added by git itself.
+	"info/exclude": "# harness checkpoints: never snapshotted\n.chirality/\n.harness/threads/\n",
 	// Highest precedence over the project's .gitattributes: no filter,
 	// line-ending, ident or encoding conversion, so bytes round-trip.
 	"info/attributes": "* -text -filter -ident !eol !working-tree-encoding !diff !merge\n",

@@ -248,6 +248,18 @@ func TestThreadRollbackFiles(t *testing.T) {
 	if files := fmt.Sprint(n.Params["files"]); !strings.Contains(files, "kept.txt") || !strings.Contains(files, "new.txt") || n.Params["conversation"] != false {
 		t.Fatalf("thread.rolledBack: %s", n.raw)
 	}
+	// The thread's own history (.harness/threads, inside the project) is
+	// not rolled back with the files: it keeps the turn and the rollback.
+	var got struct {
+		Events []struct {
+			Seq    int64  `json:"seq"`
+			Method string `json:"method"`
+		}
+	}
+	c.result(4, "thread.get", map[string]any{"threadId": tid}, &got)
+	if k := len(got.Events); k < 4 || got.Events[k-1].Method != "thread.rolledBack" || got.Events[1].Method != "turn.started" || got.Events[k-1].Seq != int64(k) {
+		t.Fatalf("the thread's history after the rollback: %+v", got.Events)
+	}
 }
 
 // The door's one mapping of the core's errors to codes.
