@@ -28,7 +28,8 @@ import (
 //	                or the last `turns` turns not already undone (default 1): the project's files
 //	                as they were before it (files), the conversation cut there (conversation);
 //	                at least one of them. The event streams get a rewound event. 409 while a turn
-//	                runs, 404 no such turn, 422 the engine cannot cut its conversation
+//	                runs, 404 no such turn (or no file snapshot before it), 422 the engine cannot
+//	                cut its conversation or the project is too large to snapshot, 503 no git
 //
 // Event stream ids after a session event are seqs of the new session.
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 )
@@ -246,6 +247,9 @@ func TestStatusOf(t *testing.T) {
 		fmt.Errorf("%w: no", harness.ErrNotFound):                  404,
 		fmt.Errorf("%w: bad", ErrBadBody):                          400,
 		errors.Join(harness.ErrUnsupported, engine.ErrUnsupported): 422,
+		fmt.Errorf("x: %w", checkpoint.ErrTooLarge):                422,
+		checkpoint.ErrUnsafeStore:                                  422,
+		checkpoint.ErrNoGit:                                        503,
 	} {
 		if got := statusOf(err); got != code {
 			t.Errorf("%v: %d, want %d", err, got, code)

@@ -84,6 +84,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/httpguard"
@@ -274,8 +275,11 @@ func statusOf(err error) int {
 	case errors.Is(err, harness.ErrApprovalNotFound), errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrSeqNotFound),
 		errors.Is(err, harness.ErrPersonaNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported):
+	case errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported),
+		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, checkpoint.ErrNoGit):
+		return http.StatusServiceUnavailable
 	case errors.Is(err, harness.ErrBypassRefused), errors.Is(err, harness.ErrRootNotAllowed):
 		return http.StatusForbidden
 	case errors.Is(err, harness.ErrClosed), errors.Is(err, sse.ErrTooManyStreams):

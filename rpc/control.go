@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/checkpoint"
+	"github.com/chirality/harness/engine"
 )
 
 // Conversation control (issue 21), extensions beside the seed's methods
@@ -29,7 +31,8 @@ func coreError(err error) *Error {
 		return errorf(CodeTurnBusy, "turn busy: "+err.Error())
 	case errors.Is(err, harness.ErrSeqNotFound):
 		return errorf(CodeTurnNotFound, "turn not found: "+err.Error())
-	case errors.Is(err, harness.ErrUnsupported):
+	case errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported), errors.Is(err, checkpoint.ErrTooLarge),
+		errors.Is(err, checkpoint.ErrUnsafeStore), errors.Is(err, checkpoint.ErrNoGit):
 		return errorf(CodeUnsupported, "unsupported: "+err.Error())
 	case errors.Is(err, harness.ErrNotFound):
 		return errorf(CodeThreadNotFound, "thread not found: its session is gone: "+err.Error())

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 )
@@ -268,7 +269,9 @@ func TestCoreError(t *testing.T) {
 		harness.ErrBusy:        CodeTurnBusy,
 		harness.ErrSeqNotFound: CodeTurnNotFound,
 		fmt.Errorf("fork: %w", errors.Join(harness.ErrUnsupported, engine.ErrUnsupported)): CodeUnsupported,
-		harness.ErrNotFound:              CodeThreadNotFound,
+		harness.ErrNotFound: CodeThreadNotFound,
+		fmt.Errorf("restore: %w", checkpoint.ErrTooLarge): CodeUnsupported,
+		checkpoint.ErrNoGit:              CodeUnsupported,
 		harness.ErrPersonaNotFound:       CodeInvalidParams,
 		harness.ErrInvalidPermissionMode: CodeInvalidParams,
 		harness.ErrBypassRefused:         CodeInvalidParams,
