@@ -143,7 +143,10 @@
 //
 // ACP has no system prompt field: Request.SystemPrompt is sent as a
 // preamble (Preamble: a first text block of its own) of the ACP
-// session's first prompt only, not of a loaded session's. Request.Model
+// session's first prompt only, not of a loaded session's; a persona
+// switched between turns (Request.PromptChanged) is sent likewise before
+// the next prompt (SwitchPreamble: follow these instead of the earlier
+// ones), and stays in the session's history from then on. Request.Model
 // is set (session/set_config_option on the option of category "model")
 // only when set and the agent offers that value; otherwise the agent's
 // own model is used and a warning logged; like the mode it is set before

@@ -254,3 +254,11 @@ func optionValues(raw json.RawMessage) map[string]bool {
 func Preamble(systemPrompt string) string {
 	return "Instructions for this whole session (the persona's system prompt, sent by the harness; follow them as you would a system prompt):\n\n" + systemPrompt
 }
+
+// SwitchPreamble is how a persona switched between turns reaches an ACP
+// agent (Request.PromptChanged on a session that had a first prompt): a
+// first text block of the next prompt that replaces the earlier
+// instructions.
+func SwitchPreamble(systemPrompt string) string {
+	return "The instructions for this session have changed (the persona's new system prompt, sent by the harness). From now on, follow these instead of the earlier ones, as you would a system prompt:\n\n" + systemPrompt
+}

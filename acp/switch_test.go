@@ -1,8 +1,10 @@
 package acp_test
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/chirality/harness/acp"
 	"github.com/chirality/harness/engine"
 )
 
@@ -43,5 +45,36 @@ func TestSwitchBetweenTurns(t *testing.T) {
 	e.Close("sw")
 	if _, got = settings(engine.Request{Resume: sid, Model: "fake-b", PermissionMode: "plan"}); got != "mode=plan model=fake-b" {
 		t.Errorf("on a new agent that loaded the session: %q", got)
+	}
+}
+
+// TestPersonaSwitchBetweenTurns: a persona switched between turns
+// (Request.PromptChanged) reaches the kept session as a preamble of the
+// next prompt that replaces the earlier instructions; an unchanged
+// persona is not sent again.
+func TestPersonaSwitchBetweenTurns(t *testing.T) {
+	e := newFake(t, nil)
+	cwd := t.TempDir()
+	evs, err := run(t, e, engine.Request{SessionKey: "p", Message: "hello", Cwd: cwd, SystemPrompt: "PERSONA-A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := evs[0].Init.EngineSessionID
+	if got := chat(evs); !strings.Contains(got, acp.Preamble("PERSONA-A")) {
+		t.Fatalf("first prompt: %q", got)
+	}
+	evs, err = run(t, e, engine.Request{SessionKey: "p", Message: "again", Cwd: cwd, SystemPrompt: "PERSONA-A", Resume: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := chat(evs); got != "echo: again" {
+		t.Errorf("an unchanged persona was sent again: %q", got)
+	}
+	evs, err = run(t, e, engine.Request{SessionKey: "p", Message: "switched", Cwd: cwd, SystemPrompt: "PERSONA-B", Resume: sid, PromptChanged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := chat(evs), "echo: "+acp.SwitchPreamble("PERSONA-B")+" | switched"; got != want {
+		t.Errorf("after the switch: %q, want %q", got, want)
 	}
 }

@@ -369,8 +369,14 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 		t.emit(event.Event{Type: event.TypeThinkingDelta, Text: notice})
 	}
 	blocks := []textBlock{{Type: "text", Text: t.req.Message}}
-	if !p.prompted && t.req.SystemPrompt != "" {
+	switch {
+	case t.req.SystemPrompt == "":
+	case !p.prompted:
 		blocks = append([]textBlock{{Type: "text", Text: Preamble(t.req.SystemPrompt)}}, blocks...)
+	case t.req.PromptChanged:
+		// A persona switched between turns: the session has the old
+		// one's preamble in its history; the new one follows it.
+		blocks = append([]textBlock{{Type: "text", Text: SwitchPreamble(t.req.SystemPrompt)}}, blocks...)
 	}
 	// Deciding to prompt and saying so is one step under t.mu: an
 	// Interrupt either comes before it (no prompt is sent, the agent
