@@ -90,5 +90,11 @@
 // thread/start's and thread/resume's config; the IRC daemon turns the
 // login shell off with it, so the PATH it gives reaches the commands). stderr goes to the logger, never into the stream.
 //
+// Switching between turns: thread/resume (and thread/fork) carry the
+// turn's model, sandbox and approval policy (from the permission mode)
+// and the persona's prompt as baseInstructions, which replaces the
+// thread's earlier one in the next model request (TestRealCodexSwitch), so
+// Request.PromptChanged needs nothing more; Effort goes with turn/start.
+//
 // Package codextest is a fake Responses API for offline tests.
 package codex
