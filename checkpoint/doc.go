@@ -23,7 +23,14 @@
 // Snapshots are incremental: git's index keeps each file's size and
 // times, so only files changed since the last snapshot are read and
 // hashed, and only their new contents (and the directories above them)
-// are stored. Nothing is ever deleted from the store (no gc runs).
+// are stored. The first snapshot's objects, and later ones every few
+// thousand objects, are packed (git repack: compressed and deltified into
+// one file rather than a disk block per object). Each snapshot has a ref
+// (refs/snapshots/<id>), so packing keeps them all; nothing is ever
+// deleted from the store (no gc or prune runs). The counts of a too-large
+// check come from the store's index (the files it holds, at their size
+// when last snapshotted) and git's list of untracked files (sized
+// before they are read).
 //
 // # The user's repository is never touched
 //

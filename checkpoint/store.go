@@ -282,6 +282,8 @@ func (s *Store) snapshot(ctx context.Context) (string, error) {
 	if err := s.checkLimits(ctx); err != nil {
 		return "", err
 	}
+	_, err := os.Stat(s.index)
+	first := errors.Is(err, fs.ErrNotExist)
 	if _, _, err := s.run(ctx, call{args: []string{"add", "-A"}}); err != nil {
 		return "", err
 	}
@@ -293,23 +295,65 @@ func (s *Store) snapshot(ctx context.Context) (string, error) {
 	if !validID.MatchString(id) {
 		return "", fmt.Errorf("checkpoint: git write-tree said %q", id)
 	}
+	// A ref per snapshot keeps its objects reachable, so packing takes
+	// them too.
+	ref := filepath.Join(s.gitDir, "refs", "snapshots", id)
+	if _, err := os.Lstat(ref); err != nil {
+		if err := os.MkdirAll(filepath.Dir(ref), 0o700); err != nil {
+			return "", fmt.Errorf("checkpoint: %w", err)
+		}
+		if err := replaceFile(ref, id+"\n"); err != nil {
+			return "", err
+		}
+	}
+	// Loose objects take a disk block each: the first snapshot (every
+	// file) and then every few thousand objects are packed (compressed
+	// and deltified into one file). Snapshots stay valid if this fails.
+	if first || s.looseObjects() > packThreshold {
+		_, _, _ = s.run(ctx, call{args: []string{"repack", "-d", "-q"}})
+	}
 	return id, nil
 }
 
-// checkLimits lists what a snapshot would hold (the files the store
-// already has, and the untracked ones not ignored) and sums their sizes.
+// packThreshold is the estimated number of loose objects past which a
+// snapshot packs them.
+const packThreshold = 4096
+
+// looseObjects estimates the store's loose objects as git gc --auto
+// does: the entries of one of the 256 object directories, times 256.
+func (s *Store) looseObjects() int {
+	des, err := os.ReadDir(filepath.Join(s.gitDir, "objects", "17"))
+	if err != nil {
+		return 0
+	}
+	return len(des) * 256
+}
+
+// checkLimits counts what a snapshot would hold before anything is
+// hashed: the files the store's index already has (their number and
+// their sizes at the last snapshot, read from the index itself) and the
+// untracked ones .gitignore does not ignore (listed by git, sized here).
+// A file the store holds that grew since counts at its old size until
+// the next snapshot.
 func (s *Store) checkLimits(ctx context.Context) error {
+	files, total, ok := indexTotals(s.index)
+	if !ok {
+		files, total = 0, 0
+	}
 	// A path is at most 4 KiB: a listing over this is over MaxFiles.
 	limit := min(s.o.MaxFiles, 1<<22) * 4097
-	out, capped, err := s.run(ctx, call{args: []string{"ls-files", "-z", "-c", "-o", "--exclude-standard"}, max: limit, capOK: true})
+	args := []string{"ls-files", "-z", "-o", "--exclude-standard"}
+	if !ok {
+		args = []string{"ls-files", "-z", "-c", "-o", "--exclude-standard"} // an index of another format
+	}
+	out, capped, err := s.run(ctx, call{args: args, max: limit, capOK: true})
 	if err != nil {
 		return err
 	}
-	n := int64(bytes.Count(out, []byte{0}))
-	if capped || n > int64(s.o.MaxFiles) {
-		return &LimitError{Limit: "files", Have: n, Max: int64(s.o.MaxFiles)}
+	files += int64(bytes.Count(out, []byte{0}))
+	if capped || files > int64(s.o.MaxFiles) {
+		return &LimitError{Limit: "files", Have: files, Max: int64(s.o.MaxFiles)}
 	}
-	var total int64
 	for len(out) > 0 {
 		i := bytes.IndexByte(out, 0)
 		if i < 0 {
@@ -326,7 +370,42 @@ func (s *Store) checkLimits(ctx context.Context) error {
 			return &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
 		}
 	}
+	if total > s.o.MaxBytes {
+		return &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
+	}
 	return nil
+}
+
+// indexTotals reads the number of entries of a git index (version 2,
+// SHA-1, as the store writes it) and the sum of their recorded sizes. A
+// missing index is (0, 0, true); one it cannot read is ok false.
+func indexTotals(path string) (files, total int64, ok bool) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, true
+	}
+	if err != nil || len(data) < 12 || string(data[:4]) != "DIRC" || be32(data[4:]) != 2 {
+		return 0, 0, false
+	}
+	n := int64(be32(data[8:]))
+	off := 12
+	for range n {
+		const fixed = 62 // times, dev, ino, mode, uid, gid, size, SHA-1, flags
+		if off+fixed > len(data) {
+			return 0, 0, false
+		}
+		total += int64(be32(data[off+36:]))
+		end := bytes.IndexByte(data[off+fixed:], 0)
+		if end < 0 {
+			return 0, 0, false
+		}
+		off += (fixed + end + 8) &^ 7
+	}
+	return n, total, true
+}
+
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
 // validID is a full git object id (SHA-1 or SHA-256), lower-case hex.

@@ -385,8 +385,60 @@ func TestTooLarge(t *testing.T) {
 		}
 	}
 	// Ignored files are not counted: 11 files fit a limit of 11.
-	if _, err := open(t, root, Options{MaxFiles: 11, MaxBytes: 1200}).Snapshot(ctx(t)); err != nil {
+	s := open(t, root, Options{MaxFiles: 11, MaxBytes: 1200})
+	if _, err := s.Snapshot(ctx(t)); err != nil {
 		t.Fatalf("within the limits: %v", err)
+	}
+	// The files the store holds count (from its index) with new ones.
+	write(t, root, "one-more.txt", "x", 0o644)
+	if _, err := s.Snapshot(ctx(t)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a 12th file: %v, want ErrTooLarge", err)
+	}
+	os.Remove(filepath.Join(root, "one-more.txt"))
+	write(t, root, "big.txt", strings.Repeat("x", 200), 0o644)
+	if _, err := s.Snapshot(ctx(t)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("bytes over the limit with the held files: %v, want ErrTooLarge", err)
+	}
+}
+
+// The index reader agrees with git on the number of entries and their
+// sizes, for names of every length modulo the 8-byte padding.
+func TestIndexTotals(t *testing.T) {
+	root := t.TempDir()
+	var want int64
+	for i := range 40 {
+		content := strings.Repeat("y", i*37)
+		write(t, root, strings.Repeat("n", i+1)+"/"+strings.Repeat("é", i%5)+"f", content, 0o644)
+		want += int64(len(content))
+	}
+	if err := os.Symlink("some/target", filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	want += int64(len("some/target"))
+	s := open(t, root, Options{})
+	if _, err := s.Snapshot(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	files, total, ok := indexTotals(s.index)
+	if !ok || files != 41 || total != want {
+		t.Fatalf("indexTotals = %d files, %d bytes, %v; want 41, %d", files, total, ok, want)
+	}
+	idx, err := os.ReadFile(s.index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v3 := append([]byte("DIRC\x00\x00\x00\x03"), idx[8:]...)
+	for name, bad := range map[string][]byte{"text": []byte("not an index"), "v3": v3, "cut": idx[:len(idx)/2], "header": idx[:12+30]} {
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := indexTotals(p); ok {
+			t.Errorf("%s: read as an index", name)
+		}
+	}
+	if files, total, ok := indexTotals(filepath.Join(root, "missing")); !ok || files != 0 || total != 0 {
+		t.Fatalf("a missing index: %d %d %v", files, total, ok)
 	}
 }
 
@@ -545,4 +597,63 @@ func FuzzPatches(f *testing.F) {
 			}
 		}
 	})
+}
+
+// looseCount counts the store's loose objects.
+func looseCount(t *testing.T, s *Store) int {
+	t.Helper()
+	n := 0
+	dirs, _ := os.ReadDir(filepath.Join(s.gitDir, "objects"))
+	for _, d := range dirs {
+		if len(d.Name()) == 2 {
+			objs, _ := os.ReadDir(filepath.Join(s.gitDir, "objects", d.Name()))
+			n += len(objs)
+		}
+	}
+	return n
+}
+
+// The first snapshot is packed (no loose object per file); every
+// snapshot has a ref, so a repack keeps (and packs) older ones: an old
+// snapshot restores after the objects were packed.
+func TestPacked(t *testing.T) {
+	root := t.TempDir()
+	for i := range 200 {
+		write(t, root, fmt.Sprintf("d%d/f%d.txt", i%10, i), strings.Repeat(fmt.Sprint(i), 100), 0o644)
+	}
+	before := files(t, root)
+	s := open(t, root, Options{})
+	id, err := s.Snapshot(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := looseCount(t, s); n != 0 {
+		t.Fatalf("%d loose objects after the first snapshot, want all packed", n)
+	}
+	write(t, root, "d1/f1.txt", "changed", 0o644)
+	id2, err := s.Snapshot(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := looseCount(t, s); n == 0 || n > 3 {
+		t.Fatalf("%d loose objects after a one-file snapshot, want the blob and its trees", n)
+	}
+	// Pack everything (as the threshold would) and restore both.
+	if _, _, err := s.run(ctx(t), call{args: []string{"repack", "-a", "-d", "-q"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.run(ctx(t), call{args: []string{"prune", "--expire=now"}}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, "d2/new.txt", "new", 0o644)
+	if _, err := s.Restore(ctx(t), id2); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "d1", "f1.txt")); string(b) != "changed" {
+		t.Fatalf("d1/f1.txt = %q", b)
+	}
+	if _, err := s.Restore(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, "restored", files(t, root), before)
 }
