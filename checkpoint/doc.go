@@ -23,9 +23,9 @@
 // Snapshots are incremental: git's index keeps each file's size and
 // times, so only files changed since the last snapshot are read and
 // hashed, and only their new contents (and the directories above them)
-// are stored. The first snapshot's objects, and later ones every few
-// thousand objects, are packed (git repack: compressed and deltified into
-// one file rather than a disk block per object). Each snapshot has a ref
+// are stored. Many new files at once (the first snapshot) are streamed
+// into one pack file as they are hashed, and loose objects are packed
+// every few thousand (git repack), rather than taking a disk block each. Each snapshot has a ref
 // (refs/snapshots/<id>), so packing keeps them all; nothing is ever
 // deleted from the store (no gc or prune runs). The counts of a too-large
 // check come from the store's index (the files it holds, at their size

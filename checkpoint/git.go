@@ -162,12 +162,16 @@ func (s *Store) run(ctx context.Context, c call) ([]byte, bool, error) {
 	procgroup.Set(cmd)
 	cmd.Cancel = func() error { return procgroup.Signal(cmd.Process.Pid, procgroup.Kill) }
 	cmd.WaitDelay = time.Second
+	name := c.args[0] // the subcommand, after any -c
+	for i := 0; i+2 < len(c.args) && c.args[i] == "-c"; i += 2 {
+		name = c.args[i+2]
+	}
 	err := cmd.Run()
 	if out.capped {
 		if c.capOK {
 			return out.buf.Bytes(), true, nil
 		}
-		return nil, true, &GitError{Command: c.args[0], Err: fmt.Errorf("output over %d bytes", max)}
+		return nil, true, &GitError{Command: name, Err: fmt.Errorf("output over %d bytes", max)}
 	}
 	if err != nil {
 		var ee *exec.ExitError
@@ -181,7 +185,7 @@ func (s *Store) run(ctx context.Context, c call) ([]byte, bool, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (after %v)", ctx.Err(), s.o.Timeout)
 		}
-		return nil, false, &GitError{Command: c.args[0], Err: err, Stderr: strings.TrimSpace(string(errTail.b))}
+		return nil, false, &GitError{Command: name, Err: err, Stderr: strings.TrimSpace(string(errTail.b))}
 	}
 	return out.buf.Bytes(), false, nil
 }

@@ -279,12 +279,18 @@ func (s *Store) Snapshot(ctx context.Context) (string, error) {
 }
 
 func (s *Store) snapshot(ctx context.Context) (string, error) {
-	if err := s.checkLimits(ctx); err != nil {
+	fresh, err := s.checkLimits(ctx)
+	if err != nil {
 		return "", err
 	}
-	_, err := os.Stat(s.index)
-	first := errors.Is(err, fs.ErrNotExist)
-	if _, _, err := s.run(ctx, call{args: []string{"add", "-A"}}); err != nil {
+	add := []string{"add", "-A"}
+	bulk := fresh >= bulkFiles
+	if bulk {
+		// Many new files (the first snapshot): streamed into one pack
+		// as they are hashed, not a loose object (a disk block) each.
+		add = []string{"-c", "core.bigFileThreshold=1", "add", "-A"}
+	}
+	if _, _, err := s.run(ctx, call{args: add}); err != nil {
 		return "", err
 	}
 	out, _, err := s.run(ctx, call{args: []string{"write-tree"}})
@@ -306,14 +312,19 @@ func (s *Store) snapshot(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
-	// Loose objects take a disk block each: the first snapshot (every
-	// file) and then every few thousand objects are packed (compressed
-	// and deltified into one file). Snapshots stay valid if this fails.
-	if first || s.looseObjects() > packThreshold {
+	// Loose objects take a disk block each: after a bulk add (its
+	// trees) and then every few thousand objects they are packed
+	// (compressed and deltified into one file). Snapshots stay valid if
+	// this fails.
+	if bulk || s.looseObjects() > packThreshold {
 		_, _, _ = s.run(ctx, call{args: []string{"repack", "-d", "-q"}})
 	}
 	return id, nil
 }
+
+// bulkFiles is the number of new files from which a snapshot streams
+// them into a pack.
+const bulkFiles = 256
 
 // packThreshold is the estimated number of loose objects past which a
 // snapshot packs them.
@@ -335,7 +346,7 @@ func (s *Store) looseObjects() int {
 // untracked ones .gitignore does not ignore (listed by git, sized here).
 // A file the store holds that grew since counts at its old size until
 // the next snapshot.
-func (s *Store) checkLimits(ctx context.Context) error {
+func (s *Store) checkLimits(ctx context.Context) (fresh int, err error) {
 	files, total, ok := indexTotals(s.index)
 	if !ok {
 		files, total = 0, 0
@@ -348,11 +359,12 @@ func (s *Store) checkLimits(ctx context.Context) error {
 	}
 	out, capped, err := s.run(ctx, call{args: args, max: limit, capOK: true})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	files += int64(bytes.Count(out, []byte{0}))
+	fresh = bytes.Count(out, []byte{0})
+	files += int64(fresh)
 	if capped || files > int64(s.o.MaxFiles) {
-		return &LimitError{Limit: "files", Have: files, Max: int64(s.o.MaxFiles)}
+		return 0, &LimitError{Limit: "files", Have: files, Max: int64(s.o.MaxFiles)}
 	}
 	for len(out) > 0 {
 		i := bytes.IndexByte(out, 0)
@@ -367,13 +379,13 @@ func (s *Store) checkLimits(ctx context.Context) error {
 		}
 		total += fi.Size()
 		if total > s.o.MaxBytes {
-			return &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
+			return 0, &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
 		}
 	}
 	if total > s.o.MaxBytes {
-		return &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
+		return 0, &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
 	}
-	return nil
+	return fresh, nil
 }
 
 // indexTotals reads the number of entries of a git index (version 2,

@@ -618,7 +618,7 @@ func looseCount(t *testing.T, s *Store) int {
 // snapshot restores after the objects were packed.
 func TestPacked(t *testing.T) {
 	root := t.TempDir()
-	for i := range 200 {
+	for i := range bulkFiles + 10 {
 		write(t, root, fmt.Sprintf("d%d/f%d.txt", i%10, i), strings.Repeat(fmt.Sprint(i), 100), 0o644)
 	}
 	before := files(t, root)
