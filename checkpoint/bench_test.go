@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // benchProject writes a project of dirs×per files of about 500 bytes.
@@ -68,6 +69,7 @@ func BenchmarkSnapshotTurn10k(b *testing.B) {
 	}
 	store := filepath.Join(root, filepath.FromSlash(Dir))
 	before := diskUsage(b, store)
+	var fastest time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
@@ -78,12 +80,19 @@ func BenchmarkSnapshotTurn10k(b *testing.B) {
 			}
 		}
 		b.StartTimer()
+		t0 := time.Now()
 		if _, err := s.Snapshot(ctx); err != nil {
 			b.Fatal(err)
+		}
+		if d := time.Since(t0); i == 0 || d < fastest {
+			fastest = d
 		}
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(diskUsage(b, store)-before)/float64(b.N), "disk-B/turn")
+	// The fastest run: the cost with the least interference from other
+	// work on a shared machine.
+	b.ReportMetric(float64(fastest.Microseconds())/1000, "min-ms")
 }
 
 // The first snapshot of the same project (every file read, hashed and
