@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/acp"
+	"github.com/chirality/harness/acp/acptest"
 	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
@@ -229,6 +231,45 @@ func TestRewindFiles(t *testing.T) {
 	rw := s.until(t, func(ev Event) bool { return ev.Type == "rewound" })
 	if ev := rw[len(rw)-1]; !strings.Contains(fmt.Sprint(ev.Files), "made-after.txt") || ev.Conversation == nil || *ev.Conversation {
 		t.Fatalf("the rewound event: %+v", ev)
+	}
+}
+
+// On an ACP agent that does not offer session/fork: POST /fork is 422
+// (the server stays where it was) and POST /rewind of the conversation
+// past the first turn is 422 (nothing is undone).
+func TestForkRewindUnsupported(t *testing.T) {
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, "fakeacp", "", func() []engine.Engine {
+		fake, err := acp.NewEngine(acp.Config{Name: "fakeacp", Command: []string{"fakeagent"}, Binary: bin,
+			Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, ExtraEnv: []string{acptest.AgentEnv, "ACPTEST_STATE=" + t.TempDir()},
+			StopGrace: 500 * time.Millisecond, InterruptGrace: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []engine.Engine{fake}
+	})
+	s := e.openStream("", "")
+	for _, text := range []string{"first words", "second words"} {
+		e.prompt(text)
+		if end := s.until(t, isEnd); end[len(end)-1].State != "idle" {
+			t.Fatalf("turn %q ended %+v", text, end[len(end)-1])
+		}
+	}
+	if code, body := e.post("/fork", `{}`); code != 422 || !strings.Contains(body, "fakeacp") {
+		t.Errorf("POST /fork: %d %s, want 422 naming the engine", code, body)
+	}
+	if e.srv.SessionID() != e.id {
+		t.Error("a refused fork moved the server")
+	}
+	if code, body := e.post("/rewind", `{"turns":1,"conversation":true}`); code != 422 {
+		t.Errorf("POST /rewind: %d %s, want 422", code, body)
+	}
+	code, body := e.get("/turns")
+	if code != 200 || strings.Contains(body, `"rewound":true`) || strings.Count(body, `"seq"`) != 2 {
+		t.Errorf("GET /turns after the refusals: %d %s", code, body)
 	}
 }
 

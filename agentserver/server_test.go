@@ -20,13 +20,21 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/acp/acptest"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 	builtin "github.com/chirality/harness/engines"
 	"github.com/chirality/harness/internal/sse"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The test binary also serves as the fake ACP agent (acptest) for the
+// tests of an engine that cannot fork.
+func TestMain(m *testing.M) {
+	if acptest.IsAgent() {
+		acptest.Main()
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // env is a Harness on the fake Messages API (the real Claude CLI, or the
 // native engine) and an agent server of one session on it.
@@ -34,7 +42,8 @@ type env struct {
 	t       *testing.T
 	api     *claudetest.FakeAPI
 	cfg     harness.Config
-	engines builtin.Config // the built-in engines open gives each Harness
+	engines builtin.Config         // the built-in engines open gives each Harness
+	extra   func() []engine.Engine // more engines for each Harness (nil = none)
 	h       *harness.Harness
 	root    string
 	id      string
@@ -58,12 +67,18 @@ func realDir(t *testing.T) string {
 // when set, written to the project first).
 func newEnv(t *testing.T, engineName, personaText string) *env {
 	t.Helper()
+	return newEnvWith(t, engineName, personaText, nil)
+}
+
+// newEnvWith is newEnv with more engines than the built-in ones.
+func newEnvWith(t *testing.T, engineName, personaText string, extra func() []engine.Engine) *env {
+	t.Helper()
 	api, err := claudetest.NewFakeAPI()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { api.Close() })
-	e := &env{t: t, api: api, root: realDir(t), token: "tok"}
+	e := &env{t: t, api: api, root: realDir(t), token: "tok", extra: extra}
 	os.WriteFile(filepath.Join(e.root, "hello.go"), []byte("package hello\n"), 0o644)
 	e.engines = builtin.Config{ClaudeBinary: claudetest.FindCLI(t), Env: claudetest.BaseEnv(t.TempDir()), ChildEnv: api.Env(),
 		InterruptGrace: time.Second, KillGrace: 2 * time.Second}
@@ -92,6 +107,9 @@ func (e *env) open() {
 	e.t.Helper()
 	cfg := e.cfg
 	cfg.Engines = builtin.Builtin(e.engines) // new ones each time: a Harness shuts its engines down
+	if e.extra != nil {
+		cfg.Engines = append(cfg.Engines, e.extra()...)
+	}
 	h, err := harness.New(cfg)
 	if err != nil {
 		e.t.Fatal(err)

@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/acp"
+	"github.com/chirality/harness/acp/acptest"
 	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
@@ -260,6 +263,64 @@ func TestThreadRollbackFiles(t *testing.T) {
 	c.result(4, "thread.get", map[string]any{"threadId": tid}, &got)
 	if k := len(got.Events); k < 4 || got.Events[k-1].Method != "thread.rolledBack" || got.Events[1].Method != "turn.started" || got.Events[k-1].Seq != int64(k) {
 		t.Fatalf("the thread's history after the rollback: %+v", got.Events)
+	}
+}
+
+// fakeACP is an ACP engine on the fake agent (this test binary) that does
+// not offer session/fork: it can neither fork nor cut a conversation.
+func fakeACP(t *testing.T) engine.Engine {
+	t.Helper()
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake, err := acp.NewEngine(acp.Config{Name: "fakeacp", Command: []string{"fakeagent"}, Binary: bin,
+		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, ExtraEnv: []string{acptest.AgentEnv, "ACPTEST_STATE=" + t.TempDir()},
+		StopGrace: 500 * time.Millisecond, InterruptGrace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake
+}
+
+// On an engine that cannot fork or cut its conversation, thread.fork and
+// thread.rollback are -32005 and change nothing: no thread is added, and
+// the next turn still runs on the whole conversation.
+func TestThreadControlUnsupported(t *testing.T) {
+	e := newEnv(t)
+	e.extra = func() []engine.Engine { return []engine.Engine{fakeACP(t)} }
+	c := e.start(t)
+	defer c.close()
+	var created struct{ Thread Thread }
+	c.result(1, "thread.create", map[string]any{}, &created)
+	tid := created.Thread.ThreadID
+	var turnIDs []string
+	for i, text := range []string{"first words", "second words"} {
+		var r struct{ TurnID string }
+		c.result(10+i, "turn.start", map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": text}},
+			"model": map[string]any{"providerID": "fakeacp"}}, &r)
+		if end := c.next("turn end", func(m msg) bool {
+			return (m.Method == "turn.completed" || m.Method == "turn.error") && m.Params["turnId"] == r.TurnID
+		}); end.Method != "turn.completed" {
+			t.Fatalf("turn %q: %s", text, end.raw)
+		}
+		turnIDs = append(turnIDs, r.TurnID)
+	}
+	if m := c.call(20, "thread.fork", map[string]any{"threadId": tid}); m.Error == nil || m.Error.Code != CodeUnsupported || !strings.Contains(m.Error.Message, "fakeacp") {
+		t.Errorf("thread.fork: %s, want -32005 naming the engine", m.raw)
+	}
+	if m := c.call(21, "thread.rollback", map[string]any{"threadId": tid, "toTurn": turnIDs[1]}); m.Error == nil || m.Error.Code != CodeUnsupported {
+		t.Errorf("thread.rollback: %s, want -32005", m.raw)
+	}
+	var list struct{ Threads []Thread }
+	c.result(22, "thread.list", map[string]any{}, &list)
+	if len(list.Threads) != 1 {
+		t.Errorf("a refused fork left a thread: %+v", list.Threads)
+	}
+	var turns struct{ Turns []TurnInfo }
+	c.result(23, "thread.turns", map[string]any{"threadId": tid}, &turns)
+	if len(turns.Turns) != 2 || turns.Turns[1].Rewound {
+		t.Errorf("a refused rollback undid a turn: %+v", turns.Turns)
 	}
 }
 

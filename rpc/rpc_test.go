@@ -17,12 +17,21 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/acp/acptest"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The test binary also serves as the fake ACP agent (acptest) for the
+// tests of an engine that cannot fork.
+func TestMain(m *testing.M) {
+	if acptest.IsAgent() {
+		acptest.Main()
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // msg is one line the server wrote.
 type msg struct {
@@ -51,6 +60,8 @@ type env struct {
 	// engines configures the built-in engines each harness() gets.
 	engines engines.Config
 	home    string
+	// extra makes more engines for each harness() (nil = none).
+	extra func() []engine.Engine
 }
 
 func newEnv(t *testing.T) *env {
@@ -73,6 +84,9 @@ func newEnv(t *testing.T) *env {
 func (e *env) harness() (*harness.Harness, error) {
 	cfg := e.cfg
 	cfg.Engines = engines.Builtin(e.engines)
+	if e.extra != nil {
+		cfg.Engines = append(cfg.Engines, e.extra()...)
+	}
 	return harness.New(cfg)
 }
 
