@@ -22,6 +22,9 @@
 //	                   also matches the bare command ("ls *" allows ls
 //	                   and ls -la, not lsof)
 //	\*                 in content: a literal "*" (Exact writes it so)
+//	mcp__server__tool  every use of an MCP server's tool (the one name
+//	                   every engine gives it; compared exactly)
+//	mcp__server        every tool of that MCP server
 //
 // The subject of a use is its main input: the first string of command,
 // cmd, file_path, filePath, path, notebook_path, url; else the input's

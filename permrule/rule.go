@@ -128,10 +128,20 @@ func IsShell(tool string) bool {
 
 // sameTool reports whether a rule's tool name covers tool: the same name
 // in any case (the ACP kinds are lower case: a persona's Read rule
-// answers an ACP agent's read), or both the shell.
+// answers an ACP agent's read), or both the shell. An MCP tool's name
+// (mcp__server__tool, the one name every engine uses) is a plain name
+// compared exactly, as the server spells it; a rule naming only the
+// server (mcp__server, Claude Code's form) covers each of its tools.
 func sameTool(ruleTool, tool string) bool {
+	if strings.HasPrefix(tool, mcpPrefix) || strings.HasPrefix(ruleTool, mcpPrefix) {
+		server, _, found := strings.Cut(strings.TrimPrefix(tool, mcpPrefix), "__")
+		return ruleTool == tool || found && server != "" && ruleTool == mcpPrefix+server
+	}
 	return strings.EqualFold(ruleTool, tool) || IsShell(ruleTool) && IsShell(tool)
 }
+
+// mcpPrefix starts every MCP tool's name (mcpconfig.ToolPrefix).
+const mcpPrefix = "mcp__"
 
 // subjectKeys are the input fields that hold a use's subject, in order.
 var subjectKeys = []string{"command", "cmd", "file_path", "filePath", "path", "notebook_path", "url"}

@@ -227,6 +227,15 @@ func TestOtherTools(t *testing.T) {
 		{"mcp__srv__tool", "mcp__srv__other", json.RawMessage(`{"a":1}`), false},
 		{`mcp__srv__tool({"a":1})`, "mcp__srv__tool", json.RawMessage(`{ "a": 1 }`), true},
 		{`mcp__srv__tool({"a":1})`, "mcp__srv__tool", json.RawMessage(`{"a":2}`), false},
+		{"mcp__srv__tool", "mcp__srv__toolx", json.RawMessage(`{}`), false},
+		{"mcp__srv__tool", "mcp__srv__Tool", json.RawMessage(`{}`), false}, // MCP names are exact
+		{"MCP__srv__tool", "mcp__srv__tool", json.RawMessage(`{}`), false},
+		{"mcp__srv", "mcp__srv__tool", json.RawMessage(`{"a":1}`), true}, // the whole server (Claude Code's form)
+		{"mcp__srv", "mcp__srvx__tool", json.RawMessage(`{}`), false},
+		{"mcp__sr", "mcp__srv__tool", json.RawMessage(`{}`), false},
+		{"mcp__srv__tool", "mcp__srv", json.RawMessage(`{}`), false},
+		{"mcp__everything__echo", "mcp__everything__echo", json.RawMessage(`{"message":"hi"}`), true},
+		{"mcp__everything__echo", "Bash", cmdInput("echo hi"), false},
 		{"Edit", "Bash", cmdInput("ls"), false},
 	} {
 		if got := permrule.Allowed([]string{c.rule}, c.tool, c.in); got != c.want {
