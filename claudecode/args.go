@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/mcpconfig"
 )
 
 // DefaultMaxTurns is the --max-turns given when TurnOpts.MaxTurns is 0.
@@ -49,6 +50,15 @@ type TurnOpts struct {
 	// NoPartialMessages turns off token streaming: text then arrives a
 	// block at a time.
 	NoPartialMessages bool
+	// MCP, when non-nil, is exactly the MCP servers the CLI gets: the
+	// turn writes MCP.JSON() to a private (0600) file in MCPDir, passes it
+	// with --mcp-config and --strict-mcp-config (so the CLI reads no
+	// .mcp.json or user-level servers of its own; an empty config means
+	// none), and removes the file when the child has exited. nil leaves
+	// the CLI to find its servers itself.
+	MCP *mcpconfig.Config
+	// MCPDir is where the MCP file goes ("" = the system's temp dir).
+	MCPDir string
 	// ExtraArgs are appended verbatim: the escape hatch for flags this
 	// struct does not know.
 	ExtraArgs []string
@@ -114,7 +124,9 @@ func (o *TurnOpts) Validate() error {
 }
 
 // Args builds the CLI's argv (without the program name). The prompt is
-// not among them: it goes on stdin.
+// not among them: it goes on stdin. With MCP set it holds
+// --strict-mcp-config; the --mcp-config file is added when the turn
+// spawns (its name differs per turn).
 func (o *TurnOpts) Args() []string {
 	maxTurns := o.MaxTurns
 	if maxTurns == 0 {
@@ -151,6 +163,9 @@ func (o *TurnOpts) Args() []string {
 		args = append(args, "--permission-prompt-tool=stdio")
 	}
 	flag("--model", o.Model)
+	if o.MCP != nil {
+		args = append(args, "--strict-mcp-config")
+	}
 	for _, d := range o.AddDirs {
 		flag("--add-dir", d)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/mcpconfig"
 )
 
 func TestArgs(t *testing.T) {
@@ -20,6 +21,7 @@ func TestArgs(t *testing.T) {
 		{"defaults", claudecode.TurnOpts{}, append(slices.Clone(base), "--include-partial-messages", "--max-turns=25")},
 		{"no partial messages", claudecode.TurnOpts{NoPartialMessages: true, MaxTurns: 3}, append(slices.Clone(base), "--max-turns=3")},
 		{"no tools at all", claudecode.TurnOpts{Tools: []string{}}, append(slices.Clone(base), "--include-partial-messages", "--max-turns=25", "--tools=")},
+		{"exactly these MCP servers", claudecode.TurnOpts{MCP: &mcpconfig.Config{}}, append(slices.Clone(base), "--include-partial-messages", "--max-turns=25", "--strict-mcp-config")},
 		{"everything", claudecode.TurnOpts{
 			Resume: "0b7e4c8a-1111-4222-8333-944455556666", SessionID: "1b7e4c8a-1111-4222-8333-944455556666", Fork: true,
 			AppendSystemPromptFile: "/p/sys.txt", Tools: []string{"default"}, DisallowedTools: []string{"Bash", "Write"},
@@ -84,5 +86,19 @@ func TestMessageFor(t *testing.T) {
 		if m := claudecode.MessageFor(r); m != "go on" {
 			t.Errorf("%+v: %q", r, m)
 		}
+	}
+}
+
+// An engine request without MCP servers still gets an empty, strict
+// configuration (the CLI must not add servers of its own); with servers it
+// gets them, the file going in the session's StateDir.
+func TestOptsForMCP(t *testing.T) {
+	opts, err := claudecode.OptsFor(engine.Request{StateDir: "/state"})
+	if err != nil || opts.MCP == nil || opts.MCP.Len() != 0 || opts.MCPDir != "/state" {
+		t.Fatalf("no servers: MCP %v dir %q err %v, want an empty config in /state", opts.MCP, opts.MCPDir, err)
+	}
+	cfg := &mcpconfig.Config{Servers: []mcpconfig.Server{{Name: "a", Type: mcpconfig.Stdio, Command: "x"}}}
+	if opts, _ = claudecode.OptsFor(engine.Request{MCP: cfg}); opts.MCP != cfg {
+		t.Fatalf("servers not passed on: %v", opts.MCP)
 	}
 }

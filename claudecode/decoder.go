@@ -543,6 +543,11 @@ func (m *mapper) systemInit(line []byte, emit func(event.Event)) error {
 		PermissionMode string   `json:"permissionMode"`
 		Cwd            string   `json:"cwd"`
 		Parent         *string  `json:"parent_tool_use_id"`
+		MCPServers     []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+			Error  string `json:"error"`
+		} `json:"mcp_servers"`
 	}
 	if err := json.Unmarshal(line, &f); err != nil {
 		return err
@@ -560,6 +565,9 @@ func (m *mapper) systemInit(line []byte, emit func(event.Event)) error {
 	e := m.event(event.TypeSessionInit, parent)
 	e.Init = &event.SessionInit{ClaudeSessionID: f.SessionID, Model: f.Model, Tools: f.Tools,
 		CLIVersion: f.Version, PermissionMode: f.PermissionMode, Cwd: f.Cwd}
+	for _, s := range f.MCPServers {
+		e.Init.MCPServers = append(e.Init.MCPServers, event.MCPServerStatus{Name: s.Name, Status: s.Status, Error: s.Error})
+	}
 	emit(e)
 	return nil
 }

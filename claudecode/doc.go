@@ -22,6 +22,15 @@
 //     are ignored.
 //   - OptsFor maps an engine.Request onto TurnOpts (Request.Effort
 //     becomes CLAUDE_CODE_EFFORT_LEVEL in the child's environment).
+//   - MCP servers (Request.MCP, TurnOpts.MCP): written in .mcp.json form
+//     to a private 0600 file in the session's StateDir, passed with
+//     --mcp-config and --strict-mcp-config (the core's merged
+//     configuration is exactly what the CLI gets: it reads no .mcp.json
+//     or user servers of its own; none is an empty file), removed when
+//     the child has exited. The CLI names their tools mcp__server__tool
+//     itself; session:init's mcpServers is system/init's mcp_servers
+//     (connected / failed / pending). A warm child matches only a turn
+//     with the same servers.
 //   - TurnOpts.Args builds the argv; the environment is the caller's
 //     filtered by the harness's one rule (internal/secrets: credentials
 //     withheld unless allowed by name); FindBinary finds the CLI.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/mcpconfig"
 	"slices"
 )
 
@@ -75,7 +76,9 @@ const EnvEffortLevel = "CLAUDE_CODE_EFFORT_LEVEL"
 // OptsFor maps an engine request onto the CLI's flags: the system prompt
 // file (or, without one, the prompt text) is appended to the built-in
 // prompt, tools, permission mode, model and max turns as given, the
-// effort becomes CLAUDE_CODE_EFFORT_LEVEL in the child's environment, and
+// effort becomes CLAUDE_CODE_EFFORT_LEVEL in the child's environment, the
+// MCP servers (none when nil) go in a private file in the StateDir with
+// --strict-mcp-config (TurnOpts.MCP), and
 // the Approver answers the CLI's can_use_tool requests when the mode asks
 // (engine.AsksApproval).
 func OptsFor(req engine.Request) (TurnOpts, error) {
@@ -84,6 +87,12 @@ func OptsFor(req engine.Request) (TurnOpts, error) {
 		Tools: req.Tools, DisallowedTools: req.DisallowedTools, AllowedTools: req.AllowedTools,
 		PermissionMode: req.PermissionMode, Model: req.Model, MaxTurns: req.MaxTurns,
 		Env: req.Env, Logger: req.Logger,
+		MCP: req.MCP, MCPDir: req.StateDir,
+	}
+	if opts.MCP == nil {
+		// The core's merged configuration is all the agent gets: none
+		// is none (a persona's `mcp_servers: []` holds).
+		opts.MCP = &mcpconfig.Config{}
 	}
 	if req.ResumeAt != "" {
 		// Always a copy: the original transcript stays as it was, so a

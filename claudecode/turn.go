@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/chirality/harness/internal/procgroup"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/stderrtail"
+	"github.com/chirality/harness/mcpconfig"
 	"github.com/rs/zerolog"
 )
 
@@ -61,6 +63,7 @@ type Turn struct {
 	exitSig   string
 	waitErr   error
 	tail      *stderrtail.Tail
+	mcpFile   string // the private --mcp-config file, removed when the child has exited
 
 	approvals       context.Context // asked approvals wait on it; cancelled when stdout ends
 	approvalsCancel context.CancelFunc
@@ -168,6 +171,15 @@ func (t *Turn) spawn(ctx context.Context) error {
 		return fmt.Errorf("claudecode: pipe: %w", err)
 	}
 
+	if t.opts.MCP != nil {
+		path, err := writeMCPFile(t.opts.MCPDir, t.opts.MCP)
+		if err != nil {
+			closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
+			return err
+		}
+		t.mcpFile = path
+		t.args = append(slices.Clip(t.args), "--mcp-config="+path)
+	}
 	cmd := exec.Command(t.bin, t.args...)
 	cmd.Dir = t.opts.Cwd
 	cmd.Env = append(secrets.FilterEnv(t.m.cfg.Env, t.m.cfg.AllowEnv), t.opts.Env...)
@@ -176,6 +188,7 @@ func (t *Turn) spawn(ctx context.Context) error {
 	t.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
+		t.removeMCPFile()
 		return t.m.errorf("claudecode: start %s: %v", t.bin, err)
 	}
 	closeAll(stdinR, stdoutW, stderrW) // the child has its copies
@@ -287,6 +300,7 @@ func (t *Turn) noResultError() *TurnError {
 func (t *Turn) wait() {
 	defer t.wg.Done()
 	t.waitErr = t.cmd.Wait()
+	t.removeMCPFile()
 	t.exitCode, t.exitSig = procgroup.ExitStatus(t.cmd.ProcessState)
 	_ = procgroup.Signal(t.pid, procgroup.Kill)
 	close(t.exited)
@@ -626,3 +640,33 @@ func (s *scrubber) clean(text string) string {
 // Buffered reports how many events are ready to be read without waiting:
 // a consumer can flush its output when it reaches 0.
 func (t *Turn) Buffered() int { return t.s.Buffered() }
+
+// writeMCPFile writes cfg in .mcp.json form to a new file in dir that only
+// this user can read (it holds the servers' env and header values).
+func writeMCPFile(dir string, cfg *mcpconfig.Config) (string, error) {
+	b, err := cfg.JSON()
+	if err != nil {
+		return "", fmt.Errorf("claudecode: MCP config: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "mcp-*.json") // mode 0600
+	if err != nil {
+		return "", fmt.Errorf("claudecode: MCP config file: %w", err)
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", fmt.Errorf("claudecode: MCP config file: %w", err)
+	}
+	return f.Name(), nil
+}
+
+func (t *Turn) removeMCPFile() {
+	if t.mcpFile != "" {
+		if err := os.Remove(t.mcpFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.log.Warn().Str("session", t.key).Err(err).Msg("removing the MCP config file failed")
+		}
+	}
+}

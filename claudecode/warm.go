@@ -92,7 +92,7 @@ var prestartRequests = []map[string]any{
 }
 
 // fingerprint hashes what a CLI is started with: the binary, argv, the
-// turn's extra environment and the content of the system prompt file
+// turn's extra environment, the MCP servers and the content of the system prompt file
 // (the file's path stays the same when a persona changes).
 func fingerprint(bin string, opts TurnOpts) [32]byte {
 	h := sha256.New()
@@ -109,6 +109,13 @@ func fingerprint(bin string, opts TurnOpts) [32]byte {
 		if err != nil {
 			fmt.Fprintf(h, "prompt-error=%v\x00", err)
 		}
+		h.Write(b)
+	}
+	if opts.MCP != nil {
+		// The servers (their secrets too: hashed, never kept) are part
+		// of what the CLI was started with.
+		b, err := opts.MCP.JSON()
+		fmt.Fprintf(h, "mcp=%v\x00", err)
 		h.Write(b)
 	}
 	var out [32]byte

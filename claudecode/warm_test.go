@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/mcpconfig"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/event"
 )
@@ -103,6 +104,11 @@ func TestWarmPromptChangeAndDeath(t *testing.T) {
 	}
 	if !w.MatchesOpts(opts) {
 		t.Fatal("unchanged options do not match")
+	}
+	withMCP := opts
+	withMCP.MCP = &mcpconfig.Config{Servers: []mcpconfig.Server{{Name: "a", Type: mcpconfig.Stdio, Command: "x", Env: map[string]string{"K": "1"}}}}
+	if w.MatchesOpts(withMCP) {
+		t.Fatal("other MCP servers match the warm child")
 	}
 	os.WriteFile(prompt, []byte("edited persona"), 0o600)
 	if w.MatchesOpts(opts) {
