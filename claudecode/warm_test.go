@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/chirality/harness/claudecode"
-	"github.com/chirality/harness/mcpconfig"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/mcpconfig"
 )
 
 // shape is an event stream without what differs between two runs of the
