@@ -107,7 +107,7 @@ func (c *cli) agentServeCmd() *cobra.Command {
 type agentOptions struct {
 	engine, cwd, model, persona, mode, session, permissionMode, claudeBin string
 	maxTurns, warm                                                        int
-	demo                                                                  bool
+	demo, noCheckpoints                                                   bool
 	approvalTimeout                                                       time.Duration
 
 	// Server side.
@@ -136,6 +136,7 @@ func agentFlags(cmd *cobra.Command, o *agentOptions, withEngines bool) {
 	flagWarm(cmd, &o.warm, 1, "start the next turn's agent ahead while the person reads (0 = off)")
 	flagApprovalTimeout(cmd, &o.approvalTimeout, harness.DefaultApprovalTimeout, "how long a tool waits for an answer before it is denied")
 	flagDemo(cmd, &o.demo)
+	flagNoCheckpoints(cmd, &o.noCheckpoints)
 	flagClaudeBin(cmd, &o.claudeBin, " (--engine claude-code)")
 }
 
@@ -260,6 +261,7 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 		Roots: []string{o.cwd}, MaxTurns: o.maxTurns, Logger: logger, Aliases: engines.Aliases,
 		DefaultPermissionMode: "default", PermissionMode: o.permissionMode,
 		Approvals: true, ApprovalTimeout: o.approvalTimeout, WarmTurns: o.warm, DefaultEngine: engine.Anthropic,
+		Checkpoints: harness.CheckpointConfig{Off: o.noCheckpoints},
 	}
 	if o.demo {
 		undo, err := setUpDemo(&cfg, stderr)

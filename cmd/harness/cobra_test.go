@@ -306,3 +306,17 @@ func TestSharedFlagsDeclaredOnce(t *testing.T) {
 		}
 	}
 }
+
+// The servers and the JSON-RPC door take --no-checkpoints (their one
+// harness.Config gets Checkpoints.Off from it).
+func TestNoCheckpointsFlag(t *testing.T) {
+	c := &cli{}
+	for _, cmd := range []*cobra.Command{c.serveCmd(), c.agentServeCmd(), c.rpcCmd()} {
+		if err := cmd.ParseFlags([]string{"--no-checkpoints"}); err != nil {
+			t.Fatalf("%s: %v", cmd.Name(), err)
+		}
+		if off, err := cmd.Flags().GetBool("no-checkpoints"); err != nil || !off {
+			t.Errorf("%s --no-checkpoints = %v, %v", cmd.Name(), off, err)
+		}
+	}
+}

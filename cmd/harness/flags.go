@@ -172,6 +172,12 @@ func flagWarm(cmd *cobra.Command, p *int, def int, help string) {
 	cmd.Flags().IntVar(p, "warm", def, help)
 }
 
+// --no-checkpoints: no snapshot of the project's files before each turn
+// (harness.Config.Checkpoints.Off; a rewind then cannot restore files).
+func flagNoCheckpoints(cmd *cobra.Command, p *bool) {
+	cmd.Flags().BoolVar(p, "no-checkpoints", false, "take no snapshot of the project's files before each turn (a rewind then cannot restore them)")
+}
+
 // --addr: where a server listens.
 func flagAddr(cmd *cobra.Command, p *string, def string) {
 	cmd.Flags().StringVar(p, "addr", def, "address to listen on (a non-loopback one needs --token)")

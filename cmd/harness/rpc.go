@@ -33,7 +33,7 @@ The protocol: rpc/PROTOCOL.md.
 type rpcOptions struct {
 	cwd, claudeBin, perm, enginesFile string
 	timeout, grace                    time.Duration
-	demo, verbose                     bool
+	demo, verbose, noCheckpoints      bool
 }
 
 func (c *cli) rpcCmd() *cobra.Command {
@@ -50,6 +50,7 @@ func (c *cli) rpcCmd() *cobra.Command {
 	flagPermissionMode(cmd, &o.perm, "default", "permission mode of turns whose persona sets none: default asks through approval.requested; dontAsk never asks")
 	flagApprovalTimeout(cmd, &o.timeout, harness.DefaultApprovalTimeout, "how long a tool waits for approval.respond before it is denied")
 	flagDemo(cmd, &o.demo)
+	flagNoCheckpoints(cmd, &o.noCheckpoints)
 	flagEngines(cmd, &o.enginesFile)
 	flagVerbose(cmd, &o.verbose, "log to stderr")
 	cmd.Flags().DurationVar(&o.grace, "grace", rpc.DefaultGrace, "at the end of input or on SIGTERM/SIGINT: how long running turns get to stop before they are killed")
@@ -84,7 +85,8 @@ func (c *cli) rpc(o *rpcOptions) int {
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr), TimeFormat: time.TimeOnly}).With().Timestamp().Logger()
 	}
 	cfg := harness.Config{Roots: []string{dir}, Logger: &logger, DefaultPermissionMode: o.perm,
-		Approvals: true, ApprovalTimeout: o.timeout, Aliases: engines.Aliases}
+		Approvals: true, ApprovalTimeout: o.timeout, Aliases: engines.Aliases,
+		Checkpoints: harness.CheckpointConfig{Off: o.noCheckpoints}}
 	if o.demo {
 		d, err := engines.StartDemo(engines.DemoOptions{})
 		if err != nil {

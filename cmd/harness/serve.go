@@ -36,6 +36,7 @@ type serveFlags struct {
 	approvals                                        bool
 	approvalTimeout, warmIdle, shutdownGrace         time.Duration
 	warm                                             int
+	noCheckpoints                                    bool
 	engine                                           string
 	enginesFile                                      string
 }
@@ -86,6 +87,7 @@ on http://ADDR"; the log goes to stderr.
 	flagWarm(cmd, &f.warm, 2, "CLI processes kept started ahead for sessions' next turns (0 = off; ~150 MB each)")
 	fs.DurationVar(&f.warmIdle, "warm-idle", harness.DefaultWarmIdle, "how long a warm CLI waits for its message before it is stopped")
 	flagEngine(cmd, &f.engine, "claude-code", "engine of sessions that name none, or one of --engines")
+	flagNoCheckpoints(cmd, &f.noCheckpoints)
 	flagEngines(cmd, &f.enginesFile)
 	return cmd
 }
@@ -150,7 +152,7 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 		PermissionMode: f.permissionMode, AllowBypass: f.allowBypass, MaxTurns: f.maxTurns,
 		AllowedTools: f.allowedTools, Logger: &logger,
 		Approvals: f.approvals, ApprovalTimeout: f.approvalTimeout, WarmTurns: f.warm, WarmIdle: f.warmIdle,
-		DefaultEngine: f.engine,
+		DefaultEngine: f.engine, Checkpoints: harness.CheckpointConfig{Off: f.noCheckpoints},
 	}
 	var cleanup []func()
 	defer func() {
