@@ -1,6 +1,8 @@
 // Drives the web console in headless Chromium against `harness serve --demo`:
 // create a session, send a message, see streamed text and a tool card,
-// interrupt a long answer, reload and see the history, delete.
+// interrupt a long answer, reload and see the history, delete; switch the
+// model and permission mode, rewind files and conversation with a preview,
+// fork from a message.
 //
 //   HARNESS_URL   a running gateway (with HARNESS_ROOT, an allowed project
 //                 root, and HARNESS_TOKEN if it wants one), or
@@ -381,4 +383,100 @@ test("an approval is answered in the console; a reload shows both sides", async 
     server = saved;
     await asking.stop();
   }
+});
+
+test("switch the model and permission mode, rewind with a preview, fork from a message", async () => {
+  const page = await newPage(LAPTOP);
+  await open(page);
+  await byId(page, "new-session").click();
+  await byId(page, "new-root").fill(server.root);
+  await byId(page, "create-session").click();
+  await byId(page, "session-item").first().waitFor({ timeout: T });
+  const sessionId = await byId(page, "session-item").first().getAttribute("data-session-id");
+  const input = byId(page, "message-input");
+  const notes = path.join(server.root, "notes.txt");
+  const extra = path.join(server.root, "made-later.txt");
+
+  // --- the first turn
+  await input.fill("first question");
+  await input.press("Enter");
+  await byId(page, "cost-badge").first().waitFor({ timeout: 60_000 });
+
+  // --- header pickers: each PATCHes the session, the header follows
+  await byId(page, "session-controls").waitFor({ state: "visible", timeout: T });
+  await byId(page, "pick-model").fill("claude-haiku-4-5");
+  await byId(page, "pick-model").press("Enter");
+  await byId(page, "pick-model").blur();
+  await page.waitForFunction(() => document.querySelector('[data-testid="session-subtitle"]')?.textContent.includes("claude-haiku-4-5"), null, { timeout: T });
+  await byId(page, "pick-mode").selectOption("acceptEdits");
+  await page.waitForFunction(() => document.querySelector('[data-testid="session-subtitle"]')?.textContent.includes("acceptEdits"), null, { timeout: T });
+  await shot(page, "12-header-pickers");
+  // Another browser sees what was chosen: it is the server's, not this page's.
+  const other = await newPage(LAPTOP);
+  await open(other, `#s=${encodeURIComponent(sessionId)}`);
+  await other.waitForFunction(() => document.getElementById("pick-model")?.value === "claude-haiku-4-5", null, { timeout: T });
+  assert.equal(await byId(other, "pick-mode").inputValue(), "acceptEdits");
+  await other.context().close();
+
+  // --- the second turn runs with the new model; the project changes around it
+  fs.writeFileSync(notes, "before the second turn\n");
+  await input.fill("second question");
+  await input.press("Enter");
+  await byId(page, "cost-badge").nth(1).waitFor({ timeout: 60_000 });
+  assert.equal(await byId(page, "cost-badge").nth(1).getAttribute("title"), "claude-haiku-4-5", "the switched model answered");
+  fs.writeFileSync(notes, "after the second turn\n");
+  fs.writeFileSync(extra, "new\n");
+
+  // --- Rewind to here on the second message: a preview with the diff
+  await byId(page, "rewind-here").nth(1).click();
+  const dialog = byId(page, "rewind-dialog");
+  await dialog.waitFor({ state: "visible", timeout: T });
+  const fileRow = dialog.locator('[data-testid="rewind-file"][data-path="notes.txt"]');
+  await fileRow.waitFor({ timeout: T });
+  assert.equal(await fileRow.locator(".rw-op").textContent(), "modified");
+  await fileRow.locator("summary").click();
+  const diff = await fileRow.getByTestId("rewind-diff").innerText();
+  assert.match(diff, /-before the second turn/);
+  assert.match(diff, /\+after the second turn/);
+  assert.equal(await dialog.locator('[data-testid="rewind-file"][data-path="made-later.txt"] .rw-op').textContent(), "added");
+  assert.ok(await byId(page, "rewind-files").isChecked(), "files are offered");
+  assert.ok(await byId(page, "rewind-conversation").isChecked(), "the conversation is offered");
+  assert.equal(fs.readFileSync(notes, "utf8"), "after the second turn\n", "a preview changes nothing");
+  await shot(page, "13-rewind-preview");
+  await byId(page, "rewind-confirm").click();
+  await dialog.waitFor({ state: "hidden", timeout: T });
+  await byId(page, "rewound-note").waitFor({ timeout: T });
+  assert.match(await byId(page, "rewound-note").innerText(), /Rewound to before “second question”: 2 files restored, conversation cut/);
+  assert.equal(fs.readFileSync(notes, "utf8"), "before the second turn\n", "the file is as it was before the turn");
+  assert.ok(!fs.existsSync(extra), "the file made after it is gone");
+  // The undone turn stays, dimmed; the first does not.
+  const turns = page.locator("article.turn");
+  assert.match(await turns.nth(1).getAttribute("class"), /rewound/);
+  assert.doesNotMatch(await turns.nth(0).getAttribute("class"), /rewound/);
+  await shot(page, "14-rewound");
+
+  // --- Fork from here on the first answer: the copy opens
+  await byId(page, "fork-here").first().click();
+  await page.waitForFunction((id) => !location.hash.includes(id), sessionId, { timeout: T });
+  await byId(page, "forked-note").waitFor({ timeout: T });
+  const forkId = decodeURIComponent(new URL(page.url()).hash.replace(/^#s=/, ""));
+  assert.notEqual(forkId, sessionId);
+  assert.equal(await byId(page, "session-item").count(), 2);
+  assert.deepEqual(await byId(page, "user-message").allInnerTexts(), ["first question"]);
+  await input.fill("in the fork");
+  await input.press("Enter");
+  await byId(page, "cost-badge").nth(1).waitFor({ timeout: 60_000 });
+  await shot(page, "15-forked");
+  // The note leads back to the original, which has its own history.
+  await byId(page, "forked-note").getByRole("button", { name: "Open the original" }).click();
+  await page.waitForFunction((id) => location.hash.includes(id), sessionId, { timeout: T });
+  await byId(page, "rewound-note").waitFor({ timeout: T });
+  assert.deepEqual(pageErrors, []);
+
+  for (let i = 0; i < 2; i++) {
+    await byId(page, "delete-session").first().click();
+    await byId(page, "delete-session").first().click();
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="session-item"]').length === n, 1 - i, { timeout: T });
+  }
+  await page.context().close();
 });

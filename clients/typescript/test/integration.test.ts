@@ -12,8 +12,11 @@ import {
   type HarnessEvent,
   type Session,
   type SessionMode,
+  type TurnInfo,
 } from "../src/index.js";
 import { harnessServer, type TestServer } from "./harness-server.js";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
 
 let srv: TestServer;
 let client: HarnessClient;
@@ -282,6 +285,67 @@ describe("harness serve --demo", () => {
     await client.deleteSession(s.id);
     stream.close();
     await assert.rejects(client.getSession(s.id), (e: unknown) => e instanceof HarnessError && e.status === 404);
+  });
+
+  test("conversation controls: switch the model, fork in the middle, rewind files and conversation", async () => {
+    const engines = await client.engines();
+    const demo = engines.find((e) => e.available);
+    assert.ok(demo?.controls, `engines say their controls: ${JSON.stringify(engines)}`);
+
+    const s = await newSession();
+    // A switch reaches the engine: the next turn's session:init names the model.
+    const env = await client.updateSession(s.id, { model: "claude-haiku-4-5" });
+    assert.equal(env.session.model, "claude-haiku-4-5");
+    const first = await collect(await client.startTurn(s.id, "first question"));
+    const init = first.find((e) => e.type === "session:init");
+    assert.equal(init?.type === "session:init" ? init.model : undefined, "claude-haiku-4-5");
+
+    // The project changes between turns: the second turn snapshots it first.
+    writeFileSync(path.join(srv.root, "notes.txt"), "before the second turn\n");
+    await collect(await client.startTurn(s.id, "second question"));
+    writeFileSync(path.join(srv.root, "notes.txt"), "after the second turn\n");
+    const turns = await client.listTurns(s.id);
+    assert.deepEqual(turns.map((t) => t.text), ["first question", "second question"]);
+    const [t1, t2] = turns as [TurnInfo, TurnInfo];
+    assert.ok(t1.seq < t2.seq);
+    assert.ok(t2.files, "a snapshot before the second turn");
+
+    // Fork after the first turn: a new session, the source unchanged.
+    const fork = await client.forkSession(s.id, { atSeq: t1.seq });
+    assert.notEqual(fork.id, s.id);
+    const forkLog = await collect(client.sessionEvents(fork.id));
+    const forked = forkLog.find((e) => e.type === "session:forked");
+    assert.equal(forked?.type === "session:forked" ? forked.from : undefined, s.id);
+    assert.deepEqual(forkLog.filter((e) => e.type === "user:message").map((e) => (e.type === "user:message" ? e.text : "")), ["first question"]);
+    const forkTurn = await collect(await client.startTurn(fork.id, "in the fork"));
+    assert.equal(forkTurn.at(-2)?.type, "session:complete", "the fork answers");
+    assert.equal((await client.listTurns(s.id)).length, 2, "the source keeps its turns");
+
+    // Preview, then rewind files and conversation to before the second turn.
+    const p = await client.previewRewind(s.id, t2.seq);
+    const notes = p.files.find((f) => f.path === "notes.txt");
+    assert.equal(notes?.op, "modified");
+    assert.match(notes?.patch ?? "", /-before the second turn/);
+    assert.match(notes?.patch ?? "", /\+after the second turn/);
+    const res = await client.rewind(s.id, { toTurn: t2.seq, files: true, conversation: demo!.controls!.rewind });
+    assert.ok(res.files.some((f) => f.path === "notes.txt"));
+    assert.equal(readFileSync(path.join(srv.root, "notes.txt"), "utf8"), "before the second turn\n");
+    const log = await collect(client.sessionEvents(s.id));
+    const rewound = log.at(-1);
+    assert.equal(rewound?.type, "session:rewound");
+    if (rewound?.type === "session:rewound") assert.equal(rewound.toTurn, t2.seq);
+    const after = await client.listTurns(s.id);
+    assert.equal(after[1]!.rewound, demo!.controls!.rewind);
+    const next = await collect(await client.startTurn(s.id, "after the rewind"));
+    assert.equal(next.at(-1)!.type, "process:exit");
+
+    // Bad input: 404 for what does not exist, refused before sending for the rest.
+    await assert.rejects(client.forkSession("0b7e4c8a-1111-4222-8333-944455556666"), (e: unknown) => e instanceof HarnessError && e.status === 404);
+    await assert.rejects(client.rewind(s.id, { toTurn: 999_999, files: true }), (e: unknown) => e instanceof HarnessError && e.status === 404);
+    await assert.rejects(client.forkSession(s.id, { atSeq: 999_999 }), (e: unknown) => e instanceof HarnessError && e.status === 404);
+    await client.deleteSession(fork.id);
+    await client.deleteSession(s.id);
+    rmSync(path.join(srv.root, "notes.txt"), { force: true });
   });
 
   test("token auth: a request without the token is 401", async (t) => {
