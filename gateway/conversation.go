@@ -39,16 +39,6 @@ func (g *Gateway) patchSession(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, fmt.Errorf("%w: nothing to change (send one of title, persona, model, permissionMode, effort)", errBadBody))
 		return
 	}
-	if req.Persona == nil && req.Model == nil && req.PermissionMode == nil && req.Effort == nil {
-		// A rename only: it touches no turn setting.
-		s, err := g.h.SetTitle(mux.Vars(r)["id"], *req.Title)
-		if err != nil {
-			g.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, g.envelope(s))
-		return
-	}
 	s, err := g.h.UpdateSession(mux.Vars(r)["id"], harness.SessionUpdate{
 		Title: req.Title, Persona: req.Persona, Model: req.Model, PermissionMode: req.PermissionMode, Effort: req.Effort,
 	})

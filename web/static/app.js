@@ -858,7 +858,10 @@ async function openRewind(turn) {
       ? "No file changed since this turn started."
       : `${files.length} ${files.length === 1 ? "file differs" : "files differ"} from before this turn:`;
   $("rw-list").replaceChildren(...files.map(rewindFileItem));
-  const canConv = p.turn?.checkpoint !== false && engineControls().rewind;
+  // Cutting before the first turn starts the conversation afresh, which
+  // every engine can; a later cut needs an engine that can rewind.
+  const first = !state.transcript.turns.some((t) => !t.marker && t.userSeq !== null && t.userSeq < turn.userSeq);
+  const canConv = first || engineControls().rewind;
   $("rw-conv").disabled = !canConv;
   $("rw-conv").checked = canConv;
   $("rw-conv-note").textContent = canConv ? "" : `The ${currentEngine()} engine cannot cut its conversation here.`;

@@ -168,7 +168,8 @@ export const TurnInfoSchema = z.looseObject({
   /** The seq of the turn's user:message: toTurn of a rewind. */
   seq: z.number().int(),
   text: z.string(),
-  /** The conversation can be cut before this turn. */
+  /** The engine reported a position after this turn: the conversation
+   * can be cut right after it. */
   checkpoint: z.boolean(),
   /** A snapshot of the project's files from before this turn exists. */
   files: z.boolean(),
