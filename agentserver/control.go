@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/checkpoint"
+	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/session"
 )
 
@@ -30,6 +34,11 @@ import (
 //	                at least one of them. The event streams get a rewound event. 409 while a turn
 //	                runs, 404 no such turn (or no file snapshot before it), 422 the engine cannot
 //	                cut its conversation or the project is too large to snapshot, 503 no git
+//	GET  /rewind    ?turns=N | ?toTurn=S → 200 {"toTurn", "text", "files": [{path, op}], "filesError"?}:
+//	                what POST /rewind with the same turn would undo, changing nothing: the turn's
+//	                message and the files that would be restored; filesError says why its files
+//	                cannot be (no snapshot before it, too large, no git), its conversation may
+//	                still be cut. 404 no such turn, 400 a bad query
 //
 // Event stream ids after a session event are seqs of the new session.
 
@@ -183,27 +192,103 @@ func (s *Server) Rewind(ctx context.Context, toTurn int64, n int, o harness.Rewi
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
 	id := s.SessionID()
-	if toTurn == 0 {
-		n = max(n, 1)
-		turns, err := s.h.Turns(id)
-		if err != nil {
-			return harness.RewindResult{}, err
-		}
-		var live []int64
-		for _, t := range turns {
-			if !t.Rewound {
-				live = append(live, t.Seq)
-			}
-		}
-		if n > len(live) {
-			return harness.RewindResult{}, fmt.Errorf("%w: %d turn(s) to undo, not %d", harness.ErrSeqNotFound, len(live), n)
-		}
-		toTurn = live[len(live)-n]
+	t, err := s.target(id, toTurn, n)
+	if err != nil {
+		return harness.RewindResult{}, err
 	}
-	o.ToTurn = toTurn
+	o.ToTurn = t.Seq
 	res, err := s.h.Rewind(ctx, id, o)
 	s.mu.Lock()
 	s.wakeLocked() // the session:rewound record (also after a partial failure)
 	s.mu.Unlock()
 	return res, err
 }
+
+// target is the turn a rewind of session id goes back to: the one whose
+// user:message is seq toTurn, or (toTurn 0) the n-th last turn not undone
+// yet (n 0 = 1). It fails with harness.ErrSeqNotFound.
+func (s *Server) target(id string, toTurn int64, n int) (harness.TurnInfo, error) {
+	turns, err := s.h.Turns(id)
+	if err != nil {
+		return harness.TurnInfo{}, err
+	}
+	if toTurn != 0 {
+		for _, t := range turns {
+			if t.Seq == toTurn {
+				return t, nil
+			}
+		}
+		return harness.TurnInfo{}, fmt.Errorf("%w: %d is not the seq of a turn of this session (GET /turns)", harness.ErrSeqNotFound, toTurn)
+	}
+	var live []harness.TurnInfo
+	for _, t := range turns {
+		if !t.Rewound {
+			live = append(live, t)
+		}
+	}
+	n = max(n, 1)
+	if n > len(live) {
+		return harness.TurnInfo{}, fmt.Errorf("%w: %d turn(s) to undo, not %d", harness.ErrSeqNotFound, len(live), n)
+	}
+	return live[len(live)-n], nil
+}
+
+// RewindPreview is what GET /rewind answers.
+type RewindPreview struct {
+	ToTurn     int64        `json:"toTurn"`
+	Text       string       `json:"text"`
+	Files      []FileChange `json:"files"`
+	FilesError string       `json:"filesError,omitempty"`
+}
+
+// FileChange is a file a rewind would restore: its path in the project and
+// op, as from the snapshot to the files now (added, modified, deleted).
+type FileChange struct {
+	Path string `json:"path"`
+	Op   string `json:"op"`
+}
+
+func (s *Server) previewRewind(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var toTurn int64
+	var n int
+	var err error
+	if v := q.Get("toTurn"); v != "" {
+		if toTurn, err = strconv.ParseInt(v, 10, 64); err != nil || toTurn <= 0 {
+			writeError(w, fmt.Errorf("%w: toTurn must be a turn's seq, got %s", ErrBadBody, httpguard.Quote(v)))
+			return
+		}
+	}
+	if v := q.Get("turns"); v != "" {
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 || n > MaxRewindTurns || toTurn != 0 {
+			writeError(w, fmt.Errorf("%w: turns must be 1 to %d (and toTurn not given), got %s", ErrBadBody, MaxRewindTurns, httpguard.Quote(v)))
+			return
+		}
+	}
+	id := s.SessionID()
+	t, err := s.target(id, toTurn, n)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := RewindPreview{ToTurn: t.Seq, Text: t.Text, Files: []FileChange{}}
+	ctx, cancel := context.WithTimeout(r.Context(), previewTimeout)
+	defer cancel()
+	changes, err := s.h.FilesDiff(ctx, id, t.Seq)
+	switch {
+	case err == nil:
+		for _, c := range changes {
+			out.Files = append(out.Files, FileChange{Path: c.Path, Op: c.Op})
+		}
+	case errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrNoGit),
+		errors.Is(err, checkpoint.ErrUnsafeStore):
+		out.FilesError = httpguard.Clip(err.Error())
+	default:
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// previewTimeout bounds GET /rewind's diff of the project's files.
+const previewTimeout = time.Minute

@@ -218,7 +218,25 @@ func TestRewindFiles(t *testing.T) {
 	made, changed := filepath.Join(e.root, "made-after.txt"), filepath.Join(e.root, "hello.go")
 	os.WriteFile(made, []byte("x"), 0o644)
 	os.WriteFile(changed, []byte("package changed\n"), 0o644)
-	code, body := e.post("/rewind", `{"files":true}`)
+	// The preview says what would be undone and changes nothing.
+	code, body := e.get("/rewind?turns=1")
+	var pv RewindPreview
+	if json.Unmarshal([]byte(body), &pv); code != 200 || pv.Text != "second" || pv.FilesError != "" ||
+		fmt.Sprint(pv.Files) != "[{hello.go modified} {made-after.txt added}]" {
+		t.Fatalf("GET /rewind?turns=1: %d %s", code, body)
+	}
+	if code, body := e.get(fmt.Sprintf("/rewind?toTurn=%d", pv.ToTurn)); code != 200 || !strings.Contains(body, "made-after.txt") {
+		t.Fatalf("GET /rewind?toTurn: %d %s", code, body)
+	}
+	if _, err := os.Stat(made); err != nil {
+		t.Fatal("the preview changed the files")
+	}
+	for q, want := range map[string]int{"turns=3": 404, "toTurn=99999": 404, "turns=x": 400, "turns=0": 400, "toTurn=-1": 400, "turns=1&toTurn=1": 400} {
+		if code, body := e.get("/rewind?" + q); code != want {
+			t.Errorf("GET /rewind?%s: %d %s, want %d", q, code, body, want)
+		}
+	}
+	code, body = e.post("/rewind", `{"files":true}`)
 	if code != 200 || !strings.Contains(body, "made-after.txt") || !strings.Contains(body, "hello.go") || !strings.Contains(body, `"conversation":false`) {
 		t.Fatalf("POST /rewind files: %d %s", code, body)
 	}

@@ -14,8 +14,9 @@
 //	GET  /turns     the session's turns (for /rewind and /fork)
 //	POST /fork      {"atSeq"?}: fork the session; the server serves the fork from then on
 //	POST /rewind    {"toTurn"? | "turns"?, "files"?, "conversation"?}: undo turns (files, conversation or both)
+//	GET  /rewind    ?turns=N | ?toTurn=S: what that rewind would undo (the files it would restore)
 //
-// (control.go has the details of the last five: bodies, answers, errors.)
+// (control.go has the details of the last six: bodies, answers, errors.)
 //
 // Events are JSON objects with "type" and "timestamp" (Unix ms, when the
 // server sent it):
@@ -181,6 +182,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /turns", s.turns)
 	mux.HandleFunc("POST /fork", s.fork)
 	mux.HandleFunc("POST /rewind", s.rewind)
+	mux.HandleFunc("GET /rewind", s.previewRewind)
 	s.handler = guard.Wrap(mux)
 	return s, nil
 }

@@ -72,6 +72,7 @@ func TestCommandKeys(t *testing.T) {
 			calls = append(calls, fmt.Sprintf("rewind:%d:%v:%v", n, files, conv))
 			return nil
 		},
+		Preview: func(n int) tea.Cmd { calls = append(calls, fmt.Sprintf("preview:%d", n)); return nil },
 	}
 	enter := func(s string) {
 		for _, r := range s {
@@ -100,9 +101,15 @@ func TestCommandKeys(t *testing.T) {
 	expect("rewind:2:true:false")
 
 	enter("/rewind")
-	expect()
+	expect("preview:1")
 	if f := plain(m.Frame()); !strings.Contains(f, "Rewind 1 turn: f files · c conversation · b both · Esc cancel") {
 		t.Fatalf("no question:\n%s", f)
+	}
+	m.Update(PreviewMsg{Turns: 2, Text: "stale"}) // another question's: ignored
+	m.Update(PreviewMsg{Turns: 1, Text: "make   a\nfile", Files: []string{"a.go (modified)", "b.txt (added)"}})
+	if f := strings.Join(strings.Fields(plain(m.Frame())), " "); !strings.Contains(f,
+		"Rewind 1 turn (to before “make a file”; files to restore: a.go (modified), b.txt (added)): f files · c conversation · b both · Esc cancel") {
+		t.Fatalf("no preview in the question:\n%s", f)
 	}
 	key('x') // not an answer: typed
 	m.Update(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
@@ -113,11 +120,11 @@ func TestCommandKeys(t *testing.T) {
 	}
 	enter("/rewind 3")
 	key('b')
-	expect("rewind:3:true:true")
+	expect("preview:3", "rewind:3:true:true")
 	enter("/rewind")
 	m.Update(tea.KeyPressMsg{Code: tea.KeyEscape})
 	key('f')
-	expect()
+	expect("preview:1")
 	if string(m.input) != "f" {
 		t.Fatalf("after Esc, f is text: input %q", string(m.input))
 	}
@@ -145,6 +152,16 @@ func TestCommandKeys(t *testing.T) {
 	if !strings.Contains(f, "✗ command: /rewind [N]") || !strings.Contains(f, "✗ command: /model takes one name") {
 		t.Fatalf("malformed commands are not explained:\n%s", f)
 	}
+
+	// A preview that fails (no turn to undo) ends the question and says why.
+	enter("/rewind 5")
+	m.Update(PreviewMsg{Turns: 5, Err: errors.New("/rewind refused (404): 2 turn(s) to undo, not 5")})
+	if f := plain(m.Frame()); strings.Contains(f, "Rewind 5 turns") || !strings.Contains(f, "✗ /rewind refused (404): 2 turn(s) to undo, not 5") {
+		t.Fatalf("a failed preview:\n%s", f)
+	}
+	key('f')
+	expect("preview:5")
+	m.Update(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
 
 	enter("/help")
 	if !m.help || !strings.Contains(plain(m.Frame()), "/rewind [N]") {
@@ -182,5 +199,24 @@ func TestCommandResults(t *testing.T) {
 	}
 	if got := rewoundText(Event{Conversation: &no}); got != "Rewound: nothing had changed" {
 		t.Errorf("an empty rewind: %q", got)
+	}
+}
+
+func TestPreviewText(t *testing.T) {
+	var many []string
+	for i := range 8 {
+		many = append(many, fmt.Sprintf("f%d (added)", i))
+	}
+	for _, c := range []struct {
+		p    PreviewMsg
+		want string
+	}{
+		{PreviewMsg{Text: strings.Repeat("x", 50)}, " (to before “" + strings.Repeat("x", 40) + "…”; no file changed since)"},
+		{PreviewMsg{Text: "hi", FilesError: "no file snapshot"}, " (to before “hi”; its files cannot be restored (no file snapshot))"},
+		{PreviewMsg{Text: "hi", Files: many}, " (to before “hi”; files to restore: f0 (added), f1 (added), f2 (added), f3 (added), f4 (added) and 3 more)"},
+	} {
+		if got := previewText(c.p); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
+		}
 	}
 }

@@ -43,6 +43,16 @@ type (
 		Text string
 		Err  bool
 	}
+	// PreviewMsg is what a /rewind of Turns turns would undo: the turn's
+	// message, the files it would restore ("path (op)"), or why its files
+	// cannot be (FilesError); Err when the preview failed (no such turn).
+	PreviewMsg struct {
+		Turns      int
+		Text       string
+		Files      []string
+		FilesError string
+		Err        error
+	}
 )
 
 // Actions are what the model asks its runner to do (the HTTP calls).
@@ -60,6 +70,9 @@ type Actions struct {
 	// Rewind undoes the last turns: their files, their conversation or
 	// both (/rewind).
 	Rewind func(turns int, files, conversation bool) tea.Cmd
+	// Preview asks what undoing the last turns would change (a PreviewMsg),
+	// shown while /rewind asks; nil: the question shows no preview.
+	Preview func(turns int) tea.Cmd
 }
 
 // Model is the TUI's state: the conversation, the status, the input.
@@ -80,6 +93,7 @@ type Model struct {
 	selected string   // text chosen for copying (the last assistant part)
 	asking   *part    // the approval card waiting for a, d or w
 	rewind   *Command // a /rewind waiting for f, c or b
+	preview  string   // what it would undo, once known
 	stopping bool     // Ctrl+C sent during a turn
 }
 
@@ -106,6 +120,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.conn = string(msg)
 	case ErrMsg:
 		m.status, m.statusM = "error", msg.Err.Error()
+	case PreviewMsg:
+		if m.rewind == nil || m.rewind.Turns != msg.Turns {
+			break // answered or cancelled meanwhile
+		}
+		if msg.Err != nil {
+			m.rewind, m.preview = nil, ""
+			m.parts = append(m.parts, &part{kind: "info", text: msg.Err.Error(), isError: true})
+			break
+		}
+		m.preview = previewText(msg)
 	case NoteMsg:
 		m.parts = append(m.parts, &part{kind: "info", text: msg.Text, isError: msg.Err})
 		if m.scroll > 0 {
@@ -137,11 +161,11 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		case "b":
 			c.Files, c.Conversation = true, true
 		case "esc":
-			m.rewind = nil
+			m.rewind, m.preview = nil, ""
 			return nil
 		}
 		if c.Files || c.Conversation {
-			m.rewind = nil
+			m.rewind, m.preview = nil, ""
 			return m.run(c)
 		}
 	}
@@ -220,7 +244,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.input = append(m.input, '?')
 	case "esc":
 		m.selected = ""
-		m.rewind = nil
+		m.rewind, m.preview = nil, ""
 	case "backspace":
 		if len(m.input) > 0 {
 			m.input = m.input[:len(m.input)-1]
@@ -456,7 +480,7 @@ func (m *Model) statusLine() string {
 		status = "Waiting for your answer: " + m.asking.name + " (a allow · d deny · w always)"
 	}
 	if m.rewind != nil {
-		status = "Rewind " + turnsText(m.rewind.Turns) + ": f files · c conversation · b both · Esc cancel"
+		status = "Rewind " + turnsText(m.rewind.Turns) + m.preview + ": f files · c conversation · b both · Esc cancel"
 	}
 	if m.conn != "" {
 		status = strings.TrimSpace(status + "  [" + m.conn + "]")
@@ -594,7 +618,10 @@ func (m *Model) run(c Command) tea.Cmd {
 			return refuse("/rewind is not available here")
 		}
 		if !c.Files && !c.Conversation {
-			m.rewind = &c // ask
+			m.rewind, m.preview = &c, "" // ask
+			if m.act.Preview != nil {
+				return m.act.Preview(c.Turns)
+			}
 			return nil
 		}
 		return m.act.Rewind(c.Turns, c.Files, c.Conversation)
@@ -620,4 +647,27 @@ func rewoundText(ev Event) string {
 		what = append(what, "nothing had changed")
 	}
 	return "Rewound: " + strings.Join(what, "; ")
+}
+
+// previewText is the question's account of what a rewind would undo:
+// ` (to before “…”; files to restore: a.go (modified), …)`.
+func previewText(p PreviewMsg) string {
+	text := []rune(strings.Join(strings.Fields(p.Text), " "))
+	if len(text) > 40 {
+		text = append(text[:40], '…')
+	}
+	var files string
+	switch {
+	case p.FilesError != "":
+		files = "its files cannot be restored (" + p.FilesError + ")"
+	case len(p.Files) == 0:
+		files = "no file changed since"
+	default:
+		shown := p.Files[:min(len(p.Files), 5)]
+		files = "files to restore: " + strings.Join(shown, ", ")
+		if n := len(p.Files) - len(shown); n > 0 {
+			files += fmt.Sprintf(" and %d more", n)
+		}
+	}
+	return " (to before “" + string(text) + "”; " + files + ")"
 }

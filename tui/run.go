@@ -76,7 +76,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	c := &client{url: strings.TrimRight(opts.URL, "/"), token: opts.Token, http: &http.Client{}}
 	m := NewModel(DefaultTheme, Actions{Prompt: c.prompt, Cancel: c.cancel, Approve: c.approve, Copy: copyOSC52,
-		Switch: c.switchTo, Fork: c.fork, Rewind: c.rewind}, LoadHistory(opts.HistoryFile))
+		Switch: c.switchTo, Fork: c.fork, Rewind: c.rewind, Preview: c.preview}, LoadHistory(opts.HistoryFile))
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
 	if opts.In != nil {
 		popts = append(popts, tea.WithInput(opts.In))
@@ -153,6 +153,41 @@ func (c *client) call(path, what string, body []byte, v any) error {
 
 // requestTimeout bounds a command's request (a rewind restores files).
 const requestTimeout = 2 * time.Minute
+
+// preview is what /rewind asks with: GET /rewind?turns=N.
+func (c *client) preview(turns int) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		resp, err := c.req(ctx, "GET", fmt.Sprintf("/rewind?turns=%d", turns), nil)
+		if err != nil {
+			return PreviewMsg{Turns: turns, Err: err}
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var p struct {
+			Text  string `json:"text"`
+			Files []struct {
+				Path string `json:"path"`
+				Op   string `json:"op"`
+			} `json:"files"`
+			FilesError string `json:"filesError"`
+			Error      string `json:"error"`
+		}
+		if jerr := json.Unmarshal(b, &p); resp.StatusCode != 200 || jerr != nil {
+			why := p.Error
+			if why == "" {
+				why = strings.TrimSpace(string(b))
+			}
+			return PreviewMsg{Turns: turns, Err: fmt.Errorf("/rewind refused (%d): %s", resp.StatusCode, why)}
+		}
+		out := PreviewMsg{Turns: turns, Text: p.Text, FilesError: p.FilesError}
+		for _, f := range p.Files {
+			out.Files = append(out.Files, f.Path+" ("+f.Op+")")
+		}
+		return out
+	}
+}
 
 // switchTo is /model, /agent and /mode: POST /session.
 func (c *client) switchTo(what, name string) tea.Cmd {

@@ -98,8 +98,8 @@ func TestRealTerminal(t *testing.T) {
 	run("send-keys", "-t", "t", "C-u")
 
 	// Commands: a switch, a fork (the server moves; the stream says so)
-	// and a rewind asked on the screen, answered with c, each shown; the
-	// next turn runs in the fork.
+	// and a rewind asked on the screen (with what it would undo), answered
+	// with c, each shown; the next turn runs in the fork.
 	command := func(line, want string) {
 		t.Helper()
 		run("send-keys", "-t", "t", "-l", line)
@@ -108,7 +108,10 @@ func TestRealTerminal(t *testing.T) {
 	}
 	command("/model demo-two", "» The next turns run with model demo-two")
 	command("/fork", "» Forked: this is now session")
-	command("/rewind", "Rewind 1 turn: f files · c conversation · b both · Esc cancel")
+	command("/rewind", "Rewind 1 turn (to before “a long one please”;")
+	waitFor("the whole question", func(s string) bool {
+		return strings.Contains(strings.Join(strings.Fields(s), " "), "): f files · c conversation · b both · Esc cancel")
+	})
 	run("send-keys", "-t", "t", "-l", "c")
 	waitFor("the rewind's result", has("» Rewound: the conversation continues from before that turn"))
 	run("send-keys", "-t", "t", "-l", "what is in this project, in the fork")
