@@ -15,6 +15,7 @@ import (
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/session"
 )
 
 // Conversation control (switch, fork, rewind) on the real Claude Code CLI
@@ -642,5 +643,40 @@ func TestRewindDropsTheWarmAgent(t *testing.T) {
 	e.ask(s.ID, "say CHARLIE")
 	if h := requestHistory(lastRequest(t, e)); !strings.Contains(h, "answer to ALPHA") || strings.Contains(h, "BRAVO") {
 		t.Errorf("request after the rewind %q", h)
+	}
+}
+
+// A cut whose point is gone (here: the native history file emptied) is
+// taken as a lost conversation: the turn says so, runs in a fresh one,
+// and the session is not left with a cut no turn can take.
+func TestCutWhosePointIsGone(t *testing.T) {
+	e := newTestEnv(t, nil)
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: engine.Anthropic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+		return claudetest.TextReply("answer to " + lastWord(r.LastUserText()))
+	})
+	e.ask(s.ID, "say ALPHA")
+	e.ask(s.ID, "say BRAVO")
+	seqs := e.userSeqs(s.ID)
+	if _, err := e.h.Rewind(context.Background(), s.ID, RewindOptions{ToTurn: seqs[1], Conversation: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.h.Session(s.ID)
+	if got.Pending == nil || got.Pending.ResumeAt == "" {
+		t.Fatalf("pending %+v", got.Pending)
+	}
+	writeFile(t, filepath.Join(session.StateDir(e.root, s.ID), "native-"+got.Pending.Resume+".json"), "[]")
+	evs := e.ask(s.ID, "say CHARLIE")
+	if errs := ofType(evs, event.TypeSessionError); len(errs) != 1 || errs[0].Error.Kind != event.ErrorResumeNotFound {
+		t.Errorf("session:error %+v", errs)
+	}
+	if h := requestHistory(lastRequest(t, e)); h != "say CHARLIE" {
+		t.Errorf("request %q, want a fresh conversation", h)
+	}
+	if got, _ := e.h.Session(s.ID); got.Pending != nil {
+		t.Errorf("the cut is still pending: %+v", got.Pending)
 	}
 }

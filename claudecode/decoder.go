@@ -817,7 +817,9 @@ func (m *mapper) classify(r ResultInfo) *event.SessionError {
 	case m.interruptRequested.Load() || m.sawInterruptMarker:
 		se.Kind = event.ErrorInterrupted
 		se.Error = "interrupted"
-	case strings.Contains(detail, "No conversation found"):
+	case strings.Contains(detail, "No conversation found"), strings.Contains(detail, "No message found with message.uuid"):
+		// The second: --resume-session-at named a message the transcript
+		// no longer has (a cut whose point is gone, as the conversation).
 		se.Kind = event.ErrorResumeNotFound
 		se.Error = detail
 	case strings.Contains(detail, "Not logged in") || strings.Contains(detail, "Invalid API key"):

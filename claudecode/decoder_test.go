@@ -57,6 +57,12 @@ func TestDecoderMapping(t *testing.T) {
 			want:  `{"type":"session:retry","sessionId":"s","attempt":3,"maxRetries":10,"delayMs":2303,"error":"API unreachable"}`,
 		},
 		{
+			// Recorded from the real CLI (2.1.329; usage shortened): --resume-session-at a uuid the transcript lacks.
+			name:  "a cut whose message is gone",
+			input: `{"type":"result","subtype":"error_during_execution","duration_ms":0,"duration_api_ms":0,"is_error":true,"num_turns":0,"stop_reason":null,"session_id":"5c1e1363-3fb4-4ba0-b4d3-f14ac1efbb47","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0},"modelUsage":{},"permission_denials":[],"uuid":"d9f0d2b3-b5b8-47af-b3ef-b352e506b1d9","errors":["No message found with message.uuid of: 11111111-2222-4333-8444-555555555555"],"result_index":0}`,
+			want:  `{"type":"session:error","sessionId":"s","error":"No message found with message.uuid of: 11111111-2222-4333-8444-555555555555","kind":"resume_not_found","subtype":"error_during_execution"}`,
+		},
+		{
 			name:  "thinking",
 			input: `{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}}`,
 			want:  `{"type":"thinking:delta","sessionId":"s","text":"hmm"}`,

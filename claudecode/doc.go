@@ -63,7 +63,9 @@
 // is the last assistant message of the turn to keep (session:complete's
 // Checkpoint, read from the turn's top-level assistant frames; verified
 // on 2.1.329 against the fake API: the next request holds the
-// conversation up to that message only). A resumed conversation keeps
+// conversation up to that message only; a uuid the transcript lacks ends
+// the turn with "No message found with message.uuid", mapped to
+// resume_not_found like a lost conversation). A resumed conversation keeps
 // its first turn's --append-system-prompt-file, so when
 // Request.PromptChanged (a persona switched) the new prompt travels at
 // the head of the turn's message (MessageFor), once.

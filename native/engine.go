@@ -285,8 +285,10 @@ func (t *Turn) run() {
 		data, err := os.ReadFile(t.historyPath(conv))
 		if err == nil && t.req.ResumeAt != "" {
 			if data, err = cutHistory(data, t.req.ResumeAt); err != nil {
-				// Not a lost conversation: a cut this one cannot make.
-				t.finish(&event.SessionError{Error: "conversation " + conv + " cannot be cut there: " + err.Error(), Kind: event.ErrorExecution}, 0, 0)
+				// The point to cut at is gone, as a lost conversation is (the
+				// core then starts a fresh one, and says so): a session is
+				// never stuck on a cut no turn can take.
+				t.finish(&event.SessionError{Error: "conversation " + conv + " cannot be cut there: " + err.Error(), Kind: event.ErrorResumeNotFound}, 0, 0)
 				return
 			}
 		}

@@ -251,10 +251,11 @@ func TestEngineForkAndCut(t *testing.T) {
 	if h := history(); h != "Q1|A1|Q2|A2|Q4|" {
 		t.Errorf("the original after the fork %q", h)
 	}
-	// Beyond the history: the turn fails, nothing is sent.
+	// Beyond the history: the turn fails as a lost conversation would (the
+	// core starts a fresh one), nothing is sent.
 	n := len(f.api.Requests())
 	evs = run(engine.Request{Message: "Q5", Resume: conv, ResumeAt: "99"})
-	if evs[0].Type != event.TypeSessionError || evs[0].Error.Kind != event.ErrorExecution || len(f.api.Requests()) != n {
+	if evs[0].Type != event.TypeSessionError || evs[0].Error.Kind != event.ErrorResumeNotFound || len(f.api.Requests()) != n {
 		t.Errorf("cut beyond the history: %v", types(evs))
 	}
 	for _, bad := range []engine.Request{{Message: "x", ResumeAt: "2"}, {Message: "x", Fork: true}, {Message: "x", Resume: conv, ResumeAt: "two"}} {
