@@ -189,6 +189,16 @@ func TestCommandResults(t *testing.T) {
 	}
 	golden(t, "commands", m.Frame())
 
+	// /rewind's question with its preview, on the status line.
+	q := scripted(80, 16, Event{Type: "user", Content: "make a file"}, Event{Type: "text", Content: "made"}, Event{Type: "status", State: "idle"})
+	q.act.Rewind = func(int, bool, bool) tea.Cmd { return nil }
+	for _, r := range "/rewind" {
+		q.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	q.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	q.Update(PreviewMsg{Turns: 1, Text: "make a file", Files: []string{"made.txt (added)", "main.go (modified)"}})
+	golden(t, "rewind-question", q.Frame())
+
 	var many []string
 	for i := range 15 {
 		many = append(many, fmt.Sprintf("f%d", i))
