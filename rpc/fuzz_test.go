@@ -66,7 +66,8 @@ func FuzzDecode(f *testing.F) {
 // FuzzControlParams: the conversation control methods answer any params
 // with one valid response line (a result, or an error with a code the
 // protocol has), and never panic. The server has a thread without turns
-// ("fresh") and knows no other; nothing reaches a model.
+// ("fresh") and knows no other; nothing reaches a model. Inputs it found
+// are kept in testdata.
 func FuzzControlParams(f *testing.F) {
 	for _, s := range []string{
 		`{"threadId":"fresh"}`, `{"threadId":"fresh","atSeq":3}`, `{"threadId":"fresh","toTurn":"turn_x","files":true}`,
