@@ -203,10 +203,28 @@ func TestConversationControls(t *testing.T) {
 	if got := strings.Join(s.lastUserTexts(), "|"); got != "first question|fork question" {
 		t.Fatalf("the fork sent %q", got)
 	}
+	// Switch the persona between turns: its prompt reaches the next request.
+	if err := os.MkdirAll(filepath.Join(s.root, "agents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("agents/AGENT_PLANNER.md", "---\ndescription: plans\n---\nYou are PLANNER-7: plan, do not build.\n")
+	if code, out := s.do("PATCH", "/api/harness/session/"+id, `{"persona":"PLANNER"}`); code != 200 || !strings.Contains(out, `"persona":"PLANNER"`) {
+		t.Fatalf("patch persona: %d %s", code, out)
+	}
 	s.api.Script(claudetest.TextReply("third answer"))
 	s.turnSSE(id, "third question")
 	if got := strings.Join(s.lastUserTexts(), "|"); got != "first question|second question|third question" {
 		t.Fatalf("the original sent %q", got)
+	}
+	if sys := strings.Join(s.api.Requests()[len(s.api.Requests())-1].System, "\n"); !strings.Contains(sys, "PLANNER-7") {
+		t.Fatalf("the turn after PATCH persona had the system prompt %q", sys)
+	}
+	// "" goes back to no persona.
+	if code, out := s.do("PATCH", "/api/harness/session/"+id, `{"persona":""}`); code != 200 || !strings.Contains(out, `"persona":null`) {
+		t.Fatalf("patch persona back: %d %s", code, out)
+	}
+	if err := os.RemoveAll(filepath.Join(s.root, "agents")); err != nil {
+		t.Fatal(err)
 	}
 
 	// Rewind files and conversation to before the second turn.
@@ -291,6 +309,7 @@ func TestConversationErrors(t *testing.T) {
 		{"GET", fmt.Sprintf("%s/rewind?toTurn=%d", sp, seq+1), "", 404},
 		// A persona that does not exist, a permission mode or effort that is not one.
 		{"PATCH", sp, `{"persona":"no-such-persona"}`, 404},
+		{"PATCH", sp, `{"persona":"../../etc/passwd"}`, 400},
 		{"PATCH", sp, `{"permissionMode":"yolo"}`, 400},
 		{"PATCH", sp, `{"effort":"maximal"}`, 400},
 		{"PATCH", sp, `{"model":"` + strings.Repeat("m", 100<<10) + `"}`, 400},
