@@ -115,6 +115,7 @@ type agentOptions struct {
 	allowHosts, allowOrigins stringList
 	heartbeat                time.Duration
 	enginesFile              string
+	mcp                      mcpConfigFlag
 	set                      map[string]bool // the flags given
 }
 
@@ -138,6 +139,7 @@ func agentFlags(cmd *cobra.Command, o *agentOptions, withEngines bool) {
 	flagDemo(cmd, &o.demo)
 	flagNoCheckpoints(cmd, &o.noCheckpoints)
 	flagClaudeBin(cmd, &o.claudeBin, " (--engine claude-code)")
+	flagMCPConfig(cmd, &o.mcp)
 }
 
 // flagsSet records which flags cmd was given.
@@ -262,6 +264,7 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 		DefaultPermissionMode: "default", PermissionMode: o.permissionMode,
 		Approvals: true, ApprovalTimeout: o.approvalTimeout, WarmTurns: o.warm, DefaultEngine: engine.Anthropic,
 		Checkpoints: harness.CheckpointConfig{Off: o.noCheckpoints},
+		MCP:         o.mcp.Config(),
 	}
 	if o.demo {
 		undo, err := setUpDemo(&cfg, stderr)

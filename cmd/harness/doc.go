@@ -23,6 +23,12 @@
 // Run `harness COMMAND --help` (or -h, or `harness help COMMAND`) for a
 // command's flags: help goes to stdout and exits 0, for every command.
 //
+// MCP servers: serve, agent serve, tui, rpc and turn take --mcp-config
+// FILE (.mcp.json form, repeatable): harness.Config.MCP, merged over each
+// project's .mcp.json and under a persona's mcp_servers. A turn run
+// straight on an engine (turn without --session/--persona) gets the
+// project's .mcp.json and the flag's servers the same way.
+//
 // Exit status: 0 success, 1 failure, 2 a usage error (an unknown flag or
 // command, a missing or extra argument, a malformed value: the message
 // names it on stderr, nothing goes to stdout), 130 a turn interrupted.

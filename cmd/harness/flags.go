@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/engines"
+	"github.com/chirality/harness/mcpconfig"
 	"github.com/chirality/harness/persona"
 )
 
@@ -217,4 +219,39 @@ func (s *stringList) Set(v string) error {
 		}
 	}
 	return nil
+}
+
+// mcpConfigFlag is --mcp-config: MCP server files in Claude Code's
+// .mcp.json form, read when the flag is parsed (a file that cannot be read
+// or parsed is a usage error naming it: exit 2), later files replacing
+// same-named servers of earlier ones. The result is harness.Config.MCP:
+// the core merges it over each project's .mcp.json and under a persona's
+// mcp_servers selection.
+type mcpConfigFlag struct {
+	files []string
+	cfg   *mcpconfig.Config
+}
+
+func (f *mcpConfigFlag) String() string { return strings.Join(f.files, ",") }
+
+func (f *mcpConfigFlag) Type() string { return "file" }
+
+func (f *mcpConfigFlag) Set(path string) error {
+	c, err := mcpconfig.Load(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	f.files, f.cfg = append(f.files, path), mcpconfig.Merge(f.cfg, c)
+	return nil
+}
+
+// Config is the servers given (nil: no --mcp-config).
+func (f *mcpConfigFlag) Config() *mcpconfig.Config { return f.cfg }
+
+// --mcp-config: MCP servers every session's agent gets.
+func flagMCPConfig(cmd *cobra.Command, p *mcpConfigFlag) {
+	cmd.Flags().Var(p, "mcp-config", "MCP servers for every session's agent, in .mcp.json form ({\"mcpServers\": {NAME: {command, args, env} | {type: \"http\", url, headers}}}; repeatable, later files win); merged over each project's .mcp.json, under a persona's mcp_servers")
+	_ = cmd.RegisterFlagCompletionFunc("mcp-config", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"json"}, cobra.ShellCompDirectiveFilterFileExt
+	})
 }

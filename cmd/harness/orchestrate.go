@@ -74,7 +74,7 @@ func runOrchestrated(f *turnFlags, message string, childEnv, allowed []string, s
 		Roots: []string{root}, Logger: &logger, Aliases: engines.Aliases,
 		Engines:        engines.Builtin(engines.Config{ClaudeBinary: f.claudeBin, ChildEnv: childEnv, Logger: &logger}),
 		PermissionMode: f.permissionMode, MaxTurns: f.maxTurns,
-		ChildEnv: childEnv, AllowedTools: allowed, Approvals: tty,
+		ChildEnv: childEnv, AllowedTools: allowed, Approvals: tty, MCP: f.mcp.Config(),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "harness turn:", userError(err))

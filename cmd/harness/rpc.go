@@ -34,6 +34,7 @@ type rpcOptions struct {
 	cwd, claudeBin, perm, enginesFile string
 	timeout, grace                    time.Duration
 	demo, verbose, noCheckpoints      bool
+	mcp                               mcpConfigFlag
 }
 
 func (c *cli) rpcCmd() *cobra.Command {
@@ -52,6 +53,7 @@ func (c *cli) rpcCmd() *cobra.Command {
 	flagDemo(cmd, &o.demo)
 	flagNoCheckpoints(cmd, &o.noCheckpoints)
 	flagEngines(cmd, &o.enginesFile)
+	flagMCPConfig(cmd, &o.mcp)
 	flagVerbose(cmd, &o.verbose, "log to stderr")
 	cmd.Flags().DurationVar(&o.grace, "grace", rpc.DefaultGrace, "at the end of input or on SIGTERM/SIGINT: how long running turns get to stop before they are killed")
 	return cmd
@@ -86,7 +88,7 @@ func (c *cli) rpc(o *rpcOptions) int {
 	}
 	cfg := harness.Config{Roots: []string{dir}, Logger: &logger, DefaultPermissionMode: o.perm,
 		Approvals: true, ApprovalTimeout: o.timeout, Aliases: engines.Aliases,
-		Checkpoints: harness.CheckpointConfig{Off: o.noCheckpoints}}
+		Checkpoints: harness.CheckpointConfig{Off: o.noCheckpoints}, MCP: o.mcp.Config()}
 	if o.demo {
 		d, err := engines.StartDemo(engines.DemoOptions{})
 		if err != nil {

@@ -39,6 +39,7 @@ type serveFlags struct {
 	noCheckpoints                                    bool
 	engine                                           string
 	enginesFile                                      string
+	mcp                                              mcpConfigFlag
 }
 
 func (c *cli) serveCmd() *cobra.Command {
@@ -89,6 +90,7 @@ on http://ADDR"; the log goes to stderr.
 	flagEngine(cmd, &f.engine, "claude-code", "engine of sessions that name none, or one of --engines")
 	flagNoCheckpoints(cmd, &f.noCheckpoints)
 	flagEngines(cmd, &f.enginesFile)
+	flagMCPConfig(cmd, &f.mcp)
 	return cmd
 }
 
@@ -152,7 +154,7 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 		PermissionMode: f.permissionMode, AllowBypass: f.allowBypass, MaxTurns: f.maxTurns,
 		AllowedTools: f.allowedTools, Logger: &logger,
 		Approvals: f.approvals, ApprovalTimeout: f.approvalTimeout, WarmTurns: f.warm, WarmIdle: f.warmIdle,
-		DefaultEngine: f.engine, Checkpoints: harness.CheckpointConfig{Off: f.noCheckpoints},
+		DefaultEngine: f.engine, Checkpoints: harness.CheckpointConfig{Off: f.noCheckpoints}, MCP: f.mcp.Config(),
 	}
 	var cleanup []func()
 	defer func() {

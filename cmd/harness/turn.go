@@ -19,7 +19,9 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/logging"
+	"github.com/chirality/harness/mcpconfig"
 	"github.com/chirality/harness/native"
 )
 
@@ -36,6 +38,8 @@ type turnFlags struct {
 	demo   bool
 	// The orchestrated path (orchestrate.go): a harness session.
 	session, persona, mode, projectRoot string
+	// mcp is --mcp-config.
+	mcp mcpConfigFlag
 }
 
 func (c *cli) turnCmd() *cobra.Command {
@@ -83,6 +87,7 @@ second one kills it); an interrupted turn exits 130.
 	flagProjectRoot(cmd, &f.projectRoot, "", "project of the session (default: the current directory)")
 	flagEngine(cmd, &f.engine, "", "engine: claude-code (the Claude Code CLI; default) and anthropic (the native loop on the Messages API) run straight; the others run in a harness session")
 	flagDemo(cmd, &f.demo)
+	flagMCPConfig(cmd, &f.mcp)
 	return cmd
 }
 
@@ -144,6 +149,11 @@ func (c *cli) turn(f *turnFlags, message string) int {
 	if f.verbose {
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr)}).With().Timestamp().Logger()
 	}
+	mcp, err := f.directMCP()
+	if err != nil {
+		fmt.Fprintln(stderr, "harness turn:", err)
+		return 2
+	}
 	if f.engine == engine.Anthropic {
 		key, base := os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_BASE_URL")
 		if f.demo {
@@ -157,7 +167,7 @@ func (c *cli) turn(f *turnFlags, message string) int {
 		}
 		o := f.opts()
 		req := engine.Request{SessionKey: "cli", Message: pos[0], Cwd: cwd, Model: f.model, MaxTurns: f.maxTurns,
-			Tools: o.Tools, DisallowedTools: o.DisallowedTools}
+			Tools: o.Tools, DisallowedTools: o.DisallowedTools, MCP: mcp}
 		if f.promptFile != "" {
 			b, err := os.ReadFile(f.promptFile)
 			if err != nil {
@@ -171,6 +181,13 @@ func (c *cli) turn(f *turnFlags, message string) int {
 	mgr := claudecode.NewManager(claudecode.Config{Binary: f.claudeBin, Logger: &logger})
 	opts := f.opts()
 	opts.Env = env
+	if f.mcp.Config() != nil {
+		// Exactly these servers (with --strict-mcp-config); without
+		// the flag the CLI reads the project's .mcp.json itself.
+		if opts.MCP = mcp; mcp == nil {
+			opts.MCP = &mcpconfig.Config{}
+		}
+	}
 	if f.demo {
 		opts.AllowedTools = append(opts.AllowedTools, allowed...)
 	}
@@ -381,4 +398,28 @@ func oneLine(s string, n int) string {
 		return string([]rune(s)[:n]) + "…"
 	}
 	return s
+}
+
+// directMCP is the MCP servers of a turn run straight on an engine (no
+// harness session): the project's .mcp.json, then --mcp-config, expanded
+// as the core does, their env and header values registered with the
+// scrubber. nil when there are none.
+func (f *turnFlags) directMCP() (*mcpconfig.Config, error) {
+	cwd := f.cwd
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	project, err := mcpconfig.Project(cwd)
+	if err != nil {
+		return nil, err
+	}
+	cfg := mcpconfig.Merge(project, f.mcp.Config())
+	if cfg.Len() == 0 {
+		return nil, nil
+	}
+	if cfg, err = cfg.Expand(nil); err != nil {
+		return nil, err
+	}
+	secrets.Register(cfg.Secrets()...)
+	return cfg, nil
 }
