@@ -64,12 +64,30 @@
 // project over Config.Checkpoints' limits) never stops the turn.
 // Config.Checkpoints.Off turns them off.
 //
+// # Switch, fork, rewind (conversation.go)
+//
+// UpdateSession changes a session's persona, model, permission mode and
+// effort from its next turn (a running turn's copy of the session is
+// changed in place, so its save keeps them). Fork copies a session's
+// event records up to a cut (same seqs) and its engine state directory
+// into a new session, then session:forked; Rewind appends
+// session:rewound and, for the conversation, stores a cut
+// (session.Pending) that the next turn takes as engine.Request
+// Resume/ResumeAt/Fork (always Fork where the engine can, so no
+// conversation a log names is changed in place); for files it calls the
+// checkpoints' restore. Turns reads the turns from the log. Each is
+// refused while a turn runs (ErrBusy), for an unknown turn or event
+// (ErrSeqNotFound), and where the engine has not the control
+// (engine.Controller, ErrUnsupported). A per-session lock orders them
+// with a turn's start; Fork and Rewind also reserve the session as a
+// turn does. A warm agent never runs a turn with a pending cut.
+//
 // # Permission policy
 //
 // Every mode defaults to dontAsk (headless-safe: nothing waits for an
 // approval, what no rule allows is denied). Precedence:
-// Config.DefaultPermissionMode < the persona's permission_mode <
-// Config.PermissionMode. bypassPermissions is refused (ErrBypassRefused)
+// Config.DefaultPermissionMode < the persona's permission_mode < the
+// session's own (UpdateSession) < Config.PermissionMode. bypassPermissions is refused (ErrBypassRefused)
 // unless Config.AllowBypass. Tool flags come from the persona and
 // Config.AllowedTools only; a client cannot widen them.
 //
