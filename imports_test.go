@@ -12,7 +12,7 @@ import (
 // may depend on one, directly or through another package.
 func TestNoEngineInTheCoreOrTheDoors(t *testing.T) {
 	const mod = "github.com/chirality/harness"
-	core := []string{".", "./gateway", "./rpc", "./agentserver", "./tui", "./runner", "./supervisor"}
+	core := []string{".", "./gateway", "./rpc", "./agentserver", "./tui", "./runner", "./supervisor", "./mcpserver"}
 	concrete := map[string]bool{mod + "/claudecode": true, mod + "/codex": true, mod + "/acp": true, mod + "/native": true}
 	for _, pkg := range core {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
