@@ -648,6 +648,13 @@ func writeMCPFile(dir string, cfg *mcpconfig.Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("claudecode: MCP config: %w", err)
 	}
+	if dir != "" {
+		// A session's state dir may not exist yet: a warm agent is
+		// started before the session's first turn made it.
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", fmt.Errorf("claudecode: MCP config file: %w", err)
+		}
+	}
 	f, err := os.CreateTemp(dir, "mcp-*.json") // mode 0600
 	if err != nil {
 		return "", fmt.Errorf("claudecode: MCP config file: %w", err)
