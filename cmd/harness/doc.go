@@ -9,6 +9,7 @@
 //	harness agent serve [flags]                one conversation over HTTP (what harness tui talks to)
 //	harness rpc [flags]                        JSON-RPC 2.0 on stdin/stdout: threads, turns, approvals
 //	harness tui [flags]                        a conversation with the agent in the terminal
+//	harness mcp [flags]                        the harness as an MCP server on stdin/stdout (package mcpserver)
 //	harness agents start|status|pause|resume|stop|skills install
 //	                                           agents on IRC, one daemon each (agents.yaml)
 //	harness channel send|read|ask|join|part|channels|who|topic|compact|clear
@@ -23,7 +24,7 @@
 // Run `harness COMMAND --help` (or -h, or `harness help COMMAND`) for a
 // command's flags: help goes to stdout and exits 0, for every command.
 //
-// MCP servers: serve, agent serve, tui, rpc and turn take --mcp-config
+// MCP servers: serve, agent serve, tui, rpc, mcp and turn take --mcp-config
 // FILE (.mcp.json form, repeatable): harness.Config.MCP, merged over each
 // project's .mcp.json and under a persona's mcp_servers. A turn run
 // straight on an engine (turn without --session/--persona) gets the

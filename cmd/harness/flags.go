@@ -255,3 +255,13 @@ func flagMCPConfig(cmd *cobra.Command, p *mcpConfigFlag) {
 		return []string{"json"}, cobra.ShellCompDirectiveFilterFileExt
 	})
 }
+
+// --grace: how long running turns get to stop at the end.
+func flagGrace(cmd *cobra.Command, p *time.Duration, def time.Duration) {
+	cmd.Flags().DurationVar(p, "grace", def, "at the end of input or on SIGTERM/SIGINT: how long running turns get to stop before they are killed")
+}
+
+// --state-dir: where the session index lives.
+func flagStateDir(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "state-dir", "", "session index directory (default: $XDG_STATE_HOME/harness)")
+}

@@ -103,7 +103,7 @@ func (c *cli) newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(c.turnCmd(), c.serveCmd(), c.replayCmd(), c.sessionsCmd(), c.personasCmd(), c.agentCmd(), c.rpcCmd(),
-		c.tuiCmd(), c.agentsCmd(), c.channelCmd(), c.versionCmd(), c.completionCmd(root))
+		c.tuiCmd(), c.agentsCmd(), c.channelCmd(), c.mcpCmd(), c.versionCmd(), c.completionCmd(root))
 	root.SetHelpCommand(helpCmd(root))
 	return root
 }

@@ -1,93 +1,118 @@
 package main
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/chirality/harness/claudecode/claudetest"
-	"github.com/chirality/harness/event"
-	"github.com/chirality/harness/mcpconfig/mcptest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// --mcp-config on every command that runs agents: a file that is missing
-// or malformed is a usage error (exit 2) naming it, before anything
-// starts; the secret in a malformed file's env is not echoed.
-func TestMCPConfigFlagBadFile(t *testing.T) {
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	t.Setenv("HOME", t.TempDir())
-	dir := t.TempDir()
-	missing := filepath.Join(dir, "missing.json")
-	bad := filepath.Join(dir, "bad.json")
-	if err := os.WriteFile(bad, []byte(`{"mcpServers": {"x": {"env": {"TOKEN": "flag-secret-5551212"}}}}`), 0o600); err != nil {
-		t.Fatal(err)
+// mcpClient runs `harness mcp ARGS…` in process on pipes and connects the
+// go-sdk's client to it; closing the client's pipes ends the command,
+// whose exit status the returned func gives.
+func mcpClient(t *testing.T, args ...string) (*mcp.ClientSession, func() int) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	stderr := &lockedBuilder{}
+	code := make(chan int, 1)
+	go func() {
+		c := &cli{stdin: inR, stdout: outW, stderr: stderr}
+		code <- c.run(append([]string{"mcp"}, args...))
+		outW.Close()
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "cmd-test", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
 	}
-	for _, cmd := range [][]string{{"serve", "--addr", "127.0.0.1:0"}, {"agent", "serve"}, {"tui"}, {"rpc"}, {"turn"}} {
-		for _, file := range []string{missing, bad} {
-			args := append(append([]string{}, cmd...), "--mcp-config", file)
-			if cmd[0] == "turn" {
-				args = append(args, "hi")
-			}
-			var out, errOut bytes.Buffer
-			code := run(args, &out, &errOut)
-			msg := errOut.String()
-			if code != 2 || !strings.Contains(msg, file) || !strings.Contains(msg, "--mcp-config") || out.Len() != 0 {
-				t.Errorf("%v: exit %d, stdout %q, stderr %q: want exit 2 naming the file", args, code, out.String(), msg)
-			}
-			if strings.Contains(msg, "flag-secret") {
-				t.Errorf("%v: the error shows an env value: %q", args, msg)
+	var status *int
+	end := func() int {
+		if status == nil {
+			cs.Close()
+			inW.Close()
+			select {
+			case c := <-code:
+				status = &c
+			case <-time.After(time.Minute):
+				t.Fatalf("harness mcp did not end at the end of its input; stderr:\n%s", stderr)
 			}
 		}
+		return *status
 	}
+	t.Cleanup(func() { end() })
+	return cs, end
 }
 
-// `harness turn --mcp-config FILE` hands the file's servers to the real
-// CLI (and only them: the project's own server goes with them, merged as
-// the core does): session:init lists them connected.
-func TestTurnMCPConfigReachesTheCLI(t *testing.T) {
-	cli := claudetest.FindCLI(t)
-	api, err := claudetest.NewFakeAPI()
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, out any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", name, err)
 	}
-	defer api.Close()
-	for _, kv := range append(claudetest.BaseEnv(t.TempDir()), api.Env()...) {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	api.Script(claudetest.TextReply("ok"))
-	cwd := t.TempDir()
-	proj, _ := mcptest.Config(mcptest.Everything(t, "fromproject", nil)).JSON()
-	flag, _ := mcptest.Config(mcptest.Everything(t, "fromflag", nil)).JSON()
-	file := filepath.Join(t.TempDir(), "servers.json")
-	if err := os.WriteFile(filepath.Join(cwd, ".mcp.json"), proj, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, flag, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"turn", "--json", "--claude-bin", cli, "--cwd", cwd, "--mcp-config", file, "hi"}, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d, stderr %s", code, stderr.String())
-	}
-	var init *event.SessionInit
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
-		var e event.Event
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatalf("line %q: %v", line, err)
+	if res.IsError {
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
 		}
-		if e.Type == event.TypeSessionInit {
-			init = e.Init
+		return "error: " + b.String()
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatal(err)
 		}
 	}
-	got := map[string]string{}
-	for _, s := range init.MCPServers {
-		got[s.Name] = s.Status
+	return ""
+}
+
+// `harness mcp --demo`: the tools are listed, a session on the native
+// engine runs a turn on the demo model offline, the transcript has it;
+// a root outside --root and an unknown session are tool errors; the end
+// of the input ends the command with 0.
+func TestMCPCommandDemo(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	cs, end := mcpClient(t, "--demo", "--root", root, "--state-dir", t.TempDir())
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(tools.Tools) != 6 {
+		t.Fatalf("tools %v %v", err, tools)
 	}
-	if len(got) != 2 || got["fromflag"] != "connected" || got["fromproject"] != "connected" {
-		t.Fatalf("session:init mcpServers = %+v, want fromflag and fromproject connected", init.MCPServers)
+	var s struct{ SessionID, Engine string }
+	if msg := callTool(t, cs, "create_session", map[string]any{"projectRoot": root, "engine": "native"}, &s); msg != "" {
+		t.Fatal(msg)
+	}
+	var turn struct {
+		Status, Final string
+		ToolCalls     []struct{ Name string }
+	}
+	if msg := callTool(t, cs, "run_turn", map[string]any{"sessionId": s.SessionID, "message": "hello"}, &turn); msg != "" {
+		t.Fatal(msg)
+	}
+	if turn.Status != "completed" || turn.Final == "" {
+		t.Fatalf("turn %+v", turn)
+	}
+	var tr struct{ Entries []struct{ Role, Text string } }
+	callTool(t, cs, "get_transcript", map[string]any{"sessionId": s.SessionID}, &tr)
+	if len(tr.Entries) < 2 || tr.Entries[0].Role != "user" || tr.Entries[0].Text != "hello" {
+		t.Fatalf("transcript %+v", tr)
+	}
+	if msg := callTool(t, cs, "create_session", map[string]any{"projectRoot": t.TempDir()}, nil); !strings.Contains(msg, "outside the server's roots") {
+		t.Errorf("a root outside --root: %q", msg)
+	}
+	if msg := callTool(t, cs, "run_turn", map[string]any{"sessionId": "0b6b2a3e-6a3f-4a53-9a5e-2c1f5f7d9e10", "message": "hi"}, nil); !strings.Contains(msg, "unknown session") {
+		t.Errorf("an unknown session: %q", msg)
+	}
+	if code := end(); code != 0 {
+		t.Errorf("exit %d at the end of input", code)
 	}
 }

@@ -55,7 +55,7 @@ func (c *cli) rpcCmd() *cobra.Command {
 	flagEngines(cmd, &o.enginesFile)
 	flagMCPConfig(cmd, &o.mcp)
 	flagVerbose(cmd, &o.verbose, "log to stderr")
-	cmd.Flags().DurationVar(&o.grace, "grace", rpc.DefaultGrace, "at the end of input or on SIGTERM/SIGINT: how long running turns get to stop before they are killed")
+	flagGrace(cmd, &o.grace, rpc.DefaultGrace)
 	return cmd
 }
 

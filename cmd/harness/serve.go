@@ -80,7 +80,7 @@ on http://ADDR"; the log goes to stderr.
 	flagMaxTurns(cmd, &f.maxTurns, "max turns for every turn, over the personas' and the modes'")
 	flagAllowedTools(cmd, &f.allowedTools, "tools to auto-approve on every turn, e.g. 'Bash(git status:*)' (repeatable)")
 	fs.BoolVar(&f.allowBypass, "allow-bypass", false, "allow the bypassPermissions mode (off: such turns are refused)")
-	fs.StringVar(&f.stateDir, "state-dir", "", "session index directory (default: $XDG_STATE_HOME/harness)")
+	flagStateDir(fs, &f.stateDir)
 	flagDemo(cmd, &f.demo)
 	flagVerbose(cmd, &f.verbose, "debug logging on stderr")
 	fs.BoolVar(&f.approvals, "approvals", true, "in permission modes default, acceptEdits and plan, ask a person before a tool runs that no rule allows")
