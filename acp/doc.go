@@ -42,6 +42,18 @@
 // the server: the agents are children in their own groups, stopped by
 // Shutdown, and an agent whose parent dies reads the end of its stdin.
 //
+// # MCP servers
+//
+// Request.MCP goes to the agent as mcpServers in session/new, session/load
+// and session/fork, in ACP's shapes (stdio: name, command, args, env as
+// name/value pairs; http and sse: type, name, url, headers). Stdio
+// servers always go; http and sse ones only where the agent's initialize
+// answer advertises mcpCapabilities.http / .sse, the others are reported
+// failed (with the reason) in session:init, where the servers handed over
+// are "pending": the agent starts them and reports nothing of their
+// state. A session the agent keeps between turns keeps the servers it was
+// set up with. The agent names the servers' tools in its tool calls.
+//
 // # Fork and rewind
 //
 // A turn with Request.Fork continues a copy of Request.Resume's ACP

@@ -73,6 +73,7 @@ type agentInfo struct {
 	Version     string
 	LoadSession bool
 	Fork        bool // session/fork advertised
+	MCP         sdk.McpCapabilities
 }
 
 // spawn starts the agent in its own process group with its three pipes

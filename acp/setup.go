@@ -92,6 +92,7 @@ type initializeResult struct {
 			// absent when not).
 			Fork json.RawMessage `json:"fork"`
 		} `json:"sessionCapabilities"`
+		MCP sdk.McpCapabilities `json:"mcpCapabilities"`
 	} `json:"agentCapabilities"`
 	AgentInfo *implementation `json:"agentInfo"`
 }

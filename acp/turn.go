@@ -297,6 +297,7 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 		p.initialized = true
 		p.info.LoadSession = ini.AgentCapabilities.LoadSession
 		p.info.Fork = ini.forks()
+		p.info.MCP = ini.AgentCapabilities.MCP
 		t.e.learnForks(p.info.Fork)
 		if ini.AgentInfo != nil {
 			p.info.Name, p.info.Version = ini.AgentInfo.Name, ini.AgentInfo.Version
@@ -304,6 +305,9 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 	}
 	var notice string
 	resume := t.req.Resume
+	// The servers go with every session the agent sets up for us; a
+	// session it keeps between turns keeps the servers it got.
+	mcp, mcpStatus := mcpServers(t.req.MCP, p.info.MCP)
 	if t.req.Fork && resume != "" {
 		// A copy of the conversation in a new ACP session; the
 		// original is left as it was.
@@ -311,7 +315,7 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 			return nil, t.fail(event.ErrorStart, t.e.cfg.Name+" does not offer session/fork (its initialize answer does not advertise sessionCapabilities.fork), so its conversation cannot be forked"), ""
 		}
 		var res sessionResult
-		if err := call(p.conn, sdk.AgentMethodSessionFork, forkSessionParams{SessionID: resume, Cwd: t.req.Cwd, McpServers: []any{}, Meta: t.sessionMeta()}, &res); err != nil {
+		if err := call(p.conn, sdk.AgentMethodSessionFork, forkSessionParams{SessionID: resume, Cwd: t.req.Cwd, McpServers: mcp, Meta: t.sessionMeta()}, &res); err != nil {
 			if !p.alive() {
 				return nil, t.fail(event.ErrorStart, "session/fork: "+rpcMessage(err)), ""
 			}
@@ -326,7 +330,7 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 		loaded := false
 		if resume != "" && p.info.LoadSession {
 			var res sessionSetup
-			err := call(p.conn, sdk.AgentMethodSessionLoad, loadSessionParams{SessionID: resume, Cwd: t.req.Cwd, McpServers: []any{}, Meta: t.sessionMeta()}, &res)
+			err := call(p.conn, sdk.AgentMethodSessionLoad, loadSessionParams{SessionID: resume, Cwd: t.req.Cwd, McpServers: mcp, Meta: t.sessionMeta()}, &res)
 			if err == nil {
 				p.sessionID, p.setup, p.prompted, loaded = resume, res, true, true
 				t.log.Info().Str("acpSession", resume).Msg("acp: session loaded")
@@ -343,7 +347,7 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 		}
 		if !loaded {
 			var res sessionResult
-			if err := call(p.conn, sdk.AgentMethodSessionNew, newSessionParams{Cwd: t.req.Cwd, McpServers: []any{}, Meta: t.sessionMeta()}, &res); err != nil {
+			if err := call(p.conn, sdk.AgentMethodSessionNew, newSessionParams{Cwd: t.req.Cwd, McpServers: mcp, Meta: t.sessionMeta()}, &res); err != nil {
 				return nil, t.fail(event.ErrorStart, "session/new: "+rpcMessage(err)), ""
 			}
 			if res.SessionID == "" {
@@ -363,7 +367,7 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 	_, model, _ := p.setup.modelOption("")
 	t.emit(event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{
 		Model: model, CLIVersion: p.info.Version, PermissionMode: t.req.PermissionMode, Cwd: t.req.Cwd,
-		Engine: t.e.cfg.Name, EngineSessionID: p.sessionID,
+		Engine: t.e.cfg.Name, EngineSessionID: p.sessionID, MCPServers: mcpStatus,
 	}})
 	if notice != "" {
 		t.emit(event.Event{Type: event.TypeThinkingDelta, Text: notice})

@@ -39,6 +39,9 @@
 //	            option, session/set_config_option: fake-a or fake-b)
 //	history     answers "history: P1 | P2 | …", every prompt of the
 //	            session before this one (a fork's copied ones first)
+//	mcp         answers "mcp: S1 | S2 | …", the MCP servers the session
+//	            got (session/new, load or fork), each "NAME stdio COMMAND
+//	            ARGS… env K=V…" or "NAME http URL headers K=V…"
 //	(else)      a thought, then "echo: TEXT" in chunks
 //
 // The agent is strict where the spec is: requests with fields it does not
@@ -48,7 +51,10 @@
 // ACPTEST_FORK=1 (Agent.Fork) it also advertises the unstable
 // session/fork (sessionCapabilities.fork) and serves it: a new session
 // with a copy of the source's prompts; without, session/fork is "method
-// not found", as from an agent that does not offer it.
+// not found", as from an agent that does not offer it. mcpServers are
+// checked against the spec's shapes; with ACPTEST_MCP_HTTP=1 (MCPHTTP) it
+// advertises mcpCapabilities.http and takes http entries, without it an
+// http or sse entry is refused.
 package acptest
 
 import (
@@ -76,7 +82,7 @@ func IsAgent() bool { return os.Getenv("ACPTEST_AGENT") == "1" }
 
 // Main serves ACP on stdin and stdout until stdin ends, then exits.
 func Main() {
-	a := &Agent{StateDir: os.Getenv("ACPTEST_STATE"), Fork: os.Getenv("ACPTEST_FORK") == "1"}
+	a := &Agent{StateDir: os.Getenv("ACPTEST_STATE"), Fork: os.Getenv("ACPTEST_FORK") == "1", MCPHTTP: os.Getenv("ACPTEST_MCP_HTTP") == "1"}
 	err := a.Serve(os.Stdin, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "acptest:", err)
@@ -92,6 +98,8 @@ type Agent struct {
 	StateDir string
 	// Fork advertises and serves session/fork.
 	Fork bool
+	// MCPHTTP advertises mcpCapabilities.http (not sse).
+	MCPHTTP bool
 
 	conn  *sdk.Connection
 	ready chan struct{} // closed once conn is set
@@ -101,6 +109,7 @@ type Agent struct {
 	cancels  map[string]context.CancelFunc
 	dead     map[string]bool // sessions that answer no prompt (selfcancel)
 	settings map[string]*settings
+	mcp      map[string][]string // each session's MCP servers, described
 	next     int
 }
 
@@ -110,6 +119,7 @@ func (a *Agent) Serve(in io.Reader, out io.Writer) error {
 	a.cancels = map[string]context.CancelFunc{}
 	a.dead = map[string]bool{}
 	a.settings = map[string]*settings{}
+	a.mcp = map[string][]string{}
 	a.ready = make(chan struct{})
 	a.conn = sdk.NewConnection(a.handle, out, in)
 	close(a.ready)
@@ -149,6 +159,9 @@ func (a *Agent) handle(ctx context.Context, method string, params json.RawMessag
 			return nil, err
 		}
 		caps := map[string]any{"loadSession": true}
+		if a.MCPHTTP {
+			caps["mcpCapabilities"] = map[string]any{"http": true, "sse": false}
+		}
 		if a.Fork {
 			caps["sessionCapabilities"] = map[string]any{"fork": map[string]any{}}
 		}
@@ -160,8 +173,8 @@ func (a *Agent) handle(ctx context.Context, method string, params json.RawMessag
 		}, nil
 	case "session/new":
 		var p struct {
-			Cwd        string `json:"cwd"`
-			McpServers []any  `json:"mcpServers"`
+			Cwd        string            `json:"cwd"`
+			McpServers []json.RawMessage `json:"mcpServers"`
 		}
 		if err := strict(params, &p); err != nil {
 			return nil, err
@@ -169,15 +182,21 @@ func (a *Agent) handle(ctx context.Context, method string, params json.RawMessag
 		if p.Cwd == "" || p.McpServers == nil {
 			return nil, sdk.NewInvalidParams("cwd and mcpServers are required")
 		}
-		return a.newSession(nil), nil
+		servers, rerr := a.mcpServers(p.McpServers)
+		if rerr != nil {
+			return nil, rerr
+		}
+		res := a.newSession(nil)
+		a.setMCP(res["sessionId"].(string), servers)
+		return res, nil
 	case "session/fork":
 		if !a.Fork {
 			break // method not found
 		}
 		var p struct {
-			SessionID  string `json:"sessionId"`
-			Cwd        string `json:"cwd"`
-			McpServers []any  `json:"mcpServers"`
+			SessionID  string            `json:"sessionId"`
+			Cwd        string            `json:"cwd"`
+			McpServers []json.RawMessage `json:"mcpServers"`
 		}
 		if err := strict(params, &p); err != nil {
 			return nil, err
@@ -189,12 +208,18 @@ func (a *Agent) handle(ctx context.Context, method string, params json.RawMessag
 		if !ok {
 			return nil, sdk.NewInvalidParams("unknown session " + p.SessionID)
 		}
-		return a.newSession(prompts), nil
+		servers, rerr := a.mcpServers(p.McpServers)
+		if rerr != nil {
+			return nil, rerr
+		}
+		res := a.newSession(prompts)
+		a.setMCP(res["sessionId"].(string), servers)
+		return res, nil
 	case "session/load":
 		var p struct {
-			SessionID  string `json:"sessionId"`
-			Cwd        string `json:"cwd"`
-			McpServers []any  `json:"mcpServers"`
+			SessionID  string            `json:"sessionId"`
+			Cwd        string            `json:"cwd"`
+			McpServers []json.RawMessage `json:"mcpServers"`
 		}
 		if err := strict(params, &p); err != nil {
 			return nil, err
@@ -203,6 +228,11 @@ func (a *Agent) handle(ctx context.Context, method string, params json.RawMessag
 		if !ok {
 			return nil, sdk.NewInvalidParams("unknown session " + p.SessionID)
 		}
+		servers, rerr := a.mcpServers(p.McpServers)
+		if rerr != nil {
+			return nil, rerr
+		}
+		a.setMCP(p.SessionID, servers)
 		a.mu.Lock()
 		a.sessions[p.SessionID] = prompts
 		a.mu.Unlock()
@@ -365,7 +395,7 @@ func end(reason string) (any, *sdk.RequestError) {
 
 // behaviours are the words a prompt picks a script with (package doc).
 var behaviours = map[string]bool{"crash": true, "unknown": true, "unserved": true, "hang": true, "slow": true,
-	"permission": true, "lateinput": true, "plan": true, "refuse": true, "selfcancel": true, "stream": true, "recall": true, "history": true, "settings": true}
+	"permission": true, "lateinput": true, "plan": true, "refuse": true, "selfcancel": true, "stream": true, "recall": true, "history": true, "settings": true, "mcp": true}
 
 // turn runs one prompt's script.
 func (a *Agent) turn(ctx context.Context, sid, msg string, all, prev []string) (any, *sdk.RequestError) {
@@ -490,6 +520,12 @@ func (a *Agent) turn(ctx context.Context, sid, msg string, all, prev []string) (
 	case "history":
 		a.chunks(sid, "history: "+strings.Join(prev, " | "))
 		return end("end_turn")
+	case "mcp":
+		a.mu.Lock()
+		got := a.mcp[sid]
+		a.mu.Unlock()
+		a.chunks(sid, "mcp: "+strings.Join(got, " | "))
+		return end("end_turn")
 	}
 	a.update(sid, map[string]any{"sessionUpdate": "agent_thought_chunk", "content": text("thinking")})
 	a.chunks(sid, "echo: "+strings.Join(all, " | "))
@@ -537,4 +573,76 @@ func (a *Agent) loadState(sid string) ([]string, bool) {
 		return nil, false
 	}
 	return p, true
+}
+
+// mcpServers checks a session request's mcpServers as strictly as the
+// spec reads (a stdio entry: name, command, args, env; http and sse:
+// type, name, url, headers; http only when advertised; no other field)
+// and describes each one: "NAME stdio COMMAND ARGS… env K=V…" or
+// "NAME http URL headers K=V…".
+func (a *Agent) mcpServers(raw []json.RawMessage) ([]string, *sdk.RequestError) {
+	var out []string
+	for _, r := range raw {
+		var kind struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(r, &kind)
+		switch kind.Type {
+		case "":
+			var s struct {
+				Name    string   `json:"name"`
+				Command string   `json:"command"`
+				Args    []string `json:"args"`
+				Env     []struct {
+					Name  string `json:"name"`
+					Value string `json:"value"`
+				} `json:"env"`
+			}
+			if err := strict(r, &s); err != nil {
+				return nil, err
+			}
+			if s.Name == "" || s.Command == "" || s.Args == nil || s.Env == nil {
+				return nil, sdk.NewInvalidParams("a stdio MCP server needs name, command, args and env")
+			}
+			d := append([]string{s.Name, "stdio", s.Command}, s.Args...)
+			d = append(d, "env")
+			for _, e := range s.Env {
+				d = append(d, e.Name+"="+e.Value)
+			}
+			out = append(out, strings.Join(d, " "))
+		case "http":
+			if !a.MCPHTTP {
+				return nil, sdk.NewInvalidParams("an http MCP server, but mcpCapabilities.http was not advertised")
+			}
+			var s struct {
+				Type    string `json:"type"`
+				Name    string `json:"name"`
+				URL     string `json:"url"`
+				Headers []struct {
+					Name  string `json:"name"`
+					Value string `json:"value"`
+				} `json:"headers"`
+			}
+			if err := strict(r, &s); err != nil {
+				return nil, err
+			}
+			if s.Name == "" || s.URL == "" || s.Headers == nil {
+				return nil, sdk.NewInvalidParams("an http MCP server needs name, url and headers")
+			}
+			d := []string{s.Name, "http", s.URL, "headers"}
+			for _, h := range s.Headers {
+				d = append(d, h.Name+"="+h.Value)
+			}
+			out = append(out, strings.Join(d, " "))
+		default:
+			return nil, sdk.NewInvalidParams("an MCP server of type " + kind.Type + ", which was not advertised")
+		}
+	}
+	return out, nil
+}
+
+func (a *Agent) setMCP(sid string, servers []string) {
+	a.mu.Lock()
+	a.mcp[sid] = servers
+	a.mu.Unlock()
 }
