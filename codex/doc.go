@@ -96,5 +96,16 @@
 // thread's earlier one in the next model request (TestRealCodexSwitch), so
 // Request.PromptChanged needs nothing more; Effort goes with turn/start.
 //
+// MCP servers: Request.MCP goes as the mcp_servers table of thread/start's
+// (thread/resume's, thread/fork's) config, over stdin, so env and header
+// values are on no command line (stdio: command, args, env; http: url,
+// http_headers; Codex has no SSE transport: such servers are reported
+// failed). Without servers nothing is sent and $CODEX_HOME/config.toml's
+// own servers apply. Codex offers a server's tools to the model as the
+// namespace tool mcp__SERVER and reports calls as mcpToolCall items,
+// mapped to tool:start/tool:result named mcp__SERVER__TOOL. session:init
+// reports each server pending, or what mcpServer/startupStatus/updated
+// said before it (ready is connected).
+//
 // Package codextest is a fake Responses API for offline tests.
 package codex

@@ -278,8 +278,9 @@ func (t *Turn) converse() error {
 	if t.req.SystemPrompt != "" {
 		params["baseInstructions"] = t.req.SystemPrompt
 	}
-	if len(t.eng.cfg.ThreadConfig) > 0 {
-		params["config"] = t.eng.cfg.ThreadConfig
+	config, mcpStatus := threadConfig(t.eng.cfg.ThreadConfig, t.req.MCP)
+	if config != nil {
+		params["config"] = config
 	}
 	method := "thread/start"
 	switch {
@@ -335,9 +336,10 @@ func (t *Turn) converse() error {
 	t.mu.Lock()
 	t.threadID = th.Thread.ID
 	t.mu.Unlock()
+	mcpStartup(mcpStatus, early)
 	t.emit(event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{
 		Model: model, CLIVersion: version, PermissionMode: t.req.PermissionMode, Cwd: t.req.Cwd,
-		Engine: Name, EngineSessionID: th.Thread.ID,
+		Engine: Name, EngineSessionID: th.Thread.ID, MCPServers: mcpStatus,
 	}})
 
 	start := map[string]any{"threadId": th.Thread.ID, "input": []any{map[string]any{"type": "text", "text": t.req.Message}}}

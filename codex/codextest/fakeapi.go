@@ -58,6 +58,9 @@ type Reply struct {
 // Call is a function call a Reply makes.
 type Call struct {
 	Tool string
+	// Namespace is the namespace tool Tool belongs to (Codex offers an
+	// MCP server's tools as the namespace mcp__SERVER), "" for none.
+	Namespace string
 	// Args is the arguments object; for the shell tool Command fills it
 	// ({"cmd": Command} for exec_command, {"command": …} otherwise).
 	Args    map[string]any
@@ -290,8 +293,12 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	if rep.Call != nil {
 		name, args := callFor(rep.Call, req.Tools)
 		a, _ := json.Marshal(args)
-		send("response.output_item.done", map[string]any{"output_index": index, "item": map[string]any{"type": "function_call",
-			"id": fmt.Sprintf("fc_%d", n), "call_id": fmt.Sprintf("call_%d", n), "name": name, "arguments": string(a)}})
+		item := map[string]any{"type": "function_call",
+			"id": fmt.Sprintf("fc_%d", n), "call_id": fmt.Sprintf("call_%d", n), "name": name, "arguments": string(a)}
+		if rep.Call.Namespace != "" {
+			item["namespace"] = rep.Call.Namespace
+		}
+		send("response.output_item.done", map[string]any{"output_index": index, "item": item})
 	}
 	in0, out0 := rep.InputTokens, rep.OutputTokens
 	if in0 == 0 {

@@ -1,0 +1,79 @@
+package codex_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/chirality/harness/codex/codextest"
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/mcpconfig"
+	"github.com/chirality/harness/mcpconfig/mcptest"
+)
+
+// Issue 23 on the real Codex: the turn's MCP servers reach it in
+// thread/start's config (mcp_servers, over stdin: the env value is on no
+// command line), the fake model calls the reference server-everything's
+// echo, and the call and its result appear as tool:start / tool:result
+// named mcp__everything__echo; an SSE server, which Codex cannot take, and
+// a server that cannot start are reported failed and the turn still
+// runs; the env value is in no event and no log line.
+func TestRealCodexMCPServers(t *testing.T) {
+	const secret = "codex-mcp-secret-16180339"
+	g := newRig(t, "RUST_LOG=info")
+	defer func() {
+		if t.Failed() {
+			for _, l := range strings.Split(g.logs.String(), "\n") {
+				if strings.Contains(strings.ToLower(l), "mcp") {
+					t.Log(l[:min(400, len(l))])
+				}
+			}
+		}
+	}()
+	cfg := mcptest.Config(mcptest.Everything(t, "everything", map[string]string{"HARNESS_MCP_TOKEN": secret}),
+		mcptest.Broken("broken"), mcpconfig.Server{Name: "events", Type: mcpconfig.SSE, URL: "http://127.0.0.1:9/sse"})
+	var offered []string
+	g.fake.SetResponder(func(r *codextest.Request) codextest.Reply {
+		if len(r.Input) > 0 && strings.Contains(string(r.Input[len(r.Input)-1]), "function_call_output") {
+			return codextest.Reply{Text: "echoed"}
+		}
+		offered = r.Tools
+		for _, name := range r.Tools {
+			if name == "mcp__everything" { // the server's tools, as a namespace
+				return codextest.Reply{Call: &codextest.Call{Namespace: name, Tool: "echo", Args: map[string]any{"message": "hi from codex"}}}
+			}
+		}
+		return codextest.Reply{Text: "no echo tool offered"}
+	})
+	r := g.turn(t, engine.Request{Message: "echo something", MCP: cfg, PermissionMode: "bypassPermissions"}, nil)
+	if r.err != nil {
+		t.Fatalf("turn: %v (tools offered %v)", r.err, offered)
+	}
+	init := r.find(event.TypeSessionInit)[0].Init
+	status := map[string]event.MCPServerStatus{}
+	for _, s := range init.MCPServers {
+		status[s.Name] = s
+	}
+	if status["events"].Status != "failed" || !strings.Contains(status["events"].Error, "sse") || status["everything"].Status == "failed" || status["everything"].Status == "" {
+		t.Errorf("session:init mcpServers = %+v", init.MCPServers)
+	}
+	starts, results := r.find(event.TypeToolStart), r.find(event.TypeToolResult)
+	if len(starts) != 1 || starts[0].ToolStart.Name != mcpconfig.ToolName("everything", "echo") {
+		t.Fatalf("tool:start = %+v (tools offered %v)", starts, offered)
+	}
+	if len(results) != 1 || !strings.Contains(results[0].ToolResult.Content, "Echo: hi from codex") {
+		t.Fatalf("tool:result = %+v", results)
+	}
+	if !strings.Contains(r.text(), "echoed") {
+		t.Errorf("the turn did not go on after the tool: %q", r.text())
+	}
+	for _, e := range r.events {
+		if b, _ := json.Marshal(e); strings.Contains(string(b), secret) {
+			t.Errorf("the env value in %s: %.300s", e.Type, b)
+		}
+	}
+	if strings.Contains(g.logs.String(), secret) {
+		t.Error("the env value in the engine's log")
+	}
+}
