@@ -29,6 +29,9 @@
 //	GET    /api/harness/roots            → 200 {roots, demo}
 //	GET    /api/harness/health           → 200 {ok, claudeVersion}
 //	GET    /api/harness/openapi.json     → 200 the OpenAPI document
+//	POST   /api/harness/mcp              the harness as an MCP server, streamable HTTP (package mcpserver's tools)
+//	GET    /api/harness/mcp              its server-to-client stream (SSE)
+//	DELETE /api/harness/mcp              ends an MCP session (Mcp-Session-Id)
 //	GET    /…                            the web console (Config.Console), no token needed
 //
 // Every event goes out as "id: <seq>" and "data: <json>", flushed at

@@ -21,6 +21,7 @@ import (
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/internal/sse"
+	"github.com/chirality/harness/mcpserver"
 	"github.com/chirality/harness/session"
 )
 
@@ -157,6 +158,11 @@ func (g *Gateway) routes() *mux.Router {
 	route(http.MethodGet, "/personas", g.personas)
 	route(http.MethodGet, "/health", g.health)
 	route(http.MethodGet, "/openapi.json", g.openapi)
+	// The harness as an MCP server (streamable HTTP), behind the same guard.
+	mcpHandler := mcpserver.New(g.h, mcpserver.Options{}).Handler()
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		r.Handle(APIPrefix+"/mcp", mcpHandler).Methods(m)
+	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such route"})
 	})

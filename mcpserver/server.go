@@ -107,11 +107,22 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // still running when its client goes is interrupted.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error { return s.mcp.Run(ctx, t) }
 
-// Handler serves the tools over MCP's streamable HTTP transport. It does
-// no authentication: mount it behind the caller's guard.
+// Handler serves the tools over MCP's streamable HTTP transport (POST,
+// GET and DELETE on one path). It does no authentication and no Host or
+// Origin check: mount it behind the caller's guard (the gateway's). An
+// MCP session idle for SessionIdle is closed; a request body is bounded
+// by MaxMessageBytes and its JSON; a request whose HTTP connection goes
+// cancels its tool call (a run_turn's turn is interrupted).
 func (s *Server) Handler() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil)
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		SessionTimeout: SessionIdle, MaxRequestBodyBytes: 2 * MaxMessageBytes,
+		// The caller's guard checks Host and Origin (one guard per door).
+		DisableLocalhostProtection: true, PropagateRequestCancellation: true,
+	})
 }
+
+// SessionIdle is how long an idle streamable HTTP session is kept.
+const SessionIdle = 30 * time.Minute
 
 // Inputs and outputs of the tools.
 type (
