@@ -22,6 +22,7 @@ import (
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/atomicfile"
 	"github.com/chirality/harness/internal/turns"
+	"github.com/chirality/harness/permrule"
 	"github.com/chirality/harness/tool"
 )
 
@@ -274,6 +275,14 @@ func (t *Turn) run() {
 		model = t.e.cfg.Model
 	}
 	tools := toolsFor(t.req)
+	// The turn's MCP servers: started now, ended with the turn.
+	mc := startMCP(t.ctx, t.req.MCP, t.req)
+	defer mc.close()
+	for _, tl := range mc.tools {
+		if !permrule.Allowed(t.req.DisallowedTools, tl.Name(), json.RawMessage(`{}`)) {
+			tools = append(tools, tl)
+		}
+	}
 	key := t.e.cfg.APIKey
 	if key == "" {
 		key = "unused" // a base URL without a key: a compatible endpoint that needs none
@@ -315,7 +324,7 @@ func (t *Turn) run() {
 	}
 	t.emit(event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{
 		Model: h.Model(), Tools: names, PermissionMode: t.req.PermissionMode, Cwd: t.req.Cwd,
-		Engine: engine.Anthropic, EngineSessionID: conv,
+		Engine: engine.Anthropic, EngineSessionID: conv, MCPServers: mc.status,
 	}})
 	hd := &handler{t: t}
 	h.handler = hd

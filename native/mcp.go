@@ -1,0 +1,243 @@
+package native
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/secrets"
+	"github.com/chirality/harness/mcpconfig"
+	"github.com/chirality/harness/permrule"
+)
+
+// MCPStartTimeout bounds the start of each MCP server (connect, initialize
+// and tools/list); a server that takes longer is reported failed.
+const MCPStartTimeout = 15 * time.Second
+
+// mcpCloseGrace is how long a stdio server gets after its stdin closes
+// before it is killed.
+const mcpCloseGrace = 2 * time.Second
+
+// maxMCPResult bounds a tool result's text handed to the model.
+const maxMCPResult = 256 << 10
+
+// mcpClients are a turn's MCP servers: started together at the turn's
+// start, closed (stdio children ended) when the turn ends, so their
+// lifetime is the turn's and they die with the engine's Shutdown, which
+// ends every turn.
+type mcpClients struct {
+	sessions []*mcp.ClientSession
+	tools    []Tool
+	status   []event.MCPServerStatus
+}
+
+// startMCP connects to every server of cfg at once, each within
+// MCPStartTimeout, and lists their tools as mcp__SERVER__TOOL. A server
+// that fails is reported failed (with why) and left out.
+func startMCP(ctx context.Context, cfg *mcpconfig.Config, req engine.Request) *mcpClients {
+	c := &mcpClients{}
+	if cfg.Len() == 0 {
+		return c
+	}
+	type result struct {
+		cs    *mcp.ClientSession
+		tools []Tool
+		err   error
+	}
+	results := make([]result, len(cfg.Servers))
+	var wg sync.WaitGroup
+	for i, s := range cfg.Servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs, tools, err := connectMCP(ctx, s, req)
+			results[i] = result{cs, tools, err}
+		}()
+	}
+	wg.Wait()
+	for i, s := range cfg.Servers {
+		r := results[i]
+		if r.err != nil {
+			c.status = append(c.status, event.MCPServerStatus{Name: s.Name, Status: "failed", Error: secrets.Scrub(r.err.Error())})
+			continue
+		}
+		c.sessions = append(c.sessions, r.cs)
+		c.tools = append(c.tools, r.tools...)
+		c.status = append(c.status, event.MCPServerStatus{Name: s.Name, Status: "connected"})
+	}
+	return c
+}
+
+func connectMCP(ctx context.Context, s mcpconfig.Server, req engine.Request) (*mcp.ClientSession, []Tool, error) {
+	ctx, cancel := context.WithTimeout(ctx, MCPStartTimeout)
+	defer cancel()
+	var transport mcp.Transport
+	switch s.Type {
+	case mcpconfig.Stdio:
+		cmd := exec.Command(s.Command, s.Args...)
+		cmd.Dir = req.Cwd
+		cmd.Env = append(secrets.FilterEnv(os.Environ(), nil), req.Env...)
+		for _, k := range sortedKeys(s.Env) {
+			cmd.Env = append(cmd.Env, k+"="+s.Env[k])
+		}
+		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: mcpCloseGrace}
+	case mcpconfig.HTTP, mcpconfig.SSE:
+		client := &http.Client{Transport: headerTransport{headers: s.Headers, base: http.DefaultTransport}}
+		if s.Type == mcpconfig.HTTP {
+			transport = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: client}
+		} else {
+			transport = &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: client}
+		}
+	default:
+		return nil, nil, fmt.Errorf("unknown MCP server type %q", s.Type)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "harness", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start: %w", err)
+	}
+	var tools []Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			_ = cs.Close()
+			return nil, nil, fmt.Errorf("tools/list: %w", err)
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil || t.InputSchema == nil {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		tools = append(tools, &mcpTool{cs: cs, name: mcpconfig.ToolName(s.Name, t.Name), tool: t.Name, desc: t.Description, schema: schema, req: req})
+	}
+	return cs, tools, nil
+}
+
+// close ends every server (stdio children: stdin closed, then killed
+// after mcpCloseGrace).
+func (c *mcpClients) close() {
+	var wg sync.WaitGroup
+	for _, cs := range c.sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = cs.Close()
+		}()
+	}
+	wg.Wait()
+}
+
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return h.base.RoundTrip(r)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// mcpTool is one MCP server tool, called through its client session.
+// Unlike the native read-only tools it may change things, so every call
+// goes through the approval path first (approve).
+type mcpTool struct {
+	cs               *mcp.ClientSession
+	name, tool, desc string
+	schema           json.RawMessage
+	req              engine.Request
+}
+
+func (t *mcpTool) Name() string                 { return t.name }
+func (t *mcpTool) Description() string          { return t.desc }
+func (t *mcpTool) InputSchema() json.RawMessage { return t.schema }
+
+// errNotAllowed is a call no rule allowed and no one approved.
+var errNotAllowed = errors.New("not allowed")
+
+func (t *mcpTool) Execute(ctx context.Context, input json.RawMessage) (string, error) {
+	msg, ok := t.approve(ctx, input)
+	if !ok {
+		return msg, errNotAllowed
+	}
+	if msg != "" {
+		input = json.RawMessage(msg) // the person's edited input
+	}
+	var args map[string]any
+	if err := json.Unmarshal(input, &args); err != nil {
+		return "", fmt.Errorf("input: %w", err)
+	}
+	res, err := t.cs.CallTool(ctx, &mcp.CallToolParams{Name: t.tool, Arguments: args})
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", t.name, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(c.Text)
+		default:
+			raw, _ := json.Marshal(c)
+			b.Write(raw)
+		}
+	}
+	out := b.String()
+	if len(out) > maxMCPResult {
+		out = out[:maxMCPResult] + "\n[truncated]"
+	}
+	if res.IsError {
+		return out, errors.New(out)
+	}
+	return out, nil
+}
+
+// approve is the approval path of any tool: a rule of AllowedTools
+// (permrule, mcp__SERVER__TOOL or mcp__SERVER) or bypassPermissions lets
+// the call run; else, in a mode that asks (engine.AsksApproval) with an
+// Approver, the person decides; else (dontAsk) it is denied.
+func (t *mcpTool) approve(ctx context.Context, input json.RawMessage) (string, bool) {
+	if t.req.PermissionMode == "bypassPermissions" || permrule.Allowed(t.req.AllowedTools, t.name, input) {
+		return "", true
+	}
+	if t.req.Approver == nil || !engine.AsksApproval(t.req.PermissionMode) {
+		return "permission to use " + t.name + " was denied: no rule allows it", false
+	}
+	d := t.req.Approver.Ask(ctx, engine.ApprovalRequest{ToolName: t.name, Input: input})
+	if d.Allow {
+		if len(d.UpdatedInput) > 0 {
+			return string(d.UpdatedInput), true
+		}
+		return "", true
+	}
+	msg := d.Message
+	if msg == "" {
+		msg = "the user denied " + t.name
+	}
+	return msg, false
+}
