@@ -51,7 +51,19 @@ type EngineConfig struct {
 // confined to Request.Cwd and selected by Request.Tools and
 // DisallowedTools (Claude Code's names Read, Grep, LS and Glob select
 // their native counterparts). They only read, so the engine never asks an
-// Approver, as Claude Code does not for its read-only tools.
+// Approver for them, as Claude Code does not for its read-only tools.
+//
+// MCP servers (Request.MCP): the engine is their client (go-sdk). A turn
+// starts them together at its start (each within MCPStartTimeout), offers
+// their tools as mcp__SERVER__TOOL beside its own (DisallowedTools can
+// remove them) and calls them through the client; session:init reports
+// each server connected or failed with why, and the turn runs without a
+// failed one. MCP tools may change things, so each call takes the approval
+// path first: a rule of AllowedTools (permrule) or bypassPermissions lets
+// it run; else in a mode that asks, the Approver decides; else it is
+// denied. The servers live as long as the turn: they are ended when it
+// ends (stdin closed, killed after 2 s), on a goroutine Shutdown waits
+// for, so none outlives the engine.
 type Engine struct {
 	cfg EngineConfig
 	log zerolog.Logger
@@ -275,9 +287,21 @@ func (t *Turn) run() {
 		model = t.e.cfg.Model
 	}
 	tools := toolsFor(t.req)
-	// The turn's MCP servers: started now, ended with the turn.
+	// The turn's MCP servers: started now, ended with the turn (on a
+	// goroutine the engine's Shutdown waits for, so a server slow to exit
+	// does not hold the turn's end).
+	mcpStart := time.Now()
 	mc := startMCP(t.ctx, t.req.MCP, t.req)
-	defer mc.close()
+	if onMCPStarted != nil {
+		onMCPStarted(time.Since(mcpStart))
+	}
+	defer func() {
+		t.e.wg.Add(1)
+		go func() {
+			defer t.e.wg.Done()
+			mc.close()
+		}()
+	}()
 	for _, tl := range mc.tools {
 		if !permrule.Allowed(t.req.DisallowedTools, tl.Name(), json.RawMessage(`{}`)) {
 			tools = append(tools, tl)

@@ -26,6 +26,10 @@ import (
 // and tools/list); a server that takes longer is reported failed.
 const MCPStartTimeout = 15 * time.Second
 
+// onMCPStarted, when set (benchmarks), is told how long a turn's
+// startMCP took.
+var onMCPStarted func(time.Duration)
+
 // mcpCloseGrace is how long a stdio server gets after its stdin closes
 // before it is killed.
 const mcpCloseGrace = 2 * time.Second
