@@ -86,10 +86,17 @@ func realFork(t *testing.T, spec agentSpec) {
 		if err != nil {
 			t.Fatalf("%s %q: %v (%v)", key, msg, err, types(evs))
 		}
+		// The turn's own request is the last one that carries its
+		// message. An agent may still be sending a request of an earlier
+		// turn meanwhile (claude-agent-acp's prompt suggestion after a
+		// turn's end, which has that turn's history, not this one's), and
+		// its own suggestion request after this turn is not the
+		// conversation either.
 		reqs := fake.Requests()
 		for i := len(reqs) - 1; i >= before; i-- {
-			if len(reqs[i].Tools) > 0 {
-				return evs[0].Init.EngineSessionID, messageTexts(reqs[i])
+			text := messageTexts(reqs[i])
+			if len(reqs[i].Tools) > 0 && strings.Contains(text, msg) && !strings.Contains(text, "[SUGGESTION MODE:") {
+				return evs[0].Init.EngineSessionID, text
 			}
 		}
 		t.Fatalf("%s %q: no model request", key, msg)
