@@ -179,6 +179,9 @@ func (t *mcpTool) Name() string                 { return t.name }
 func (t *mcpTool) Description() string          { return t.desc }
 func (t *mcpTool) InputSchema() json.RawMessage { return t.schema }
 
+// toolUseIDKey carries the tool use's id into Tool.Execute's context.
+type toolUseIDKey struct{}
+
 // errNotAllowed is a call no rule allowed and no one approved.
 var errNotAllowed = errors.New("not allowed")
 
@@ -232,7 +235,8 @@ func (t *mcpTool) approve(ctx context.Context, input json.RawMessage) (string, b
 	if t.req.Approver == nil || !engine.AsksApproval(t.req.PermissionMode) {
 		return "permission to use " + t.name + " was denied: no rule allows it", false
 	}
-	d := t.req.Approver.Ask(ctx, engine.ApprovalRequest{ToolName: t.name, Input: input})
+	id, _ := ctx.Value(toolUseIDKey{}).(string)
+	d := t.req.Approver.Ask(ctx, engine.ApprovalRequest{ToolUseID: id, ToolName: t.name, Input: input})
 	if d.Allow {
 		if len(d.UpdatedInput) > 0 {
 			return string(d.UpdatedInput), true

@@ -116,7 +116,7 @@ func TestEngineMCPAsksTheApprover(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := drain(t, tr)
-	if len(ap.asked) != 1 || ap.asked[0].ToolName != "mcp__everything__echo" || !strings.Contains(string(ap.asked[0].Input), "asked") {
+	if len(ap.asked) != 1 || ap.asked[0].ToolName != "mcp__everything__echo" || !strings.Contains(string(ap.asked[0].Input), "asked") || ap.asked[0].ToolUseID == "" {
 		t.Fatalf("asked %+v", ap.asked)
 	}
 	for _, ev := range evs {

@@ -332,7 +332,7 @@ func (h *Harness) execute(ctx context.Context, u anthropic.ContentBlockUnion) (o
 	if len(input) == 0 {
 		input = json.RawMessage(`{}`)
 	}
-	res, err := t.Execute(ctx, input)
+	res, err := t.Execute(context.WithValue(ctx, toolUseIDKey{}, u.ID), input)
 	if err != nil {
 		if res == "" {
 			res = err.Error()
