@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -530,9 +529,6 @@ func clip(v string, max int) string {
 	if len(v) <= max {
 		return v
 	}
-	v = v[:max]
-	for len(v) > 0 && !utf8.ValidString(v) {
-		v = v[:len(v)-1]
-	}
-	return v + "…"
+	// A rune cut in two (and any invalid byte) goes: linear, whatever v is.
+	return strings.ToValidUTF8(v[:max], "") + "…"
 }

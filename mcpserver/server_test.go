@@ -341,3 +341,24 @@ func TestApprovalsByElicitation(t *testing.T) {
 		})
 	}
 }
+
+// A turn past Options.TurnTimeout is interrupted: run_turn answers with
+// status interrupted, and the session is idle again.
+func TestTurnTimeout(t *testing.T) {
+	e := newEnv(t, mcpserver.Options{TurnTimeout: 300 * time.Millisecond})
+	cs := e.connect(t, nil)
+	var s mcpserver.SessionOut
+	if msg := call(t, cs, "create_session", map[string]any{"projectRoot": e.root, "engine": "native"}, &s); msg != "" {
+		t.Fatal(msg)
+	}
+	var out mcpserver.RunTurnOut
+	if msg := call(t, cs, "run_turn", map[string]any{"sessionId": s.SessionID, "message": "something long please"}, &out); msg != "" {
+		t.Fatal(msg)
+	}
+	if out.Status != "interrupted" || out.Error == "" {
+		t.Errorf("a turn past its deadline: %+v", out)
+	}
+	if e.h.IsRunning(s.SessionID) {
+		t.Errorf("the turn still runs after run_turn answered")
+	}
+}
