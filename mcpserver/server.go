@@ -298,8 +298,8 @@ func (s *Server) runTurn(ctx context.Context, req *mcp.CallToolRequest, in RunTu
 		case event.TypeApprovalRequested:
 			if ev.Approval != nil {
 				go s.ask(runCtx, req.Session, in.SessionID, *ev.Approval)
+				p.send("approval asked: " + ev.Approval.ToolName)
 			}
-			p.send("approval asked: " + ev.Approval.ToolName)
 		}
 		return nil
 	})
