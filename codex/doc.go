@@ -105,7 +105,12 @@
 // namespace tool mcp__SERVER and reports calls as mcpToolCall items,
 // mapped to tool:start/tool:result named mcp__SERVER__TOOL. session:init
 // reports each server pending, or what mcpServer/startupStatus/updated
-// said before it (ready is connected).
+// said before it (ready is connected). Codex 0.169 runs MCP tools without
+// asking whatever its approval policy, so outside bypassPermissions a
+// server's tools are offered only where a rule in Request.AllowedTools
+// allows them (enabled_tools: mcp__SERVER__TOOL that tool, mcp__SERVER all
+// of them, no rule none): on Codex an MCP tool runs by rule or not at all,
+// never after a question (TestRealCodexMCPToolsOnlyWhereARuleAllows).
 //
 // Package codextest is a fake Responses API for offline tests.
 package codex

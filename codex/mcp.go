@@ -3,6 +3,7 @@ package codex
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/mcpconfig"
@@ -15,7 +16,17 @@ import (
 // line, so env and header values stay off `ps`. Codex has no SSE
 // transport: such servers are left out and reported failed. nil when
 // there is nothing to send.
-func threadConfig(base map[string]any, cfg *mcpconfig.Config) (map[string]any, []event.MCPServerStatus) {
+//
+// Codex (0.169) runs an MCP server's tools without asking, whatever its
+// approval policy, so the harness's approvals never see them. Unless the
+// permission mode is bypassPermissions, a server's tools are therefore
+// offered only where a rule allows them (allowed: Request.AllowedTools):
+// `mcp__server__tool` enables that tool (Codex's enabled_tools),
+// `mcp__server` every tool of the server, and a server no rule names is
+// given with no tool at all. What runs unasked is exactly what a rule
+// allows, as on every other engine; asking a person about an MCP tool
+// is not possible on Codex.
+func threadConfig(base map[string]any, cfg *mcpconfig.Config, mode string, allowed []string) (map[string]any, []event.MCPServerStatus) {
 	if cfg.Len() == 0 {
 		if len(base) == 0 {
 			return nil, nil
@@ -44,6 +55,11 @@ func threadConfig(base map[string]any, cfg *mcpconfig.Config) (map[string]any, [
 		default:
 			status = append(status, event.MCPServerStatus{Name: s.Name, Status: "failed", Error: "Codex does not take " + s.Type + " MCP servers (stdio and http only)"})
 			continue
+		}
+		if mode != "bypassPermissions" {
+			if tools, all := allowedMCPTools(s.Name, allowed); !all {
+				servers[s.Name].(map[string]any)["enabled_tools"] = tools
+			}
 		}
 		status = append(status, event.MCPServerStatus{Name: s.Name, Status: "pending"})
 	}
@@ -85,4 +101,20 @@ func mcpStartup(status []event.MCPServerStatus, msgs []Message) {
 			}
 		}
 	}
+}
+
+// allowedMCPTools is what the rules in allowed enable of server's tools:
+// all of them (a rule naming the server), or the tools named (never nil,
+// so an empty list enables none).
+func allowedMCPTools(server string, allowed []string) (tools []string, all bool) {
+	tools = []string{}
+	for _, r := range allowed {
+		if r == mcpconfig.ToolPrefix+server {
+			return nil, true
+		}
+		if sv, tool, ok := mcpconfig.SplitToolName(r); ok && sv == server && !slices.Contains(tools, tool) {
+			tools = append(tools, tool)
+		}
+	}
+	return tools, false
 }

@@ -2,6 +2,7 @@ package codex_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,5 +76,59 @@ func TestRealCodexMCPServers(t *testing.T) {
 	}
 	if strings.Contains(g.logs.String(), secret) {
 		t.Error("the env value in the engine's log")
+	}
+}
+
+// Codex runs MCP tools without asking whatever its approval policy, so
+// outside bypassPermissions only the tools a rule allows are offered: no
+// rule, no tool (nothing runs unasked); a rule on the tool, that tool.
+func TestRealCodexMCPToolsOnlyWhereARuleAllows(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		offered bool
+	}{
+		{"no rule", nil, false},
+		{"rule on another tool", []string{"mcp__everything__get-sum", "Bash(ls)"}, false},
+		{"rule on the tool", []string{"mcp__everything__echo"}, true},
+		{"rule on the server", []string{"mcp__everything"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newRig(t)
+			cfg := mcptest.Config(mcptest.Everything(t, "everything", nil))
+			var offered []string
+			g.fake.SetResponder(func(r *codextest.Request) codextest.Reply {
+				if len(r.Input) > 0 && strings.Contains(string(r.Input[len(r.Input)-1]), "function_call_output") {
+					return codextest.Reply{Text: "echoed"}
+				}
+				offered = r.Tools
+				if slices.Contains(r.Tools, "mcp__everything") {
+					return codextest.Reply{Call: &codextest.Call{Namespace: "mcp__everything", Tool: "echo", Args: map[string]any{"message": "hi"}}}
+				}
+				return codextest.Reply{Text: "no echo tool offered"}
+			})
+			r := g.turn(t, engine.Request{Message: "echo something", MCP: cfg, PermissionMode: "default", AllowedTools: tc.allowed}, nil)
+			if r.err != nil {
+				t.Fatalf("turn: %v (tools offered %v)", r.err, offered)
+			}
+			starts := r.find(event.TypeToolStart)
+			if tc.offered {
+				if len(starts) != 1 || starts[0].ToolStart.Name != "mcp__everything__echo" || !strings.Contains(r.text(), "echoed") {
+					t.Fatalf("allowed echo did not run: starts %+v, text %q, offered %v", starts, r.text(), offered)
+				}
+				return
+			}
+			// Echo never runs; with no rule on the server its namespace is
+			// not even offered (with one on another tool it is, without echo,
+			// and Codex refuses the call).
+			for _, res := range r.find(event.TypeToolResult) {
+				if strings.Contains(res.ToolResult.Content, "Echo:") {
+					t.Fatalf("echo ran with no rule allowing it: %+v", res.ToolResult)
+				}
+			}
+			if len(starts) != 0 || (tc.allowed == nil && slices.Contains(offered, "mcp__everything")) {
+				t.Fatalf("echo was offered or started with no rule allowing it: starts %+v, offered %v", starts, offered)
+			}
+		})
 	}
 }

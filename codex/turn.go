@@ -278,7 +278,7 @@ func (t *Turn) converse() error {
 	if t.req.SystemPrompt != "" {
 		params["baseInstructions"] = t.req.SystemPrompt
 	}
-	config, mcpStatus := threadConfig(t.eng.cfg.ThreadConfig, t.req.MCP)
+	config, mcpStatus := threadConfig(t.eng.cfg.ThreadConfig, t.req.MCP, t.req.PermissionMode, t.req.AllowedTools)
 	if config != nil {
 		params["config"] = config
 	}
