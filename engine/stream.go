@@ -7,11 +7,12 @@ import (
 )
 
 // Stream is the event half of a Turn for an engine whose events are
-// produced on goroutines of its own (Codex, the ACP agents): producers
-// Emit events and Defer functions — an approval's question — that Next
-// runs only once every event queued before them was returned, so that
-// approval:requested never overtakes the tool:start it is about. End
-// records how the turn ended and closes the stream.
+// produced on goroutines of its own (Codex, the ACP agents, the native
+// loop): producers Emit events and Defer functions — an approval's
+// question — that Next runs only once every event queued before them
+// was returned, so that approval:requested never overtakes the
+// tool:start it is about. End records how the turn ended and closes the
+// stream.
 //
 // Next, Event and Err are for the one consumer (a Turn embeds the Stream
 // to get them). Emit, Defer and End are safe from any goroutine; Emit

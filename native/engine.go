@@ -60,8 +60,9 @@ type EngineConfig struct {
 // each server connected or failed with why, and the turn runs without a
 // failed one. MCP tools may change things, so each call takes the approval
 // path first: a rule of AllowedTools (permrule) or bypassPermissions lets
-// it run; else in a mode that asks, the Approver decides; else it is
-// denied. The servers live as long as the turn: they are ended when it
+// it run; else in a mode that asks, the Approver decides (asked through
+// the turn's engine.Stream, so only once Next returned the call's
+// tool:start and every event before it); else it is denied. The servers live as long as the turn: they are ended when it
 // ends (stdin closed, killed after 2 s), on a goroutine Shutdown waits
 // for, so none outlives the engine.
 type Engine struct {
@@ -169,7 +170,7 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 			return nil, fmt.Errorf("%w: native: checkpoint %q is not a history length", engine.ErrUnsupported, req.ResumeAt)
 		}
 	}
-	t := &Turn{e: e, req: req, events: make(chan event.Event, 256), done: make(chan struct{})}
+	t := &Turn{e: e, req: req, s: engine.NewStream(256)}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	if err := e.turns.Add(req.SessionKey, t); err != nil {
 		t.cancel()
@@ -181,7 +182,7 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 		select {
 		case <-ctx.Done():
 			t.stop(event.ErrorKilled)
-		case <-t.done:
+		case <-t.s.Done():
 		}
 	}()
 	go t.run()
@@ -198,47 +199,36 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Turn is one native turn: its events come from the loop's handler.
+// Turn is one native turn: its events come from the loop's handler
+// through an engine.Stream (Next, Event, Err), which also orders an
+// approval's question after the events before it (ask).
 type Turn struct {
 	e      *Engine
 	req    engine.Request
-	ctx    context.Context
+	ctx    context.Context // cancelled by Interrupt, Kill and the turn's end: denies approvals
 	cancel context.CancelFunc
-	events chan event.Event
-	done   chan struct{}
-	cur    event.Event
-	err    error
+	s      *engine.Stream // ended when run returned
+	err    error          // how the turn ended, for End (set by finish)
+
+	asks sync.WaitGroup // the Approver's questions started; run's end waits for them
 
 	stopMu   sync.Mutex
 	stopKind event.ErrorKind
-	closed   sync.Once
 }
 
-// Next implements engine.Turn.
-func (t *Turn) Next() bool {
-	ev, ok := <-t.events
-	if !ok {
-		return false
-	}
-	t.cur = ev
-	return true
-}
+// Next implements engine.Turn; it also starts an approval's question
+// once the events before it were read.
+func (t *Turn) Next() bool { return t.s.Next() }
 
 // Event implements engine.Turn.
-func (t *Turn) Event() event.Event { return t.cur }
+func (t *Turn) Event() event.Event { return t.s.Event() }
 
-// Err implements engine.Turn: nil when the turn completed.
-func (t *Turn) Err() error {
-	select {
-	case <-t.done:
-		return t.err
-	default:
-		return nil
-	}
-}
+// Err implements engine.Turn: nil when the turn completed, an
+// *engine.TurnError otherwise; final once Next returned false.
+func (t *Turn) Err() error { return t.s.Err() }
 
 // Done is closed once the turn's loop has ended.
-func (t *Turn) Done() <-chan struct{} { return t.done }
+func (t *Turn) Done() <-chan struct{} { return t.s.Done() }
 
 // Interrupt cancels the turn's Prompt: it ends with session:error kind
 // interrupted.
@@ -250,8 +240,7 @@ func (t *Turn) Kill() error { t.stop(event.ErrorKilled); return nil }
 // Close kills the turn if it runs and discards its events.
 func (t *Turn) Close() error {
 	t.Kill()
-	for t.Next() {
-	}
+	t.s.Discard()
 	return nil
 }
 
@@ -266,7 +255,38 @@ func (t *Turn) stop(kind event.ErrorKind) {
 
 func (t *Turn) emit(ev event.Event) {
 	ev.SessionID = t.req.SessionKey
-	t.events <- ev
+	t.s.Emit(ev)
+}
+
+// ask puts an MCP tool's question to the Approver, as engine.Approver's
+// contract wants: only once Next has returned every event before it (the
+// call's tool:start above all), from a goroutine started by Next, so a
+// slow consumer delays the question rather than being overtaken by it.
+// ok is false when the turn ended or ctx was cancelled first (the call
+// is then denied).
+func (t *Turn) ask(ctx context.Context, q engine.ApprovalRequest) (engine.ApprovalDecision, bool) {
+	ch := make(chan engine.ApprovalDecision, 1)
+	t.asks.Add(1)
+	queued := t.s.Defer(func() {
+		if ctx.Err() != nil { // the call was given up while the question waited
+			t.asks.Done()
+			return
+		}
+		go func() {
+			defer t.asks.Done()
+			ch <- t.req.Approver.Ask(ctx, q)
+		}()
+	})
+	if !queued {
+		t.asks.Done()
+		return engine.ApprovalDecision{}, false
+	}
+	select {
+	case d := <-ch:
+		return d, true
+	case <-ctx.Done():
+		return engine.ApprovalDecision{}, false
+	}
 }
 
 // historyPath is where conversation conv of the request is kept.
@@ -277,9 +297,10 @@ func (t *Turn) historyPath(conv string) string {
 func (t *Turn) run() {
 	defer t.e.wg.Done()
 	defer func() {
+		t.cancel()
+		t.asks.Wait() // a question still queued is dropped by Next (ctx is cancelled)
 		t.e.turns.Remove(t.req.SessionKey, t)
-		close(t.done)
-		close(t.events)
+		t.s.End(t.err)
 	}()
 	start := time.Now()
 	model := t.req.Model
@@ -303,6 +324,9 @@ func (t *Turn) run() {
 		}()
 	}()
 	for _, tl := range mc.tools {
+		if mt, ok := tl.(*mcpTool); ok {
+			mt.ask = t.ask
+		}
 		if !permrule.Allowed(t.req.DisallowedTools, tl.Name(), json.RawMessage(`{}`)) {
 			tools = append(tools, tl)
 		}

@@ -173,6 +173,9 @@ type mcpTool struct {
 	name, tool, desc string
 	schema           json.RawMessage
 	req              engine.Request
+	// ask puts a question to req.Approver after the events before it
+	// were read (Turn.ask); ok false: not asked, the turn is ending.
+	ask func(context.Context, engine.ApprovalRequest) (d engine.ApprovalDecision, ok bool)
 }
 
 func (t *mcpTool) Name() string                 { return t.name }
@@ -236,7 +239,14 @@ func (t *mcpTool) approve(ctx context.Context, input json.RawMessage) (string, b
 		return "permission to use " + t.name + " was denied: no rule allows it", false
 	}
 	id, _ := ctx.Value(toolUseIDKey{}).(string)
-	d := t.req.Approver.Ask(ctx, engine.ApprovalRequest{ToolUseID: id, ToolName: t.name, Input: input})
+	q := engine.ApprovalRequest{ToolUseID: id, ToolName: t.name, Input: input}
+	if t.ask == nil { // not a turn's (benchmarks): nothing orders the question
+		return "permission to use " + t.name + " was denied: no one to ask", false
+	}
+	d, ok := t.ask(ctx, q)
+	if !ok {
+		return "permission to use " + t.name + " was denied: the turn ended", false
+	}
 	if d.Allow {
 		if len(d.UpdatedInput) > 0 {
 			return string(d.UpdatedInput), true

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,4 +144,78 @@ func procWithEnv(mark string) bool {
 		}
 	}
 	return false
+}
+
+// engine.Approver's contract: the question comes only once Next has
+// returned every event before it — the call's tool:start above all. A
+// consumer that stops reading after session:init (until the question
+// comes, or a second passes) must still see the tool:start before the
+// Approver is asked; the native engine used to ask straight from the
+// loop, while the tool:start was still in its channel.
+func TestEngineMCPAsksAfterToolStartWasRead(t *testing.T) {
+	f := newFixture(t)
+	f.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "mcp__everything__echo", map[string]any{"message": "in order"})}},
+		claudetest.TextReply("done"))
+	e := newEngine(f)
+	defer e.Shutdown(context.Background())
+	ap := &orderApprover{read: map[string]bool{}, asked: make(chan struct{}, 1)}
+	tr, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s1", Message: "echo", Cwd: t.TempDir(), StateDir: t.TempDir(),
+		MCP: mcptest.Config(mcptest.Everything(t, "everything", nil)), PermissionMode: "default", Approver: ap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []event.Event
+	for tr.Next() {
+		ev := tr.Event()
+		evs = append(evs, ev)
+		if ev.Type == event.TypeToolStart {
+			ap.mu.Lock()
+			ap.read[ev.ToolStart.ToolUseID] = true
+			ap.mu.Unlock()
+		}
+		if ev.Type == event.TypeSessionInit { // the slow part: read nothing more for a while
+			select {
+			case <-ap.asked:
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	if len(ap.calls) != 1 || ap.calls[0].ToolName != "mcp__everything__echo" {
+		t.Fatalf("asked %+v (events %v)", ap.calls, types(evs))
+	}
+	if !ap.calls[0].startRead {
+		t.Errorf("the Approver was asked about %s before Next returned its tool:start", ap.calls[0].ToolUseID)
+	}
+	var ok bool
+	for _, ev := range evs {
+		ok = ok || ev.Type == event.TypeToolResult && ev.ToolResult.Content == "Echo: in order" && !ev.ToolResult.IsError
+	}
+	if !ok || tr.Err() != nil {
+		t.Errorf("the approved call did not run: %v, %v", types(evs), tr.Err())
+	}
+}
+
+type orderApprover struct {
+	mu    sync.Mutex
+	read  map[string]bool // tool:starts Next returned, by ToolUseID
+	calls []orderCall
+	asked chan struct{}
+}
+
+type orderCall struct {
+	engine.ApprovalRequest
+	startRead bool
+}
+
+func (a *orderApprover) Ask(_ context.Context, r engine.ApprovalRequest) engine.ApprovalDecision {
+	a.mu.Lock()
+	a.calls = append(a.calls, orderCall{r, a.read[r.ToolUseID]})
+	a.mu.Unlock()
+	select {
+	case a.asked <- struct{}{}:
+	default:
+	}
+	return engine.ApprovalDecision{Allow: true}
 }
