@@ -52,7 +52,18 @@
 // failed (with the reason) in session:init, where the servers handed over
 // are "pending": the agent starts them and reports nothing of their
 // state. A session the agent keeps between turns keeps the servers it was
-// set up with. The agent names the servers' tools in its tool calls.
+// set up with.
+//
+// Each agent names the servers' tools its own way; the events and the
+// approval path (rules included) name them mcp__SERVER__TOOL, as every
+// engine does (Mapper.SetMCPServers): claude-agent-acp 0.101.0 already
+// says mcp__everything__echo, OpenCode 1.18.33 everything_echo, Copilot
+// 1.0.102 everything-echo. Verified on the pinned agents: OpenCode runs
+// MCP tools without asking (its default permission), so a rule or a
+// person decides nothing there; Copilot asks (session/request_permission)
+// and is answered like any tool. Copilot 1.0.102 advertises http and sse
+// and rejects stdio servers from an ACP client ("Rejecting non-http/sse
+// MCP server" in its log) while still reporting them "pending" here.
 //
 // # Fork and rewind
 //

@@ -3,9 +3,11 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/mcpconfig"
 )
 
 // Mapper turns one turn's session/update stream into UI events (the
@@ -19,6 +21,7 @@ type Mapper struct {
 	order   []string
 	costUSD float64
 	hasCost bool
+	mcp     []string // the session's MCP server names, longest first
 }
 
 type toolState struct {
@@ -31,6 +34,35 @@ type toolState struct {
 
 // NewMapper returns a Mapper for one turn.
 func NewMapper() *Mapper { return &Mapper{tools: map[string]*toolState{}} }
+
+// SetMCPServers gives the names of the session's MCP servers (Request.MCP),
+// so that their tools are named mcpconfig.ToolName (mcp__SERVER__TOOL) in
+// events and approvals whatever the agent calls them: claude-agent-acp
+// already says mcp__everything__echo, OpenCode 1.18.33 titles the call
+// everything_echo and Copilot 1.0.102 everything-echo (both kind
+// "other"). A name of the form SERVER_TOOL or SERVER-TOOL, for a server
+// of the session, is read as that server's tool; the longest server name
+// that fits wins.
+func (m *Mapper) SetMCPServers(names []string) {
+	m.mcp = slices.Clone(names)
+	slices.SortStableFunc(m.mcp, func(a, b string) int { return len(b) - len(a) })
+}
+
+// mcpName is name as mcp__SERVER__TOOL when it is one of the session's
+// MCP servers' tools in an agent's own form; else name.
+func (m *Mapper) mcpName(name string) string {
+	if strings.HasPrefix(name, "mcp__") {
+		return name
+	}
+	for _, srv := range m.mcp {
+		for _, sep := range []string{"_", "-"} {
+			if tool, ok := strings.CutPrefix(name, srv+sep); ok && tool != "" {
+				return mcpconfig.ToolName(srv, tool)
+			}
+		}
+	}
+	return name
+}
 
 // Handle maps one update to the events it produces (none for kinds that
 // are not shown).
@@ -153,7 +185,7 @@ func (m *Mapper) EnsureStarted(u Update) []event.Event {
 // ToolName is the name a tool call is shown and asked about with.
 func (m *Mapper) ToolName(id string) string {
 	if ts := m.tools[id]; ts != nil {
-		return ts.displayName()
+		return m.mcpName(ts.displayName())
 	}
 	return "tool"
 }
@@ -172,7 +204,7 @@ func (m *Mapper) start(id string, ts *toolState, out []event.Event) []event.Even
 	}
 	ts.started = true
 	return append(out, event.Event{Type: event.TypeToolStart, ToolStart: &event.ToolStart{
-		ToolUseID: id, Name: ts.displayName(), Input: ts.inputOrEmpty(),
+		ToolUseID: id, Name: m.mcpName(ts.displayName()), Input: ts.inputOrEmpty(),
 	}})
 }
 

@@ -99,3 +99,31 @@ func TestMCPServersInSessionNewAndLoad(t *testing.T) {
 		})
 	}
 }
+
+// The mapper names a session's MCP tools mcp__SERVER__TOOL whatever form
+// the agent uses (OpenCode SERVER_TOOL, Copilot SERVER-TOOL, Claude's
+// mcp__ form kept), the longest fitting server name winning; names of no
+// session server, and every name when the session has none, are left as
+// they are. tool:start and ToolName (the approval path) agree.
+func TestMapperNamesMCPTools(t *testing.T) {
+	for _, c := range []struct {
+		servers     []string
+		title, want string
+	}{
+		{[]string{"everything"}, "everything_echo", "mcp__everything__echo"},
+		{[]string{"everything"}, "everything-get-sum", "mcp__everything__get-sum"},
+		{[]string{"everything"}, "mcp__everything__echo", "mcp__everything__echo"},
+		{[]string{"a", "a_b"}, "a_b_tool", "mcp__a_b__tool"},
+		{[]string{"a_b", "a"}, "a_c", "mcp__a__c"},
+		{[]string{"everything"}, "everything_", "everything_"},
+		{[]string{"everything"}, "other_echo", "other_echo"},
+		{nil, "everything_echo", "everything_echo"},
+	} {
+		m := acp.NewMapper()
+		m.SetMCPServers(c.servers)
+		evs := m.Handle(acp.Update{Kind: acp.KindToolCall, ToolCallID: "t1", Title: c.title, ToolKind: "other", Status: "in_progress"})
+		if len(evs) != 1 || evs[0].ToolStart == nil || evs[0].ToolStart.Name != c.want || m.ToolName("t1") != c.want {
+			t.Errorf("%v %q: events %+v, ToolName %q; want %q", c.servers, c.title, evs, m.ToolName("t1"), c.want)
+		}
+	}
+}

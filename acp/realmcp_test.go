@@ -2,16 +2,23 @@ package acp_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chirality/harness/acp"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/mcpconfig"
 	"github.com/chirality/harness/mcpconfig/mcptest"
 )
 
@@ -98,4 +105,133 @@ func TestRealClaudeACPMCP(t *testing.T) {
 	if !strings.Contains(text, "echoed") {
 		t.Errorf("answer %q", text)
 	}
+}
+
+// OpenCode and Copilot name an MCP server's tool their own way — OpenCode
+// 1.18.33 titles the call everything_echo, Copilot 1.0.102 everything-echo
+// (both kind "other"; the model is offered the same names) — and the
+// mapper names it mcp__everything__echo in tool:start and in the approval
+// path, as on every engine. The fake model calls the tool by the name the
+// agent offered it under. Copilot 1.0.102 rejects stdio MCP servers from
+// an ACP client (its log: "Rejecting non-http/sse MCP server"), so it gets
+// an http one (the go-sdk's streamable HTTP server on loopback with an
+// echo tool); it asks session/request_permission for the call, which in
+// dontAsk only the rule on mcp__everything__echo can allow: the call runs
+// only if the name was normalised before the rule was matched, and
+// without the rule it is denied. OpenCode runs MCP tools without asking
+// (its default permission), so on it only the name is proven.
+func TestRealACPMCPToolNames(t *testing.T) {
+	for _, c := range []struct {
+		agent   string
+		offered string // the name the agent offers the model
+		server  func(t *testing.T) mcpconfig.Server
+		rule    bool
+		ran     bool
+	}{
+		{acp.OpenCode, "everything_echo", func(t *testing.T) mcpconfig.Server { return mcptest.Everything(t, "everything", nil) }, true, true},
+		{acp.Copilot, "everything-echo", func(t *testing.T) mcpconfig.Server { return httpEcho(t, "everything") }, true, true},
+		{acp.Copilot, "everything-echo", func(t *testing.T) mcpconfig.Server { return httpEcho(t, "everything") }, false, false},
+	} {
+		t.Run(fmt.Sprintf("%s/rule=%v", c.agent, c.rule), func(t *testing.T) {
+			var spec agentSpec
+			for _, s := range realAgents {
+				if s.name == c.agent {
+					spec = s
+				}
+			}
+			cfg, _ := acp.BuiltinConfig(spec.name)
+			fake, err := claudetest.NewFakeAPI()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fake.Close()
+			var mu sync.Mutex
+			var offered []string
+			fake.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+				if len(r.Tools) == 0 {
+					return claudetest.TextReply("A title")
+				}
+				if lastIsToolResult(r) {
+					return claudetest.TextReply("echoed")
+				}
+				mu.Lock()
+				offered = r.Tools
+				mu.Unlock()
+				if slices.Contains(r.Tools, c.offered) {
+					return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", c.offered, map[string]any{"message": "hi from acp"})}}
+				}
+				return claudetest.TextReply("no echo tool")
+			})
+			home := t.TempDir()
+			cfg.Binary = findAgent(t, cfg.Command[0])
+			cfg.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+			cfg.ExtraEnv = spec.env(fake, home)
+			cfg.StopGrace = time.Second
+			e, err := acp.NewEngine(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				_ = e.Shutdown(ctx)
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			req := engine.Request{SessionKey: "s", Message: "echo something", Cwd: t.TempDir(),
+				MCP: mcptest.Config(c.server(t)), PermissionMode: "dontAsk"}
+			if c.rule {
+				req.AllowedTools = []string{"mcp__everything__echo"}
+			}
+			tr, err := e.StartTurn(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var evs []event.Event
+			for tr.Next() {
+				evs = append(evs, tr.Event())
+			}
+			mu.Lock()
+			got := offered
+			mu.Unlock()
+			if !slices.Contains(got, c.offered) {
+				t.Fatalf("the model was offered %v, not %s (events %v, err %v)", got, c.offered, types(evs), tr.Err())
+			}
+			var starts, results []event.Event
+			for _, ev := range evs {
+				switch ev.Type {
+				case event.TypeToolStart:
+					starts = append(starts, ev)
+				case event.TypeToolResult:
+					results = append(results, ev)
+				}
+			}
+			if len(starts) != 1 || len(results) != 1 {
+				t.Fatalf("tool events: starts %+v results %+v", starts, results)
+			}
+			if starts[0].ToolStart.Name != "mcp__everything__echo" {
+				t.Errorf("tool:start name %q, want mcp__everything__echo", starts[0].ToolStart.Name)
+			}
+			res := results[0].ToolResult
+			if ran := strings.Contains(res.Content, "Echo: hi from acp") && !res.IsError; ran != c.ran {
+				t.Errorf("tool:result %+v, want ran=%v", res, c.ran)
+			}
+		})
+	}
+}
+
+type echoIn struct {
+	Message string `json:"message"`
+}
+
+// httpEcho is an MCP server with an echo tool like server-everything's,
+// over streamable HTTP on loopback (the go-sdk's server).
+func httpEcho(t *testing.T, name string) mcpconfig.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echoes the message."}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Echo: " + in.Message}}}, nil, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	return mcpconfig.Server{Name: name, Type: mcpconfig.HTTP, URL: hs.URL}
 }

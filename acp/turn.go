@@ -47,6 +47,13 @@ type Turn struct {
 func newTurn(e *Engine, req engine.Request, log *zerolog.Logger) *Turn {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Turn{e: e, req: req, s: engine.NewStream(256), m: NewMapper(), ctx: ctx, cancel: cancel, start: time.Now()}
+	if req.MCP != nil {
+		names := make([]string, len(req.MCP.Servers))
+		for i, srv := range req.MCP.Servers {
+			names[i] = srv.Name
+		}
+		t.m.SetMCPServers(names)
+	}
 	if log != nil {
 		t.log = log.With().Str("engine", e.cfg.Name).Str("session", req.SessionKey).Logger()
 	} else {
