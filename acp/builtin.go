@@ -32,6 +32,7 @@ func Builtin() []Config {
 			Name: Copilot, Command: []string{"copilot", "--acp", "--stdio"},
 			Install:     "npm install @github/copilot@1.0.102",
 			Credentials: []string{"COPILOT_PROVIDER_API_KEY", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"},
+			NoStdioMCP:  true,
 		},
 	}
 }

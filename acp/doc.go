@@ -63,7 +63,8 @@
 // person decides nothing there; Copilot asks (session/request_permission)
 // and is answered like any tool. Copilot 1.0.102 advertises http and sse
 // and rejects stdio servers from an ACP client ("Rejecting non-http/sse
-// MCP server" in its log) while still reporting them "pending" here.
+// MCP server" in its log): its built-in entry has Config.NoStdioMCP, so
+// they are not sent and session:init reports them failed with why.
 //
 // # Fork and rewind
 //

@@ -55,6 +55,12 @@ type Config struct {
 	// session/load for a turn's permission mode (the built-in claude-acp
 	// entry's ClaudeACPSessionMeta). Not read from an engines file.
 	SessionMeta func(permissionMode string) map[string]any
+	// NoStdioMCP says the agent refuses stdio MCP servers from its client,
+	// though ACP has every agent take them (Copilot 1.0.102: "Rejecting
+	// non-http/sse MCP server" in its log, and the server's tools never
+	// reach the model): they are not sent, and session:init reports them
+	// failed with why. Not read from an engines file.
+	NoStdioMCP bool
 	// ExtraEnv entries (KEY=VALUE) are added after filtering (an engine
 	// entry's env:); a Request's Env comes after them.
 	ExtraEnv []string

@@ -17,8 +17,9 @@ import (
 // reason. The agent starts the servers and tells nothing of their state,
 // so the servers handed over are "pending". Env and header values go to
 // the agent only (the request is never logged); entries are sorted so a
-// session's parameters are the same each time.
-func mcpServers(cfg *mcpconfig.Config, caps sdk.McpCapabilities) ([]any, []event.MCPServerStatus) {
+// session's parameters are the same each time. noStdio (Config.NoStdioMCP):
+// the agent refuses stdio servers, which are then reported failed.
+func mcpServers(cfg *mcpconfig.Config, caps sdk.McpCapabilities, noStdio bool) ([]any, []event.MCPServerStatus) {
 	out := []any{} // the field is required: an empty list, never null
 	var status []event.MCPServerStatus
 	if cfg == nil {
@@ -27,6 +28,11 @@ func mcpServers(cfg *mcpconfig.Config, caps sdk.McpCapabilities) ([]any, []event
 	for _, s := range cfg.Servers {
 		switch s.Type {
 		case mcpconfig.Stdio:
+			if noStdio {
+				status = append(status, event.MCPServerStatus{Name: s.Name, Status: "failed",
+					Error: "the agent does not take stdio MCP servers from its client (give it an http or sse server)"})
+				continue
+			}
 			args := s.Args
 			if args == nil {
 				args = []string{}

@@ -118,8 +118,10 @@ func TestRealClaudeACPMCP(t *testing.T) {
 // echo tool); it asks session/request_permission for the call, which in
 // dontAsk only the rule on mcp__everything__echo can allow: the call runs
 // only if the name was normalised before the rule was matched, and
-// without the rule it is denied. OpenCode runs MCP tools without asking
-// (its default permission), so on it only the name is proven.
+// without the rule it is denied; a stdio server beside is reported
+// failed in session:init (not sent: Config.NoStdioMCP). OpenCode runs MCP
+// tools without asking (its default permission), so on it only the name
+// is proven.
 func TestRealACPMCPToolNames(t *testing.T) {
 	for _, c := range []struct {
 		agent   string
@@ -127,10 +129,11 @@ func TestRealACPMCPToolNames(t *testing.T) {
 		server  func(t *testing.T) mcpconfig.Server
 		rule    bool
 		ran     bool
+		stdio   bool // a stdio server-everything "local" beside: Copilot refuses it, reported failed
 	}{
-		{acp.OpenCode, "everything_echo", func(t *testing.T) mcpconfig.Server { return mcptest.Everything(t, "everything", nil) }, true, true},
-		{acp.Copilot, "everything-echo", func(t *testing.T) mcpconfig.Server { return httpEcho(t, "everything") }, true, true},
-		{acp.Copilot, "everything-echo", func(t *testing.T) mcpconfig.Server { return httpEcho(t, "everything") }, false, false},
+		{acp.OpenCode, "everything_echo", func(t *testing.T) mcpconfig.Server { return mcptest.Everything(t, "everything", nil) }, true, true, false},
+		{acp.Copilot, "everything-echo", func(t *testing.T) mcpconfig.Server { return httpEcho(t, "everything") }, true, true, true},
+		{acp.Copilot, "everything-echo", func(t *testing.T) mcpconfig.Server { return httpEcho(t, "everything") }, false, false, false},
 	} {
 		t.Run(fmt.Sprintf("%s/rule=%v", c.agent, c.rule), func(t *testing.T) {
 			var spec agentSpec
@@ -183,6 +186,9 @@ func TestRealACPMCPToolNames(t *testing.T) {
 			if c.rule {
 				req.AllowedTools = []string{"mcp__everything__echo"}
 			}
+			if c.stdio {
+				req.MCP.Servers = append(req.MCP.Servers, mcptest.Everything(t, "local", nil))
+			}
 			tr, err := e.StartTurn(ctx, req)
 			if err != nil {
 				t.Fatal(err)
@@ -198,13 +204,24 @@ func TestRealACPMCPToolNames(t *testing.T) {
 				t.Fatalf("the model was offered %v, not %s (events %v, err %v)", got, c.offered, types(evs), tr.Err())
 			}
 			var starts, results []event.Event
+			status := map[string]event.MCPServerStatus{}
 			for _, ev := range evs {
 				switch ev.Type {
 				case event.TypeToolStart:
 					starts = append(starts, ev)
 				case event.TypeToolResult:
 					results = append(results, ev)
+				case event.TypeSessionInit:
+					for _, st := range ev.Init.MCPServers {
+						status[st.Name] = st
+					}
 				}
+			}
+			if status["everything"].Status != "pending" {
+				t.Errorf("session:init mcpServers %+v", status)
+			}
+			if c.stdio && (status["local"].Status != "failed" || !strings.Contains(status["local"].Error, "stdio")) {
+				t.Errorf("the stdio server Copilot refuses: %+v", status["local"])
 			}
 			if len(starts) != 1 || len(results) != 1 {
 				t.Fatalf("tool events: starts %+v results %+v", starts, results)

@@ -314,7 +314,7 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 	resume := t.req.Resume
 	// The servers go with every session the agent sets up for us; a
 	// session it keeps between turns keeps the servers it got.
-	mcp, mcpStatus := mcpServers(t.req.MCP, p.info.MCP)
+	mcp, mcpStatus := mcpServers(t.req.MCP, p.info.MCP, t.e.cfg.NoStdioMCP)
 	if t.req.Fork && resume != "" {
 		// A copy of the conversation in a new ACP session; the
 		// original is left as it was.
