@@ -1,6 +1,12 @@
 package acp
 
-import "slices"
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/chirality/harness/engine"
+)
 
 // The built-in ACP engine entries' names.
 const (
@@ -20,6 +26,7 @@ func Builtin() []Config {
 			Install:     "npm install opencode-ai@1.18.33",
 			Credentials: []string{"ANTHROPIC_API_KEY"},
 			Fork:        true,
+			MCPEnv:      OpenCodeAskMCP,
 		},
 		{
 			Name: ClaudeACP, Command: []string{"claude-agent-acp"},
@@ -64,4 +71,58 @@ func BuiltinConfig(name string) (Config, bool) {
 		return Config{}, false
 	}
 	return Builtin()[i], true
+}
+
+// OpenCodeAskMCP makes OpenCode ask before an MCP tool runs. OpenCode
+// (1.18.33) runs MCP tools without asking by default, in every mode, so
+// neither rules nor a person would decide them; with a permission entry
+// "<server>_*": "ask" in its configuration it sends
+// session/request_permission for them like for any tool, and the harness
+// answers by rule, person or policy (dontAsk: deny). Outside
+// bypassPermissions, for each of the request's servers whose pattern the
+// user's OPENCODE_CONFIG_CONTENT does not set already, the entry is merged
+// into that variable (a user's own choice for a server stands; so does a
+// permission set for everything at once). The agent is one process per
+// session: the servers of the turn that starts it count.
+func OpenCodeAskMCP(env []string, req engine.Request) []string {
+	if req.MCP.Len() == 0 || req.PermissionMode == "bypassPermissions" {
+		return env
+	}
+	const key = "OPENCODE_CONFIG_CONTENT="
+	cfg := map[string]any{}
+	at := -1
+	for i, kv := range env {
+		if strings.HasPrefix(kv, key) {
+			at = i
+		}
+	}
+	if at >= 0 {
+		if err := json.Unmarshal([]byte(env[at][len(key):]), &cfg); err != nil || cfg == nil {
+			return env // not a JSON object: OpenCode will say so itself
+		}
+	}
+	perm, ok := cfg["permission"].(map[string]any)
+	if !ok {
+		if _, set := cfg["permission"]; set {
+			return env // one permission for everything: the user's choice
+		}
+		perm = map[string]any{}
+	}
+	for _, s := range req.MCP.Servers {
+		if _, set := perm[s.Name+"_*"]; !set {
+			perm[s.Name+"_*"] = "ask"
+		}
+	}
+	cfg["permission"] = perm
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return env
+	}
+	out := slices.Clone(env)
+	if at >= 0 {
+		out[at] = key + string(b)
+	} else {
+		out = append(out, key+string(b))
+	}
+	return out
 }

@@ -59,9 +59,11 @@
 // engine does (Mapper.SetMCPServers): claude-agent-acp 0.101.0 already
 // says mcp__everything__echo, OpenCode 1.18.33 everything_echo, Copilot
 // 1.0.102 everything-echo. Verified on the pinned agents: OpenCode runs
-// MCP tools without asking (its default permission), so a rule or a
-// person decides nothing there; Copilot asks (session/request_permission)
-// and is answered like any tool. Copilot 1.0.102 advertises http and sse
+// MCP tools without asking (its default permission), so its built-in
+// entry (Config.MCPEnv = OpenCodeAskMCP) adds "<server>_*": "ask" to its
+// OPENCODE_CONFIG_CONTENT outside bypassPermissions, and then it asks
+// (session/request_permission) like Copilot does: both are answered like
+// any tool, by rule, person or policy. Copilot 1.0.102 advertises http and sse
 // and rejects stdio servers from an ACP client ("Rejecting non-http/sse
 // MCP server" in its log): its built-in entry has Config.NoStdioMCP, so
 // they are not sent and session:init reports them failed with why.

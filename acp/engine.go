@@ -61,6 +61,11 @@ type Config struct {
 	// reach the model): they are not sent, and session:init reports them
 	// failed with why. Not read from an engines file.
 	NoStdioMCP bool
+	// MCPEnv, when set, adjusts the environment the session's agent is
+	// started with for the first turn's request (its MCP servers and
+	// permission mode): the built-in opencode entry's OpenCodeAskMCP. Not
+	// read from an engines file.
+	MCPEnv func(env []string, req engine.Request) []string
 	// ExtraEnv entries (KEY=VALUE) are added after filtering (an engine
 	// entry's env:); a Request's Env comes after them.
 	ExtraEnv []string
@@ -268,7 +273,11 @@ func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
 			e.removeTurn(t)
 			return nil, err
 		}
-		p, err = spawn(e, req.SessionKey, bin, e.childEnv(req.Env), req.Cwd, t.log)
+		env := e.childEnv(req.Env)
+		if e.cfg.MCPEnv != nil {
+			env = e.cfg.MCPEnv(env, req)
+		}
+		p, err = spawn(e, req.SessionKey, bin, env, req.Cwd, t.log)
 		if err != nil {
 			e.removeTurn(t)
 			return nil, fmt.Errorf("acp: start %s: %w", e.cfg.Name, err)

@@ -120,8 +120,9 @@ func TestRealClaudeACPMCP(t *testing.T) {
 // only if the name was normalised before the rule was matched, and
 // without the rule it is denied; a stdio server beside is reported
 // failed in session:init (not sent: Config.NoStdioMCP). OpenCode runs MCP
-// tools without asking (its default permission), so on it only the name
-// is proven.
+// tools without asking by default; its built-in entry's OpenCodeAskMCP
+// makes it ask, so on it too the rule alone lets the call run and
+// without it the call is denied.
 func TestRealACPMCPToolNames(t *testing.T) {
 	for _, c := range []struct {
 		agent   string
@@ -132,6 +133,7 @@ func TestRealACPMCPToolNames(t *testing.T) {
 		stdio   bool // a stdio server-everything "local" beside: Copilot refuses it, reported failed
 	}{
 		{acp.OpenCode, "everything_echo", func(t *testing.T) mcpconfig.Server { return mcptest.Everything(t, "everything", nil) }, true, true, false},
+		{acp.OpenCode, "everything_echo", func(t *testing.T) mcpconfig.Server { return mcptest.Everything(t, "everything", nil) }, false, false, false},
 		{acp.Copilot, "everything-echo", func(t *testing.T) mcpconfig.Server { return httpEcho(t, "everything") }, true, true, true},
 		{acp.Copilot, "everything-echo", func(t *testing.T) mcpconfig.Server { return httpEcho(t, "everything") }, false, false, false},
 	} {
