@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/engine"
@@ -160,34 +159,10 @@ func (h *Harness) UpdateSession(id string, u SessionUpdate) (*session.Session, e
 	return s, nil
 }
 
-// keyLock is one session's lock (lockSession).
-type keyLock struct {
-	mu sync.Mutex
-	n  int // holders and waiters
-}
-
 // lockSession serialises what changes a session's record outside a
 // turn's runner (UpdateSession, Fork, Rewind) with a turn's start. It
 // returns the unlock.
-func (h *Harness) lockSession(id string) func() {
-	h.mu.Lock()
-	l := h.locks[id]
-	if l == nil {
-		l = &keyLock{}
-		h.locks[id] = l
-	}
-	l.n++
-	h.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		h.mu.Lock()
-		if l.n--; l.n == 0 {
-			delete(h.locks, id)
-		}
-		h.mu.Unlock()
-	}
-}
+func (h *Harness) lockSession(id string) func() { return h.locks.Lock(id) }
 
 // idleSession returns session id, locked and reserved, when no turn runs
 // on it: the start of Fork and Rewind. The returned func ends both. It fails with ErrInvalidID, ErrNotFound,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/keylock"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
@@ -40,7 +41,7 @@ type Harness struct {
 	live     map[string]*liveTurn       // by session ID: running turns and deletions
 	answered map[string]map[string]bool // by session ID: approval ids of finished turns
 	seen     map[string]bool            // project roots used by this process
-	locks    map[string]*keyLock        // by session ID: see lockSession
+	locks    keylock.Map                // by session ID: see lockSession
 	closed   bool
 	wg       sync.WaitGroup // turn runners
 
@@ -73,7 +74,7 @@ func New(cfg Config) (*Harness, error) {
 	// every event and log line (internal/secrets).
 	secrets.RegisterEnv(c.ChildEnv)
 	h := &Harness{cfg: c, log: zerolog.Nop(), live: map[string]*liveTurn{}, answered: map[string]map[string]bool{},
-		seen: map[string]bool{}, locks: map[string]*keyLock{}, logs: map[string]projectLog{}, engines: map[string]engine.Engine{}}
+		seen: map[string]bool{}, logs: map[string]projectLog{}, engines: map[string]engine.Engine{}}
 	if c.Logger != nil {
 		h.log = *c.Logger
 	}

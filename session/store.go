@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/chirality/harness/internal/keylock"
 	"github.com/chirality/harness/persona"
 )
 
@@ -57,7 +58,7 @@ type Store struct {
 	now      func() time.Time
 
 	mu    sync.Mutex
-	locks map[string]*idLock
+	locks keylock.Map // by session ID
 	logs  map[string]*EventLog
 
 	// listCache keeps, per sessions directory, the decoded files of the
@@ -74,15 +75,10 @@ type listEntry struct {
 	err     error
 }
 
-type idLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
 // Open returns a Store using cfg, creating the index directory (0700).
 func Open(cfg Config) (*Store, error) {
 	st := &Store{stateDir: cfg.StateDir, now: cfg.Now, log: zerolog.Nop(),
-		locks: map[string]*idLock{}, logs: map[string]*EventLog{}, listCache: map[string]map[string]listEntry{}}
+		logs: map[string]*EventLog{}, listCache: map[string]map[string]listEntry{}}
 	if cfg.Logger != nil {
 		st.log = *cfg.Logger
 	}
@@ -106,25 +102,7 @@ func Open(cfg Config) (*Store, error) {
 func (st *Store) StateDir() string { return st.stateDir }
 
 // lock serialises operations on one session ID within this Store.
-func (st *Store) lock(id string) (unlock func()) {
-	st.mu.Lock()
-	l := st.locks[id]
-	if l == nil {
-		l = &idLock{}
-		st.locks[id] = l
-	}
-	l.refs++
-	st.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		st.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(st.locks, id)
-		}
-		st.mu.Unlock()
-	}
-}
+func (st *Store) lock(id string) (unlock func()) { return st.locks.Lock(id) }
 
 func (st *Store) timestamp() time.Time { return st.now().UTC() }
 
