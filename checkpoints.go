@@ -296,24 +296,32 @@ func (h *Harness) FilesDiff(ctx context.Context, id string, toTurn int64) ([]che
 	return changes, err
 }
 
+// occupy makes lt its session's live turn, which Shutdown waits for
+// (h.wg) until it is released. It fails with ErrClosed after Shutdown and
+// ErrBusy while the session has one.
+func (h *Harness) occupy(lt *liveTurn) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.closed:
+		return ErrClosed
+	case h.live[lt.id] != nil:
+		return ErrBusy
+	}
+	h.live[lt.id] = lt
+	h.wg.Add(1)
+	return nil
+}
+
 // reserve marks session id busy (as a running turn does) until release:
 // StartTurn fails with ErrBusy meanwhile, DeleteSession waits, Shutdown
 // waits. It fails with ErrBusy when a turn runs, ErrClosed after
 // Shutdown.
 func (h *Harness) reserve(id string) (release func(), err error) {
 	lt := &liveTurn{id: id, done: make(chan struct{})}
-	h.mu.Lock()
-	switch {
-	case h.closed:
-		h.mu.Unlock()
-		return nil, ErrClosed
-	case h.live[id] != nil:
-		h.mu.Unlock()
-		return nil, ErrBusy
+	if err := h.occupy(lt); err != nil {
+		return nil, err
 	}
-	h.live[id] = lt
-	h.wg.Add(1)
-	h.mu.Unlock()
 	return func() {
 		h.forget(lt)
 		close(lt.done)

@@ -290,18 +290,9 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 		return nil, err
 	}
 	lt := &liveTurn{id: id, broker: newBroker(h.cfg.SubscriberBuffer), done: make(chan struct{})}
-	h.mu.Lock()
-	switch {
-	case h.closed:
-		h.mu.Unlock()
-		return nil, ErrClosed
-	case h.live[id] != nil:
-		h.mu.Unlock()
-		return nil, ErrBusy
+	if err := h.occupy(lt); err != nil {
+		return nil, err
 	}
-	h.live[id] = lt
-	h.wg.Add(1)
-	h.mu.Unlock()
 	started := false
 	defer func() {
 		if !started {
