@@ -1,16 +1,17 @@
 package harness
 
 import (
-	"github.com/chirality/harness/mcpconfig"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
-	"fmt"
-	"github.com/chirality/harness/engine"
-	"github.com/chirality/harness/persona"
 	"github.com/rs/zerolog"
-	"maps"
-	"strings"
+
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/mcpconfig"
+	"github.com/chirality/harness/persona"
 )
 
 // DefaultPermissionMode is the permission mode of every mode unless a
