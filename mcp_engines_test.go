@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,6 +78,11 @@ func TestClaudeCodeMCPThroughTheCore(t *testing.T) {
 	}
 	if status["everything"] != "connected" || status["broken"] != "failed" {
 		t.Errorf("session:init mcpServers = %+v", init.MCPServers)
+	}
+	// The session keeps what its last turn's session:init said
+	// (GET /session/{id} and the console's header show it).
+	if saved, err := e.h.Session(s.ID); err != nil || fmt.Sprint(saved.MCPServers) != fmt.Sprint(init.MCPServers) {
+		t.Errorf("the session's mcpServers = %+v (%v), want %+v", saved.MCPServers, err, init.MCPServers)
 	}
 	if want := []string{mcpconfig.ToolName("everything", "echo"), mcpconfig.ToolName("everything", "get-env")}; strings.Join(starts, " ") != strings.Join(want, " ") {
 		t.Fatalf("tool:start names %v, want %v", starts, want)

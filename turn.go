@@ -499,6 +499,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			// done, and it has been given this prompt.
 			r.s.Pending = nil
 			r.s.PromptHash = promptHash(r.req.SystemPrompt)
+			r.s.MCPServers = ev.Init.MCPServers
 			r.smu.Unlock()
 			r.saveAside("session:init")
 			r.log.Info().Str("sessionId", r.s.ID).Str("conversation", ev.Init.ConversationID()).

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/chirality/harness/event"
 )
 
 // SchemaVersion is the version written in session files. Files with another
@@ -93,6 +95,9 @@ type Session struct {
 	Rules []string
 	// CostUSD is the total cost of the session's turns so far.
 	CostUSD float64
+	// MCPServers is what the last turn's session:init said of each MCP
+	// server the session was given (nil: none, or no turn yet).
+	MCPServers []event.MCPServerStatus
 }
 
 // Pending is how the next turn continues the conversation after a fork or
@@ -115,24 +120,25 @@ func (s *Session) ResumeID() string {
 }
 
 type wireSession struct {
-	SchemaVersion   int       `json:"schemaVersion"`
-	ID              string    `json:"id"`
-	CreatedAt       time.Time `json:"createdAt"`
-	UpdatedAt       time.Time `json:"updatedAt"`
-	ProjectRoot     string    `json:"projectRoot"`
-	Persona         *string   `json:"persona"`
-	Mode            string    `json:"mode"`
-	ClaudeSessionID *string   `json:"claudeSessionId"`
-	Engine          string    `json:"engine,omitempty"`
-	EngineSessionID string    `json:"engineSessionId,omitempty"`
-	Model           string    `json:"model,omitempty"`
-	PermissionMode  string    `json:"permissionMode,omitempty"`
-	Effort          string    `json:"effort,omitempty"`
-	Pending         *Pending  `json:"pending,omitempty"`
-	PromptHash      string    `json:"promptHash,omitempty"`
-	Title           string    `json:"title,omitempty"`
-	Rules           []string  `json:"rules,omitempty"`
-	CostUSD         float64   `json:"costUsd,omitempty"`
+	SchemaVersion   int                     `json:"schemaVersion"`
+	ID              string                  `json:"id"`
+	CreatedAt       time.Time               `json:"createdAt"`
+	UpdatedAt       time.Time               `json:"updatedAt"`
+	ProjectRoot     string                  `json:"projectRoot"`
+	Persona         *string                 `json:"persona"`
+	Mode            string                  `json:"mode"`
+	ClaudeSessionID *string                 `json:"claudeSessionId"`
+	Engine          string                  `json:"engine,omitempty"`
+	EngineSessionID string                  `json:"engineSessionId,omitempty"`
+	Model           string                  `json:"model,omitempty"`
+	PermissionMode  string                  `json:"permissionMode,omitempty"`
+	Effort          string                  `json:"effort,omitempty"`
+	Pending         *Pending                `json:"pending,omitempty"`
+	PromptHash      string                  `json:"promptHash,omitempty"`
+	Title           string                  `json:"title,omitempty"`
+	Rules           []string                `json:"rules,omitempty"`
+	CostUSD         float64                 `json:"costUsd,omitempty"`
+	MCPServers      []event.MCPServerStatus `json:"mcpServers,omitempty"`
 }
 
 func nullable(s string) *string {
@@ -163,6 +169,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Title:           s.Title,
 		Rules:           s.Rules,
 		CostUSD:         s.CostUSD,
+		MCPServers:      s.MCPServers,
 	})
 }
 
@@ -181,7 +188,7 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 	}
 	*s = Session{ID: w.ID, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, ProjectRoot: w.ProjectRoot, Mode: w.Mode,
 		Engine: w.Engine, EngineSessionID: w.EngineSessionID, Model: w.Model, PermissionMode: w.PermissionMode, Effort: w.Effort,
-		Pending: w.Pending, PromptHash: w.PromptHash, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD}
+		Pending: w.Pending, PromptHash: w.PromptHash, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD, MCPServers: w.MCPServers}
 	if w.Persona != nil {
 		s.Persona = *w.Persona
 	}

@@ -1,7 +1,7 @@
 // Unit tests of the console's event model and SSE parser: node --test web/jstest/
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Transcript, truncateLines, toolSummary, formatCost, retrySummary, diffLines, markerText } from "../static/transcript.js";
+import { Transcript, truncateLines, toolSummary, formatCost, retrySummary, diffLines, markerText, mcpSummary } from "../static/transcript.js";
 import { SSEParser } from "../static/sse.js";
 
 const S = "s1";
@@ -255,4 +255,22 @@ test("diffLines classifies a unified diff's lines", () => {
   assert.equal(diffLines(patch)[4].text, "+three");
   assert.deepEqual(diffLines(""), []);
   assert.deepEqual(diffLines(undefined), []);
+});
+
+test("mcpSummary counts connected servers and says why one failed", () => {
+  assert.equal(mcpSummary(undefined), null);
+  assert.equal(mcpSummary([]), null);
+  assert.equal(mcpSummary([{ status: "connected" }]), null, "an entry without a name is no server");
+  const s = mcpSummary([
+    { name: "everything", status: "connected" },
+    { name: "broken", status: "failed", error: "spawn nope ENOENT" },
+    { name: "slow", status: "pending" },
+  ]);
+  assert.deepEqual(s, {
+    text: "MCP 1/3",
+    title: "everything: connected\nbroken: failed — spawn nope ENOENT\nslow: pending",
+    failed: true,
+  });
+  assert.equal(mcpSummary([{ name: "a", status: "connected" }]).failed, false);
+  assert.ok(mcpSummary([{ name: "a", status: "failed", error: "x".repeat(10000) }]).title.length < 300, "a long error is cut");
 });

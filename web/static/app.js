@@ -4,7 +4,7 @@
 // renderMarkdown, which escapes it before adding markup.
 
 import { Api, ApiError, eventsOf, sleep } from "./api.js";
-import { Transcript, truncateLines, toolSummary, formatCost, formatDuration, retrySummary, diffLines, markerText } from "./transcript.js";
+import { Transcript, truncateLines, toolSummary, formatCost, formatDuration, retrySummary, diffLines, markerText, mcpSummary } from "./transcript.js";
 import { renderMarkdown } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
@@ -741,6 +741,14 @@ function renderTitle() {
     ? [s.engine || "claude-code", model, s.persona ? `${s.persona} · ${s.mode}` : s.mode, s.permissionMode, baseName(s.projectRoot), cost].filter(Boolean).join(" · ")
     : "";
   $("subtitle").title = s ? s.projectRoot : "";
+  // The MCP servers as the last turn's session:init said (live), else as
+  // the session kept them.
+  const mcp = mcpSummary(state.transcript.turns.map((t) => t.init?.mcpServers).filter(Boolean).pop() || s?.mcpServers);
+  const badge = $("mcp-badge");
+  badge.hidden = !mcp;
+  badge.textContent = mcp ? mcp.text : "";
+  badge.title = mcp ? mcp.title : "";
+  badge.classList.toggle("failed", !!mcp?.failed);
   $("rename").hidden = !s;
   renderPickers();
 }

@@ -367,6 +367,23 @@ export function retrySummary(ev) {
   return s;
 }
 
+/** The header's badge for a session's MCP servers (session:init's
+ * mcpServers): its text ("MCP 2/3": connected of all), its tooltip (one
+ * line a server, with why it failed), and whether one failed. null when
+ * the session has none. Names and errors are the server's own: shown as
+ * text, never as HTML. */
+export function mcpSummary(servers) {
+  if (!Array.isArray(servers) || servers.length === 0) return null;
+  const list = servers.filter((s) => s && typeof s.name === "string");
+  if (list.length === 0) return null;
+  const ok = list.filter((s) => s.status === "connected").length;
+  const failed = list.some((s) => s.status === "failed");
+  const title = list
+    .map((s) => `${s.name}: ${String(s.status ?? "unknown")}${s.error ? ` — ${String(s.error).slice(0, 200)}` : ""}`)
+    .join("\n");
+  return { text: `MCP ${ok}/${list.length}`, title, failed };
+}
+
 /** The lines of a unified diff, each with its kind for colouring:
  * "add", "del", "hunk", "meta" (file headers) or "ctx". */
 export function diffLines(patch) {

@@ -15,6 +15,15 @@ import * as z from "zod";
 export const SessionModeSchema = z.enum(["workbench", "pipeline", "direct"]);
 export type SessionMode = z.infer<typeof SessionModeSchema>;
 
+/** One MCP server's state at a turn's start, as its engine reported it. */
+export const MCPServerStatusSchema = z.looseObject({
+  name: z.string(),
+  /** connected, failed or pending (or the agent's own word). */
+  status: z.string(),
+  error: z.string().optional(),
+});
+export type MCPServerStatus = z.infer<typeof MCPServerStatusSchema>;
+
 export const SessionSchema = z.looseObject({
   id: z.string(),
   createdAt: z.string(),
@@ -38,6 +47,8 @@ export const SessionSchema = z.looseObject({
   /** Tool rules a person chose to "always allow" in this session. */
   rules: z.array(z.string()).optional(),
   costUsd: z.number().optional(),
+  /** What the last turn's session:init said of each MCP server. */
+  mcpServers: z.array(MCPServerStatusSchema).optional(),
 });
 export type Session = z.infer<typeof SessionSchema>;
 
@@ -252,6 +263,8 @@ export const SessionInitEventSchema = z.looseObject({
   /** Set by engines other than Claude Code: their name and conversation id. */
   engine: z.string().optional(),
   engineSessionId: z.string().optional(),
+  /** Each MCP server the turn was given (omitted when none). */
+  mcpServers: z.array(MCPServerStatusSchema).optional(),
 });
 
 /** An agent asks whether a tool may run; answer with approve(). */

@@ -116,3 +116,16 @@ test("lastTurn leaves out the markers between turns", async () => {
   ].map((e) => parseEvent(e));
   assert.deepEqual(lastTurn(evs).map((e) => e.seq), [4, 5]);
 });
+
+test("MCP server statuses parse on session:init and on a session; a malformed one throws", () => {
+  const servers = [{ name: "everything", status: "connected" }, { name: "broken", status: "failed", error: "spawn ENOENT" }];
+  const ev = parseEvent({ type: "session:init", sessionId: sid, claudeSessionId: "c", model: "m", tools: [], mcpServers: servers });
+  assert.equal(ev.type, "session:init");
+  if (ev.type === "session:init") assert.deepEqual(ev.mcpServers, servers);
+  const s = SessionSchema.parse({
+    id: "i", createdAt: "t", updatedAt: "t", projectRoot: "/p", persona: null, mode: "direct", claudeSessionId: null,
+    schemaVersion: 1, mcpServers: servers,
+  });
+  assert.equal(s.mcpServers?.[1]?.error, "spawn ENOENT");
+  assert.throws(() => parseEvent({ type: "session:init", sessionId: sid, claudeSessionId: "c", model: "m", tools: [], mcpServers: [{ status: 1 }] }), EventShapeError);
+});
