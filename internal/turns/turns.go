@@ -113,6 +113,13 @@ func (r *Registry[T]) Shutdown(ctx context.Context) error {
 	}
 	var err error
 	for _, t := range ts {
+		// A turn that has ended is never killed: with ctx done too, the
+		// select below would pick either case at random.
+		select {
+		case <-t.Done():
+			continue
+		default:
+		}
 		select {
 		case <-t.Done():
 		case <-ctx.Done():
