@@ -267,7 +267,7 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 		MCP:         o.mcp.Config(),
 	}
 	if o.demo {
-		undo, err := setUpDemo(&cfg, stderr)
+		undo, err := setUpDemo(&cfg, stderr, "harness agent serve")
 		a.cleanup = append(a.cleanup, undo)
 		if err != nil {
 			return nil, fmt.Errorf("--demo: %w", err)

@@ -83,7 +83,7 @@ func (c *cli) mcpServe(o *mcpOptions) int {
 	cfg := harness.Config{Roots: o.roots, StateDir: o.state, Logger: &logger, DefaultPermissionMode: o.perm,
 		Approvals: true, ApprovalTimeout: o.timeout, Aliases: engines.Aliases, DefaultEngine: o.engine, MCP: o.mcp.Config()}
 	if o.demo {
-		undo, err := setUpDemo(&cfg, stderr)
+		undo, err := setUpDemo(&cfg, stderr, "harness mcp")
 		defer undo()
 		if err != nil {
 			fmt.Fprintln(stderr, "harness mcp --demo:", err)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chirality/harness"
 )
 
 // mcpClient runs `harness mcp ARGS…` in process on pipes and connects the
@@ -114,5 +116,26 @@ func TestMCPCommandDemo(t *testing.T) {
 	}
 	if code := end(); code != 0 {
 		t.Errorf("exit %d at the end of input", code)
+	}
+}
+
+// The demo's notices name the command that was run.
+func TestDemoNoticeNamesTheCommand(t *testing.T) {
+	for _, command := range []string{"harness serve", "harness agent serve", "harness mcp"} {
+		var buf strings.Builder
+		var cfg harness.Config
+		undo, err := setUpDemo(&cfg, &buf, command)
+		if err != nil {
+			t.Fatal(err)
+		}
+		undo()
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			if !strings.HasPrefix(line, command+" --demo: ") {
+				t.Errorf("%s: notice %q", command, line)
+			}
+		}
+		if !strings.Contains(buf.String(), "scratch project root") || !strings.Contains(buf.String(), "demo model at") {
+			t.Errorf("%s: notices %q", command, buf.String())
+		}
 	}
 }

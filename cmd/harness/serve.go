@@ -163,7 +163,7 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 		}
 	}()
 	if f.demo {
-		undo, err := setUpDemo(&cfg, stderr)
+		undo, err := setUpDemo(&cfg, stderr, "harness serve")
 		cleanup = append(cleanup, undo)
 		if err != nil {
 			fmt.Fprintln(stderr, "harness serve --demo:", err)
@@ -271,7 +271,7 @@ func isLoopbackHost(host string) bool {
 // environment, the tools the demo's answers use, and, when cfg has none,
 // a scratch project root and session index. The returned func stops the
 // demo model and removes the scratch files.
-func setUpDemo(cfg *harness.Config, stderr io.Writer) (func(), error) {
+func setUpDemo(cfg *harness.Config, stderr io.Writer, command string) (func(), error) {
 	d, err := engines.StartDemo(engines.DemoOptions{Project: len(cfg.Roots) == 0})
 	if err != nil {
 		return func() {}, err
@@ -283,10 +283,10 @@ func setUpDemo(cfg *harness.Config, stderr io.Writer) (func(), error) {
 	}
 	if d.Project != "" {
 		cfg.Roots = []string{d.Project}
-		fmt.Fprintf(stderr, "harness serve --demo: scratch project root %s (removed on exit)\n", d.Project)
+		fmt.Fprintf(stderr, "%s --demo: scratch project root %s (removed on exit)\n", command, d.Project)
 	}
-	fmt.Fprintf(stderr, "harness serve --demo: demo model at %s (Messages API) and %s (Responses API); every engine uses it, no API key, nothing leaves this machine\n",
-		d.MessagesURL, d.ResponsesURL)
+	fmt.Fprintf(stderr, "%s --demo: demo model at %s (Messages API) and %s (Responses API); every engine uses it, no API key, nothing leaves this machine\n",
+		command, d.MessagesURL, d.ResponsesURL)
 	return func() { _ = d.Close() }, nil
 }
 
