@@ -219,6 +219,33 @@ func TestRealAgents(t *testing.T) {
 	}
 }
 
+// realEngine is the engine of the pinned agent spec names, built from
+// cfg (its built-in entry, maybe changed) to run offline against fake
+// with home as its HOME and XDG directories. Shut it down with
+// shutdownReal.
+func realEngine(t *testing.T, spec agentSpec, cfg acp.Config, fake *claudetest.FakeAPI, home string) *acp.Engine {
+	t.Helper()
+	cfg.Binary = findAgent(t, cfg.Command[0])
+	cfg.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home + "/.config",
+		"XDG_DATA_HOME=" + home + "/.local/share", "XDG_CACHE_HOME=" + home + "/.cache", "XDG_STATE_HOME=" + home + "/.local/state"}
+	cfg.ExtraEnv = spec.env(fake, home)
+	cfg.StopGrace = time.Second
+	e, err := acp.NewEngine(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// shutdownReal shuts e down within 20 s, failing the test otherwise.
+func shutdownReal(t *testing.T, e *acp.Engine) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+}
+
 func runRealAgent(t *testing.T, spec agentSpec) {
 	cfg, _ := acp.BuiltinConfig(spec.name)
 	fake, err := claudetest.NewFakeAPI()
@@ -232,15 +259,7 @@ func runRealAgent(t *testing.T, spec agentSpec) {
 	if err := os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("alpha\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Binary = findAgent(t, cfg.Command[0])
-	cfg.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home + "/.config",
-		"XDG_DATA_HOME=" + home + "/.local/share", "XDG_CACHE_HOME=" + home + "/.cache", "XDG_STATE_HOME=" + home + "/.local/state"}
-	cfg.ExtraEnv = spec.env(fake, home)
-	cfg.StopGrace = time.Second
-	e, err := acp.NewEngine(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := realEngine(t, spec, cfg, fake, home)
 	rec := &recorder{}
 	acp.SetTap(e, rec.tap)
 	defer func() {
@@ -248,13 +267,7 @@ func runRealAgent(t *testing.T, spec agentSpec) {
 			logTrail(t, home, rec, fake)
 		}
 	}()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	}()
+	defer shutdownReal(t, e)
 	if st := e.Check(context.Background()); !st.Available {
 		t.Fatalf("check: %+v", st)
 	} else {

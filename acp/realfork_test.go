@@ -3,7 +3,6 @@ package acp_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -55,22 +54,8 @@ func realFork(t *testing.T, spec agentSpec) {
 		return claudetest.TextReply("Noted.")
 	})
 	home, cwd := t.TempDir(), t.TempDir()
-	cfg.Binary = findAgent(t, cfg.Command[0])
-	cfg.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home + "/.config",
-		"XDG_DATA_HOME=" + home + "/.local/share", "XDG_CACHE_HOME=" + home + "/.cache", "XDG_STATE_HOME=" + home + "/.local/state"}
-	cfg.ExtraEnv = spec.env(fake, home)
-	cfg.StopGrace = time.Second
-	e, err := acp.NewEngine(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	}()
+	e := realEngine(t, spec, cfg, fake, home)
+	defer shutdownReal(t, e)
 
 	// turn runs one turn and returns its ACP session and the text of
 	// the last model request it made (the conversation the agent sent).

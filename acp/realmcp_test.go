@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -53,20 +52,8 @@ func TestRealClaudeACPMCP(t *testing.T) {
 		}
 		return claudetest.TextReply("no echo tool")
 	})
-	home := t.TempDir()
-	cfg.Binary = findAgent(t, cfg.Command[0])
-	cfg.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
-	cfg.ExtraEnv = spec.env(fake, home)
-	cfg.StopGrace = time.Second
-	e, err := acp.NewEngine(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = e.Shutdown(ctx)
-	}()
+	e := realEngine(t, spec, cfg, fake, t.TempDir())
+	defer shutdownReal(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	tr, err := e.StartTurn(ctx, engine.Request{SessionKey: "s", Message: "echo something", Cwd: t.TempDir(),
@@ -167,20 +154,8 @@ func TestRealACPMCPToolNames(t *testing.T) {
 				}
 				return claudetest.TextReply("no echo tool")
 			})
-			home := t.TempDir()
-			cfg.Binary = findAgent(t, cfg.Command[0])
-			cfg.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
-			cfg.ExtraEnv = spec.env(fake, home)
-			cfg.StopGrace = time.Second
-			e, err := acp.NewEngine(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				_ = e.Shutdown(ctx)
-			}()
+			e := realEngine(t, spec, cfg, fake, t.TempDir())
+			defer shutdownReal(t, e)
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
 			req := engine.Request{SessionKey: "s", Message: "echo something", Cwd: t.TempDir(),
