@@ -449,14 +449,7 @@ func (s *Store) Diff(ctx context.Context, id string) ([]Change, error) {
 		return nil, err
 	}
 	defer done()
-	if err := s.checkID(ctx, id); err != nil {
-		return nil, err
-	}
-	cur, err := s.snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	changes, err := s.changes(ctx, id, cur)
+	cur, changes, err := s.sinceSnapshot(ctx, id)
 	if err != nil || len(changes) == 0 {
 		return changes, err
 	}
@@ -469,6 +462,19 @@ func (s *Store) Diff(ctx context.Context, id string) ([]Change, error) {
 	}
 	attachPatches(changes, out, capped, s.o.MaxPatchBytes)
 	return changes, nil
+}
+
+// sinceSnapshot checks id, snapshots the files now (cur) and lists what
+// changed from id to cur: what Diff shows and Restore undoes.
+func (s *Store) sinceSnapshot(ctx context.Context, id string) (cur string, changes []Change, err error) {
+	if err := s.checkID(ctx, id); err != nil {
+		return "", nil, err
+	}
+	if cur, err = s.snapshot(ctx); err != nil {
+		return "", nil, err
+	}
+	changes, err = s.changes(ctx, id, cur)
+	return cur, changes, err
 }
 
 // changes lists the paths that differ from tree a to tree b.
@@ -502,14 +508,7 @@ func (s *Store) Restore(ctx context.Context, id string) ([]Change, error) {
 		return nil, err
 	}
 	defer done()
-	if err := s.checkID(ctx, id); err != nil {
-		return nil, err
-	}
-	cur, err := s.snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	changes, err := s.changes(ctx, id, cur)
+	cur, changes, err := s.sinceSnapshot(ctx, id)
 	if err != nil || len(changes) == 0 {
 		return changes, err
 	}
