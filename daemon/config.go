@@ -130,13 +130,13 @@ type SupervisorConfig struct {
 
 // AgentConfig is one agent.
 type AgentConfig struct {
-	Nick       string   `yaml:"nick"`
-	Agent      string   `yaml:"agent"`
-	Directory  string   `yaml:"directory"`
-	Channels   []string `yaml:"channels"`
-	Model      string   `yaml:"model"`
-	Thinking   string   `yaml:"thinking"`
-	Tags       []string `yaml:"tags"`
+	Nick      string   `yaml:"nick"`
+	Agent     string   `yaml:"agent"`
+	Directory string   `yaml:"directory"`
+	Channels  []string `yaml:"channels"`
+	Model     string   `yaml:"model"`
+	Thinking  string   `yaml:"thinking"`
+	Tags      []string `yaml:"tags"`
 	// ACPCommand is the ACP agent's argv (agent: acp; default
 	// DefaultACPCommand).
 	ACPCommand Command `yaml:"acp_command"`
