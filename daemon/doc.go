@@ -5,7 +5,7 @@
 //	cfg, err := daemon.LoadConfig("agents.yaml")        // errors name the line
 //	d, err := daemon.New(daemon.Options{Config: cfg, Agent: cfg.Agents[0]})
 //	err = d.Start(ctx)   // buffer → IRC → webhook client → IPC → supervisor → runner
-//	<-d.Done()           // after Stop, or an IPC shutdown (reverse order; PID file and socket removed)
+//	<-d.Done()           // after Stop, or an IPC shutdown: runner → supervisor → IPC → IRC → PID file
 //
 // # What a daemon does
 //
@@ -24,7 +24,9 @@
 // told in the channel (one line per channel for a burst). Every runner
 // Message goes to the supervisor; its whispers wait for the agent's next
 // skill-CLI call and are printed on that command's stderr; an escalation
-// POSTs JSON (Escalation) to supervisor.webhook and pauses the supervisor
+// POSTs JSON (Alert, type "escalation") to supervisor.webhook — as does
+// the agent's irc_ask once its question is sent (type "ask", with the
+// channel: a person is alerted that an answer is awaited) — and pauses the supervisor
 // (the runner keeps running; `harness agents resume` resumes it, and so
 // do five clean evaluations). Three failed turns pause the agent and a
 // circuit breaker (three crashes in 300 s) stops restarts: both post an
