@@ -657,7 +657,7 @@ type Alert struct {
 type Escalation = Alert
 
 func (d *Daemon) onEscalation(message string) {
-	d.log.Warn().Str("message", message).Msg("supervisor escalation; the supervisor pauses, the agent keeps running")
+	d.log.Warn().Str("escalation", message).Msg("supervisor escalation; the supervisor pauses, the agent keeps running")
 	d.postAlert(Alert{Type: "escalation", Message: message})
 }
 
@@ -691,12 +691,12 @@ func (d *Daemon) postAlert(a Alert) {
 		defer d.hooks.Done()
 		resp, err := d.hook.Post(url, "application/json", bytes.NewReader(body))
 		if err != nil {
-			d.log.Error().Err(withoutURL(err)).Str("alert", a.Type).Msg("webhook failed")
+			d.log.Error().Err(withoutURL(err)).Msg(a.Type + " webhook failed")
 			return
 		}
 		resp.Body.Close()
 		if resp.StatusCode >= 300 {
-			d.log.Error().Int("status", resp.StatusCode).Str("alert", a.Type).Msg("webhook refused")
+			d.log.Error().Int("status", resp.StatusCode).Msg(a.Type + " webhook refused")
 		}
 	}()
 }
