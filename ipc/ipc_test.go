@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )
 
@@ -146,7 +147,9 @@ func raw(t *testing.T, path string, lines ...string) []map[string]any {
 }
 
 func TestServerErrors(t *testing.T) {
-	_, path := startServer(t, ServerConfig{MaxLine: 1024, Handler: func(_ context.Context, r Request) (any, error) {
+	var logs lockedLog
+	logger := zerolog.New(&logs)
+	_, path := startServer(t, ServerConfig{MaxLine: 1024, Logger: &logger, Handler: func(_ context.Context, r Request) (any, error) {
 		switch r.Channel {
 		case "#panic":
 			panic("boom")
@@ -187,6 +190,33 @@ func TestServerErrors(t *testing.T) {
 	if got[3]["id"] != "3" || got[9]["id"] != "8" {
 		t.Errorf("error responses keep the id: %v %v", got[3], got[9])
 	}
+	// the panic is logged with its value and stack (one message key)
+	var entry map[string]any
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "handler panicked") {
+			json.Unmarshal([]byte(line), &entry)
+		}
+	}
+	if stack, _ := entry["stack"].(string); entry["panic"] != "boom" || !strings.Contains(stack, "TestServerErrors") {
+		t.Errorf("panic log %v in:\n%s", entry, logs.String())
+	}
+}
+
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestEveryCommandDecodes(t *testing.T) {

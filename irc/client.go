@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -575,7 +576,7 @@ func (c *Client) dispatch() {
 func (c *Client) safeCall(fn func(Message), m Message) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error().Interface("panic", r).Msg("OnMessage panicked")
+			c.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("OnMessage panicked")
 		}
 	}()
 	fn(m)
