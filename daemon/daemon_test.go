@@ -244,6 +244,18 @@ func (r *rig) call(req ipc.Request) (ipc.Response, []ipc.Whisper) {
 	return resp, w
 }
 
+// alert is the next webhook post.
+func (r *rig) alert() Alert {
+	r.t.Helper()
+	select {
+	case e := <-r.hookCh:
+		return e
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("the webhook was not posted to")
+	}
+	return Alert{}
+}
+
 func (r *rig) bobSees(want string) irc.Message {
 	r.t.Helper()
 	deadline := time.After(10 * time.Second)
@@ -420,13 +432,8 @@ func TestEveryIPCCommand(t *testing.T) {
 		t.Fatalf("ask: %s", d)
 	}
 	// spec 003: irc_ask is send + alert: the webhook is told of the question
-	select {
-	case e := <-r.hookCh:
-		if e.Type != "ask" || e.Channel != "#dev" || e.Message != "deploy now?" || e.IRCNick != "lab-alice" {
-			t.Fatalf("ask's alert: %+v", e)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("irc_ask fired no webhook alert")
+	if e := r.alert(); e.Type != "ask" || e.Channel != "#dev" || e.Message != "deploy now?" || e.IRCNick != "lab-alice" {
+		t.Fatalf("ask's alert: %+v", e)
 	}
 	fail(ipc.Request{Type: ipc.CmdIRCAsk, Channel: "#dev", Message: "anyone?", Timeout: 0.05}, "no answer")
 
@@ -565,13 +572,8 @@ func TestWhisperEscalationPauseRelay(t *testing.T) {
 
 	// escalation: webhook hit, supervisor paused, runner still running
 	r.sup.escalate("three corrections ignored")
-	select {
-	case e := <-r.hookCh:
-		if e.Type != "escalation" || e.Nick != "alice" || e.IRCNick != "lab-alice" || e.Message != "three corrections ignored" {
-			t.Fatalf("webhook: %+v", e)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("webhook not hit")
+	if e := r.alert(); e.Type != "escalation" || e.Nick != "alice" || e.IRCNick != "lab-alice" || e.Message != "three corrections ignored" {
+		t.Fatalf("webhook: %+v", e)
 	}
 	resp, _ := r.call(ipc.Request{Type: ipc.CmdStatus})
 	var st Status
