@@ -108,10 +108,14 @@
 //
 // # Logs
 //
-// Each project's .chirality/logs/harness.log gets: turn started (first 200
-// characters of the message, persona, mode), session:init, tool invoked
-// (name, first 200 characters of the input), tool result (name, isError,
-// length), turn completed (cost, tokens, duration), resume attempted and
-// failed, and errors. Secrets are never logged: the child's environment is
-// not, and the driver scrubs withheld values.
+// Each project's .chirality/logs/harness.log gets spec 004's LogEntry
+// lines ({timestamp, sessionId, level, event, data}; package logging):
+// turn:start (userMessage: the first 200 characters, persona, mode),
+// resume:attempt and resume:fail, session:init, tool:start (toolName,
+// inputSummary: the first 200 characters), tool:result (toolName,
+// isError, contentLength), turn:complete (cost, tokens, duration), the
+// engine's process:spawn, process:exit, parse:error and stderr (a warm
+// turn's too), a turn runner's unhandled error (message, stack), and
+// errors. Secrets are never logged: the child's environment is not, and
+// the driver scrubs withheld values.
 package harness

@@ -16,6 +16,7 @@ import (
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/session"
 )
 
@@ -245,9 +246,23 @@ func TestTurnPersonaPromptToolsAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"turn started"`, `"text":"first message"`, `"session:init"`, `"turn completed"`, `"maxTurns":7`, `"process spawned"`, `"process exited"`} {
+	// spec 004's LogEntry lines and its logging table's events
+	for _, want := range []string{`"event":"turn:start"`, `"userMessage":"first message"`, `"event":"session:init"`, `"event":"turn:complete"`,
+		`"maxTurns":7`, `"event":"process:spawn"`, `"event":"process:exit"`} {
 		if !strings.Contains(string(logText), want) {
 			t.Errorf("harness.log lacks %s", want)
+		}
+	}
+	for line := range strings.Lines(string(logText)) {
+		var le logging.Entry
+		if err := json.Unmarshal([]byte(line), &le); err != nil || le.Timestamp == "" || le.Level == "" || le.Event == "" {
+			t.Errorf("not a LogEntry: %s", line)
+		}
+		if le.Event == logging.EventProcessExit && (le.SessionID != s.ID || le.Data["exitCode"] != 0.0 || le.Data["signal"] != nil || le.Data["durationMs"] == nil) {
+			t.Errorf("process:exit entry %+v", le)
+		}
+		if le.Event == logging.EventTurnStart && (le.SessionID != s.ID || le.Data["persona"] == nil || le.Data["mode"] != "workbench") {
+			t.Errorf("turn:start entry %+v", le)
 		}
 	}
 	if strings.Contains(string(logText), "sk-ant-fake-for-tests") {
@@ -312,7 +327,7 @@ func TestResumeContinuesAndFallsBack(t *testing.T) {
 		t.Errorf("stored claudeSessionId %s, want the new %s", got.ClaudeSessionID, inits[0].Init.ClaudeSessionID)
 	}
 	logText, _ := os.ReadFile(filepath.Join(e.root, ".chirality", "logs", "harness.log"))
-	if !strings.Contains(string(logText), "resume failed") || !strings.Contains(string(logText), "resume attempted") {
+	if !strings.Contains(string(logText), `"event":"resume:fail"`) || !strings.Contains(string(logText), `"event":"resume:attempt"`) {
 		t.Error("the log lacks the resume entries")
 	}
 }

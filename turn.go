@@ -334,11 +334,11 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	h.noteRoot(s.ProjectRoot)
 	req := plan.Request
 	req.Message, req.Logger = message, plog // the engine's entries (spawn, stderr, exit) go to the project's log too
-	plog.Info().Str("sessionId", id).Str("engine", plan.Engine).Str("persona", s.Persona).Str("mode", s.Mode).
-		Str("permissionMode", req.PermissionMode).Int("maxTurns", req.MaxTurns).
-		Str("text", logging.Truncate(message, 200)).Msg("turn started")
+	plog.Info().Str("sessionId", id).Str("userMessage", logging.Truncate(message, 200)).Str("persona", s.Persona).Str("mode", s.Mode).
+		Str("engine", plan.Engine).Str("permissionMode", req.PermissionMode).Int("maxTurns", req.MaxTurns).
+		Msg(logging.EventTurnStart)
 	if req.Resume != "" {
-		plog.Info().Str("sessionId", id).Str("conversation", req.Resume).Msg("resume attempted")
+		plog.Info().Str("sessionId", id).Str("claudeSessionId", req.Resume).Msg(logging.EventResumeAttempt)
 	}
 	if s.Title == "" {
 		s.Title = titleOf(message)
@@ -431,6 +431,7 @@ type runner struct {
 
 func (r *runner) run(t engine.Turn) {
 	defer r.h.wg.Done()
+	defer logging.LogPanic(r.log, r.s.ID) // an unhandled error: in harness.log with its stack, then it crashes as before
 	var err error
 	for t != nil {
 		var next engine.Turn
@@ -502,15 +503,15 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			r.s.MCPServers = ev.Init.MCPServers
 			r.smu.Unlock()
 			r.saveAside("session:init")
-			r.log.Info().Str("sessionId", r.s.ID).Str("conversation", ev.Init.ConversationID()).
-				Str("model", ev.Init.Model).Str("permissionMode", ev.Init.PermissionMode).Strs("tools", ev.Init.Tools).Msg("session:init")
+			r.log.Info().Str("sessionId", r.s.ID).Str("claudeSessionId", ev.Init.ConversationID()).
+				Str("model", ev.Init.Model).Strs("tools", ev.Init.Tools).Str("permissionMode", ev.Init.PermissionMode).Msg(logging.EventSessionInit)
 		case event.TypeToolStart:
 			r.tools[ev.ToolStart.ToolUseID] = ev.ToolStart.Name
-			r.log.Info().Str("sessionId", r.s.ID).Str("tool", ev.ToolStart.Name).
-				Str("input", logging.Truncate(string(ev.ToolStart.Input), 200)).Msg("tool invoked")
+			r.log.Info().Str("sessionId", r.s.ID).Str("toolName", ev.ToolStart.Name).
+				Str("inputSummary", logging.Truncate(string(ev.ToolStart.Input), 200)).Msg(logging.EventToolStart)
 		case event.TypeToolResult:
-			r.log.Info().Str("sessionId", r.s.ID).Str("tool", r.tools[ev.ToolResult.ToolUseID]).
-				Bool("isError", ev.ToolResult.IsError).Int("length", len(ev.ToolResult.Content)).Msg("tool result")
+			r.log.Info().Str("sessionId", r.s.ID).Str("toolName", r.tools[ev.ToolResult.ToolUseID]).
+				Bool("isError", ev.ToolResult.IsError).Int("contentLength", len(ev.ToolResult.Content)).Msg(logging.EventToolResult)
 		case event.TypeSessionComplete:
 			r.smu.Lock()
 			r.s.CostUSD += ev.Complete.CostUSD
@@ -518,11 +519,12 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			in, out := usageTokens(ev.Complete.Usage)
 			r.log.Info().Str("sessionId", r.s.ID).Float64("costUsd", ev.Complete.CostUSD).Int("inputTokens", in).
 				Int("outputTokens", out).Int("numTurns", ev.Complete.NumTurns).Int64("durationMs", ev.Complete.DurationMS).
-				Dur("wall", time.Since(r.started)).Msg("turn completed")
+				Dur("wall", time.Since(r.started)).Msg(logging.EventTurnComplete)
 		case event.TypeSessionError:
 			if ev.Error.Kind == event.ErrorResumeNotFound && r.req.Resume != "" && !r.lt.stopRequested() {
 				fallback = true
-				r.log.Warn().Str("sessionId", r.s.ID).Str("conversation", r.req.Resume).Msg("resume failed: the engine no longer has the conversation; starting a fresh one with the same message")
+				r.log.Warn().Str("sessionId", r.s.ID).Str("claudeSessionId", r.req.Resume).
+					Str("error", "the engine no longer has the conversation; starting a fresh one with the same message").Msg(logging.EventResumeFail)
 				e := *ev.Error
 				e.Error = "The " + r.eng.Name() + " engine no longer has conversation " + r.req.Resume +
 					" (its storage was cleared, or the project moved); starting a fresh conversation with the same message"

@@ -124,6 +124,7 @@ func (h *Harness) prewarm(id string, evict bool) {
 			return
 		}
 		req := plan.Request
+		req.Logger = h.projectLog(s.ProjectRoot) // its process:spawn and process:exit go to harness.log, as a cold turn's
 		if h.cfg.Approvals && engine.AsksApproval(req.PermissionMode) {
 			req.Approver = placeholderApprover{}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/logging"
 )
 
 type lockedBuf struct {
@@ -96,6 +97,22 @@ func TestWarmTurns(t *testing.T) {
 	}
 	if got, want := shapes(evs), shapes(coldEvs); !slices.Equal(got, want) {
 		t.Fatalf("warm events differ from a cold turn's:\n warm %q\n cold %q", got, want)
+	}
+	// the warm agent's process:spawn and process:exit are in harness.log,
+	// as a cold turn's are (they went to the server's log only)
+	hl, err := os.ReadFile(logging.Path(e.root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []string{logging.EventProcessSpawn, logging.EventProcessExit} {
+		want := `"sessionId":"` + s.ID + `","level":"info","event":"` + ev + `"`
+		found := false
+		for line := range strings.Lines(string(hl)) {
+			found = found || (strings.Contains(line, want) && strings.Contains(line, `"pid":`+itoa(pid)))
+		}
+		if !found {
+			t.Errorf("harness.log has no %s of the warm agent %d:\n%s", ev, pid, hl)
+		}
 	}
 
 	t.Run("a persona edit goes cold", func(t *testing.T) {

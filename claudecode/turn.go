@@ -18,6 +18,7 @@ import (
 	"github.com/chirality/harness/internal/procgroup"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/stderrtail"
+	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/mcpconfig"
 	"github.com/rs/zerolog"
 )
@@ -195,15 +196,15 @@ func (t *Turn) spawn(ctx context.Context) error {
 	t.cmd, t.pid = cmd, cmd.Process.Pid
 	t.stdin = &stdinWriter{f: stdinW, pending: map[string]chan controlReply{}}
 	t.stdout, t.stderr = stdoutR, stderrR
-	t.log.Info().Str("session", t.key).Int("pid", t.pid).Strs("command", t.Command()).Msg("process spawned")
+	t.log.Info().Str("sessionId", t.key).Strs("command", t.Command()).Int("pid", t.pid).Msg(logging.EventProcessSpawn)
 
 	t.decoder = NewDecoder(stdoutR, DecoderOptions{
 		SessionID:    t.key,
 		MaxLineBytes: t.m.cfg.MaxLineBytes,
 		OnFrame:      t.onFrame,
 		OnLineError: func(e *LineError) {
-			t.log.Warn().Str("session", t.key).Int("line", e.Line).Bool("oversize", e.Oversize).
-				Str("prefix", t.m.scrub.clean(e.Prefix)).AnErr("error", e.Err).Msg("parse error, line skipped")
+			t.log.Warn().Str("sessionId", t.key).Str("line", t.m.scrub.clean(e.Prefix)).Int("lineNumber", e.Line).
+				Bool("oversize", e.Oversize).AnErr("error", e.Err).Msg(logging.EventParseError) // the line (first 500 bytes) is skipped
 		},
 	})
 
@@ -264,8 +265,14 @@ func (t *Turn) run() {
 		t.s.Emit(e)
 	}
 	level := t.stopLevelNow()
-	t.log.Info().Str("session", t.key).Int("pid", t.pid).Int("code", t.exitCode).Str("signal", t.exitSig).
-		Dur("duration", time.Since(t.started)).Bool("result", gotResult).Int("stopRequested", level).Msg("process exited")
+	exit := t.log.Info().Str("sessionId", t.key).Int("exitCode", t.exitCode)
+	if t.exitSig == "" {
+		exit = exit.Interface("signal", nil)
+	} else {
+		exit = exit.Str("signal", t.exitSig)
+	}
+	exit.Int64("durationMs", time.Since(t.started).Milliseconds()).Int("pid", t.pid).Bool("result", gotResult).
+		Int("stopRequested", level).Msg(logging.EventProcessExit)
 	t.m.release(t.key, t)
 	t.s.Emit(event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: engine.TurnExit(endErr == nil, t.exitCode, t.exitSig)})
 	t.s.End(endErr)

@@ -32,14 +32,49 @@ const (
 // Kinds are the accepted agent kinds.
 var Kinds = []string{KindClaude, KindCodex, KindCopilot, KindACP, KindAnthropic, KindNative}
 
-// ThinkingLevels are the accepted thinking levels ("" = the engine's default).
+// ThinkingLevels are the accepted thinking levels.
 var ThinkingLevels = []string{"low", "medium", "high"}
 
-// Defaults of agents.yaml.
+// Defaults of agents.yaml (spec 003's where it gives one).
 const (
-	DefaultHost = "127.0.0.1"
-	DefaultPort = 6667
+	DefaultHost     = "127.0.0.1"
+	DefaultPort     = 6667
+	DefaultAgent    = KindClaude // agents[].agent left out
+	DefaultThinking = "medium"   // agents[].thinking left out
 )
+
+// DefaultACPCommand is acp_command left out: ["opencode", "acp"].
+func DefaultACPCommand() Command { return Command{"opencode", "acp"} }
+
+// Command is an argv: acp_command. agents.yaml gives it as a list
+// (["cline", "--acp"], spec 003's form); a string ("cline --acp", the
+// form older files used) still reads, split on spaces.
+type Command []string
+
+// UnmarshalYAML takes a list of strings or one string.
+func (c *Command) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			*c = nil
+			return nil
+		}
+		var s string
+		if err := n.Decode(&s); err != nil {
+			return err
+		}
+		*c = strings.Fields(s)
+		return nil
+	case yaml.SequenceNode:
+		var l []string
+		if err := n.Decode(&l); err != nil {
+			return err
+		}
+		*c = l
+		return nil
+	}
+	return fmt.Errorf("line %d: a command is a list of strings ([\"opencode\", \"acp\"]) or a string", n.Line)
+}
 
 // Config is agents.yaml.
 //
@@ -88,22 +123,35 @@ type SupervisorConfig struct {
 	EscalationThreshold int    `yaml:"escalation_threshold"`
 	// Webhook receives escalations as a JSON POST ("" = logged only).
 	Webhook string `yaml:"webhook"`
+	// ACPCommand is the ACP agent a supervisor with agent: acp runs
+	// (nil = DefaultACPCommand).
+	ACPCommand Command `yaml:"acp_command"`
 }
 
 // AgentConfig is one agent.
 type AgentConfig struct {
-	Nick       string   `yaml:"nick"`
-	Agent      string   `yaml:"agent"`
-	Directory  string   `yaml:"directory"`
-	Channels   []string `yaml:"channels"`
-	Model      string   `yaml:"model"`
-	Thinking   string   `yaml:"thinking"`
-	Tags       []string `yaml:"tags"`
-	ACPCommand string   `yaml:"acp_command"`
+	Nick      string   `yaml:"nick"`
+	Agent     string   `yaml:"agent"`
+	Directory string   `yaml:"directory"`
+	Channels  []string `yaml:"channels"`
+	Model     string   `yaml:"model"`
+	Thinking  string   `yaml:"thinking"`
+	Tags      []string `yaml:"tags"`
+	// ACPCommand is the ACP agent's argv (agent: acp; default
+	// DefaultACPCommand).
+	ACPCommand Command `yaml:"acp_command"`
+	// Extra holds the entry's other keys, as YAML decoded them: spec
+	// 003's backend-specific fields, passed through to the runner (the
+	// daemon's NewAgent gets the AgentConfig; CoreAgent uses none and
+	// logs their names when the agent starts).
+	Extra map[string]any `yaml:"-"`
 	// Line is where the agent's entry starts in the file.
 	Line  int            `yaml:"-"`
 	lines map[string]int // key → line
 }
+
+// agentKeys are the fields of an agents[] entry the daemon knows.
+var agentKeys = []string{"nick", "agent", "directory", "channels", "model", "thinking", "tags", "acp_command"}
 
 // ConfigError is a problem in agents.yaml, with the line it is on.
 type ConfigError struct {
@@ -194,7 +242,7 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 	if supNode != nil && !(supNode.Kind == yaml.ScalarNode && supNode.Tag == "!!null") {
 		c.Supervisor = &SupervisorConfig{}
 		if v.decode(supNode, "supervisor", c.Supervisor, []string{"agent", "model", "thinking", "window_size",
-			"eval_interval", "escalation_threshold", "webhook"}) {
+			"eval_interval", "escalation_threshold", "webhook", "acp_command"}) {
 			v.supervisor(c.Supervisor, supNode)
 		}
 	}
@@ -208,7 +256,7 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 		for i, n := range agentsNode.Content {
 			field := fmt.Sprintf("agents[%d]", i)
 			var a AgentConfig
-			if !v.decode(n, field, &a, []string{"nick", "agent", "directory", "channels", "model", "thinking", "tags", "acp_command"}) {
+			if !v.decodePassing(n, field, &a, agentKeys, &a.Extra) {
 				continue
 			}
 			a.Line, a.lines = n.Line, keyLines(n)
@@ -297,6 +345,36 @@ func (v *validator) decode(n *yaml.Node, field string, out any, known []string) 
 	return ok
 }
 
+// decodePassing is decode for a mapping whose other keys are not errors:
+// they are decoded into extra (spec 003: backend-specific fields are
+// passed through to the runner).
+func (v *validator) decodePassing(n *yaml.Node, field string, out any, known []string, extra *map[string]any) bool {
+	if n.Kind != yaml.MappingNode {
+		v.add(n.Line, field, "must be a mapping")
+		return false
+	}
+	if err := n.Decode(out); err != nil {
+		v.add(yamlErrLineOr(err, n.Line), field, strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "))
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if slices.Contains(known, k.Value) {
+			continue
+		}
+		var x any
+		if err := val.Decode(&x); err != nil {
+			v.add(k.Line, field+"."+k.Value, err.Error())
+			return false
+		}
+		if *extra == nil {
+			*extra = map[string]any{}
+		}
+		(*extra)[k.Value] = x
+	}
+	return true
+}
+
 func yamlErrLineOr(err error, def int) int {
 	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 		return yamlErrLine(err)
@@ -348,8 +426,12 @@ func (v *validator) supervisor(s *SupervisorConfig, n *yaml.Node) {
 		s.Agent = KindClaude
 	} else if !slices.Contains(Kinds, s.Agent) {
 		v.add(at("agent"), "supervisor.agent", fmt.Sprintf("%q is not one of %s", s.Agent, strings.Join(Kinds, ", ")))
-	} else if s.Agent == KindACP {
-		v.add(at("agent"), "supervisor.agent", "acp needs an acp_command; the supervisor runs on claude, codex, copilot or anthropic")
+	}
+	switch {
+	case s.Agent == KindACP && len(s.ACPCommand) == 0:
+		s.ACPCommand = DefaultACPCommand()
+	case s.Agent != KindACP && s.ACPCommand != nil:
+		v.add(at("acp_command"), "supervisor.acp_command", "only for agent: acp")
 	}
 	if s.Thinking != "" && !slices.Contains(ThinkingLevels, s.Thinking) {
 		v.add(at("thinking"), "supervisor.thinking", fmt.Sprintf("%q is not one of low, medium, high", s.Thinking))
@@ -380,15 +462,19 @@ func (v *validator) agent(a *AgentConfig, field, server string) {
 			v.add(a.line("nick"), field+".nick", fmt.Sprintf("%q: use letters, digits, - and _ (it names files)", a.Nick))
 		}
 	}
-	switch {
-	case a.Agent == "":
-		v.add(a.Line, field+".agent", "missing (one of "+strings.Join(Kinds, ", ")+")")
-	case !slices.Contains(Kinds, a.Agent):
-		v.add(a.line("agent"), field+".agent", fmt.Sprintf("%q is not one of %s", a.Agent, strings.Join(Kinds, ", ")))
-	case a.Agent == KindACP && strings.TrimSpace(a.ACPCommand) == "":
-		v.add(a.line("agent"), field+".acp_command", "agent acp needs acp_command (the agent's command line, e.g. \"opencode acp\")")
+	if a.Agent == "" {
+		a.Agent = DefaultAgent
 	}
-	if a.ACPCommand != "" && a.Agent != KindACP {
+	if !slices.Contains(Kinds, a.Agent) {
+		v.add(a.line("agent"), field+".agent", fmt.Sprintf("%q is not one of %s", a.Agent, strings.Join(Kinds, ", ")))
+	}
+	_, hasCommand := a.lines["acp_command"]
+	switch {
+	case a.Agent == KindACP && !hasCommand:
+		a.ACPCommand = DefaultACPCommand()
+	case a.Agent == KindACP && len(a.ACPCommand) == 0:
+		v.add(a.line("acp_command"), field+".acp_command", "empty: the ACP agent's command, e.g. [\"opencode\", \"acp\"] (the default when left out)")
+	case a.Agent != KindACP && hasCommand:
 		v.add(a.line("acp_command"), field+".acp_command", "only for agent: acp")
 	}
 	if a.Directory == "" {
@@ -402,7 +488,9 @@ func (v *validator) agent(a *AgentConfig, field, server string) {
 			v.add(a.line("channels"), field+".channels", fmt.Sprintf("%q: a channel starts with # or & and has no space or comma (quote it in YAML: \"#dev\")", ch))
 		}
 	}
-	if a.Thinking != "" && !slices.Contains(ThinkingLevels, a.Thinking) {
+	if a.Thinking == "" {
+		a.Thinking = DefaultThinking
+	} else if !slices.Contains(ThinkingLevels, a.Thinking) {
 		v.add(a.line("thinking"), field+".thinking", fmt.Sprintf("%q is not one of low, medium, high", a.Thinking))
 	}
 	for _, t := range a.Tags {
@@ -410,6 +498,22 @@ func (v *validator) agent(a *AgentConfig, field, server string) {
 			v.add(a.line("tags"), field+".tags", "empty tag")
 		}
 	}
+}
+
+// Effort is the thinking level the agent's Harness runs at
+// (harness.Config.Effort). Spec 003: thinking is Claude's, "medium" when
+// left out; codex, copilot, acp and anthropic agents ignore it. A
+// thinking written in the file for one of them is the opt-in extension:
+// each engine maps it (engine.EffortLevels), e.g. Codex's reasoning
+// effort.
+func (a AgentConfig) Effort() string {
+	if a.Agent == KindClaude {
+		return a.Thinking
+	}
+	if _, set := a.lines["thinking"]; set {
+		return a.Thinking
+	}
+	return ""
 }
 
 // Engine is the harness engine name of an agent kind: claude →

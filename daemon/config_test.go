@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -100,13 +101,14 @@ func TestConfigValidation(t *testing.T) {
 		{"channel unquoted", "server: {}\nagents:\n  - nick: a\n    agent: claude\n    directory: /x\n    channels: [dev]\n", 6, "channels"},
 		{"no channels", "server: {}\nagents:\n  - nick: a\n    agent: claude\n    directory: /x\n", 3, "at least one channel"},
 		{"no directory", "server: {}\nagents:\n  - nick: a\n    agent: claude\n    channels: ['#c']\n", 3, "directory: missing"},
-		{"acp without command", "server: {}\nagents:\n  - nick: a\n    agent: acp\n    directory: /x\n    channels: ['#c']\n", 4, "needs acp_command"},
+		{"acp with an empty command", "server: {}\nagents:\n  - nick: a\n    agent: acp\n    acp_command: []\n    directory: /x\n    channels: ['#c']\n", 5, "acp_command: empty"},
+		{"acp command not a list of strings", "server: {}\nagents:\n  - nick: a\n    agent: acp\n    acp_command: {a: b}\n    directory: /x\n    channels: ['#c']\n", 5, "a command is a list of strings"},
 		{"command without acp", agent("    acp_command: x\n"), 7, "only for agent: acp"},
 		{"thinking", agent("    thinking: extreme\n"), 7, "not one of low, medium, high"},
-		{"unknown agent key", agent("    modle: x\n"), 7, "agents[0].modle: unknown key"},
 		{"agent not a mapping", "server: {}\nagents:\n  - alice\n", 3, "must be a mapping"},
 		{"supervisor thinking", "supervisor:\n  thinking: max\n" + agent(""), 2, "supervisor.thinking"},
-		{"supervisor kind", "supervisor:\n  agent: acp\n" + agent(""), 2, "supervisor.agent"},
+		{"supervisor kind", "supervisor:\n  agent: gpt\n" + agent(""), 2, "supervisor.agent"},
+		{"supervisor command without acp", "supervisor:\n  acp_command: [x]\n" + agent(""), 2, "supervisor.acp_command: only for agent: acp"},
 		{"supervisor window", "supervisor:\n  window_size: -1\n" + agent(""), 2, "supervisor.window_size"},
 		{"supervisor webhook", "supervisor:\n  webhook: ftp://x\n" + agent(""), 2, "supervisor.webhook"},
 		{"supervisor unknown", "supervisor:\n  interval: 3\n" + agent(""), 2, "supervisor.interval: unknown key"},
@@ -139,9 +141,10 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
-// TestSeedConfig: the seed's agents.yaml (whole nicks, "<server>-<name>")
-// validates and is used as written: each IRC nick is the nick, not
-// spark-spark-culture, and the socket's name follows it.
+// TestSeedConfig: testdata/seed-agents.yaml is spec 003's agents.yaml
+// example, verbatim: it loads (acp_command is a list there, thinking is
+// given for Claude only), and every nick is used as written (each IRC
+// nick is the nick, not spark-spark-culture).
 func TestSeedConfig(t *testing.T) {
 	c, err := LoadConfig("testdata/seed-agents.yaml")
 	if err != nil {
@@ -153,6 +156,19 @@ func TestSeedConfig(t *testing.T) {
 	}
 	if want := "spark-culture=spark-culture=claude-code spark-codex=spark-codex=codex spark-cline=spark-cline=acp-spark-cline"; strings.Join(got, " ") != want {
 		t.Fatalf("agents %s, want %s", strings.Join(got, " "), want)
+	}
+	if c.Server.Addr() != "localhost:6667" || c.Supervisor == nil || c.Supervisor.Agent != "claude" || c.Supervisor.Model != "claude-sonnet-4-6" ||
+		c.Supervisor.Thinking != "medium" || c.Supervisor.WindowSize != 20 || c.Supervisor.EvalInterval != 5 || c.Supervisor.EscalationThreshold != 3 {
+		t.Fatalf("server %s supervisor %+v", c.Server.Addr(), c.Supervisor)
+	}
+	cline := c.Agents[2]
+	if strings.Join(cline.ACPCommand, " ") != "cline --acp" || len(cline.ACPCommand) != 2 || cline.Model != "anthropic/claude-sonnet-4-6" ||
+		cline.Directory != "/home/user/project-c" || strings.Join(cline.Channels, ",") != "#general" {
+		t.Fatalf("spark-cline: %+v", cline)
+	}
+	// thinking: medium for Claude as written; the others ignore it (no effort)
+	if c.Agents[0].Thinking != "medium" || c.Agents[0].Effort() != "medium" || c.Agents[1].Effort() != "" || cline.Effort() != "" {
+		t.Fatalf("thinking: %+v", c.Agents)
 	}
 	if sel, err := c.Select([]string{"SPARK-CODEX"}); err != nil || len(sel) != 1 || sel[0].Nick != "spark-codex" {
 		t.Fatalf("select: %v %v", sel, err)
@@ -175,6 +191,62 @@ func TestSeedConfig(t *testing.T) {
 	}
 }
 
+// TestConfigDefaults: spec 003's defaults and pass-through. agent left
+// out is claude, thinking medium, acp_command ["opencode", "acp"];
+// supervisor.agent acp is accepted; a backend-specific field is passed
+// through, not refused; an old file's acp_command string still reads.
+func TestConfigDefaults(t *testing.T) {
+	c, err := ParseConfig([]byte(`server: {name: lab}
+supervisor:
+  agent: acp
+agents:
+  - nick: alice
+    directory: /x
+    channels: ["#dev"]
+  - nick: oc
+    agent: acp
+    directory: /x
+    channels: ["#dev"]
+    sandbox: read-only
+    mcp: {servers: [a, b]}
+  - nick: old
+    agent: acp
+    acp_command: "cline  --acp"
+    directory: /x
+    channels: ["#dev"]
+  - nick: cx
+    agent: codex
+    thinking: high
+    directory: /x
+    channels: ["#dev"]
+`), "agents.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, oc, old, cx := c.Agents[0], c.Agents[1], c.Agents[2], c.Agents[3]
+	if alice.Agent != "claude" || alice.Engine() != "claude-code" || alice.Thinking != "medium" || alice.Effort() != "medium" {
+		t.Fatalf("alice: %+v", alice)
+	}
+	if strings.Join(oc.ACPCommand, "|") != "opencode|acp" || oc.Thinking != "medium" || oc.Effort() != "" {
+		t.Fatalf("oc: %+v", oc)
+	}
+	if oc.Extra["sandbox"] != "read-only" || len(oc.Extra) != 2 {
+		t.Fatalf("oc's backend-specific fields: %#v", oc.Extra)
+	}
+	if m, ok := oc.Extra["mcp"].(map[string]any); !ok || len(m["servers"].([]any)) != 2 {
+		t.Fatalf("oc's mcp: %#v", oc.Extra["mcp"])
+	}
+	if strings.Join(old.ACPCommand, "|") != "cline|--acp" || alice.Extra != nil {
+		t.Fatalf("old: %+v", old)
+	}
+	if cx.Effort() != "high" { // written for codex: the opt-in extension
+		t.Fatalf("codex effort %q", cx.Effort())
+	}
+	if c.Supervisor.Agent != "acp" || strings.Join(c.Supervisor.ACPCommand, "|") != "opencode|acp" {
+		t.Fatalf("supervisor: %+v", c.Supervisor)
+	}
+}
+
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(goodConfig))
 	f.Add([]byte("server: {}\nagents: [{nick: a}]"))
@@ -184,4 +256,27 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("accepted an incomplete config: %+v", c)
 		}
 	})
+}
+
+// TestACPSupervisorBuilds: supervisor.agent acp is not only accepted, a
+// supervisor is built on its ACP agent (acp_command, default opencode
+// acp), beside an agent of another kind.
+func TestACPSupervisorBuilds(t *testing.T) {
+	dir := t.TempDir()
+	c, err := ParseConfig([]byte("server: {}\nsupervisor: {agent: acp}\nagents: [{nick: alice, directory: "+dir+", channels: ['#dev']}]\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, sup, err := CoreAgent(c, c.Agents[0], CoreOptions{StateDir: t.TempDir(), Env: []string{"PATH=/usr/bin"}}, Hooks{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.(interface{ Close() }).Close()
+	if sup == nil {
+		t.Fatal("no supervisor")
+	}
+	engines := a.(coreAgent).hs[1].EngineNames()
+	if !slices.Contains(engines, "acp-supervisor") {
+		t.Fatalf("the supervisor's Harness has engines %v", engines)
+	}
 }

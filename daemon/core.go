@@ -3,8 +3,10 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,17 +125,23 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 	}
 	var custom []engine.Engine
 	if a.Agent == KindACP {
-		e, err := acp.NewEngine(acp.Config{Name: eng, Command: strings.Fields(a.ACPCommand), Env: env, Logger: logger})
+		e, err := acp.NewEngine(acp.Config{Name: eng, Command: a.ACPCommand, Env: env, Logger: logger})
 		if err != nil {
 			return nil, nil, err
 		}
 		custom = append(custom, e)
 	}
+	if len(a.Extra) > 0 && logger != nil {
+		// spec 003: backend-specific fields reach the runner; this one
+		// (the harness core) has none of its own
+		logger.Info().Str("agent", a.Nick).Strs("fields", slices.Sorted(maps.Keys(a.Extra))).Str("engine", eng).
+			Msg("backend-specific fields of agents.yaml passed to the runner, which does not use them")
+	}
 	h, err := harness.New(harness.Config{
 		Roots: []string{dir}, StateDir: o.StateDir, ChildEnv: childEnv,
 		AllowedTools: []string{SkillTool}, Engines: append(builtin(childEnv), custom...), Aliases: engines.Aliases,
 		DefaultEngine: eng, Logger: logger, NoProjectLogs: false,
-		Effort: a.Thinking, // each engine maps it (engine.EffortLevels)
+		Effort: a.Effort(), // each engine maps it (engine.EffortLevels)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent %s: %w", a.Nick, err)
@@ -156,10 +164,21 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 		// engine's thinking level, and none of the agent's skill set-up
 		// (no HARNESS_NICK, no auto-approved skill CLI; it has no tools).
 		supEngine := engineName(s.Agent, a.Nick)
+		supCustom := custom
+		if s.Agent == KindACP {
+			// its own ACP engine: supervisor.acp_command (default opencode acp)
+			supEngine = "acp-supervisor"
+			e, err := acp.NewEngine(acp.Config{Name: supEngine, Command: s.ACPCommand, Env: env, Logger: logger})
+			if err != nil {
+				agent.Close()
+				return nil, nil, fmt.Errorf("supervisor: %w", err)
+			}
+			supCustom = []engine.Engine{e}
+		}
 		supEnv := append([]string{}, o.ChildEnv...)
 		sh, err := harness.New(harness.Config{
 			Roots: []string{dir}, StateDir: o.StateDir, ChildEnv: supEnv,
-			Engines: append(builtin(supEnv), custom...), Aliases: engines.Aliases,
+			Engines: append(builtin(supEnv), supCustom...), Aliases: engines.Aliases,
 			DefaultEngine: supEngine, Logger: logger, Effort: s.Thinking,
 		})
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -111,6 +112,9 @@ type Daemon struct {
 	sentInTurn  bool
 	lastText    string
 	lastChannel string
+	curPrompt   string              // the turn under way's prompt ("" between turns)
+	curTool     string              // the last tool it called
+	stopSteps   []string            // shutdown's steps, in the order they were done
 	refusals    map[string]*refusal // channel → the mentions not taken, to be told
 	started     bool
 	stopping    bool
@@ -299,12 +303,14 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-// Stop takes the daemon down in reverse order: runner → supervisor → IPC
-// (socket and PID file removed) → webhook (posts under way finish) → IRC
-// (QUIT) → buffer. The runner's turn gets its stop grace to end, less
-// when ctx ends first: then it is killed and Stop goes on at once. During Start it cancels Start's context and waits for
-// Start to return first. Safe to call more than once and from any
-// goroutine; later calls wait for the first.
+// Stop takes the daemon down in spec 003's order: runner → supervisor →
+// IPC socket → IRC transport (QUIT; webhook posts under way finish
+// first) → PID file, removed last, so the file stands as long as any
+// part of the daemon does. The runner's turn gets its stop grace to end,
+// less when ctx ends first: then it is killed and Stop goes on at once.
+// During Start it cancels Start's context and waits for Start to return
+// first. Safe to call more than once and from any goroutine; later calls
+// wait for the first.
 func (d *Daemon) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	d.stopping = true
@@ -336,24 +342,36 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 		if c, ok := a.(interface{ Close() }); ok {
 			c.Close()
 		}
+		d.stopped("runner")
 	}
 	if sup := d.supOrNil(); sup != nil {
 		errs = append(errs, sup.Stop(ctx))
+		d.stopped("supervisor")
 	}
 	if d.ipc != nil {
 		errs = append(errs, d.ipc.Close())
+		d.stopped("ipc")
+	}
+	d.hooks.Wait()
+	if d.irc != nil {
+		errs = append(errs, d.irc.Close())
+		d.stopped("irc")
 	}
 	if d.pidf != "" {
 		if err := os.Remove(d.pidf); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, err)
 		}
-	}
-	d.hooks.Wait()
-	if d.irc != nil {
-		errs = append(errs, d.irc.Close())
+		d.stopped("pid")
 	}
 	d.log.Info().Msg("agent daemon stopped")
 	return errors.Join(errs...)
+}
+
+// stopped records a step of shutdown done (stopSteps).
+func (d *Daemon) stopped(step string) {
+	d.mu.Lock()
+	d.stopSteps = append(d.stopSteps, step)
+	d.mu.Unlock()
 }
 
 func (d *Daemon) agentOrNil() Agent {
@@ -534,11 +552,16 @@ func (d *Daemon) tellRefused(channel string) {
 }
 
 func (d *Daemon) onAgentMessage(m runner.Message) {
+	d.mu.Lock()
 	if t := m.Text(); t != "" {
-		d.mu.Lock()
 		d.lastText = t
-		d.mu.Unlock()
 	}
+	for _, c := range m.Content {
+		if c.Type == "tool_use" && c.Name != "" {
+			d.curTool = c.Name
+		}
+	}
+	d.mu.Unlock()
 	if sup := d.supOrNil(); sup != nil {
 		sup.Observe(m)
 	}
@@ -548,6 +571,7 @@ func (d *Daemon) onTurnStart(s runner.TurnStart) {
 	ch := mentionChannel(s.Prompt)
 	d.mu.Lock()
 	d.sentInTurn, d.lastText = false, ""
+	d.curPrompt, d.curTool = s.Prompt, ""
 	if ch != "" {
 		d.lastChannel = ch
 	}
@@ -562,6 +586,7 @@ func (d *Daemon) onTurnStart(s runner.TurnStart) {
 func (d *Daemon) onTurnEnd(e runner.TurnEnd) {
 	d.mu.Lock()
 	sent, text := d.sentInTurn, d.lastText
+	d.curPrompt, d.curTool = "", ""
 	d.mu.Unlock()
 	if e.Final != "" {
 		text = e.Final
@@ -615,27 +640,46 @@ func (d *Daemon) returnWhispers(w []ipc.Whisper) {
 	}
 }
 
-// Escalation is the webhook's JSON body.
-type Escalation struct {
-	Type     string    `json:"type"` // "escalation"
-	Nick     string    `json:"nick"`
-	IRCNick  string    `json:"irc_nick"`
-	Channels []string  `json:"channels"`
-	Message  string    `json:"message"`
-	Time     time.Time `json:"time"`
+// Alert is the webhook's JSON body (supervisor.webhook): an escalation
+// of the supervisor, or a question the agent asked (irc_ask).
+type Alert struct {
+	Type     string   `json:"type"` // "escalation" or "ask"
+	Nick     string   `json:"nick"`
+	IRCNick  string   `json:"irc_nick"`
+	Channels []string `json:"channels"`
+	// Channel is where an ask's question waits for its answer.
+	Channel string    `json:"channel,omitempty"`
+	Message string    `json:"message"`
+	Time    time.Time `json:"time"`
 }
 
+// Escalation is the Alert of an escalation (its former name).
+type Escalation = Alert
+
 func (d *Daemon) onEscalation(message string) {
-	d.log.Warn().Str("message", message).Msg("supervisor escalation; the supervisor pauses, the agent keeps running")
+	d.log.Warn().Str("escalation", message).Msg("supervisor escalation; the supervisor pauses, the agent keeps running")
+	d.postAlert(Alert{Type: "escalation", Message: message})
+}
+
+// askAlert tells the webhook that the agent asked a question in channel
+// and waits for its answer (irc_ask, once the question is sent).
+func (d *Daemon) askAlert(channel, question string) {
+	d.log.Info().Str("channel", channel).Msg("agent asked; webhook alerted")
+	d.postAlert(Alert{Type: "ask", Channel: channel, Message: question})
+}
+
+// postAlert POSTs a to supervisor.webhook, in the background (Stop waits
+// for it); without a webhook it does nothing.
+func (d *Daemon) postAlert(a Alert) {
 	url := ""
 	if d.opts.Config.Supervisor != nil {
 		url = d.opts.Config.Supervisor.Webhook
 	}
-	if url == "" {
+	if url == "" || d.hook == nil {
 		return
 	}
-	body, _ := json.Marshal(Escalation{Type: "escalation", Nick: d.agent.Nick, IRCNick: d.ircNick,
-		Channels: d.agent.Channels, Message: message, Time: time.Now().UTC()})
+	a.Nick, a.IRCNick, a.Channels, a.Time = d.agent.Nick, d.ircNick, d.agent.Channels, time.Now().UTC()
+	body, _ := json.Marshal(a)
 	d.mu.Lock()
 	if d.stopping {
 		d.mu.Unlock()
@@ -647,12 +691,12 @@ func (d *Daemon) onEscalation(message string) {
 		defer d.hooks.Done()
 		resp, err := d.hook.Post(url, "application/json", bytes.NewReader(body))
 		if err != nil {
-			d.log.Error().Err(withoutURL(err)).Msg("escalation webhook failed")
+			d.log.Error().Err(withoutURL(err)).Msg(a.Type + " webhook failed")
 			return
 		}
 		resp.Body.Close()
 		if resp.StatusCode >= 300 {
-			d.log.Error().Int("status", resp.StatusCode).Msg("escalation webhook refused")
+			d.log.Error().Int("status", resp.StatusCode).Msg(a.Type + " webhook refused")
 		}
 	}()
 }
@@ -696,10 +740,16 @@ func (d *Daemon) onCircuitOpen(reason string) {
 		d.ircNick, oneLine(reason), d.agent.Nick))
 }
 
-func oneLine(s string) string {
+func oneLine(s string) string { return oneLineN(s, 200) }
+
+// oneLineN is s on one line, cut to n bytes (on a rune boundary) and "…".
+func oneLineN(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
 	}
 	return s
 }

@@ -49,6 +49,8 @@ type fakeAgent struct {
 	onStart     func(runner.TurnStart)
 	onEnd       func(runner.TurnEnd)
 	promptAdded chan string
+	working     bool      // Status's Working and Activity "working"
+	last        time.Time // Status's LastActivation
 }
 
 func newFakeAgent() *fakeAgent { return &fakeAgent{promptAdded: make(chan string, 100)} }
@@ -78,7 +80,11 @@ func (f *fakeAgent) Resume() { f.mu.Lock(); f.paused = false; f.mu.Unlock() }
 func (f *fakeAgent) Status() runner.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := runner.Status{Running: !f.stopped, Paused: f.paused, TurnCount: len(f.prompts), Activity: "idle"}
+	st := runner.Status{Running: !f.stopped, Paused: f.paused, TurnCount: len(f.prompts), Activity: "idle",
+		Working: f.working, LastActivation: f.last}
+	if f.working {
+		st.Activity = "working"
+	}
 	if f.paused {
 		st.Activity = "paused"
 	}
@@ -236,6 +242,18 @@ func (r *rig) call(req ipc.Request) (ipc.Response, []ipc.Whisper) {
 		r.t.Fatal(err)
 	}
 	return resp, w
+}
+
+// alert is the next webhook post.
+func (r *rig) alert() Alert {
+	r.t.Helper()
+	select {
+	case e := <-r.hookCh:
+		return e
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("the webhook was not posted to")
+	}
+	return Alert{}
 }
 
 func (r *rig) bobSees(want string) irc.Message {
@@ -413,6 +431,10 @@ func TestEveryIPCCommand(t *testing.T) {
 	if d := ok(ipc.Request{Type: ipc.CmdIRCAsk, Channel: "#dev", Message: "deploy now?", Timeout: 10}); !strings.Contains(string(d), "go ahead") {
 		t.Fatalf("ask: %s", d)
 	}
+	// spec 003: irc_ask is send + alert: the webhook is told of the question
+	if e := r.alert(); e.Type != "ask" || e.Channel != "#dev" || e.Message != "deploy now?" || e.IRCNick != "lab-alice" {
+		t.Fatalf("ask's alert: %+v", e)
+	}
 	fail(ipc.Request{Type: ipc.CmdIRCAsk, Channel: "#dev", Message: "anyone?", Timeout: 0.05}, "no answer")
 
 	if d := ok(ipc.Request{Type: ipc.CmdIRCJoin, Channel: "#ops"}); !strings.Contains(string(d), "#ops") {
@@ -464,6 +486,35 @@ func TestEveryIPCCommand(t *testing.T) {
 			t.Errorf("status lacks %q: %v", k, raw)
 		}
 	}
+	// spec 003: last_activation is a float or null; never activated: null
+	if raw["last_activation"] != nil || st.Description != "idle, waiting for a mention in #dev" {
+		t.Fatalf("before any activation: last_activation %v, description %q", raw["last_activation"], st.Description)
+	}
+	// a turn under way: Unix seconds, and the description says what it does
+	at := time.Date(2024, 4, 1, 19, 33, 20, 250e6, time.UTC)
+	r.agent.mu.Lock()
+	r.agent.working, r.agent.last = true, at
+	r.agent.mu.Unlock()
+	r.agent.onStart(runner.TurnStart{Prompt: "[IRC @mention in #dev] <bob> @lab-alice review PR #47 please"})
+	r.agent.onMsg(runner.Message{Type: "assistant", Content: []runner.Content{{Type: "tool_use", Name: "Bash"}}})
+	data := ok(ipc.Request{Type: ipc.CmdStatus})
+	raw = nil
+	json.Unmarshal(data, &raw)
+	if f, isFloat := raw["last_activation"].(float64); !isFloat || f != 1712000000.25 {
+		t.Fatalf("last_activation %#v, want 1712000000.25 (%s)", raw["last_activation"], data)
+	}
+	if want := `answering bob in #dev: "@lab-alice review PR #47 please" (running Bash)`; raw["description"] != want || raw["activity"] != "working" {
+		t.Fatalf("description %q activity %v, want %q", raw["description"], raw["activity"], want)
+	}
+	st = Status{}
+	json.Unmarshal(data, &st) // the CLI reads it back
+	if !strings.Contains(st.Line(), "last activation "+at.Local().Format(time.RFC3339)) || !strings.Contains(st.Line(), "review PR #47") {
+		t.Fatalf("line: %s", st.Line())
+	}
+	r.agent.onEnd(runner.TurnEnd{Prompt: "[IRC @mention in #dev] <bob> @lab-alice review PR #47 please", Outcome: runner.Interrupted})
+	r.agent.mu.Lock()
+	r.agent.working = false
+	r.agent.mu.Unlock()
 	ok(ipc.Request{Type: ipc.CmdPause})
 	ok(ipc.Request{Type: ipc.CmdResume})
 	fail(ipc.Request{Type: "dance"}, "unknown command")
@@ -491,6 +542,13 @@ func TestEveryIPCCommand(t *testing.T) {
 	if !r.agent.stopped {
 		t.Fatal("runner not stopped")
 	}
+	// spec 003's stop order: the PID file goes last, after IRC
+	r.d.mu.Lock()
+	steps := strings.Join(r.d.stopSteps, " ")
+	r.d.mu.Unlock()
+	if steps != "runner supervisor ipc irc pid" {
+		t.Fatalf("stop order %s", steps)
+	}
 }
 
 func TestWhisperEscalationPauseRelay(t *testing.T) {
@@ -514,13 +572,8 @@ func TestWhisperEscalationPauseRelay(t *testing.T) {
 
 	// escalation: webhook hit, supervisor paused, runner still running
 	r.sup.escalate("three corrections ignored")
-	select {
-	case e := <-r.hookCh:
-		if e.Type != "escalation" || e.Nick != "alice" || e.IRCNick != "lab-alice" || e.Message != "three corrections ignored" {
-			t.Fatalf("webhook: %+v", e)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("webhook not hit")
+	if e := r.alert(); e.Type != "escalation" || e.Nick != "alice" || e.IRCNick != "lab-alice" || e.Message != "three corrections ignored" {
+		t.Fatalf("webhook: %+v", e)
 	}
 	resp, _ := r.call(ipc.Request{Type: ipc.CmdStatus})
 	var st Status

@@ -5,7 +5,7 @@
 //	cfg, err := daemon.LoadConfig("agents.yaml")        // errors name the line
 //	d, err := daemon.New(daemon.Options{Config: cfg, Agent: cfg.Agents[0]})
 //	err = d.Start(ctx)   // buffer → IRC → webhook client → IPC → supervisor → runner
-//	<-d.Done()           // after Stop, or an IPC shutdown (reverse order; PID file and socket removed)
+//	<-d.Done()           // after Stop, or an IPC shutdown: runner → supervisor → IPC → IRC → PID file
 //
 // # What a daemon does
 //
@@ -24,7 +24,9 @@
 // told in the channel (one line per channel for a burst). Every runner
 // Message goes to the supervisor; its whispers wait for the agent's next
 // skill-CLI call and are printed on that command's stderr; an escalation
-// POSTs JSON (Escalation) to supervisor.webhook and pauses the supervisor
+// POSTs JSON (Alert, type "escalation") to supervisor.webhook — as does
+// the agent's irc_ask once its question is sent (type "ask", with the
+// channel: a person is alerted that an answer is awaited) — and pauses the supervisor
 // (the runner keeps running; `harness agents resume` resumes it, and so
 // do five clean evaluations). Three failed turns pause the agent and a
 // circuit breaker (three crashes in 300 s) stops restarts: both post an
@@ -67,7 +69,8 @@
 //	  port: 6667           # default
 //	  hosts: ["irc-b.example:6667"]   # optional: more servers of the network, tried in order
 //	supervisor:            # optional: no section, no supervisor
-//	  agent: claude        # claude | codex | copilot | anthropic (native)
+//	  agent: claude        # claude | codex | copilot | acp | anthropic (native)
+//	  acp_command: [opencode, acp]   # agent acp only; this is the default
 //	  model: ""            # the engine's default
 //	  thinking: low        # low | medium | high
 //	  window_size: 20      # turns kept
@@ -76,17 +79,18 @@
 //	  webhook: https://hooks.example/irc   # escalations, JSON POST
 //	agents:
 //	  - nick: alice
-//	    agent: claude      # claude | codex | copilot | acp | anthropic (or native)
+//	    agent: claude      # claude (the default) | codex | copilot | acp | anthropic (or native)
 //	    directory: ./alice # relative to agents.yaml
 //	    channels: ["#dev", "#ops"]   # quote them: # starts a YAML comment
 //	    model: ""          # optional
-//	    thinking: medium   # optional: low | medium | high
+//	    thinking: medium   # optional: low | medium (the default) | high; Claude's only
 //	    tags: [backend]    # optional, shown in status
 //	  - nick: oc
 //	    agent: acp
-//	    acp_command: opencode acp    # the ACP agent's command line (split on spaces)
+//	    acp_command: ["opencode", "acp"]   # the ACP agent's argv (the default); a string is split on spaces
 //	    directory: ./oc
 //	    channels: ["#dev"]
+//	    sandbox: strict    # any other key: backend-specific, passed through (AgentConfig.Extra)
 //
 // nick is the agent's IRC nick. One rule: a nick that starts with
 // "<server.name>-" is used as written (the seed's form: server spark,
@@ -94,7 +98,7 @@
 // prefix (alice → lab-alice). Two agents whose IRC nicks are the same
 // are an error naming both lines. The socket, PID file and HARNESS_NICK
 // use the nick as configured, and `harness agents status` takes either
-// spelling. testdata/seed-agents.yaml is the seed's file.
+// spelling. testdata/seed-agents.yaml is spec 003's example, verbatim.
 //
 // On a network of linked servers (see docs/irc-network.md) each daemon
 // connects to host:port, then to each of hosts in order when a connection
@@ -106,12 +110,14 @@
 // agent maps to harness engines: claude → claude-code, codex → codex,
 // anthropic/native → anthropic, copilot → the ACP engine "copilot"
 // (copilot --acp --stdio), acp → an ACP engine "acp-<nick>" running
-// acp_command. thinking is the agent's Harness's effort
-// (harness.Config.Effort → engine.Request.Effort), which each engine maps:
-// Claude Code's CLAUDE_CODE_EFFORT_LEVEL, Codex's reasoning effort; the
-// native loop and the ACP agents run at their default. The supervisor's
+// acp_command. thinking is a claude agent's effort (harness.Config.Effort
+// → engine.Request.Effort: Claude Code's CLAUDE_CODE_EFFORT_LEVEL),
+// "medium" when left out; the other kinds ignore it unless it is written
+// for them (the opt-in extension: Codex's reasoning effort; the native
+// loop and the ACP agents run at their default). The supervisor's
 // one-shot turns run on a Harness of their own with supervisor.thinking
-// the same way.
+// the same way; a supervisor with agent acp runs supervisor.acp_command
+// (the engine "acp-supervisor"; default opencode acp).
 //
 // # Commands
 //

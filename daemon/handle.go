@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -16,21 +17,37 @@ import (
 var ErrNotReady = errors.New("daemon: the agent is not started yet")
 
 // Status is the answer to `status`: the keeper's state plus who the
-// agent is.
+// agent is. Spec 003's fields: running, paused, circuit_open,
+// turn_count, last_activation (Unix seconds, a float, or null before the
+// first activation), activity ("working", "paused" or "idle") and
+// description (what the agent is doing, in words).
 type Status struct {
 	runner.Status
-	Description string   `json:"description"`
-	Nick        string   `json:"nick"`
-	IRCNick     string   `json:"irc_nick"`
-	Agent       string   `json:"agent"`
-	Engine      string   `json:"engine"`
-	Channels    []string `json:"channels"`
-	Tags        []string `json:"tags,omitempty"`
-	Connected   bool     `json:"connected"`
+	// LastActivation is when the last turn started, in Unix seconds (nil:
+	// never). It shadows the keeper's time.Time of the same name.
+	LastActivation *float64 `json:"last_activation"`
+	Description    string   `json:"description"`
+	Nick           string   `json:"nick"`
+	IRCNick        string   `json:"irc_nick"`
+	Agent          string   `json:"agent"`
+	Engine         string   `json:"engine"`
+	Channels       []string `json:"channels"`
+	Tags           []string `json:"tags,omitempty"`
+	Connected      bool     `json:"connected"`
 	// Server is the IRC server the agent dialled last (host:port; one of
 	// server.host and server.hosts).
 	Server           string `json:"server"`
 	SupervisorPaused bool   `json:"supervisor_paused"`
+}
+
+// UnixSeconds is t in Unix seconds with its fraction (last_activation's
+// form); nil for the zero time.
+func UnixSeconds(t time.Time) *float64 {
+	if t.IsZero() {
+		return nil
+	}
+	f := float64(t.Unix()) + float64(t.Nanosecond())/1e9
+	return &f
 }
 
 // Status returns the daemon's status.
@@ -41,6 +58,7 @@ func (d *Daemon) Status() Status {
 	} else {
 		st.Activity = "idle"
 	}
+	st.LastActivation = UnixSeconds(st.Status.LastActivation)
 	if d.irc != nil {
 		st.Channels = d.irc.Channels()
 		st.Connected = d.irc.Connected()
@@ -49,16 +67,56 @@ func (d *Daemon) Status() Status {
 	if sup := d.supOrNil(); sup != nil {
 		st.SupervisorPaused = sup.Paused()
 	}
-	desc := fmt.Sprintf("%s (%s agent on %s", d.ircNick, d.agent.Agent, st.Engine)
-	if d.agent.Model != "" {
-		desc += ", model " + d.agent.Model
-	}
-	desc += ")"
-	if len(d.agent.Tags) > 0 {
-		desc += " [" + strings.Join(d.agent.Tags, ", ") + "]"
-	}
-	st.Description = desc
+	st.Description = d.describe(st)
 	return st
+}
+
+// describe says what the agent is doing: the mention it answers (who,
+// where, the start of the message) and the tool it runs, or why it does
+// nothing.
+func (d *Daemon) describe(st Status) string {
+	d.mu.Lock()
+	prompt, tool := d.curPrompt, d.curTool
+	d.mu.Unlock()
+	started := d.agentOrNil() != nil
+	var desc string
+	switch {
+	case !started:
+		desc = "starting"
+	case st.CircuitOpen:
+		desc = "stopped after repeated crashes (harness agents resume " + d.agent.Nick + ")"
+	case !st.Running:
+		desc = "not running"
+	case st.Working && prompt != "":
+		desc = task(prompt)
+		if tool != "" {
+			desc += " (running " + tool + ")"
+		}
+		if st.Paused {
+			desc = "paused, finishing: " + desc
+		}
+	case st.Paused:
+		desc = "paused (harness agents resume " + d.agent.Nick + ")"
+	default:
+		desc = "idle, waiting for a mention"
+		if len(st.Channels) > 0 {
+			desc += " in " + strings.Join(st.Channels, ", ")
+		}
+	}
+	if st.Waiting > 0 {
+		desc += fmt.Sprintf("; %d waiting", st.Waiting)
+	}
+	return desc
+}
+
+// task is a turn's prompt in words: `answering bob in #dev: "the
+// message…"` for a mention, `working on "the prompt…"` otherwise.
+func task(prompt string) string {
+	if ch, sender := mentionChannel(prompt), mentionSender(prompt); ch != "" && sender != "" {
+		_, text, _ := strings.Cut(prompt, "> ")
+		return fmt.Sprintf("answering %s in %s: %q", sender, ch, oneLineN(text, 80))
+	}
+	return fmt.Sprintf("working on %q", oneLineN(prompt, 80))
 }
 
 // Line is the readable one-line form of a status.
@@ -84,14 +142,19 @@ func (s Status) Line() string {
 		}
 	}
 	last := "never"
-	if !s.LastActivation.IsZero() {
-		last = s.LastActivation.Format(time.RFC3339)
+	if s.LastActivation != nil {
+		sec, frac := math.Modf(*s.LastActivation)
+		last = time.Unix(int64(sec), int64(frac*1e9)).Format(time.RFC3339)
 	}
 	sup := ""
 	if s.SupervisorPaused {
 		sup = ", supervisor paused (escalated)"
 	}
-	return fmt.Sprintf("%s: %s, %s, %d turns, %d waiting, last activation %s%s — %s", s.Nick, state, irc, s.TurnCount, s.Waiting, last, sup, s.Description)
+	who := s.Nick
+	if s.Agent != "" {
+		who += " (" + s.Agent + " on " + s.Engine + ")"
+	}
+	return fmt.Sprintf("%s: %s, %s, %d turns, %d waiting, last activation %s%s — %s", who, state, irc, s.TurnCount, s.Waiting, last, sup, s.Description)
 }
 
 // handle answers one IPC request.
@@ -129,7 +192,9 @@ func (d *Daemon) handle(ctx context.Context, r ipc.Request) (any, error) {
 			timeout = time.Duration(r.Timeout * float64(time.Second))
 		}
 		d.markSent()
-		m, err := d.irc.Ask(ctx, r.Channel, r.Message, timeout)
+		// spec 003: irc_ask is "send + alert": the question is in the
+		// channel, and the webhook tells a person one waits there
+		m, err := d.irc.AskNotify(ctx, r.Channel, r.Message, timeout, func() { d.askAlert(r.Channel, r.Message) })
 		if err != nil {
 			return nil, err
 		}

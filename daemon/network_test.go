@@ -361,11 +361,11 @@ func TestSeedAgentAgainstTheDemoModel(t *testing.T) {
 		t.Fatalf("IRC nick %q, want spark-culture as written", d.IRCNick())
 	}
 	joinCtx := ctxT(t, 10*time.Second)
-	if err := e.bob.Join(joinCtx, "#spark"); err != nil {
+	if err := e.bob.Join(joinCtx, "#general"); err != nil {
 		t.Fatal(err)
 	}
-	waitWho(t, e.bob, "#spark", "bob", "spark-culture")
-	if err := e.bob.Send("#spark", "@spark-culture hello there"); err != nil {
+	waitWho(t, e.bob, "#general", "bob", "spark-culture")
+	if err := e.bob.Send("#general", "@spark-culture hello there"); err != nil {
 		t.Fatal(err)
 	}
 	// the demo's answer ends with its summary; every relayed line is plain
@@ -375,7 +375,7 @@ func TestSeedAgentAgainstTheDemoModel(t *testing.T) {
 	for !done.MatchString(strings.Join(lines, "\n")) {
 		select {
 		case m := <-e.bobGot:
-			if m.Sender == "spark-culture" && m.Channel == "#spark" {
+			if m.Sender == "spark-culture" && m.Channel == "#general" {
 				lines = append(lines, m.Text)
 			}
 		case <-deadline:
@@ -387,7 +387,7 @@ func TestSeedAgentAgainstTheDemoModel(t *testing.T) {
 			t.Errorf("markdown reached IRC: %q", l)
 		}
 	}
-	if want := "[IRC @mention in #spark] <bob> @spark-culture hello there"; !promptSeen(api, want) {
+	if want := "[IRC @mention in #general] <bob> @spark-culture hello there"; !promptSeen(api, want) {
 		t.Fatalf("the agent never got the prompt %q", want)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )
 
@@ -146,7 +147,9 @@ func raw(t *testing.T, path string, lines ...string) []map[string]any {
 }
 
 func TestServerErrors(t *testing.T) {
-	_, path := startServer(t, ServerConfig{MaxLine: 1024, Handler: func(_ context.Context, r Request) (any, error) {
+	logs := make(logLines, 100)
+	logger := zerolog.New(logs)
+	_, path := startServer(t, ServerConfig{MaxLine: 1024, Logger: &logger, Handler: func(_ context.Context, r Request) (any, error) {
 		switch r.Channel {
 		case "#panic":
 			panic("boom")
@@ -187,7 +190,22 @@ func TestServerErrors(t *testing.T) {
 	if got[3]["id"] != "3" || got[9]["id"] != "8" {
 		t.Errorf("error responses keep the id: %v %v", got[3], got[9])
 	}
+	// the panic is logged with its value and stack (one message key)
+	var entry map[string]any
+	for len(logs) > 0 {
+		if line := <-logs; strings.Contains(line, "handler panicked") {
+			json.Unmarshal([]byte(line), &entry)
+		}
+	}
+	if stack, _ := entry["stack"].(string); entry["panic"] != "boom" || !strings.Contains(stack, "TestServerErrors") {
+		t.Errorf("panic log %v", entry)
+	}
 }
+
+// logLines is a zerolog writer handing each line over.
+type logLines chan string
+
+func (c logLines) Write(p []byte) (int, error) { c <- string(p); return len(p), nil }
 
 func TestEveryCommandDecodes(t *testing.T) {
 	topic := "t"

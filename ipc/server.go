@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -217,7 +218,7 @@ func (s *Server) handle(ctx context.Context, req Request) (resp Response, after 
 	resp = Response{Type: "response", ID: req.ID}
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error().Interface("panic", p).Str("type", req.Type).Msg("handler panicked")
+			s.log.Error().Str("type", req.Type).Str("panic", fmt.Sprint(p)).Str("stack", string(debug.Stack())).Msg("handler panicked")
 			resp.OK, resp.Data, resp.Error = false, nil, "internal error"
 		}
 	}()

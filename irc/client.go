@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -575,7 +576,7 @@ func (c *Client) dispatch() {
 func (c *Client) safeCall(fn func(Message), m Message) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error().Interface("panic", r).Msg("OnMessage panicked")
+			c.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("OnMessage panicked")
 		}
 	}()
 	fn(m)
@@ -800,6 +801,13 @@ func validTarget(target string) error {
 // ("nick: …", "nick, …" or "@nick"), which it returns. ErrAskTimeout
 // when none came.
 func (c *Client) Ask(ctx context.Context, channel, question string, timeout time.Duration) (Message, error) {
+	return c.AskNotify(ctx, channel, question, timeout, nil)
+}
+
+// AskNotify is Ask calling sent (when not nil) once the question has
+// been sent, before the wait for its answer: the daemon's irc_ask fires
+// its webhook alert there (spec 003: "send + alert").
+func (c *Client) AskNotify(ctx context.Context, channel, question string, timeout time.Duration, sent func()) (Message, error) {
 	if err := ValidateChannel(channel); err != nil {
 		return Message{}, err
 	}
@@ -817,6 +825,9 @@ func (c *Client) Ask(ctx context.Context, channel, question string, timeout time
 	defer c.removeWaiter(w)
 	if err := c.Send(channel, question); err != nil {
 		return Message{}, err
+	}
+	if sent != nil {
+		sent()
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()

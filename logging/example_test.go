@@ -3,7 +3,6 @@ package logging_test
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/chirality/harness/logging"
 )
@@ -18,13 +17,16 @@ func Example() {
 		return
 	}
 	log.Info().
+		Str("sessionId", "0b6f…").
+		Str("userMessage", logging.Truncate("please review the change in session/store.go", 200)).
 		Str("persona", "REVIEWER").
 		Str("mode", "workbench").
-		Str("text", logging.Truncate("please review the change in session/store.go", 200)).
-		Msg("turn started")
+		Msg(logging.EventTurnStart)
 	closer.Close()
 
 	data, _ := os.ReadFile(logging.Path(root))
-	fmt.Println(strings.Contains(string(data), `"message":"turn started"`))
-	// Output: true
+	line := string(data)
+	fmt.Println(line[len(`{"timestamp":"2026-11-25T23:19:57.123Z"`):])
+	// Output: ,"sessionId":"0b6f…","level":"info","event":"turn:start","data":{"userMessage":"please review the change in session/store.go","persona":"REVIEWER","mode":"workbench"}}
+
 }

@@ -41,7 +41,8 @@ type Options struct {
 }
 
 // New opens the project's log with default options and returns a logger
-// writing JSON lines with a timestamp to it. Close the returned io.Closer
+// writing spec 004's LogEntry lines to it (see Entries: the message is
+// the event, the fields are the data). Close the returned io.Closer
 // when done; the logger's lines after that are dropped, silently: a
 // goroutine that outlives its owner's shutdown by a moment (an agent's
 // stderr reader, a turn's last "process exited") must not make zerolog
@@ -56,7 +57,9 @@ func NewWithOptions(projectRoot string, opts Options) (zerolog.Logger, io.Closer
 	if err != nil {
 		return zerolog.Nop(), nil, err
 	}
-	log := zerolog.New(Scrubbed(dropAfterClose{w})).Level(opts.Level).With().Timestamp().Logger()
+	// spec 004's LogEntry lines (Entries), scrubbed, to the rotating file;
+	// Entries stamps each line, with milliseconds
+	log := zerolog.New(Entries(Scrubbed(dropAfterClose{w}))).Level(opts.Level)
 	return log, w, nil
 }
 

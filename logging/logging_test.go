@@ -152,7 +152,7 @@ func TestConcurrentWritesNeverSplitLines(t *testing.T) {
 			if err := json.Unmarshal([]byte(l), &m); err != nil {
 				t.Fatalf("%s: torn line %q: %v", p, l, err)
 			}
-			if m["message"] != "event" || m["time"] == nil || m["level"] != "info" {
+			if m["event"] != "event" || m["timestamp"] == nil || m["level"] != "info" {
 				t.Fatalf("unexpected entry %v", m)
 			}
 		}
@@ -204,7 +204,7 @@ func TestNewPermissionsAndClose(t *testing.T) {
 	f, _ := os.Open(Path(dir))
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	if !sc.Scan() || !strings.Contains(sc.Text(), `"message":"hello"`) || !strings.Contains(sc.Text(), `"k":"v"`) {
+	if !sc.Scan() || !strings.Contains(sc.Text(), `"event":"hello"`) || !strings.Contains(sc.Text(), `"data":{"k":"v"}`) {
 		t.Errorf("log line = %q", sc.Text())
 	}
 }

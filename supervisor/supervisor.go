@@ -232,7 +232,7 @@ func (s *Supervisor) evaluate(ctx context.Context, window []runner.Message) {
 	if err != nil {
 		s.log.Warn().Str("answer", logging.Truncate(answer, 300)).Msg("unparseable verdict, counted as OK")
 	}
-	s.log.Info().Str("verdict", string(v.Action)).Str("message", logging.Truncate(v.Message, 200)).
+	s.log.Info().Str("verdict", string(v.Action)).Str("text", logging.Truncate(v.Message, 200)).
 		Dur("duration", time.Since(start)).Int("turns", len(window)).Msg("evaluation")
 	s.apply(v)
 }
@@ -287,7 +287,7 @@ func (s *Supervisor) apply(v Verdict) {
 		onWhisper(whisper, string(v.Action))
 	}
 	if escalate != "" {
-		s.log.Warn().Str("message", logging.Truncate(escalate, 300)).Msg("escalation; supervisor paused")
+		s.log.Warn().Str("text", logging.Truncate(escalate, 300)).Msg("escalation; supervisor paused")
 		if onEscalation != nil {
 			onEscalation(escalate)
 		}

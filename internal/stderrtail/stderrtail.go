@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
+
+	"github.com/chirality/harness/logging"
 )
 
 // Bounds of what is kept and read.
@@ -56,7 +58,8 @@ func (t *Tail) Read(r io.Reader, log zerolog.Logger, msg string) {
 		line, err := readLine(br)
 		if len(line) > 0 {
 			s := t.Scrub(line)
-			log.WithLevel(t.Level).Str("stderr", s).Msg(msg)
+			// spec 004's "stderr output" entry: the line's first 500 characters
+			log.WithLevel(t.Level).Str("line", logging.Truncate(s, 500)).Str("source", msg).Msg(logging.EventStderr)
 			t.mu.Lock()
 			t.lines = append(t.lines, s)
 			if len(t.lines) > Lines {

@@ -49,7 +49,7 @@ func TestReadLogsAtLevel(t *testing.T) {
 	tl := stderrtail.New(nil)
 	tl.Level = zerolog.WarnLevel
 	tl.Read(strings.NewReader("boom\n"), zerolog.New(&warned).Level(zerolog.InfoLevel), "agent stderr")
-	if !strings.Contains(warned.String(), `"level":"warn"`) || !strings.Contains(warned.String(), `"stderr":"boom"`) {
+	if !strings.Contains(warned.String(), `"level":"warn"`) || !strings.Contains(warned.String(), `"line":"boom"`) {
 		t.Errorf("the line at warn level: %q", warned.String())
 	}
 }
