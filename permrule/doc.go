@@ -80,7 +80,10 @@
 // TestShellAgainstBash holds the attack corpus (testdata/bash-corpus.txt)
 // and runs every command this package allows with the real bash under
 // strace: it fails if bash executes a program the rule does not name or
-// changes a file; FuzzShellAgainstBash mutates the corpus.
+// changes a file; FuzzShellAgainstBash mutates the corpus. The verdict is
+// bash's in a UTF-8 (or C) locale: in one whose multibyte characters may
+// end in an ASCII byte (Big5, GBK, Shift JIS) bash reads some lines
+// otherwise.
 //
 // # What a rule permits
 //
