@@ -284,7 +284,7 @@ func bashJudge(tb testing.TB, programs []string, cmd string) (violations []strin
 
 	ctx, cancel := context.WithTimeout(context.Background(), judgeTimeout)
 	defer cancel()
-	var out bytes.Buffer
+	var out capped
 	c := exec.CommandContext(ctx, stracePath(), "-f", "-ff", "-qq", "-z", "-s", "4096",
 		"-e", "signal=none", "-e", "trace=%file", "-o", filepath.Join(trace, "t"),
 		bashPath, "-c", cmd)
@@ -294,11 +294,10 @@ func bashJudge(tb testing.TB, programs []string, cmd string) (violations []strin
 	c.SysProcAttr = attr
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	c.WaitDelay = 10 * time.Second
-	err = c.Run()
+	runErr := c.Run() // its exit status is no verdict: git status fails outside a repository
 	if ctx.Err() != nil {
 		violations = append(violations, fmt.Sprintf("did not end within %v (output %q)", judgeTimeout, tail(out.String())))
 	}
-	_ = err // the command's own exit status is no verdict: git status fails outside a repository
 
 	files, _ := filepath.Glob(filepath.Join(trace, "t.*"))
 	bashes := 0
@@ -321,7 +320,7 @@ func bashJudge(tb testing.TB, programs []string, cmd string) (violations []strin
 		}
 	}
 	if bashes == 0 {
-		tb.Fatalf("strace traced no bash for %q (%d trace files; output %q)", cmd, len(files), tail(out.String()))
+		tb.Fatalf("strace traced no bash for %q (%d trace files; %v; output %q)", cmd, len(files), runErr, tail(out.String()))
 	}
 	after := snapshot(tb, work, bin, tmp)
 	for name, st := range after {
@@ -340,6 +339,17 @@ func bashJudge(tb testing.TB, programs []string, cmd string) (violations []strin
 		violations = append(violations, fmt.Sprintf("(output %q)", tail(out.String())))
 	}
 	return violations
+}
+
+// capped keeps the first 64 KiB written to it: a command's output,
+// bounded whatever runs.
+type capped struct{ bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := 64<<10 - c.Len(); room > 0 {
+		c.Buffer.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
 }
 
 func tail(s string) string {
