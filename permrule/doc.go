@@ -39,18 +39,31 @@
 // shell parses it (mvdan.cc/sh/v3/syntax, bash dialect): the command is
 // allowed only if
 //
-//   - it parses, is at most MaxCommand bytes and holds no control
-//     character but tab and newline;
+//   - it parses, is at most MaxCommand bytes of valid UTF-8 and holds no
+//     control character but tab and newline;
 //   - it is a list of simple commands joined only by ;, newline, &&, ||,
 //     | or |& — no &, subshell ( ), block { }, if/for/while/case,
 //     function, [[ ]], (( )), let, declare/export/local, time or coproc;
 //   - no word holds a command substitution $( ) or ` ` (also inside
-//     double quotes), a process substitution <( ) >( ), an arithmetic
-//     expansion $(( )), an extended glob @( ) or a parameter expansion
-//     other than $X, ${X}, ${#X}, ${X/a/b} and ${X:-word}-style
-//     operators (no ${X@P}, ${!X}, ${X[i]}, ${X:i:j}: bash may evaluate
-//     a variable's text there, substitutions included), nor a "$"
-//     that bash leaves as text but zsh expands ($~X, $=X);
+//     double quotes), a process substitution <( ) >( ) (in any word,
+//     assignments included), an arithmetic expansion $(( )) or $[ ], an
+//     extended glob @( ), a locale-translated string $"…" (bash expands
+//     what the message catalog holds), nor a "$" that bash leaves as
+//     text but zsh expands ($~X, $=X);
+//   - every parameter expansion is $X, ${X}, ${#X}, or ${X} with one of
+//     the operators :- - :+ + # ## % %% / // whose words are inert:
+//     letters, digits, _ . , : / @ % + = - * ? # and plain $Y, ${Y}
+//     (${X:-default}, ${HOME%/}, ${X//a/b}). The parser reads an
+//     operator's word as text where bash expands it (bash runs the <( )
+//     of ${X:-<(cmd)}), so a word with anything else — quotes, escapes,
+//     spaces, ~, (, <, substitutions — is refused, and so are ${X=w} and
+//     ${X:=w} (they assign), ${X?w}, ${X^p}, ${X,p}, ${X@op} (${X@P}
+//     expands a prompt string, substitutions included), ${!X}, ${X[i]}
+//     and ${X:i:j} (bash evaluates a variable's text as arithmetic
+//     there, which can run a command substitution);
+//   - no comment holds a backslash (bash ends a comment at the newline;
+//     the parser reads "# x \" as continued on the next line, so the
+//     command there would be read as arguments);
 //   - no redirection but a descriptor copy or close (2>&1, >&2, 3<&-):
 //     no >, >>, <, <>, here-document or here-string;
 //   - and every simple command is allowed by some rule: its words (and
@@ -63,9 +76,46 @@
 // to. A rule without content allows every command of the tool.
 //
 // Anything else — a parse error, a construct not listed — is not allowed
-// (the caller then asks a person or denies). The judgement is static: a
-// rule that names a program which itself runs others (env, xargs, sh -c,
-// find -exec) allows what that program runs.
+// (the caller then asks a person or denies). The differential test
+// TestShellAgainstBash holds the attack corpus (testdata/bash-corpus.txt)
+// and runs every command this package allows with the real bash under
+// strace: it fails if bash executes a program the rule does not name or
+// changes a file; FuzzShellAgainstBash mutates the corpus. The verdict is
+// bash's in a UTF-8 (or C) locale: in one whose multibyte characters may
+// end in an ASCII byte (Big5, GBK, Shift JIS) bash reads some lines
+// otherwise.
+//
+// # What a rule permits
+//
+// The judgement is static and ends at the program's name: a rule allows
+// its program with any further arguments the pattern lets through, and
+// what the program then does with them is the program's. So
+//
+//   - a prefix rule allows ANY further arguments: Bash(git status:*)
+//     allows git status --porcelain, git status -- any paths and also
+//     git status -c core.pager=… (this package lets it through; git
+//     status answers "unknown switch", since git reads -c only before
+//     the subcommand, and git -c core.pager=… status does not start with
+//     "git status"); whatever options the program reads after the
+//     words the rule names are the rule's. Bash(npm test *) allows
+//     npm test -- --config=./evil.js, which the test runner loads. A
+//     program may also read settings from the environment or from files
+//     in the project, which the command does not show;
+//   - a word may expand to arguments the text does not show: globs
+//     (* matches a file named --output=x), brace expansion
+//     ({--exec=x,y}), $X and ${X:-…}: all are arguments of the same
+//     program, never a second command;
+//   - a rule naming a program that runs others allows what it runs:
+//     env, xargs, sh -c, bash -c, find -exec, nohup, timeout, git (its
+//     -c alias.x=!cmd and hooks), npm/make (scripts the project holds),
+//     and bash's builtins eval, exec, command, builtin, source, ., trap,
+//     and those that evaluate a variable name's subscript as arithmetic
+//     (test -v, read, printf -v, unset, mapfile, wait -p);
+//   - a glob in the program's word (Bash(git* x)) names every program it
+//     matches.
+//
+// Write the narrowest rule that does the work; a rule on a program that
+// runs others is as wide as the tool.
 //
 // # The rule an "always" stores
 //

@@ -89,6 +89,31 @@ func TestShellRules(t *testing.T) {
 		{npmTest, "npm test ${a[$i]}", false},
 		{npmTest, "npm test ${X:1:2}", false},
 		{npmTest, "npm test @(a|b)", false},
+		// issue 29: bash runs <( ) >( ) in an operator's word, which the
+		// parser reads as text; only inert words are allowed
+		{npmTest, "npm test ${X:-<(touch pwned)}", false},
+		{npmTest, "npm test ${X-<(touch pwned)} ", false},
+		{npmTest, "npm test ${X:+>(touch pwned)}", false},
+		{npmTest, "npm test ${X%<(touch pwned)}", false},
+		{npmTest, "npm test ${X##<(touch pwned)}", false},
+		{npmTest, "npm test ${X/#x/<(touch pwned)}", false},
+		{npmTest, "npm test ${X//<(touch pwned)}", false},
+		{npmTest, "npm test ${X:-${Y:-<(touch pwned)}}", false},
+		{npmTest, "npm test ${X:-'a'} ${X:-\a} ${X:-a b} ${X:-~} ${X:-$((1))}", false},
+		{npmTest, "npm test ${X:=a}", false}, // assigns
+		{npmTest, "npm test ${X=a}", false},
+		{npmTest, "npm test ${X:?a}", false},
+		{npmTest, "npm test ${X^a} ${X,,}", false},
+		{npmTest, "npm test ${X@Q}", false},
+		{npmTest, "npm test ${#X:-a}", false},
+		{npmTest, "npm test ${X:-a.b/c,d:e@f%g+h=i-j*k?l#m} ${X-} ${X:+$Y} ${X%%*/} ${X//a/${Y}}", true},
+		{npmTest, "npm test $\"hello\"", false}, // the message catalog's text is expanded
+		{npmTest, "npm test $[1+1]", false},
+		// bash ends a comment at the newline; the parser reads a trailing
+		// backslash there as a continuation
+		{npmTest, "npm test # x \\\ntouch pwned", false},
+		{npmTest, "npm test | # x \\\ntouch pwned", false},
+		{npmTest, "npm test # a comment\nnpm test # another", true},
 		{npmTest, "$X test", false},
 		// the environment is part of the command
 		{npmTest, "X=1 npm test", false},
@@ -306,6 +331,9 @@ func TestSimpleCommands(t *testing.T) {
 	}
 	if _, ok := permrule.SimpleCommands(strings.Repeat("a", permrule.MaxCommand+1)); ok {
 		t.Error("a command over MaxCommand was parsed")
+	}
+	if _, ok := permrule.SimpleCommands("npm test \xff"); ok {
+		t.Error("a command that is not UTF-8 was parsed")
 	}
 }
 

@@ -2,6 +2,7 @@ package permrule
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -18,7 +19,7 @@ const MaxCommand = 64 << 10
 // redirects something not written as a simple command (the package doc
 // lists them). It never panics.
 func SimpleCommands(cmd string) (cmds []string, ok bool) {
-	if len(cmd) > MaxCommand {
+	if len(cmd) > MaxCommand || !utf8.ValidString(cmd) {
 		return nil, false
 	}
 	for _, c := range cmd {
@@ -31,7 +32,7 @@ func SimpleCommands(cmd string) (cmds []string, ok bool) {
 			cmds, ok = nil, false
 		}
 	}()
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(cmd), "")
 	if err != nil {
 		return nil, false
 	}
@@ -41,7 +42,16 @@ func SimpleCommands(cmd string) (cmds []string, ok bool) {
 			return false
 		}
 		switch n := n.(type) {
-		case *syntax.File, *syntax.Word, *syntax.SglQuoted, *syntax.DblQuoted, *syntax.BraceExp, *syntax.Comment:
+		case *syntax.File, *syntax.Word, *syntax.SglQuoted, *syntax.BraceExp:
+		case *syntax.DblQuoted:
+			// $"…" is translated by the locale's message catalog, and
+			// bash expands what the catalog holds, substitutions included
+			ok = !n.Dollar
+		case *syntax.Comment:
+			// bash ends a comment at the newline, backslash or not; the
+			// parser reads a trailing backslash as a line continuation
+			// and joins the next line to the commented command
+			ok = !strings.Contains(n.Text, `\`)
 		case *syntax.Lit:
 			// a "$" bash leaves as text ($~X, $=X) is an expansion in
 			// zsh, a shell agents run commands in too
@@ -134,13 +144,59 @@ func digits(s string) bool {
 }
 
 // plainParam reports whether p only reads a variable: $X, ${X}, ${#X},
-// ${X:-word} and the like, ${X/a/b}. Refused: ${!X} and subscripts and
-// slices (bash evaluates a variable's text as arithmetic there, which
-// can run a command substitution), and the @ operators (${X@P} expands a
-// prompt string, command substitutions included).
+// or ${X} with an operator whose words are inert (inertWord):
+// ${X:-word}, ${X-word}, ${X:+word}, ${X+word}, ${X#pat}, ${X##pat},
+// ${X%pat}, ${X%%pat}, ${X/pat/word} and ${X//pat/word}. The parser reads
+// an operator's word as text where bash expands it, process substitution
+// <( ) >( ) included, so a word that holds anything but inert characters
+// and plain variables is refused. Refused too: ${X=word} and ${X:=word}
+// (they assign), ${X?word}, the case operators ^ and , and the @
+// operators (${X@P} expands a prompt string, command substitutions
+// included), ${!X}, subscripts and slices (bash evaluates a variable's
+// text as arithmetic there, which can run a command substitution).
 func plainParam(p *syntax.ParamExp) bool {
-	return p.Param != nil && p.Flags == nil && p.NestedParam == nil && p.Index == nil && p.Slice == nil &&
-		!p.Excl && !p.Width && !p.IsSet && p.Names == 0 && len(p.Modifiers) == 0 &&
-		p.Split == syntax.OptUnset && p.GlobSubst == syntax.OptUnset && p.RcExpand == syntax.OptUnset &&
-		(p.Exp == nil || p.Exp.Op != syntax.OtherParamOps)
+	if p.Param == nil || p.Flags != nil || p.NestedParam != nil || p.Index != nil || p.Slice != nil ||
+		p.Excl || p.Width || p.IsSet || p.Names != 0 || len(p.Modifiers) != 0 ||
+		p.Split != syntax.OptUnset || p.GlobSubst != syntax.OptUnset || p.RcExpand != syntax.OptUnset {
+		return false
+	}
+	if p.Repl != nil {
+		return !p.Length && p.Exp == nil && inertWord(p.Repl.Orig) && inertWord(p.Repl.With)
+	}
+	if p.Exp == nil {
+		return true
+	}
+	switch p.Exp.Op {
+	case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AlternateUnset, syntax.AlternateUnsetOrNull,
+		syntax.RemSmallPrefix, syntax.RemLargePrefix, syntax.RemSmallSuffix, syntax.RemLargeSuffix:
+		return !p.Length && inertWord(p.Exp.Word)
+	}
+	return false
+}
+
+// inertWord reports whether w (nil: none) is made only of letters,
+// digits, _ . , : / @ % + = - * ? # and plain variables: nothing bash
+// could run, redirect, quote or escape. Extended globs need a "(",
+// tildes a "~", escapes a "\", and none of those is here.
+func inertWord(w *syntax.Word) bool {
+	if w == nil {
+		return true
+	}
+	for _, part := range w.Parts {
+		switch part := part.(type) {
+		case *syntax.Lit:
+			for _, c := range part.Value {
+				if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_.,:/@%+=-*?#", c)) {
+					return false
+				}
+			}
+		case *syntax.ParamExp:
+			if !plainParam(part) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
