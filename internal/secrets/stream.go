@@ -215,7 +215,8 @@ type Stream struct {
 	vheld []byte // the value stage's held tail
 	pheld []byte // the pattern stage's held tail
 	inRun int    // pattern+1 whose run the last Write ended inside; 0 for none
-	out   []byte
+	out   []byte // the value stage's output, reused
+	pout  []byte // the pattern stage's output, reused
 }
 
 // Write takes the next delta of the block and returns what can be shown
@@ -240,8 +241,8 @@ func (s *Stream) step(text string, final bool) string {
 	// The value stage.
 	var mid []byte
 	if len(vals) == 0 {
-		mid = append(s.vheld, text...)
-		s.vheld = s.vheld[:0]
+		mid = append(append(s.out[:0], s.vheld...), text...)
+		s.out, s.vheld = mid, s.vheld[:0]
 	} else {
 		buf := append(s.vheld, text...)
 		var rest int
@@ -251,7 +252,8 @@ func (s *Stream) step(text string, final bool) string {
 	}
 	// The pattern stage, on what the value stage let through.
 	pbuf := append(s.pheld, mid...)
-	out, rest, in := scanPatterns(nil, pbuf, s.inRun-1, final)
+	out, rest, in := scanPatterns(s.pout[:0], pbuf, s.inRun-1, final)
+	s.pout = out
 	s.pheld = append(pbuf[:0], pbuf[rest:]...)
 	s.inRun = in + 1
 	if final {
@@ -259,6 +261,9 @@ func (s *Stream) step(text string, final bool) string {
 	}
 	if len(out) == 0 {
 		return ""
+	}
+	if string(out) == text {
+		return text // the common case: the delta as it came, without a copy
 	}
 	return string(out)
 }
