@@ -261,7 +261,7 @@ func (t *Turn) run() {
 	if gotResult {
 		if result.Subtype != "success" || result.IsError {
 			se := t.decoder.m.classify(result)
-			endErr = &TurnError{Kind: se.Kind, Message: se.Error, Subtype: result.Subtype, ExitCode: t.exitCode, Signal: t.exitSig}
+			endErr = &TurnError{Kind: se.Kind, Message: secrets.Scrub(se.Error), Subtype: result.Subtype, ExitCode: t.exitCode, Signal: t.exitSig}
 		}
 	} else {
 		te := t.noResultError()
@@ -289,7 +289,7 @@ func (t *Turn) emit(ev event.Event) {
 }
 
 func (t *Turn) noResultError() *TurnError {
-	te := &TurnError{ExitCode: t.exitCode, Signal: t.exitSig, StderrTail: t.tail.String()}
+	te := &TurnError{ExitCode: t.exitCode, Signal: t.exitSig, StderrTail: secrets.Scrub(t.tail.String())}
 	how := fmt.Sprintf("exit status %d", t.exitCode)
 	if t.exitSig != "" {
 		how = "signal " + t.exitSig
