@@ -8,13 +8,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/engines"
@@ -22,7 +25,6 @@ import (
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/mcpconfig"
-	"github.com/chirality/harness/native"
 )
 
 // turnFlags are the driver-level flags of `harness turn`.
@@ -140,11 +142,20 @@ func (c *cli) turn(f *turnFlags, message string) int {
 		defer d.Close()
 		env, allowed = d.Env, d.AllowedTools
 	}
-	// The engines other than Claude Code and the native loop run through
-	// the core, in a harness session, as --session and --persona do.
-	if f.session != "" || f.persona != "" || (f.engine != "" && f.engine != engine.ClaudeCode && f.engine != engine.Anthropic) {
+	if f.session != "" || f.persona != "" {
 		return runOrchestrated(f, pos[0], env, allowed, stdout, stderr)
 	}
+	return runEphemeral(f, pos[0], env, allowed, stdout, stderr)
+}
+
+// runEphemeral is `harness turn` without --session or --persona: one turn
+// through the core in an ephemeral session (Harness.StartEphemeral), so
+// its events are scrubbed as every session's are, and nothing of it is
+// kept in the project. The turn runs with the flags as given, no persona
+// or mode added; engines other than Claude Code and the native loop get
+// the core's default permission mode (dontAsk) when none is given, as
+// their sessions do.
+func runEphemeral(f *turnFlags, message string, childEnv, allowed []string, stdout, stderr io.Writer) int {
 	logger := zerolog.Nop()
 	if f.verbose {
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr)}).With().Timestamp().Logger()
@@ -154,44 +165,49 @@ func (c *cli) turn(f *turnFlags, message string) int {
 		fmt.Fprintln(stderr, "harness turn:", err)
 		return 2
 	}
-	if f.engine == engine.Anthropic {
-		key, base := os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_BASE_URL")
-		if f.demo {
-			key, base = "demo", envValue(env, "ANTHROPIC_BASE_URL")
-		}
-		eng := native.NewEngine(native.EngineConfig{APIKey: key, BaseURL: base, Logger: &logger})
-		defer eng.Shutdown(context.Background())
-		cwd := f.cwd
-		if cwd == "" {
-			cwd, _ = os.Getwd()
-		}
-		o := f.opts()
-		req := engine.Request{SessionKey: "cli", Message: pos[0], Cwd: cwd, Model: f.model, MaxTurns: f.maxTurns,
-			Tools: o.Tools, DisallowedTools: o.DisallowedTools, MCP: mcp}
-		if f.promptFile != "" {
-			b, err := os.ReadFile(f.promptFile)
-			if err != nil {
-				fmt.Fprintln(stderr, "harness turn:", userError(err))
-				return 2
-			}
-			req.SystemPrompt = string(b)
-		}
-		return streamTurn(func() (engine.Turn, error) { return eng.StartTurn(context.Background(), req) }, f.json, stdout, stderr)
+	cwd := f.cwd
+	if cwd == "" {
+		cwd = "."
 	}
-	mgr := claudecode.NewManager(claudecode.Config{Binary: f.claudeBin, Logger: &logger})
-	opts := f.opts()
-	opts.Env = env
-	if f.mcp.Config() != nil {
-		// Exactly these servers (with --strict-mcp-config); without
-		// the flag the CLI reads the project's .mcp.json itself.
-		if opts.MCP = mcp; mcp == nil {
-			opts.MCP = &mcpconfig.Config{}
+	if cwd, err = filepath.Abs(cwd); err != nil {
+		fmt.Fprintln(stderr, "harness turn:", userError(err))
+		return 1
+	}
+	name := f.engine
+	if name == "" {
+		name = engine.ClaudeCode
+	}
+	o := f.opts()
+	req := engine.Request{SessionKey: "cli", Message: message, Cwd: cwd, Resume: o.Resume, Model: f.model, MaxTurns: f.maxTurns,
+		PermissionMode: f.permissionMode, Tools: o.Tools, AllowedTools: o.AllowedTools, DisallowedTools: o.DisallowedTools, MCP: mcp}
+	if req.PermissionMode == "" && name != engine.ClaudeCode && name != engine.Anthropic {
+		req.PermissionMode = harness.DefaultPermissionMode
+	}
+	if f.promptFile != "" {
+		b, err := os.ReadFile(f.promptFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "harness turn:", userError(err))
+			return 2
 		}
+		// The file for the CLI (--append-system-prompt-file), its text
+		// for the engines that take the prompt itself.
+		req.SystemPromptFile, req.SystemPrompt = f.promptFile, string(b)
 	}
-	if f.demo {
-		opts.AllowedTools = append(opts.AllowedTools, allowed...)
+	h, err := harness.New(harness.Config{
+		Roots: []string{cwd}, Logger: &logger, Aliases: engines.Aliases, NoProjectLogs: true,
+		Engines:  engines.Builtin(engines.Config{ClaudeBinary: f.claudeBin, ChildEnv: childEnv, Logger: &logger}),
+		ChildEnv: childEnv, AllowedTools: allowed,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "harness turn:", userError(err))
+		return 1
 	}
-	return streamTurn(func() (engine.Turn, error) { return mgr.StartTurn(context.Background(), "cli", pos[0], opts) }, f.json, stdout, stderr)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = h.Shutdown(ctx)
+	}()
+	return streamTurn(func() (engine.Turn, error) { return h.StartEphemeral(context.Background(), name, req) }, f.json, stdout, stderr)
 }
 
 // checkDir says what is wrong with a directory flag's value ("" = fine or
