@@ -19,6 +19,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/session"
 )
@@ -212,7 +213,7 @@ func followTurn(h *harness.Harness, id, message string, asJSON bool, ask *asker,
 			fmt.Fprintln(stderr, "harness turn:", userError(err))
 		case asJSON: // the events said it
 		case te.Err != nil:
-			fmt.Fprintln(stderr, "harness turn:", te.Err) // the engine's own words
+			fmt.Fprintln(stderr, "harness turn:", secrets.Scrub(te.Err.Error())) // the engine's own words, which may quote what the agent saw
 		default:
 			fmt.Fprintln(stderr, "harness turn:", userError(err))
 		}

@@ -31,7 +31,8 @@ type replayOptions struct {
 // permission policy) but straight through the driver, without the event
 // log or the resume fallback, so a wrapper bug can be told from a model
 // bug. The session file is not changed; the Claude conversation is
-// continued, as a gateway turn would.
+// continued, as a gateway turn would. Its events are scrubbed as every
+// turn's (Harness.StartEphemeral).
 func (c *cli) replayCmd() *cobra.Command {
 	var o replayOptions
 	cmd := &cobra.Command{
@@ -130,8 +131,13 @@ func (c *cli) replay(o *replayOptions, id, message string) int {
 		fmt.Fprintln(stdout, replayCommand(bin, opts))
 		return 0
 	}
+	// Through the core, as every turn: its events are scrubbed (the
+	// request is the plan's, as the gateway would send it; nothing is
+	// stored).
+	req := plan.Request
+	req.Message, req.PromptChanged = message, false
 	return streamTurn(func() (engine.Turn, error) {
-		return cc.Manager().StartTurn(context.Background(), s.ID, message, opts)
+		return h.StartEphemeral(context.Background(), engine.ClaudeCode, req)
 	}, o.asJSON, stdout, stderr)
 }
 

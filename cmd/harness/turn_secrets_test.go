@@ -199,3 +199,83 @@ func TestTurnPrintsNoSecretNative(t *testing.T) {
 		}
 	}
 }
+
+// `harness replay` re-runs a session's turn straight on Claude Code: its
+// events are scrubbed as a session's are, --json or not.
+func TestReplayPrintsNoSecret(t *testing.T) {
+	bin := claudetest.FindCLI(t)
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	l := newLeakyTurn(t, api)
+	os.MkdirAll(filepath.Join(l.root, "agents"), 0o755)
+	os.WriteFile(filepath.Join(l.root, "agents", "AGENT_LEAKY.md"), []byte("---\ntools: Bash\nauto_approve_tools: Bash\n---\nRun what you are asked.\n"), 0o644)
+	api.Script(claudetest.TextReply("hello"))
+	code, _, stderr := l.run(t, "--claude-bin", bin, "--persona", "LEAKY", "--mode", "direct", "--project-root", l.root, "hi")
+	m := createdRE.FindStringSubmatch(stderr)
+	if code != 0 || m == nil {
+		t.Fatalf("turn: exit %d\n%s", code, stderr)
+	}
+	for _, args := range [][]string{nil, {"--json"}} {
+		api.Script(
+			claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Bash",
+				map[string]any{"command": "echo $ANTHROPIC_API_KEY; env", "description": "show the key"})}},
+			claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text("your key is " + leakKey + ".")}, ChunkSize: 3},
+		)
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(exe, append([]string{"replay", m[1], "what is my key?", "--claude-bin", bin}, args...)...)
+		cmd.Env = l.env
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("replay %v: %v\n%s", args, err, errOut.String())
+		}
+		l.check(t, out.String(), errOut.String())
+		if !strings.Contains(out.String()+errOut.String(), "your key is [REDACTED].") {
+			t.Errorf("replay %v: the answer is not there, scrubbed:\nstdout %s\nstderr %s", args, out.String(), errOut.String())
+		}
+	}
+	var sent string
+	for _, req := range api.Requests() {
+		for _, tr := range req.ToolResults() {
+			sent += tr.Content
+		}
+	}
+	if !strings.Contains(sent, leakKey) {
+		t.Fatalf("the agent's Bash did not print the key (the test proves nothing): %q", sent)
+	}
+}
+
+// A turn that fails prints its error on stderr: the engine's own words,
+// scrubbed, with a session or without (the model API's error quotes the
+// key here).
+func TestTurnErrorPrintsNoSecret(t *testing.T) {
+	bin := claudetest.FindCLI(t)
+	for _, session := range []bool{false, true} {
+		api, err := claudetest.NewFakeAPI()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer api.Close()
+		api.SetResponder(func(*claudetest.Request) claudetest.Reply {
+			return claudetest.ErrorReply(400, "upstream rejected the request of "+leakKey+" today")
+		})
+		l := newLeakyTurn(t, api)
+		args := []string{"--claude-bin", bin}
+		if session {
+			args = append(args, "--persona", "REVIEWER", "--mode", "direct", "--project-root", l.root)
+		} else {
+			args = append(args, "--cwd", l.root)
+		}
+		code, stdout, stderr := l.run(t, append(args, "hi")...)
+		if code != 1 || !strings.Contains(stderr, "upstream rejected the request of [REDACTED] today") {
+			t.Errorf("session %v: exit %d, want 1 and the error scrubbed\nstdout %s\nstderr %s", session, code, stdout, stderr)
+		}
+		l.check(t, stdout, stderr)
+	}
+}
