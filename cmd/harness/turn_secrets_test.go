@@ -49,7 +49,7 @@ func (l *leakyTurn) run(t *testing.T, args ...string) (code int, stdout, stderr 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a guard, not an assertion
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, append([]string{"turn"}, args...)...)
-	cmd.Env = l.env
+	cmd.Env, cmd.Dir = l.env, l.root
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()
@@ -277,5 +277,37 @@ func TestTurnErrorPrintsNoSecret(t *testing.T) {
 			t.Errorf("session %v: exit %d, want 1 and the error scrubbed\nstdout %s\nstderr %s", session, code, stdout, stderr)
 		}
 		l.check(t, stdout, stderr)
+	}
+}
+
+// An ACP agent (OpenCode on the demo model) without a session: its shell
+// lists the project, where a file is named after the key. The listing is
+// printed scrubbed, and the turn leaves nothing in the project (it ran in
+// a session of its own, kept there, before).
+func TestTurnPrintsNoSecretACP(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := filepath.Abs("../../node_modules/.bin/opencode") // the pinned agent
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	l := &leakyTurn{root: root, state: state, env: append(claudetest.ScratchEnv(t), "HARNESS_TEST_MAIN=1", "XDG_STATE_HOME="+state,
+		"HARNESS_OPENCODE_BIN="+bin, "ANTHROPIC_API_KEY="+leakKey)}
+	if err := os.WriteFile(filepath.Join(root, leakKey), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := l.run(t, "--demo", "--engine", "opencode", "--json", "hello demo") // in root
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	l.check(t, stdout, stderr)
+	if !strings.Contains(stdout, `"type":"tool:result"`) || !strings.Contains(stdout, "[REDACTED]") {
+		t.Errorf("no scrubbed listing:\n%s", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".chirality")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the project has .chirality (%v): a turn without a session leaves nothing", err)
 	}
 }
