@@ -6,16 +6,13 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/secrets"
-	"github.com/chirality/harness/logging"
 )
 
 // replayOptions are the flags of `harness replay`.
@@ -92,10 +89,7 @@ func (c *cli) replay(o *replayOptions, id, message string) int {
 		fmt.Fprintln(stderr, "harness replay:", userError(err))
 		return failCode(err)
 	}
-	logger := zerolog.Nop()
-	if o.verbose {
-		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr)}).With().Timestamp().Logger()
-	}
+	logger := verboseLogger(o.verbose, stderr)
 	if s.Engine != "" && s.Engine != engine.ClaudeCode {
 		fmt.Fprintf(stderr, "harness replay: session %s runs on %s; replay re-runs Claude Code sessions only\n", s.ID, s.Engine)
 		return 1
@@ -108,11 +102,7 @@ func (c *cli) replay(o *replayOptions, id, message string) int {
 		fmt.Fprintln(stderr, "harness replay:", userError(err))
 		return 1
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = h.Shutdown(ctx)
-	}()
+	defer shutdownTurns(h)
 	plan, err := h.ReplayPlan(s)
 	if err != nil {
 		fmt.Fprintln(stderr, "harness replay:", userError(err))

@@ -12,9 +12,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness"
@@ -23,7 +21,6 @@ import (
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/secrets"
-	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/mcpconfig"
 )
 
@@ -54,10 +51,11 @@ func (c *cli) turnCmd() *cobra.Command {
 
 Runs one turn in the current directory (--cwd) and streams it: the answer
 on stdout, tools, cost and errors on stderr (--json: every event as one
-JSON line on stdout). Claude Code and the native loop run straight through
-their driver; --session, --persona and the other engines run in a harness
-session, as the gateway does. SIGINT or SIGTERM interrupts the turn (a
-second one kills it); an interrupted turn exits 130.
+JSON line on stdout). Without --session or --persona the turn runs on the
+engine with the flags as given, in an ephemeral session that leaves nothing
+in the project; with them it runs in a harness session, as the gateway
+does. Either way its events are scrubbed of secrets. SIGINT or SIGTERM
+interrupts the turn (a second one kills it); an interrupted turn exits 130.
 `,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
@@ -87,7 +85,7 @@ second one kills it); an interrupted turn exits 130.
 	flagPersona(cmd, &f.persona, "create a harness session with this persona and run the turn in it")
 	flagMode(cmd, &f.mode, "", "mode of the session --persona creates: workbench (default), pipeline or direct")
 	flagProjectRoot(cmd, &f.projectRoot, "", "project of the session (default: the current directory)")
-	flagEngine(cmd, &f.engine, "", "engine: claude-code (the Claude Code CLI; default) and anthropic (the native loop on the Messages API) run straight; the others run in a harness session")
+	flagEngine(cmd, &f.engine, "", "engine: claude-code (the Claude Code CLI; default), anthropic (the native loop on the Messages API), codex or an ACP agent")
 	flagDemo(cmd, &f.demo)
 	flagMCPConfig(cmd, &f.mcp)
 	return cmd
@@ -156,10 +154,7 @@ func (c *cli) turn(f *turnFlags, message string) int {
 // the core's default permission mode (dontAsk) when none is given, as
 // their sessions do.
 func runEphemeral(f *turnFlags, message string, childEnv, allowed []string, stdout, stderr io.Writer) int {
-	logger := zerolog.Nop()
-	if f.verbose {
-		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr)}).With().Timestamp().Logger()
-	}
+	logger := verboseLogger(f.verbose, stderr)
 	mcp, err := f.directMCP()
 	if err != nil {
 		fmt.Fprintln(stderr, "harness turn:", err)
@@ -202,11 +197,7 @@ func runEphemeral(f *turnFlags, message string, childEnv, allowed []string, stdo
 		fmt.Fprintln(stderr, "harness turn:", userError(err))
 		return 1
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = h.Shutdown(ctx)
-	}()
+	defer shutdownTurns(h)
 	return streamTurn(func() (engine.Turn, error) { return h.StartEphemeral(context.Background(), name, req) }, f.json, stdout, stderr)
 }
 

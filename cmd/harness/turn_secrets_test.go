@@ -40,7 +40,14 @@ func newLeakyTurn(t *testing.T, api *claudetest.FakeAPI) *leakyTurn {
 	return &leakyTurn{root: root, state: state, env: env}
 }
 
+// run runs `harness turn ARGS…` in the project.
 func (l *leakyTurn) run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return l.harness(t, append([]string{"turn"}, args...)...)
+}
+
+// harness runs `harness ARGS…` in the project.
+func (l *leakyTurn) harness(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -48,7 +55,7 @@ func (l *leakyTurn) run(t *testing.T, args ...string) (code int, stdout, stderr 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a guard, not an assertion
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, append([]string{"turn"}, args...)...)
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env, cmd.Dir = l.env, l.root
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -81,6 +88,18 @@ func (l *leakyTurn) check(t *testing.T, stdout, stderr string, skip ...string) {
 			}
 		}
 	}
+}
+
+// toolOutput is what the agent's tools gave it, as it sent that to the
+// model: the spy that proves the secret was there to leak.
+func toolOutput(api *claudetest.FakeAPI) string {
+	var sent string
+	for _, req := range api.Requests() {
+		for _, tr := range req.ToolResults() {
+			sent += tr.Content
+		}
+	}
+	return sent
 }
 
 func contains(list []string, s string) bool {
@@ -134,12 +153,7 @@ func TestTurnPrintsNoSecretClaudeCode(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 			}
-			var sent string
-			for _, req := range api.Requests() {
-				for _, tr := range req.ToolResults() {
-					sent += tr.Content
-				}
-			}
+			sent := toolOutput(api)
 			if !strings.Contains(sent, leakKey) {
 				t.Fatalf("the agent's Bash did not print the key (the test proves nothing): %q", sent)
 			}
@@ -181,12 +195,7 @@ func TestTurnPrintsNoSecretNative(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("json %v: exit %d\nstdout %s\nstderr %s", asJSON, code, stdout, stderr)
 		}
-		var sent string
-		for _, req := range api.Requests() {
-			for _, tr := range req.ToolResults() {
-				sent += tr.Content
-			}
-		}
+		sent := toolOutput(api)
 		if !strings.Contains(sent, leakKey) {
 			t.Fatalf("the read tool did not return the key (the test proves nothing): %q", sent)
 		}
@@ -224,28 +233,16 @@ func TestReplayPrintsNoSecret(t *testing.T) {
 				map[string]any{"command": "echo $ANTHROPIC_API_KEY; env", "description": "show the key"})}},
 			claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text("your key is " + leakKey + ".")}, ChunkSize: 3},
 		)
-		exe, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
+		code, stdout, stderr := l.harness(t, append([]string{"replay", m[1], "what is my key?", "--claude-bin", bin}, args...)...)
+		if code != 0 {
+			t.Fatalf("replay %v: exit %d\n%s", args, code, stderr)
 		}
-		cmd := exec.Command(exe, append([]string{"replay", m[1], "what is my key?", "--claude-bin", bin}, args...)...)
-		cmd.Env = l.env
-		var out, errOut strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("replay %v: %v\n%s", args, err, errOut.String())
-		}
-		l.check(t, out.String(), errOut.String())
-		if !strings.Contains(out.String()+errOut.String(), "your key is [REDACTED].") {
-			t.Errorf("replay %v: the answer is not there, scrubbed:\nstdout %s\nstderr %s", args, out.String(), errOut.String())
+		l.check(t, stdout, stderr)
+		if !strings.Contains(stdout+stderr, "your key is [REDACTED].") {
+			t.Errorf("replay %v: the answer is not there, scrubbed:\nstdout %s\nstderr %s", args, stdout, stderr)
 		}
 	}
-	var sent string
-	for _, req := range api.Requests() {
-		for _, tr := range req.ToolResults() {
-			sent += tr.Content
-		}
-	}
+	sent := toolOutput(api)
 	if !strings.Contains(sent, leakKey) {
 		t.Fatalf("the agent's Bash did not print the key (the test proves nothing): %q", sent)
 	}
