@@ -85,3 +85,28 @@ func TestEventsKeepsCleanEvents(t *testing.T) {
 		t.Errorf("a clean event was rebuilt: %+v", out)
 	}
 }
+
+// The cost Events adds to a turn: a round of 1,000 twenty-byte deltas and
+// the chat:complete that repeats them, with the values of a typical
+// environment registered.
+func BenchmarkEventsRound(b *testing.B) {
+	registerStreamSecrets()
+	secrets.Register("another-secret-value-1", "ghp_registeredtoken0123456789abcdefgh", "a-webhook-url-secret-xyz")
+	words := strings.Fields(strings.Repeat("The function reads the config file, checks each key and returns an error when one is missing. ", 60))
+	var round []event.Event
+	var whole strings.Builder
+	for _, w := range words[:1000] {
+		round = append(round, event.Event{Type: event.TypeChatDelta, SessionID: "s", Text: w + " "})
+		whole.WriteString(w + " ")
+	}
+	round = append(round, event.Event{Type: event.TypeChatComplete, SessionID: "s", Text: whole.String()})
+	var s secrets.Events
+	var out []event.Event
+	b.SetBytes(int64(2 * whole.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, ev := range round {
+			out = s.Add(out[:0], ev)
+		}
+	}
+}
