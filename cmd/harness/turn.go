@@ -219,15 +219,6 @@ func checkDir(flag, dir string) string {
 	return ""
 }
 
-func envValue(env []string, name string) string {
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
-			return v
-		}
-	}
-	return ""
-}
-
 // streamTurn runs one turn and prints it. SIGINT or SIGTERM interrupts the
 // turn (a second one kills it) and the remaining events are still printed.
 // It returns 0 only when the turn completed (130 when interrupted).
