@@ -53,7 +53,7 @@ func (l *leakyTurn) harness(t *testing.T, args ...string) (code int, stdout, std
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a guard, not an assertion
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a guard against a hang, not an assertion (OpenCode alone took a minute on a loaded machine)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env, cmd.Dir = l.env, l.root
