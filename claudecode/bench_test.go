@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/event"
 )
 
@@ -176,4 +177,36 @@ func BenchmarkRawPipeLatency(b *testing.B) {
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
 	b.ReportMetric(pct(1), "max-µs")
+}
+
+// BenchmarkTurnThroughput is the driver's whole event path on a replayed
+// child: spawn, decode every line, and everything Turn does to an event
+// before Next returns it (scrubbing included). The child writes the
+// transcript as fast as the pipe takes it.
+func BenchmarkTurnThroughput(b *testing.B) {
+	data := benchTranscript(b, 20, 1000)
+	path := b.TempDir() + "/turn.ndjson"
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	script, err := claudetest.WriteReplayerScript(b.TempDir(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mgr := fastManager()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		tr, err := mgr.StartTurn(context.Background(), "throughput", "go", claudecode.TurnOpts{Binary: script})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for tr.Next() {
+			n++
+		}
+		if tr.Err() != nil || n < 20000 {
+			b.Fatalf("%d events, %v", n, tr.Err())
+		}
+	}
 }

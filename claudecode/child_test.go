@@ -193,14 +193,25 @@ func TestChildEnvironmentIsFiltered(t *testing.T) {
 			"AWS_SECRET_ACCESS_KEY=aws-drop", "CLAUDECODE=1", "ANTHROPIC_AUTH_TOKEN=allowed-by-config", "PLAIN=ok"},
 		AllowEnv: []string{"ANTHROPIC_AUTH_TOKEN"},
 	})
+	spy := filepath.Join(t.TempDir(), "env")
 	tr, err := mgr.StartTurn(context.Background(), "s-env", "hi", claudecode.TurnOpts{
-		Binary: fakeChildScript(t, "echo-env"), Env: []string{"EXPLICIT_TOKEN=given-by-caller"},
+		Binary: fakeChildScript(t, "echo-env", "CLAUDECODE_TEST_ENVFILE="+spy), Env: []string{"EXPLICIT_TOKEN=given-by-caller"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	evs := collect(t, tr)
-	env := ofType(evs, event.TypeToolResult)[0].ToolResult.Content
+	// The child's own record: its events are scrubbed of the values it
+	// was given (ANTHROPIC_AUTH_TOKEN=[REDACTED] there).
+	b, err := os.ReadFile(spy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := string(b)
+	if ev := ofType(evs, event.TypeToolResult)[0].ToolResult.Content; strings.Contains(ev, "allowed-by-config") || strings.Contains(ev, "given-by-caller") ||
+		!strings.Contains(ev, "ANTHROPIC_AUTH_TOKEN=[REDACTED]") || !strings.Contains(ev, "EXPLICIT_TOKEN=[REDACTED]") {
+		t.Errorf("the tool:result is not scrubbed of the credentials the child was given:\n%s", ev)
+	}
 	for _, want := range []string{"ANTHROPIC_API_KEY=sk-keep", "ANTHROPIC_AUTH_TOKEN=allowed-by-config", "PLAIN=ok", "EXPLICIT_TOKEN=given-by-caller"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("child env lacks %s", want)

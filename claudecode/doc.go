@@ -44,6 +44,15 @@
 //     internal/stderrtail (scrubbed, logged at warn level, a bounded tail
 //     for session:error).
 //
+// Secrets: every event a Turn gives is scrubbed by the process's one
+// scrubber (internal/secrets.Events): the values withheld from the child,
+// the credentials it is handed (its Config.Env's and TurnOpts.Env's), any
+// value registered with the scrubber, and text in a known key format are
+// [REDACTED] wherever they appear (a tool's output, an answer, an error,
+// the stderr tail), deltas through a secrets.Stream so a key split
+// across deltas is replaced whole. Turn.Err, Turn.Command and the logs
+// are scrubbed alike. TurnOpts.OnFrame gets the CLI's frames as they are.
+//
 // Event order: session:init first (when the CLI got that far), then
 // deltas, tool starts and results, chat:complete, then exactly one of
 // session:complete or session:error, then exactly one process:exit, last.

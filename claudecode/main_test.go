@@ -58,10 +58,13 @@ func fakeChild(mode string) int {
 		fmt.Println(`{"type":"system","subtype":"init","session_id":"11111111-1111-4111-8111-111111111111","model":"m","tools":[]}`)
 		time.Sleep(time.Hour)
 		return 0
-	case "echo-env": // prints its environment as a tool result, then a result
+	case "echo-env": // prints its environment as a tool result (and to CLAUDECODE_TEST_ENVFILE), then a result
 		var b strings.Builder
 		for _, kv := range os.Environ() {
 			b.WriteString(kv + "\n")
+		}
+		if f := os.Getenv("CLAUDECODE_TEST_ENVFILE"); f != "" {
+			_ = os.WriteFile(f, []byte(b.String()), 0o600) // what the child got, before the driver scrubs its events
 		}
 		fmt.Printf(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":%q}]}}`+"\n", b.String())
 		fmt.Println(`{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0,"usage":{}}`)

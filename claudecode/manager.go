@@ -45,7 +45,6 @@ type Config struct {
 type Manager struct {
 	cfg      Config
 	log      zerolog.Logger
-	scrub    *scrubber
 	withheld []string // the values of the variables children do not get (scrubbed from their stderr)
 
 	// turns holds the running turns by session key (busy, closed,
@@ -88,10 +87,10 @@ func NewManager(cfg Config) *Manager {
 		log = *cfg.Logger
 	}
 	withheld := secrets.WithheldEnvValues(cfg.Env)
+	secrets.Register(withheld...) // the one scrubber: events, errors, the command line
 	return &Manager{
 		cfg:         cfg,
 		log:         log,
-		scrub:       newScrubber(withheld),
 		withheld:    withheld,
 		warm:        map[*Warm]struct{}{},
 		versionDone: make(chan struct{}),
@@ -254,5 +253,5 @@ func (m *Manager) checkVersionOnce(bin string) {
 
 // errorf builds errors that never carry a withheld value.
 func (m *Manager) errorf(format string, args ...any) error {
-	return errors.New(m.scrub.clean(fmt.Sprintf(format, args...)))
+	return errors.New(secrets.Scrub(fmt.Sprintf(format, args...)))
 }

@@ -54,7 +54,9 @@ type Turn struct {
 	decoder *Decoder
 	started time.Time
 
-	s *engine.Stream // ended by run, with how the turn ended
+	s     *engine.Stream // ended by run, with how the turn ended
+	scrub secrets.Events // what run emits goes through it
+	out   []event.Event  // scrub's output, reused
 
 	exited    chan struct{} // the child was reaped and its group killed
 	gotResult chan struct{} // the turn's result frame arrived
@@ -89,6 +91,10 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 	if opts.Logger != nil {
 		log = *opts.Logger
 	}
+	// What the turn adds to the child's environment (a demo's or a
+	// fake API's key) is scrubbed as the Manager's own environment is.
+	added := secrets.WithheldEnvValues(opts.Env)
+	secrets.Register(added...)
 	actx, acancel := context.WithCancel(context.Background())
 	t := &Turn{
 		m: m, log: log, key: key, bin: bin, opts: opts, args: opts.Args(),
@@ -98,7 +104,7 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 		gotResult: make(chan struct{}),
 		readDone:  make(chan struct{}),
 		done:      make(chan struct{}),
-		tail:      stderrtail.New(m.withheld),
+		tail:      stderrtail.New(slices.Concat(m.withheld, added)),
 	}
 	t.tail.Level = zerolog.WarnLevel // the CLI writes to stderr only when something is wrong
 	if opts.Approver != nil {
@@ -119,7 +125,7 @@ func (t *Turn) Command() []string {
 	out := make([]string, 0, len(t.args)+1)
 	out = append(out, t.bin)
 	for _, a := range t.args {
-		out = append(out, t.m.scrub.clean(a))
+		out = append(out, secrets.Scrub(a))
 	}
 	return out
 }
@@ -203,7 +209,7 @@ func (t *Turn) spawn(ctx context.Context) error {
 		MaxLineBytes: t.m.cfg.MaxLineBytes,
 		OnFrame:      t.onFrame,
 		OnLineError: func(e *LineError) {
-			t.log.Warn().Str("sessionId", t.key).Str("line", t.m.scrub.clean(e.Prefix)).Int("lineNumber", e.Line).
+			t.log.Warn().Str("sessionId", t.key).Str("line", secrets.Scrub(e.Prefix)).Int("lineNumber", e.Line).
 				Bool("oversize", e.Oversize).AnErr("error", e.Err).Msg(logging.EventParseError) // the line (first 500 bytes) is skipped
 		},
 	})
@@ -226,10 +232,12 @@ func closeAll(fs ...*os.File) {
 	}
 }
 
-// run reads stdout to its end, then ends the stream.
+// run reads stdout to its end, then ends the stream. Every event goes
+// through the turn's secrets.Events on its way (emit), so none carries a
+// secret the process knows of, or a credential in a known format.
 func (t *Turn) run() {
 	for t.decoder.Next() {
-		t.s.Emit(t.decoder.Event())
+		t.emit(t.decoder.Event())
 	}
 	if err := t.decoder.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
 		t.log.Warn().Str("session", t.key).Err(err).Msg("reading the CLI's stdout failed")
@@ -254,7 +262,7 @@ func (t *Turn) run() {
 	if gotResult {
 		if result.Subtype != "success" || result.IsError {
 			se := t.decoder.m.classify(result)
-			endErr = &TurnError{Kind: se.Kind, Message: se.Error, Subtype: result.Subtype, ExitCode: t.exitCode, Signal: t.exitSig}
+			endErr = &TurnError{Kind: se.Kind, Message: secrets.Scrub(se.Error), Subtype: result.Subtype, ExitCode: t.exitCode, Signal: t.exitSig}
 		}
 	} else {
 		te := t.noResultError()
@@ -262,7 +270,7 @@ func (t *Turn) run() {
 		e := event.Event{Type: event.TypeSessionError, SessionID: t.key}
 		code := t.exitCode
 		e.Error = &event.SessionError{Error: te.Message, Kind: te.Kind, ExitCode: &code, StderrTail: te.StderrTail}
-		t.s.Emit(e)
+		t.emit(e)
 	}
 	level := t.stopLevelNow()
 	exit := t.log.Info().Str("sessionId", t.key).Int("exitCode", t.exitCode)
@@ -274,12 +282,21 @@ func (t *Turn) run() {
 	exit.Int64("durationMs", time.Since(t.started).Milliseconds()).Int("pid", t.pid).Bool("result", gotResult).
 		Int("stopRequested", level).Msg(logging.EventProcessExit)
 	t.m.release(t.key, t)
-	t.s.Emit(event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: engine.TurnExit(endErr == nil, t.exitCode, t.exitSig)})
+	t.emit(event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: engine.TurnExit(endErr == nil, t.exitCode, t.exitSig)})
 	t.s.End(endErr)
 }
 
+// emit scrubs ev and puts what it becomes on the stream (a delta may be
+// held back for the next one; see secrets.Events). Only run calls it.
+func (t *Turn) emit(ev event.Event) {
+	t.out = t.scrub.Add(t.out[:0], ev)
+	for _, e := range t.out {
+		t.s.Emit(e)
+	}
+}
+
 func (t *Turn) noResultError() *TurnError {
-	te := &TurnError{ExitCode: t.exitCode, Signal: t.exitSig, StderrTail: t.tail.String()}
+	te := &TurnError{ExitCode: t.exitCode, Signal: t.exitSig, StderrTail: secrets.Scrub(t.tail.String())}
 	how := fmt.Sprintf("exit status %d", t.exitCode)
 	if t.exitSig != "" {
 		how = "signal " + t.exitSig
@@ -618,30 +635,6 @@ func (w *stdinWriter) close() {
 		w.closed = true
 		_ = w.f.Close()
 	}
-}
-
-// scrubber replaces withheld secret values in text meant for logs and
-// errors.
-type scrubber struct{ r *strings.Replacer }
-
-func newScrubber(values []string) *scrubber {
-	var pairs []string
-	for _, v := range values {
-		if len(v) >= 4 { // shorter values would scrub ordinary words
-			pairs = append(pairs, v, "[REDACTED]")
-		}
-	}
-	if len(pairs) == 0 {
-		return &scrubber{}
-	}
-	return &scrubber{r: strings.NewReplacer(pairs...)}
-}
-
-func (s *scrubber) clean(text string) string {
-	if s == nil || s.r == nil {
-		return text
-	}
-	return s.r.Replace(text)
 }
 
 // Buffered reports how many events are ready to be read without waiting:

@@ -19,6 +19,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/session"
 )
@@ -40,10 +41,7 @@ func runOrchestrated(f *turnFlags, message string, childEnv, allowed []string, s
 			"  drop --resume, --tools, --allowed-tools, --disallowed-tools, --append-system-prompt-file, --cwd and --model")
 		return 2
 	}
-	logger := zerolog.Nop()
-	if f.verbose {
-		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr)}).With().Timestamp().Logger()
-	}
+	logger := verboseLogger(f.verbose, stderr)
 	root := f.projectRoot
 	if root == "" {
 		root = "."
@@ -80,11 +78,7 @@ func runOrchestrated(f *turnFlags, message string, childEnv, allowed []string, s
 		fmt.Fprintln(stderr, "harness turn:", userError(err))
 		return 1
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = h.Shutdown(ctx)
-	}()
+	defer shutdownTurns(h)
 	if s == nil {
 		mode := f.mode
 		if mode == "" {
@@ -101,6 +95,23 @@ func runOrchestrated(f *turnFlags, message string, childEnv, allowed []string, s
 		ask = &asker{h: h, id: s.ID, in: bufio.NewReader(os.Stdin), out: stderr}
 	}
 	return followTurn(h, s.ID, message, f.json, ask, stdout, stderr)
+}
+
+// shutdownTurns shuts h down at the end of a command that ran a turn:
+// its turns get 10 s to end, then they are killed.
+func shutdownTurns(h *harness.Harness) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = h.Shutdown(ctx)
+}
+
+// verboseLogger is the driver's diagnostics on stderr (scrubbed) with
+// --verbose, else nothing.
+func verboseLogger(verbose bool, stderr io.Writer) zerolog.Logger {
+	if !verbose {
+		return zerolog.Nop()
+	}
+	return zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr)}).With().Timestamp().Logger()
 }
 
 func isTTY(f *os.File) bool {
@@ -212,7 +223,7 @@ func followTurn(h *harness.Harness, id, message string, asJSON bool, ask *asker,
 			fmt.Fprintln(stderr, "harness turn:", userError(err))
 		case asJSON: // the events said it
 		case te.Err != nil:
-			fmt.Fprintln(stderr, "harness turn:", te.Err) // the engine's own words
+			fmt.Fprintln(stderr, "harness turn:", secrets.Scrub(te.Err.Error())) // the engine's own words, which may quote what the agent saw
 		default:
 			fmt.Fprintln(stderr, "harness turn:", userError(err))
 		}

@@ -6,16 +6,13 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/secrets"
-	"github.com/chirality/harness/logging"
 )
 
 // replayOptions are the flags of `harness replay`.
@@ -31,7 +28,8 @@ type replayOptions struct {
 // permission policy) but straight through the driver, without the event
 // log or the resume fallback, so a wrapper bug can be told from a model
 // bug. The session file is not changed; the Claude conversation is
-// continued, as a gateway turn would.
+// continued, as a gateway turn would. Its events are scrubbed as every
+// turn's (Harness.StartEphemeral).
 func (c *cli) replayCmd() *cobra.Command {
 	var o replayOptions
 	cmd := &cobra.Command{
@@ -91,10 +89,7 @@ func (c *cli) replay(o *replayOptions, id, message string) int {
 		fmt.Fprintln(stderr, "harness replay:", userError(err))
 		return failCode(err)
 	}
-	logger := zerolog.Nop()
-	if o.verbose {
-		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr)}).With().Timestamp().Logger()
-	}
+	logger := verboseLogger(o.verbose, stderr)
 	if s.Engine != "" && s.Engine != engine.ClaudeCode {
 		fmt.Fprintf(stderr, "harness replay: session %s runs on %s; replay re-runs Claude Code sessions only\n", s.ID, s.Engine)
 		return 1
@@ -107,11 +102,7 @@ func (c *cli) replay(o *replayOptions, id, message string) int {
 		fmt.Fprintln(stderr, "harness replay:", userError(err))
 		return 1
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = h.Shutdown(ctx)
-	}()
+	defer shutdownTurns(h)
 	plan, err := h.ReplayPlan(s)
 	if err != nil {
 		fmt.Fprintln(stderr, "harness replay:", userError(err))
@@ -130,8 +121,13 @@ func (c *cli) replay(o *replayOptions, id, message string) int {
 		fmt.Fprintln(stdout, replayCommand(bin, opts))
 		return 0
 	}
+	// Through the core, as every turn: its events are scrubbed (the
+	// request is the plan's, as the gateway would send it; nothing is
+	// stored).
+	req := plan.Request
+	req.Message, req.PromptChanged = message, false
 	return streamTurn(func() (engine.Turn, error) {
-		return cc.Manager().StartTurn(context.Background(), s.ID, message, opts)
+		return h.StartEphemeral(context.Background(), engine.ClaudeCode, req)
 	}, o.asJSON, stdout, stderr)
 }
 

@@ -8,21 +8,20 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/secrets"
-	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/mcpconfig"
-	"github.com/chirality/harness/native"
 )
 
 // turnFlags are the driver-level flags of `harness turn`.
@@ -52,10 +51,11 @@ func (c *cli) turnCmd() *cobra.Command {
 
 Runs one turn in the current directory (--cwd) and streams it: the answer
 on stdout, tools, cost and errors on stderr (--json: every event as one
-JSON line on stdout). Claude Code and the native loop run straight through
-their driver; --session, --persona and the other engines run in a harness
-session, as the gateway does. SIGINT or SIGTERM interrupts the turn (a
-second one kills it); an interrupted turn exits 130.
+JSON line on stdout). Without --session or --persona the turn runs on the
+engine with the flags as given, in an ephemeral session that leaves nothing
+in the project; with them it runs in a harness session, as the gateway
+does. Either way its events are scrubbed of secrets. SIGINT or SIGTERM
+interrupts the turn (a second one kills it); an interrupted turn exits 130.
 `,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
@@ -85,7 +85,7 @@ second one kills it); an interrupted turn exits 130.
 	flagPersona(cmd, &f.persona, "create a harness session with this persona and run the turn in it")
 	flagMode(cmd, &f.mode, "", "mode of the session --persona creates: workbench (default), pipeline or direct")
 	flagProjectRoot(cmd, &f.projectRoot, "", "project of the session (default: the current directory)")
-	flagEngine(cmd, &f.engine, "", "engine: claude-code (the Claude Code CLI; default) and anthropic (the native loop on the Messages API) run straight; the others run in a harness session")
+	flagEngine(cmd, &f.engine, "", "engine: claude-code (the Claude Code CLI; default), anthropic (the native loop on the Messages API), codex or an ACP agent")
 	flagDemo(cmd, &f.demo)
 	flagMCPConfig(cmd, &f.mcp)
 	return cmd
@@ -140,58 +140,65 @@ func (c *cli) turn(f *turnFlags, message string) int {
 		defer d.Close()
 		env, allowed = d.Env, d.AllowedTools
 	}
-	// The engines other than Claude Code and the native loop run through
-	// the core, in a harness session, as --session and --persona do.
-	if f.session != "" || f.persona != "" || (f.engine != "" && f.engine != engine.ClaudeCode && f.engine != engine.Anthropic) {
+	if f.session != "" || f.persona != "" {
 		return runOrchestrated(f, pos[0], env, allowed, stdout, stderr)
 	}
-	logger := zerolog.Nop()
-	if f.verbose {
-		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr)}).With().Timestamp().Logger()
-	}
+	return runEphemeral(f, pos[0], env, allowed, stdout, stderr)
+}
+
+// runEphemeral is `harness turn` without --session or --persona: one turn
+// through the core in an ephemeral session (Harness.StartEphemeral), so
+// its events are scrubbed as every session's are, and nothing of it is
+// kept in the project. The turn runs with the flags as given, no persona
+// or mode added; engines other than Claude Code and the native loop get
+// the core's default permission mode (dontAsk) when none is given, as
+// their sessions do.
+func runEphemeral(f *turnFlags, message string, childEnv, allowed []string, stdout, stderr io.Writer) int {
+	logger := verboseLogger(f.verbose, stderr)
 	mcp, err := f.directMCP()
 	if err != nil {
 		fmt.Fprintln(stderr, "harness turn:", err)
 		return 2
 	}
-	if f.engine == engine.Anthropic {
-		key, base := os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_BASE_URL")
-		if f.demo {
-			key, base = "demo", envValue(env, "ANTHROPIC_BASE_URL")
-		}
-		eng := native.NewEngine(native.EngineConfig{APIKey: key, BaseURL: base, Logger: &logger})
-		defer eng.Shutdown(context.Background())
-		cwd := f.cwd
-		if cwd == "" {
-			cwd, _ = os.Getwd()
-		}
-		o := f.opts()
-		req := engine.Request{SessionKey: "cli", Message: pos[0], Cwd: cwd, Model: f.model, MaxTurns: f.maxTurns,
-			Tools: o.Tools, DisallowedTools: o.DisallowedTools, MCP: mcp}
-		if f.promptFile != "" {
-			b, err := os.ReadFile(f.promptFile)
-			if err != nil {
-				fmt.Fprintln(stderr, "harness turn:", userError(err))
-				return 2
-			}
-			req.SystemPrompt = string(b)
-		}
-		return streamTurn(func() (engine.Turn, error) { return eng.StartTurn(context.Background(), req) }, f.json, stdout, stderr)
+	cwd := f.cwd
+	if cwd == "" {
+		cwd = "."
 	}
-	mgr := claudecode.NewManager(claudecode.Config{Binary: f.claudeBin, Logger: &logger})
-	opts := f.opts()
-	opts.Env = env
-	if f.mcp.Config() != nil {
-		// Exactly these servers (with --strict-mcp-config); without
-		// the flag the CLI reads the project's .mcp.json itself.
-		if opts.MCP = mcp; mcp == nil {
-			opts.MCP = &mcpconfig.Config{}
+	if cwd, err = filepath.Abs(cwd); err != nil {
+		fmt.Fprintln(stderr, "harness turn:", userError(err))
+		return 1
+	}
+	name := f.engine
+	if name == "" {
+		name = engine.ClaudeCode
+	}
+	o := f.opts()
+	req := engine.Request{SessionKey: "cli", Message: message, Cwd: cwd, Resume: o.Resume, Model: f.model, MaxTurns: f.maxTurns,
+		PermissionMode: f.permissionMode, Tools: o.Tools, AllowedTools: o.AllowedTools, DisallowedTools: o.DisallowedTools, MCP: mcp}
+	if req.PermissionMode == "" && name != engine.ClaudeCode && name != engine.Anthropic {
+		req.PermissionMode = harness.DefaultPermissionMode
+	}
+	if f.promptFile != "" {
+		b, err := os.ReadFile(f.promptFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "harness turn:", userError(err))
+			return 2
 		}
+		// The file for the CLI (--append-system-prompt-file), its text
+		// for the engines that take the prompt itself.
+		req.SystemPromptFile, req.SystemPrompt = f.promptFile, string(b)
 	}
-	if f.demo {
-		opts.AllowedTools = append(opts.AllowedTools, allowed...)
+	h, err := harness.New(harness.Config{
+		Roots: []string{cwd}, Logger: &logger, Aliases: engines.Aliases, NoProjectLogs: true,
+		Engines:  engines.Builtin(engines.Config{ClaudeBinary: f.claudeBin, ChildEnv: childEnv, Logger: &logger}),
+		ChildEnv: childEnv, AllowedTools: allowed,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "harness turn:", userError(err))
+		return 1
 	}
-	return streamTurn(func() (engine.Turn, error) { return mgr.StartTurn(context.Background(), "cli", pos[0], opts) }, f.json, stdout, stderr)
+	defer shutdownTurns(h)
+	return streamTurn(func() (engine.Turn, error) { return h.StartEphemeral(context.Background(), name, req) }, f.json, stdout, stderr)
 }
 
 // checkDir says what is wrong with a directory flag's value ("" = fine or
@@ -208,15 +215,6 @@ func checkDir(flag, dir string) string {
 		return fmt.Sprintf("%s %s: %v", flag, dir, err)
 	case !fi.IsDir():
 		return fmt.Sprintf("%s %s: not a directory", flag, dir)
-	}
-	return ""
-}
-
-func envValue(env []string, name string) string {
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
-			return v
-		}
 	}
 	return ""
 }

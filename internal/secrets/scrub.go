@@ -38,7 +38,7 @@ var scrub struct {
 	json  *strings.Replacer // the value as it appears inside a JSON string → Redacted
 	forms [][]byte          // every raw and JSON form: the fast check before replacing
 	vals  []string          // the raw values, longest first (Stream)
-	first *[256]bool        // the bytes a value starts with; replaced, never changed
+	first *starts           // how values start; replaced, never changed
 }
 
 func scrubInit() {
@@ -95,9 +95,9 @@ func addLocked(values []string) {
 		}
 	}
 	scrub.raw, scrub.json = strings.NewReplacer(raw...), strings.NewReplacer(js...)
-	first := new([256]bool)
+	first := new(starts)
 	for _, v := range vals {
-		first[v[0]] = true
+		first.add(v)
 	}
 	scrub.vals, scrub.first = vals, first
 	scrub.forms = scrub.forms[:0]
@@ -148,10 +148,10 @@ func jsonForms(v string) []string {
 	return out
 }
 
-// values returns the registered raw values, longest first, and the set
-// of their first bytes. The slice is never changed after it is returned
+// values returns the registered raw values, longest first, and how they
+// start. The slice is never changed after it is returned
 // (addLocked makes a new one).
-func values() ([]string, *[256]bool) {
+func values() ([]string, *starts) {
 	scrubInit()
 	scrub.mu.RLock()
 	defer scrub.mu.RUnlock()

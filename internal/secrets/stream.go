@@ -54,17 +54,46 @@ var patterns = func() []pattern {
 	return ps
 }()
 
-// patternFirst marks the bytes a pattern can start with; patternHold is
-// the most a Stream holds back for a pattern (a prefix and one character
-// short of its shortest run).
-var patternFirst, patternHold = func() ([256]bool, int) {
-	var first [256]bool
+// starts is how the strings of a set (each of two bytes or more) start:
+// their first bytes, and their first two (a bit per pair). A scan asks it
+// at each byte and moves on at once where none of them can start, which
+// is nearly everywhere in ordinary text.
+type starts struct {
+	one [256]bool
+	two [1024]uint64
+}
+
+func (s *starts) add(p string) {
+	s.one[p[0]] = true
+	k := uint16(p[0])<<8 | uint16(p[1])
+	s.two[k>>6] |= 1 << (k & 63)
+}
+
+// may reports whether a string of the set may start at b[i]: false when
+// none does; true when one may (b ends after b[i], or its first two bytes
+// are a string's).
+func (s *starts) may(b []byte, i int) bool {
+	if !s.one[b[i]] {
+		return false
+	}
+	if i+1 == len(b) {
+		return true
+	}
+	k := uint16(b[i])<<8 | uint16(b[i+1])
+	return s.two[k>>6]&(1<<(k&63)) != 0
+}
+
+// patternStarts is how the patterns start; patternHold is the most a
+// Stream holds back for a pattern (a prefix and one character short of
+// its shortest run).
+var patternStarts, patternHold = func() (*starts, int) {
+	st := new(starts)
 	hold := 0
 	for _, p := range patterns {
-		first[p.prefix[0]] = true
+		st.add(p.prefix)
 		hold = max(hold, len(p.prefix)+p.minRun-1)
 	}
-	return first, hold
+	return st, hold
 }()
 
 // scanPatterns appends buf to out with every pattern match replaced by
@@ -86,7 +115,7 @@ func scanPatterns(out, buf []byte, in int, final bool) (_ []byte, rest, inRun in
 	}
 	start := i
 	for i < len(buf) {
-		if !patternFirst[buf[i]] {
+		if !patternStarts.may(buf, i) {
 			i++
 			continue
 		}
@@ -128,7 +157,7 @@ func scanPatterns(out, buf []byte, in int, final bool) (_ []byte, rest, inRun in
 // hasPattern reports whether b holds a pattern match; no allocation.
 func hasPattern(b []byte) bool {
 	for i := 0; i < len(b); i++ {
-		if !patternFirst[b[i]] {
+		if !patternStarts.may(b, i) {
 			continue
 		}
 		for _, p := range patterns {
@@ -160,10 +189,10 @@ func scrubPatterns(s string) string {
 // Redacted, the longest first where two start at one place (what the
 // raw replacer does). Unless final, it stops where a value may start but
 // buf ends before it can tell; rest is where the unread part starts.
-func scanValues(out, buf []byte, vals []string, first *[256]bool, final bool) (_ []byte, rest int) {
+func scanValues(out, buf []byte, vals []string, first *starts, final bool) (_ []byte, rest int) {
 	start, i := 0, 0
 	for i < len(buf) {
-		if !first[buf[i]] {
+		if !first.may(buf, i) {
 			i++
 			continue
 		}
@@ -215,7 +244,8 @@ type Stream struct {
 	vheld []byte // the value stage's held tail
 	pheld []byte // the pattern stage's held tail
 	inRun int    // pattern+1 whose run the last Write ended inside; 0 for none
-	out   []byte
+	out   []byte // the value stage's output, reused
+	pout  []byte // the pattern stage's output, reused
 }
 
 // Write takes the next delta of the block and returns what can be shown
@@ -240,8 +270,8 @@ func (s *Stream) step(text string, final bool) string {
 	// The value stage.
 	var mid []byte
 	if len(vals) == 0 {
-		mid = append(s.vheld, text...)
-		s.vheld = s.vheld[:0]
+		mid = append(append(s.out[:0], s.vheld...), text...)
+		s.out, s.vheld = mid, s.vheld[:0]
 	} else {
 		buf := append(s.vheld, text...)
 		var rest int
@@ -251,7 +281,8 @@ func (s *Stream) step(text string, final bool) string {
 	}
 	// The pattern stage, on what the value stage let through.
 	pbuf := append(s.pheld, mid...)
-	out, rest, in := scanPatterns(nil, pbuf, s.inRun-1, final)
+	out, rest, in := scanPatterns(s.pout[:0], pbuf, s.inRun-1, final)
+	s.pout = out
 	s.pheld = append(pbuf[:0], pbuf[rest:]...)
 	s.inRun = in + 1
 	if final {
@@ -259,6 +290,9 @@ func (s *Stream) step(text string, final bool) string {
 	}
 	if len(out) == 0 {
 		return ""
+	}
+	if string(out) == text {
+		return text // the common case: the delta as it came, without a copy
 	}
 	return string(out)
 }

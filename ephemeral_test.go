@@ -1,0 +1,114 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
+)
+
+// leakEngine is an engine whose agent prints the secret it was handed
+// (its ChildEnv's key) in a tool result, in deltas that split it, and in
+// its error.
+type leakEngine struct{ req engine.Request }
+
+func (l *leakEngine) Name() string { return "leak" }
+func (l *leakEngine) Check(context.Context) engine.Status {
+	return engine.Status{Kind: "leak", Available: true}
+}
+func (l *leakEngine) Shutdown(context.Context) error { return nil }
+func (l *leakEngine) StartTurn(_ context.Context, req engine.Request) (engine.Turn, error) {
+	l.req = req
+	key := ""
+	for _, kv := range req.Env {
+		if v, ok := strings.CutPrefix(kv, "LEAK_API_KEY="); ok {
+			key = v
+		}
+	}
+	k := req.SessionKey
+	return &leakTurn{sliceTurn: sliceTurn{i: -1, evs: []event.Event{
+		{Type: event.TypeToolResult, SessionID: k, ToolResult: &event.ToolResult{ToolUseID: "t1", Content: "LEAK_API_KEY=" + key}},
+		{Type: event.TypeChatDelta, SessionID: k, Text: "it is " + key[:5]},
+		{Type: event.TypeChatDelta, SessionID: k, Text: key[5:] + " ok"},
+		{Type: event.TypeSessionError, SessionID: k, Error: &event.SessionError{Kind: event.ErrorProcess, Error: "died with " + key}},
+		{Type: event.TypeProcessExit, SessionID: k, Exit: &event.ProcessExit{Code: 1}},
+	}}, err: errors.New("the agent said " + key)}, nil
+}
+
+type leakTurn struct {
+	sliceTurn
+	err error
+}
+
+func (t *leakTurn) Err() error { return t.err }
+
+// Issue 29.5: a turn outside any session (`harness turn` without
+// --session) goes through the core's scrubbing and leaves nothing in the
+// project: no session, event log, prompt or log file.
+func TestStartEphemeralScrubsAndKeepsNothing(t *testing.T) {
+	const key = "ephemeral-test-key-value-0123"
+	root := realDir(t)
+	le := &leakEngine{}
+	h, err := New(Config{Roots: []string{root}, StateDir: t.TempDir(), Engines: []engine.Engine{le},
+		ChildEnv: []string{"LEAK_API_KEY=" + key}, AllowedTools: []string{"Read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Shutdown(context.Background())
+	if _, err := h.StartEphemeral(context.Background(), "leak", engine.Request{Message: " "}); !errors.Is(err, ErrEmptyMessage) {
+		t.Errorf("empty message: %v", err)
+	}
+	if _, err := h.StartEphemeral(context.Background(), "nope", engine.Request{Message: "hi"}); !errors.Is(err, ErrUnknownEngine) {
+		t.Errorf("unknown engine: %v", err)
+	}
+	tr, err := h.StartEphemeral(context.Background(), "", engine.Request{Message: "hi", Cwd: root, AllowedTools: []string{"Bash(ls)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []event.Event
+	var all strings.Builder
+	for tr.Next() {
+		ev := tr.Event()
+		evs = append(evs, ev)
+		all.Write(ev.AppendJSON(nil))
+	}
+	all.WriteString(tr.Err().Error())
+	if strings.Contains(all.String(), key) || strings.Contains(all.String(), key[:5]+key[5:]) {
+		t.Errorf("the key came out: %s", all.String())
+	}
+	var text string
+	var types []string
+	for _, ev := range evs {
+		types = append(types, string(ev.Type))
+		if ev.Type == event.TypeChatDelta {
+			text += ev.Text
+		}
+	}
+	if text != "it is [REDACTED] ok" {
+		t.Errorf("deltas %q: the key split across two is replaced whole, the rest kept", text)
+	}
+	if got := strings.Join(types, ","); !strings.HasPrefix(got, "tool:result,") || !strings.HasSuffix(got, "session:error,process:exit") {
+		t.Errorf("events %s", got)
+	}
+	if !strings.Contains(evs[0].ToolResult.Content, "LEAK_API_KEY=[REDACTED]") || !strings.Contains(tr.Err().Error(), "the agent said [REDACTED]") {
+		t.Errorf("tool:result %q, error %q", evs[0].ToolResult.Content, tr.Err())
+	}
+	if le.req.SessionKey == "" || !strings.HasPrefix(le.req.SessionKey, "ephemeral-") || evs[0].SessionID != le.req.SessionKey {
+		t.Errorf("session key %q, events' %q", le.req.SessionKey, evs[0].SessionID)
+	}
+	if strings.Join(le.req.AllowedTools, ",") != "Bash(ls),Read" || len(le.req.Env) != 1 {
+		t.Errorf("the core's AllowedTools and ChildEnv are added: %q %q", le.req.AllowedTools, le.req.Env)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".chirality")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the project has .chirality (%v): an ephemeral turn keeps nothing there", err)
+	}
+	h.Shutdown(context.Background())
+	if _, err := h.StartEphemeral(context.Background(), "leak", engine.Request{Message: "hi"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("after Shutdown: %v", err)
+	}
+}
