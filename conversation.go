@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/engine"
@@ -514,6 +515,9 @@ func (h *Harness) appendEvent(id string, ev event.Event) error {
 		return mapStoreErr(err)
 	}
 	ev.SessionID = id
+	if ev.Time == 0 {
+		ev.Time = time.Now().UnixMilli() // stamped once, stored: every reader and replay sees this time
+	}
 	if _, err := elog.Append(ev.AppendJSON(nil)); err != nil {
 		return err
 	}

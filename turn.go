@@ -614,6 +614,11 @@ func (r *runner) flushLocked() {
 // emitLocked is emit after the stream; emitMu is held.
 func (r *runner) emitLocked(ev event.Event) {
 	ev.SessionID = r.req.SessionKey
+	if ev.Time == 0 {
+		// When it happened, stored with it: every reader of the event, and
+		// every replay of the log, sees this time (not the time it is sent).
+		ev.Time = time.Now().UnixMilli()
+	}
 	r.buf = ev.AppendJSON(r.buf[:0])
 	if clean := secrets.ScrubJSON(r.buf); len(clean) != len(r.buf) || &clean[0] != &r.buf[0] {
 		// A secret value (withheld from the agent, or its own key) was in

@@ -242,6 +242,8 @@ const base = {
   sessionId: z.string(),
   parentToolUseId: z.string().optional(),
   seq: z.number().int().optional(),
+  /** When the event happened (Unix ms), stamped once as it was stored. */
+  timestamp: z.number().int().optional(),
 };
 
 /** The user's message: the first event of every harness turn. */
@@ -381,7 +383,8 @@ export const ProcessExitEventSchema = z.looseObject({
   type: z.literal("process:exit"),
   ...base,
   code: z.number().int(),
-  signal: z.string().optional(),
+  /** The signal that ended the process; null when none (004). */
+  signal: z.string().nullable().optional(),
 });
 
 /** This session is a fork of session `from`, cut at `atSeq` (0: all of
