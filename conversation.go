@@ -333,6 +333,12 @@ func unsupported(engineName, what string) error {
 // copied too. Its first turn continues the copy (engine.Request.Fork,
 // cut with ResumeAt); the source is left as it was.
 //
+// The fork point is pinned when the fork is made, not at the fork's first
+// turn: a turn the source runs in between is not in the fork. An engine
+// that can cut (Controls.Rewind: Claude Code's --resume-session-at, Codex's
+// lastTurnId) continues the copy up to the source's last completed turn's
+// checkpoint; the native loop's history is the state directory copied now.
+//
 // It fails with ErrInvalidID, ErrNotFound, ErrSeqNotFound (o.AtSeq is not
 // in the log), ErrBusy (a turn of the source runs) or ErrUnsupported (the
 // engine cannot fork, or cannot cut when o.AtSeq is before the last turn).
@@ -371,6 +377,15 @@ func (h *Harness) Fork(ctx context.Context, id string, o ForkOptions) (*session.
 			pending = &p
 		case s.ResumeID() != "":
 			pending = &session.Pending{Resume: s.ResumeID(), Fork: true}
+			// Pinned where the conversation is now: the fork's first turn
+			// may run after more turns of the source, which must not end
+			// up in the fork. An engine that can cut continues the copy up
+			// to the source's last completed turn (its checkpoint).
+			if ctl.Rewind {
+				if p := cutAfter(turns, len(turns)-1, ctl); p.Resume == s.ResumeID() && p.ResumeAt != "" {
+					pending = p
+				}
+			}
 		}
 	default:
 		k := -1
