@@ -136,6 +136,13 @@ func TestCodexForkAndRewindThroughTheGateway(t *testing.T) {
 	}
 	want("after the rewind", next(id, "HOTEL"), []string{"ALPHA", "BRAVO", "HOTEL"}, []string{"CHARLIE", "FOXTROT"})
 	want("after the rewind, again", next(id, "INDIA"), []string{"ALPHA", "BRAVO", "HOTEL", "INDIA"}, []string{"CHARLIE", "FOXTROT"})
+
+	// A fork is pinned when it is made: a turn the original runs before
+	// the fork's first turn is not in the fork.
+	pinned := s.forkJSON(id, 0, 201)
+	want("the original after the fork", next(id, "JULIET"), []string{"HOTEL", "INDIA", "JULIET"}, nil)
+	want("the fork's first turn", next(pinned, "KILO"), []string{"ALPHA", "BRAVO", "HOTEL", "INDIA", "KILO"}, []string{"JULIET", "CHARLIE"})
+	want("the original again", next(id, "LIMA"), []string{"INDIA", "JULIET", "LIMA"}, []string{"KILO"})
 }
 
 // TestACPForkThroughTheGateway: on opencode (its pinned version
