@@ -93,7 +93,7 @@
 //
 // # Max turns
 //
-// ModeMaxTurns: workbench 25, pipeline 50, direct 25; a persona's
+// ModeMaxTurns: 25 in every mode (004's default); a persona's
 // max_turns replaces it; Config.MaxTurns replaces both.
 //
 // # Live fan-out
