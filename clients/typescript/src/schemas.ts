@@ -132,6 +132,11 @@ export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 export const TurnRequestSchema = z.object({
   sessionId: z.string().min(1),
   message: z.string().min(1),
+  /** 004 TurnOpts, for this turn only; the overrides only narrow (403 otherwise). */
+  systemPromptAppend: z.string().max(32768).optional(),
+  toolsOverride: z.string().optional(),
+  disallowedToolsOverride: z.array(z.string()).max(128).optional(),
+  autoApproveToolsOverride: z.array(z.string()).max(128).optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
 
