@@ -337,7 +337,9 @@ func unsupported(engineName, what string) error {
 // turn: a turn the source runs in between is not in the fork. An engine
 // that can cut (Controls.Rewind: Claude Code's --resume-session-at, Codex's
 // lastTurnId) continues the copy up to the source's last completed turn's
-// checkpoint; the native loop's history is the state directory copied now.
+// checkpoint; the native loop's history is the state directory copied now;
+// an engine that cannot cut but can copy at once (engine.Forker: the ACP
+// agents' session/fork) copies the conversation before Fork returns.
 //
 // It fails with ErrInvalidID, ErrNotFound, ErrSeqNotFound (o.AtSeq is not
 // in the log), ErrBusy (a turn of the source runs) or ErrUnsupported (the
@@ -428,6 +430,26 @@ func (h *Harness) Fork(ctx context.Context, id string, o ForkOptions) (*session.
 	}
 	if err := copyDir(session.StateDir(s.ProjectRoot, id), session.StateDir(ns.ProjectRoot, ns.ID)); err != nil {
 		return fail(fmt.Errorf("fork: copying the engine's state: %w", err))
+	}
+	if f, ok := eng.(engine.Forker); ok && pending != nil && pending.Fork && pending.ResumeAt == "" && !ctl.Rewind {
+		// An engine that cannot cut copies the conversation now, so the
+		// fork is pinned here (a turn of the source before the fork's
+		// first turn is not in it); the fork's turns continue the copy.
+		plan, err := h.plan(ns, true)
+		if err != nil {
+			return fail(err)
+		}
+		req := plan.Request
+		req.Logger = h.projectLog(ns.ProjectRoot)
+		conv, err := f.ForkNow(ctx, req)
+		if err != nil {
+			return fail(fmt.Errorf("fork: %w", err))
+		}
+		ns.Pending = &session.Pending{Resume: conv}
+		if err := h.store.Save(ns); err != nil {
+			return fail(mapStoreErr(err))
+		}
+		pending = ns.Pending
 	}
 	if err := keepCheckpoints(ns, copyTo); err != nil {
 		return fail(fmt.Errorf("fork: the file checkpoints: %w", err))
