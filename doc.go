@@ -89,7 +89,9 @@
 // Config.DefaultPermissionMode < the persona's permission_mode < the
 // session's own (UpdateSession) < Config.PermissionMode. bypassPermissions is refused (ErrBypassRefused)
 // unless Config.AllowBypass. Tool flags come from the persona and
-// Config.AllowedTools only; a client cannot widen them.
+// Config.AllowedTools only; a client cannot widen them. 004's per-turn
+// overrides (TurnOptions: toolsOverride, disallowedToolsOverride,
+// autoApproveToolsOverride) only narrow them for one turn (ErrWidens).
 //
 // # Max turns
 //
