@@ -40,7 +40,11 @@ import (
 // With an override, an auto-approval of a tool the turn took away is
 // dropped too, and the core's approval path denies such a tool before
 // anyone is asked: engines that cannot take a tool away from their agent
-// (Codex, ACP agents) still never run it where they ask first.
+// (Codex, ACP agents) still never run it where they ask first, which is
+// every mode but bypassPermissions (there an agent that does not ask runs
+// what it runs). Claude Code gets --tools/--disallowedTools/--allowedTools;
+// on a resumed conversation CLI 2.1.329 still lists the first turn's tool
+// definitions to the model but refuses a call of a tool --tools left out.
 
 // Limits of the per-turn options.
 const (

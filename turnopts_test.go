@@ -191,7 +191,7 @@ func TestNarrowedApprover(t *testing.T) {
 // Claude Code (2.1.329) keeps a resumed conversation's tool definitions
 // whatever --tools says (verified here: the request still lists Grep),
 // so there the narrowing holds where the tool would run: the CLI refuses
-// the call (--tools, and the auto-approval of Grep is dropped in dontAsk).
+// the call (--tools; verified also with the auto-approval of Grep left in).
 // The native loop no longer offers the tool at all.
 func TestTurnOptionsReachTheModel(t *testing.T) {
 	for _, name := range convEngines {
