@@ -394,13 +394,14 @@ func TestRewindAndForkPlanTheCut(t *testing.T) {
 	if r := ce.last(); r.Resume != "c4" || r.ResumeAt != "k5" || !r.Fork || r.SessionKey != f.ID {
 		t.Fatalf("fork at five: %+v", r)
 	}
-	// A fork of the whole: the source's conversation, forked.
+	// A fork of the whole: the source's conversation, forked, pinned at
+	// its last turn's checkpoint (six's) when the fork is made.
 	g, err := e.h.Fork(ctx, s.ID, ForkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.ask(g.ID, "eight")
-	if r := ce.last(); r.Resume != "c6" || r.ResumeAt != "" || !r.Fork {
+	if r := ce.last(); r.Resume != "c6" || r.ResumeAt != "k6" || !r.Fork {
 		t.Fatalf("fork of the whole: %+v", r)
 	}
 	// The source still continues its own.
