@@ -106,9 +106,10 @@ func allTools(list []string) bool {
 }
 
 // applyTurnOptions applies o's per-turn options to the plan's request
-// of session s: the appended system prompt (saved as the turn's prompt
-// file) and the narrowing overrides.
-func (h *Harness) applyTurnOptions(p *Plan, promptHashOf string, o TurnOptions) error {
+// (sessionPromptHash: the prompt the session's conversation was last
+// given): the appended system prompt (saved as the turn's prompt file)
+// and the narrowing overrides.
+func (h *Harness) applyTurnOptions(p *Plan, sessionPromptHash string, o TurnOptions) error {
 	req := &p.Request
 	if o.SystemPromptAppend != "" {
 		if len(o.SystemPromptAppend) > MaxSystemPromptAppend {
@@ -182,7 +183,7 @@ func (h *Harness) applyTurnOptions(p *Plan, promptHashOf string, o TurnOptions) 
 			return err
 		}
 		req.SystemPromptFile, p.PromptFile = path, path
-		req.PromptChanged = req.Resume != "" && promptHashOf != "" && promptHashOf != promptHash(req.SystemPrompt)
+		req.PromptChanged = req.Resume != "" && sessionPromptHash != "" && sessionPromptHash != promptHash(req.SystemPrompt)
 	}
 	return nil
 }
