@@ -64,7 +64,7 @@ func TestPermissionAndMaxTurnsPrecedence(t *testing.T) {
 		maxTurns int
 	}{
 		{Config{}, nil, "dontAsk", nil, "workbench", 25},
-		{Config{}, nil, "dontAsk", nil, "pipeline", 50},
+		{Config{}, nil, "dontAsk", nil, "pipeline", 25},
 		{Config{}, p("plan", 7), "plan", nil, "direct", 7},
 		{Config{PermissionMode: "acceptEdits", MaxTurns: 3}, p("plan", 7), "acceptEdits", nil, "workbench", 3},
 		{Config{DefaultPermissionMode: "default"}, p("", 0), "default", nil, "workbench", 25},

@@ -28,12 +28,13 @@ const BypassPermissionMode = "bypassPermissions"
 // lag behind before it is dropped back to the event log.
 const DefaultSubscriberBuffer = 512
 
-// ModeMaxTurns are the --max-turns defaults of each mode. Pipeline mode
-// runs unattended through whole tasks, so it gets a longer leash. A
-// persona's max_turns replaces them; Config.MaxTurns replaces both.
+// ModeMaxTurns are the --max-turns defaults of each mode: 25 in every
+// mode, as 004 says (TurnOpts.maxTurns, "default: 25"), and as `harness
+// turn --help` and the Claude Code driver (claudecode.DefaultMaxTurns)
+// say. A persona's max_turns replaces them; Config.MaxTurns replaces both.
 var ModeMaxTurns = map[persona.Mode]int{
 	persona.ModeWorkbench: 25,
-	persona.ModePipeline:  50,
+	persona.ModePipeline:  25,
 	persona.ModeDirect:    25,
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/engine"
@@ -332,6 +333,14 @@ func unsupported(engineName, what string) error {
 // copied too. Its first turn continues the copy (engine.Request.Fork,
 // cut with ResumeAt); the source is left as it was.
 //
+// The fork point is pinned when the fork is made, not at the fork's first
+// turn: a turn the source runs in between is not in the fork. An engine
+// that can cut (Controls.Rewind: Claude Code's --resume-session-at, Codex's
+// lastTurnId) continues the copy up to the source's last completed turn's
+// checkpoint; the native loop's history is the state directory copied now;
+// an engine that cannot cut but can copy at once (engine.Forker: the ACP
+// agents' session/fork) copies the conversation before Fork returns.
+//
 // It fails with ErrInvalidID, ErrNotFound, ErrSeqNotFound (o.AtSeq is not
 // in the log), ErrBusy (a turn of the source runs) or ErrUnsupported (the
 // engine cannot fork, or cannot cut when o.AtSeq is before the last turn).
@@ -370,6 +379,15 @@ func (h *Harness) Fork(ctx context.Context, id string, o ForkOptions) (*session.
 			pending = &p
 		case s.ResumeID() != "":
 			pending = &session.Pending{Resume: s.ResumeID(), Fork: true}
+			// Pinned where the conversation is now: the fork's first turn
+			// may run after more turns of the source, which must not end
+			// up in the fork. An engine that can cut continues the copy up
+			// to the source's last completed turn (its checkpoint).
+			if ctl.Rewind {
+				if p := cutAfter(turns, len(turns)-1, ctl); p.Resume == s.ResumeID() && p.ResumeAt != "" {
+					pending = p
+				}
+			}
 		}
 	default:
 		k := -1
@@ -412,6 +430,26 @@ func (h *Harness) Fork(ctx context.Context, id string, o ForkOptions) (*session.
 	}
 	if err := copyDir(session.StateDir(s.ProjectRoot, id), session.StateDir(ns.ProjectRoot, ns.ID)); err != nil {
 		return fail(fmt.Errorf("fork: copying the engine's state: %w", err))
+	}
+	if f, ok := eng.(engine.Forker); ok && pending != nil && pending.Fork && pending.ResumeAt == "" && !ctl.Rewind {
+		// An engine that cannot cut copies the conversation now, so the
+		// fork is pinned here (a turn of the source before the fork's
+		// first turn is not in it); the fork's turns continue the copy.
+		plan, err := h.plan(ns, true)
+		if err != nil {
+			return fail(err)
+		}
+		req := plan.Request
+		req.Logger = h.projectLog(ns.ProjectRoot)
+		conv, err := f.ForkNow(ctx, req)
+		if err != nil {
+			return fail(fmt.Errorf("fork: %w", err))
+		}
+		ns.Pending = &session.Pending{Resume: conv}
+		if err := h.store.Save(ns); err != nil {
+			return fail(mapStoreErr(err))
+		}
+		pending = ns.Pending
 	}
 	if err := keepCheckpoints(ns, copyTo); err != nil {
 		return fail(fmt.Errorf("fork: the file checkpoints: %w", err))
@@ -514,6 +552,9 @@ func (h *Harness) appendEvent(id string, ev event.Event) error {
 		return mapStoreErr(err)
 	}
 	ev.SessionID = id
+	if ev.Time == 0 {
+		ev.Time = time.Now().UnixMilli() // stamped once, stored: every reader and replay sees this time
+	}
 	if _, err := elog.Append(ev.AppendJSON(nil)); err != nil {
 		return err
 	}

@@ -207,6 +207,54 @@ func TestForkAtTheEndAndInTheMiddleThenDiverge(t *testing.T) {
 	}
 }
 
+// A fork is pinned when it is made: a turn the source runs between the
+// fork and the fork's first turn is not in the fork (the fork's model
+// request lacks it), and the fork's turn is not in the source.
+func TestForkIsPinnedWhenMade(t *testing.T) {
+	for _, name := range convEngines {
+		t.Run(name, func(t *testing.T) {
+			e := newTestEnv(t, nil)
+			s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+				return claudetest.TextReply("answer to " + lastWord(r.LastUserText()))
+			})
+			e.ask(s.ID, "say ALPHA")
+			e.ask(s.ID, "say BRAVO")
+			fork, err := e.h.Fork(context.Background(), s.ID, ForkOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.ask(s.ID, "say CHARLIE") // the source, after the fork was made
+			e.ask(fork.ID, "say DELTA")
+			h := requestHistory(lastRequest(t, e))
+			if !strings.Contains(h, "answer to ALPHA") || !strings.Contains(h, "answer to BRAVO") || strings.Contains(h, "CHARLIE") {
+				t.Errorf("the fork's first request (the source's later turn must not be in it): %q", tail(h))
+			}
+			e.ask(s.ID, "say ECHO")
+			h = requestHistory(lastRequest(t, e))
+			if !strings.Contains(h, "answer to CHARLIE") || strings.Contains(h, "DELTA") {
+				t.Errorf("the source's request after the fork's turn: %q", tail(h))
+			}
+			e.ask(fork.ID, "say FOXTROT")
+			h = requestHistory(lastRequest(t, e))
+			if !strings.Contains(h, "answer to DELTA") || strings.Contains(h, "CHARLIE") || strings.Contains(h, "ECHO") {
+				t.Errorf("the fork's second request: %q", tail(h))
+			}
+		})
+	}
+}
+
+// tail is the end of a long request history, for a failure's message.
+func tail(h string) string {
+	if r := []rune(h); len(r) > 400 {
+		return "…" + string(r[len(r)-400:])
+	}
+	return h
+}
+
 func lastWord(s string) string {
 	f := strings.Fields(s)
 	if len(f) == 0 {
@@ -346,13 +394,14 @@ func TestRewindAndForkPlanTheCut(t *testing.T) {
 	if r := ce.last(); r.Resume != "c4" || r.ResumeAt != "k5" || !r.Fork || r.SessionKey != f.ID {
 		t.Fatalf("fork at five: %+v", r)
 	}
-	// A fork of the whole: the source's conversation, forked.
+	// A fork of the whole: the source's conversation, forked, pinned at
+	// its last turn's checkpoint (six's) when the fork is made.
 	g, err := e.h.Fork(ctx, s.ID, ForkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.ask(g.ID, "eight")
-	if r := ce.last(); r.Resume != "c6" || r.ResumeAt != "" || !r.Fork {
+	if r := ce.last(); r.Resume != "c6" || r.ResumeAt != "k6" || !r.Fork {
 		t.Fatalf("fork of the whole: %+v", r)
 	}
 	// The source still continues its own.

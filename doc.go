@@ -89,11 +89,13 @@
 // Config.DefaultPermissionMode < the persona's permission_mode < the
 // session's own (UpdateSession) < Config.PermissionMode. bypassPermissions is refused (ErrBypassRefused)
 // unless Config.AllowBypass. Tool flags come from the persona and
-// Config.AllowedTools only; a client cannot widen them.
+// Config.AllowedTools only; a client cannot widen them. 004's per-turn
+// overrides (TurnOptions: toolsOverride, disallowedToolsOverride,
+// autoApproveToolsOverride) only narrow them for one turn (ErrWidens).
 //
 // # Max turns
 //
-// ModeMaxTurns: workbench 25, pipeline 50, direct 25; a persona's
+// ModeMaxTurns: 25 in every mode (004's default); a persona's
 // max_turns replaces it; Config.MaxTurns replaces both.
 //
 // # Live fan-out

@@ -262,12 +262,32 @@ type TurnOptions struct {
 	Persona string
 	// Model is the model to ask the engine for.
 	Model string
+
+	// The rest are 004's per-turn TurnOpts: this turn's alone, the
+	// session keeps none of them. The overrides only narrow what the
+	// persona and the server allow (turnopts.go has the exact rules).
+
+	// SystemPromptAppend is added after the persona's system prompt for
+	// this turn (at most MaxSystemPromptAppend bytes).
+	SystemPromptAppend string
+	// ToolsOverride is the tools that exist for this turn, in --tools
+	// form ("Read,Grep"); "" or "default" = the persona's. Each name must
+	// be one of the persona's tools when it lists them (else ErrWidens).
+	ToolsOverride string
+	// DisallowedToolsOverride are removed too, besides the persona's.
+	DisallowedToolsOverride []string
+	// AutoApproveToolsOverride, when not nil, are the turn's only
+	// auto-approvals: a subset of the persona's and Config.AllowedTools
+	// (else ErrWidens).
+	AutoApproveToolsOverride []string
 }
 
 // StartTurnWith is StartTurn that first sets the session's persona and
-// model to o's (when given and different) and saves it. An unknown
-// persona is ErrPersonaNotFound (ErrInvalidPersona for a malformed one)
-// and changes nothing.
+// model to o's (when given and different) and saves it, and runs the turn
+// with o's per-turn options. An unknown persona is ErrPersonaNotFound
+// (ErrInvalidPersona for a malformed one), a malformed per-turn option
+// ErrInvalidTurnOptions, an override that would widen what the session
+// may do ErrWidens; each changes nothing.
 func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnOptions) (*Turn, error) {
 	if strings.TrimSpace(message) == "" {
 		return nil, ErrEmptyMessage
@@ -303,6 +323,7 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	changed := false
 	if (o.Persona != "" && o.Persona != s.Persona) || (o.Model != "" && o.Model != s.Model) {
 		if o.Persona != "" && o.Persona != s.Persona {
 			if _, err := persona.Load(s.ProjectRoot, o.Persona); err != nil {
@@ -313,14 +334,22 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 		if o.Model != "" {
 			s.Model = o.Model
 		}
-		if err := h.store.Save(s); err != nil {
-			return nil, mapStoreErr(err)
-		}
+		changed = true
 	}
 
 	plan, err := h.plan(s, true)
 	if err != nil {
 		return nil, err
+	}
+	if err := h.applyTurnOptions(plan, s.PromptHash, o); err != nil {
+		return nil, err
+	}
+	if changed {
+		// Saved once the turn's options are known to be good: a refused
+		// turn changes nothing.
+		if err := h.store.Save(s); err != nil {
+			return nil, mapStoreErr(err)
+		}
 	}
 	eng, err := h.engineFor(plan.Engine)
 	if err != nil {
@@ -350,6 +379,9 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	if h.cfg.Approvals && engine.AsksApproval(req.PermissionMode) {
 		asks = &approvals{r: r, timeout: h.cfg.ApprovalTimeout, byID: map[string]*pendingApproval{}}
 		r.req.Approver = asks
+		if o.hasTurnOverrides() {
+			r.req.Approver = narrowedApprover{inner: asks, tools: r.req.Tools, deny: r.req.DisallowedTools}
+		}
 	}
 	lt.mu.Lock()
 	lt.run, lt.asks = r, asks
@@ -616,6 +648,11 @@ func (r *runner) flushLocked() {
 // emitLocked is emit after the stream; emitMu is held.
 func (r *runner) emitLocked(ev event.Event) {
 	ev.SessionID = r.req.SessionKey
+	if ev.Time == 0 {
+		// When it happened, stored with it: every reader of the event, and
+		// every replay of the log, sees this time (not the time it is sent).
+		ev.Time = time.Now().UnixMilli()
+	}
 	r.buf = ev.AppendJSON(r.buf[:0])
 	if clean := secrets.ScrubJSON(r.buf); len(clean) != len(r.buf) || &clean[0] != &r.buf[0] {
 		// A secret value (withheld from the agent, or its own key) was in

@@ -87,6 +87,13 @@
 // that turn at its start (session:error start, with the reason); an
 // unknown source session fails it with resume_not_found.
 //
+// Engine.ForkNow (engine.Forker) does the same outside a turn: the core
+// calls it when a session is forked, so the copy is made then (a fork is
+// pinned when it is made, and a turn of the source before the fork's
+// first turn is not in it). The fork's agent keeps the copy; the fork's
+// first turn prompts it (Request.Resume, the copy's id, without Fork),
+// or loads it in a new agent when that one has gone.
+//
 // Rewind (Request.ResumeAt) is not supported: ACP has no means to continue
 // a session cut at a turn (session/fork copies a whole session; no turn
 // positions are exchanged), so Controls never reports it and StartTurn

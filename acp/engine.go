@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/procgroup"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/turns"
@@ -239,7 +240,42 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 	return e.start(ctx, req)
 }
 
+// ForkNow implements engine.Forker: the agent of req.SessionKey (started
+// now) sends session/fork of req.Resume and keeps the copy, which that
+// key's next turn prompts (with Request.Resume, the returned id); nothing
+// is prompted now. An agent that cannot fork fails as StartTurn would.
+func (e *Engine) ForkNow(ctx context.Context, req engine.Request) (string, error) {
+	if req.Resume == "" {
+		return "", fmt.Errorf("%w: acp: fork without a conversation", engine.ErrUnsupported)
+	}
+	req.Fork, req.Message, req.Approver = true, "", nil
+	t, err := e.startTurn(ctx, req, true)
+	if err != nil {
+		return "", err
+	}
+	defer t.Close()
+	id := ""
+	for t.Next() {
+		if ev := t.Event(); ev.Type == event.TypeSessionInit && ev.Init != nil {
+			id = ev.Init.EngineSessionID
+		}
+	}
+	if err := t.Err(); err != nil {
+		return "", err
+	}
+	if id == "" {
+		return "", errors.New("acp: session/fork gave no session id")
+	}
+	return id, nil
+}
+
 func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
+	return e.startTurn(ctx, req, false)
+}
+
+// startTurn starts a turn; forkOnly sets the session up (session/fork)
+// and ends there, without a prompt (ForkNow).
+func (e *Engine) startTurn(ctx context.Context, req engine.Request, forkOnly bool) (*Turn, error) {
 	if req.SessionKey == "" {
 		return nil, errors.New("acp: empty session key")
 	}
@@ -251,6 +287,7 @@ func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
 		log = req.Logger
 	}
 	t := newTurn(e, req, log)
+	t.forkOnly = forkOnly
 	e.mu.Lock()
 	if err := e.turns.Add(req.SessionKey, t); err != nil {
 		e.mu.Unlock()

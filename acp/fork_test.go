@@ -82,6 +82,33 @@ func TestForkWhereAdvertised(t *testing.T) {
 	}
 }
 
+// TestForkNow: Engine.ForkNow copies the session at once, in the fork's
+// own agent, without a prompt: a turn of the source after it is not in
+// the copy, which the fork key's next turn continues (Resume, no Fork). An
+// unknown source fails it.
+func TestForkNow(t *testing.T) {
+	e := newFake(t, forking)
+	cwd := t.TempDir()
+	src, _ := history(t, e, engine.Request{SessionKey: "src", Message: "one", Cwd: cwd})
+	fork, err := e.ForkNow(context.Background(), engine.Request{SessionKey: "fork", Cwd: cwd, Resume: src})
+	if err != nil || fork == "" || fork == src {
+		t.Fatalf("ForkNow: %q, %v (source %q)", fork, err, src)
+	}
+	if _, h := history(t, e, engine.Request{SessionKey: "src", Message: "two-src", Cwd: cwd, Resume: src}); h != "history one" {
+		t.Fatalf("the source's turn after the fork sees %q", h)
+	}
+	id, h := history(t, e, engine.Request{SessionKey: "fork", Message: "two-fork", Cwd: cwd, Resume: fork})
+	if id != fork || h != "history one" {
+		t.Errorf("the fork's first turn runs on %q (want %q) and sees %q, want only the source's turn before the fork", id, fork, h)
+	}
+	if _, err := e.ForkNow(context.Background(), engine.Request{SessionKey: "bad", Cwd: cwd, Resume: "no-such-session"}); err == nil {
+		t.Error("ForkNow of an unknown session succeeded")
+	}
+	if _, err := e.ForkNow(context.Background(), engine.Request{SessionKey: "none", Cwd: cwd}); !errors.Is(err, engine.ErrUnsupported) {
+		t.Errorf("ForkNow without a conversation: %v", err)
+	}
+}
+
 // TestForkRefusedWhereNotAdvertised: an agent that does not advertise
 // session/fork is never sent it. Before its first answer the entry's
 // Fork decides; an entry that claims fork for an agent that does not

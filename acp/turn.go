@@ -42,6 +42,9 @@ type Turn struct {
 	intrTimer   *time.Timer
 
 	approvals sync.WaitGroup
+	// forkOnly: the turn sets the session up (session/fork) and ends
+	// without a prompt (Engine.ForkNow).
+	forkOnly bool
 }
 
 func newTurn(e *Engine, req engine.Request, log *zerolog.Logger) *Turn {
@@ -378,6 +381,11 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 	}})
 	if notice != "" {
 		t.emit(event.Event{Type: event.TypeThinkingDelta, Text: notice})
+	}
+	if t.forkOnly {
+		// Engine.ForkNow: the copy is made and kept by this agent for the
+		// key's next turn; nothing is prompted.
+		return &event.SessionComplete{Usage: json.RawMessage("{}")}, nil, ""
 	}
 	blocks := []textBlock{{Type: "text", Text: t.req.Message}}
 	switch {

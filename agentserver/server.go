@@ -19,7 +19,8 @@
 // (control.go has the details of the last six: bodies, answers, errors.)
 //
 // Events are JSON objects with "type" and "timestamp" (Unix ms, when the
-// server sent it):
+// event happened: stamped once as the session log stores it, so two
+// readers, and a replay, see the same time):
 //
 //	user        {content}             the prompt, as accepted
 //	text        {content}             a completed block of the answer, its whole text
@@ -501,7 +502,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				if rec.Seq != 0 && pos.delivered(rec.Seq, i+1, len(out)) {
 					continue
 				}
-				e.Timestamp = time.Now().UnixMilli()
+				// When the event happened, as the log stores it: every
+				// reader, and every replay, sees the same time. A record
+				// stored without one (an older log) gets the time it is sent.
+				if e.Timestamp = ev.Time; e.Timestamp == 0 {
+					e.Timestamp = time.Now().UnixMilli()
+				}
 				id := ""
 				if rec.Seq != 0 {
 					id = idOf(rec.Seq, i+1, len(out)).String()

@@ -812,3 +812,52 @@ func TestStreamCap(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// An event's timestamp is when it happened, stamped once and stored with
+// it: a reader live during the turn and one that replays the session
+// later see the same time for each event, and it is the time in the
+// session's log (it was the time each reader was sent the event).
+func TestTimestampIsWhenTheEventHappened(t *testing.T) {
+	e := newEnv(t, engine.Anthropic, "")
+	e.api.Script(
+		claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(first), listing("list_dir")}},
+		claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(second)}},
+	)
+	live := e.openStream("", "")
+	e.prompt("what is here?")
+	got := live.until(t, isEnd)
+	live.close()
+	stored := map[int64]int64{} // seq → the log's timestamp
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	records, err := e.h.Follow(ctx, e.id, 0) // the turn has ended: the stored records, then the end
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rec, err := range records {
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts struct {
+			Timestamp int64 `json:"timestamp"`
+		}
+		if json.Unmarshal(rec.Event, &ts); ts.Timestamp == 0 {
+			t.Fatalf("record %d stored without a timestamp: %s", rec.Seq, rec.Event)
+		}
+		stored[rec.Seq] = ts.Timestamp
+	}
+	replay := e.openStream("", "")
+	again := replay.until(t, isEnd)
+	if len(again) != len(got) {
+		t.Fatalf("replay %v, live %v", kinds(again), kinds(got))
+	}
+	for i, ev := range got {
+		seq, _ := ParsePosition(ev.id)
+		if ev.Timestamp != stored[seq.Seq] {
+			t.Errorf("live %s (id %s): timestamp %d, the log's %d", ev.Type, ev.id, ev.Timestamp, stored[seq.Seq])
+		}
+		if again[i].id != ev.id || again[i].Timestamp != ev.Timestamp {
+			t.Errorf("replayed %s (id %s): timestamp %d, live %d", again[i].Type, again[i].id, again[i].Timestamp, ev.Timestamp)
+		}
+	}
+}

@@ -218,6 +218,19 @@ type Controller interface {
 	Controls() Controls
 }
 
+// Forker is implemented by an engine that can copy a conversation at
+// once, outside a turn. The core uses it for an engine that cannot cut a
+// conversation (Controls.Rewind false: an ACP agent's session/fork copies
+// a whole session), so that a fork is pinned when it is made: a turn the
+// source runs before the fork's first turn is not in the copy.
+type Forker interface {
+	// ForkNow copies req.Resume's conversation into a new one, which
+	// req.SessionKey's next turn continues (Request.Resume, without Fork),
+	// and returns the new conversation's id. req is what that turn would
+	// be started with (Message unused). It fails like StartTurn.
+	ForkNow(ctx context.Context, req Request) (string, error)
+}
+
 // ControlsOf returns e's controls: what its Controls says, else none.
 func ControlsOf(e Engine) Controls {
 	if c, ok := e.(Controller); ok {

@@ -84,6 +84,12 @@ type Event struct {
 	Retry      *SessionRetry
 	Forked     *SessionForked
 	Rewound    *SessionRewound
+
+	// Time is when the event happened, in Unix milliseconds: the core
+	// stamps it once, as it stores the event, so every reader and every
+	// replay of the log sees the same time. 0 (an engine's event not yet
+	// stored, a log written before events had it) is left out of the JSON.
+	Time int64
 }
 
 // SessionForked is the payload of session:forked: this session was forked
@@ -321,7 +327,8 @@ func (r *SessionRetry) Summary() string {
 }
 
 // ProcessExit is the payload of process:exit. Code is -1 when the process
-// was ended by a signal, which Signal then names ("SIGKILL").
+// was ended by a signal, which Signal then names ("SIGKILL"); without one
+// the wire form has "signal": null (004: signal: string | null).
 type ProcessExit struct {
 	Code   int    `json:"code"`
 	Signal string `json:"signal,omitempty"`
@@ -374,9 +381,11 @@ func (e Event) AppendJSON(b []byte) []byte {
 	case e.Exit != nil:
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(e.Exit.Code), 10)
+		b = append(b, `,"signal":`...)
 		if e.Exit.Signal != "" {
-			b = append(b, `,"signal":`...)
 			b = appendString(b, e.Exit.Signal)
+		} else {
+			b = append(b, "null"...)
 		}
 	}
 	if payload != nil {
@@ -384,6 +393,10 @@ func (e Event) AppendJSON(b []byte) []byte {
 			b = append(b, ',')
 			b = append(b, inner[1:len(inner)-1]...) // splice the object's fields in
 		}
+	}
+	if e.Time != 0 {
+		b = append(b, `,"timestamp":`...)
+		b = strconv.AppendInt(b, e.Time, 10)
 	}
 	return append(b, '}')
 }
@@ -396,11 +409,12 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		SessionID       string `json:"sessionId"`
 		ParentToolUseID string `json:"parentToolUseId"`
 		Text            string `json:"text"`
+		Time            int64  `json:"timestamp"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
 		return err
 	}
-	*e = Event{Type: head.Type, SessionID: head.SessionID, ParentToolUseID: head.ParentToolUseID, Text: head.Text}
+	*e = Event{Type: head.Type, SessionID: head.SessionID, ParentToolUseID: head.ParentToolUseID, Text: head.Text, Time: head.Time}
 	var target any
 	switch e.Type {
 	case TypeSessionInit:

@@ -23,6 +23,8 @@ func TestRoundTrip(t *testing.T) {
 		{Type: TypeSessionError, SessionID: "s", Error: &SessionError{Error: "x", Kind: ErrorProcess, ExitCode: &code}},
 		{Type: TypeSessionRetry, SessionID: "s", Retry: &SessionRetry{Attempt: 3, MaxRetries: 10, DelayMS: 4000, Error: "connection refused", APIErrorStatus: 529}},
 		{Type: TypeProcessExit, SessionID: "s", Exit: &ProcessExit{Code: -1, Signal: "SIGKILL"}},
+		{Type: TypeProcessExit, SessionID: "s", Exit: &ProcessExit{Code: 0}, Time: 1764100000123},
+		{Type: TypeChatComplete, SessionID: "s", Text: "done", Time: 1764100000124},
 		{Type: TypeSessionComplete, SessionID: "s", Complete: &SessionComplete{CostUSD: 0.5, Usage: json.RawMessage(`{}`), NumTurns: 2, Checkpoint: "uuid-1"}},
 		{Type: TypeSessionForked, SessionID: "s", Forked: &SessionForked{From: "o", AtSeq: 7}},
 		{Type: TypeSessionRewound, SessionID: "s", Rewound: &SessionRewound{ToTurn: 3, Files: []string{"a.go"}, Conversation: true}},
@@ -37,6 +39,24 @@ func TestRoundTrip(t *testing.T) {
 		}
 		if !reflect.DeepEqual(back, ev) {
 			t.Errorf("%s: round trip\n got %+v\nwant %+v\nwire %s", ev.Type, back, ev, b)
+		}
+	}
+}
+
+// process:exit always has its signal, null when no signal ended the
+// process (004: signal: string | null); a stored event's time is
+// "timestamp" (Unix ms), left out when unknown.
+func TestProcessExitSignalAndTimestamp(t *testing.T) {
+	for _, c := range []struct {
+		ev   Event
+		want string
+	}{
+		{Event{Type: TypeProcessExit, SessionID: "s", Exit: &ProcessExit{Code: 0}}, `{"type":"process:exit","sessionId":"s","code":0,"signal":null}`},
+		{Event{Type: TypeProcessExit, SessionID: "s", Exit: &ProcessExit{Code: -1, Signal: "SIGINT"}, Time: 5}, `{"type":"process:exit","sessionId":"s","code":-1,"signal":"SIGINT","timestamp":5}`},
+		{Event{Type: TypeChatDelta, SessionID: "s", Text: "x"}, `{"type":"chat:delta","sessionId":"s","text":"x"}`},
+	} {
+		if got := string(c.ev.AppendJSON(nil)); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
 		}
 	}
 }

@@ -136,18 +136,33 @@ func TestCodexForkAndRewindThroughTheGateway(t *testing.T) {
 	}
 	want("after the rewind", next(id, "HOTEL"), []string{"ALPHA", "BRAVO", "HOTEL"}, []string{"CHARLIE", "FOXTROT"})
 	want("after the rewind, again", next(id, "INDIA"), []string{"ALPHA", "BRAVO", "HOTEL", "INDIA"}, []string{"CHARLIE", "FOXTROT"})
+
+	// A fork is pinned when it is made: a turn the original runs before
+	// the fork's first turn is not in the fork.
+	pinned := s.forkJSON(id, 0, 201)
+	want("the original after the fork", next(id, "JULIET"), []string{"HOTEL", "INDIA", "JULIET"}, nil)
+	want("the fork's first turn", next(pinned, "KILO"), []string{"ALPHA", "BRAVO", "HOTEL", "INDIA", "KILO"}, []string{"JULIET", "CHARLIE"})
+	want("the original again", next(id, "LIMA"), []string{"INDIA", "JULIET", "LIMA"}, []string{"KILO"})
 }
 
-// TestACPForkThroughTheGateway: on opencode (its pinned version
-// advertises session/fork) a fork of the whole conversation continues it
-// and diverges from the original; a fork in the middle and a rewind of
+// TestACPForkThroughTheGateway: on opencode and claude-agent-acp (their
+// pinned versions advertise session/fork) a fork of the whole
+// conversation continues it and diverges from the original; a fork in the middle and a rewind of
 // the conversation are refused with 422 (ACP cannot cut a session), and
 // nothing changes.
 func TestACPForkThroughTheGateway(t *testing.T) {
-	a := acpAgents[0]
-	if a.name != "opencode" {
-		t.Fatalf("acpAgents[0] is %s", a.name)
+	for _, a := range acpAgents[:2] {
+		if a.name != "opencode" && a.name != "claude-acp" {
+			t.Fatalf("acpAgents[:2] has %s", a.name)
+		}
+		t.Run(a.name, func(t *testing.T) { acpForkThroughTheGateway(t, a) })
 	}
+}
+
+func acpForkThroughTheGateway(t *testing.T, a struct {
+	name, bin, binVar string
+	env               func(apiURL string) []string
+}) {
 	bin, err := filepath.Abs("../node_modules/.bin/" + a.bin)
 	if err != nil {
 		t.Fatal(err)
@@ -205,12 +220,14 @@ func TestACPForkThroughTheGateway(t *testing.T) {
 		t.Errorf("rewind of the conversation on %s: %d %s, want 422", a.name, code, out)
 	}
 
+	// The fork is pinned when it is made (session/fork at once): the
+	// original's turn before the fork's first is not in the fork.
 	fork := s.forkJSON(id, 0, 201)
-	if h := next(fork, "remember CHARLIE-FORK"); !strings.Contains(h, "ALPHA") || !strings.Contains(h, "BRAVO") || !strings.Contains(h, "CHARLIE-FORK") {
-		t.Errorf("the fork's request:\n%s", h)
-	}
 	if h := next(id, "remember DELTA-ORIG"); !strings.Contains(h, "BRAVO") || strings.Contains(h, "CHARLIE-FORK") {
 		t.Errorf("the original's request after the fork:\n%s", h)
+	}
+	if h := next(fork, "remember CHARLIE-FORK"); !strings.Contains(h, "ALPHA") || !strings.Contains(h, "BRAVO") || !strings.Contains(h, "CHARLIE-FORK") || strings.Contains(h, "DELTA-ORIG") {
+		t.Errorf("the fork's request:\n%s", h)
 	}
 	if h := next(fork, "remember ECHO-FORK"); !strings.Contains(h, "CHARLIE-FORK") || strings.Contains(h, "DELTA-ORIG") {
 		t.Errorf("the fork's second request:\n%s", h)

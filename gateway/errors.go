@@ -27,14 +27,15 @@ func statusOf(err error) int {
 		return s
 	}
 	switch {
-	case errors.Is(err, harness.ErrRootNotAllowed), errors.Is(err, harness.ErrBypassRefused):
+	case errors.Is(err, harness.ErrRootNotAllowed), errors.Is(err, harness.ErrBypassRefused), errors.Is(err, harness.ErrWidens):
 		return http.StatusForbidden
 	case errors.Is(err, errBadBody), errors.Is(err, errBadAfter),
 		errors.Is(err, harness.ErrInvalidID), errors.Is(err, harness.ErrInvalidMode),
 		errors.Is(err, harness.ErrInvalidRoot), errors.Is(err, harness.ErrEmptyMessage),
 		errors.Is(err, persona.ErrInvalidID), errors.Is(err, harness.ErrUnknownEngine),
 		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, errBadSeq),
-		errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort):
+		errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort),
+		errors.Is(err, harness.ErrInvalidTurnOptions):
 		return http.StatusBadRequest
 	case errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrPersonaNotFound),
 		errors.Is(err, harness.ErrNotRunning), errors.Is(err, harness.ErrApprovalNotFound),

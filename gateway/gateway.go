@@ -348,6 +348,12 @@ func (g *Gateway) deleteSession(w http.ResponseWriter, r *http.Request) {
 type turnRequest struct {
 	SessionID string `json:"sessionId"`
 	Message   string `json:"message"`
+	// 004's per-turn TurnOpts (harness.TurnOptions): for this turn only,
+	// narrowing only (403 when one would widen).
+	SystemPromptAppend       string   `json:"systemPromptAppend"`
+	ToolsOverride            string   `json:"toolsOverride"`
+	DisallowedToolsOverride  []string `json:"disallowedToolsOverride"`
+	AutoApproveToolsOverride []string `json:"autoApproveToolsOverride"`
 }
 
 func (g *Gateway) turn(w http.ResponseWriter, r *http.Request) {
@@ -365,7 +371,10 @@ func (g *Gateway) turn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	t, err := g.h.StartTurn(r.Context(), req.SessionID, req.Message)
+	t, err := g.h.StartTurnWith(r.Context(), req.SessionID, req.Message, harness.TurnOptions{
+		SystemPromptAppend: req.SystemPromptAppend, ToolsOverride: req.ToolsOverride,
+		DisallowedToolsOverride: req.DisallowedToolsOverride, AutoApproveToolsOverride: req.AutoApproveToolsOverride,
+	})
 	if err != nil {
 		g.writeError(w, r, err)
 		return

@@ -35,6 +35,10 @@ type Config struct {
 	// option.WithMaxRetries in Options overrides the limit, but the
 	// reported maximum stays this one.
 	MaxRetries int
+	// UpgradeRetired sends the current model of a retired ID's family
+	// instead of it (Retired: claude-3-5-sonnet-20241022 →
+	// claude-sonnet-5-5). Off, every ID is sent as given.
+	UpgradeRetired bool
 }
 
 // Tool is one tool the model can call. Execute's error becomes an
@@ -121,6 +125,9 @@ func NewHarness(config Config, tools []Tool, handler EventHandler) *Harness {
 		c.MaxTurns = 10
 	}
 	c.Model = ResolveModel(c.Model)
+	if c.UpgradeRetired {
+		c.Model = UpgradeRetired(c.Model)
+	}
 	if handler == nil {
 		handler = silent{}
 	}

@@ -277,7 +277,7 @@ func TestConfigDefaultsAndKey(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		"": DefaultModel, "haiku": "claude-haiku-5-5", "Sonnet": "claude-sonnet-5-5", "opus": "claude-opus-5-5",
-		"claude-3-haiku-20240307": "claude-haiku-5-5", "claude-sonnet-4-5": "claude-sonnet-4-5",
+		"claude-3-haiku-20240307": "claude-3-haiku-20240307", "claude-sonnet-4-5": "claude-sonnet-4-5",
 	} {
 		if got := ResolveModel(name); got != want {
 			t.Errorf("ResolveModel(%q) = %q, want %q", name, got, want)
@@ -285,6 +285,32 @@ func TestConfigDefaultsAndKey(t *testing.T) {
 	}
 	if c := Cost("claude-haiku-5-5", Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}); c != 6 {
 		t.Errorf("cost %v", c)
+	}
+}
+
+// The model ID given is the one sent, a retired one included (the
+// endpoint may still serve it): it is mapped to its family's current
+// model only with UpgradeRetired; an alias is mapped always.
+func TestModelIDIsSentAsGiven(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Model: "claude-3-5-sonnet-20241022"}, "claude-3-5-sonnet-20241022"},
+		{Config{Model: "claude-3-haiku-20240307"}, "claude-3-haiku-20240307"},
+		{Config{Model: "claude-3-5-sonnet-20241022", UpgradeRetired: true}, "claude-sonnet-5-5"},
+		{Config{Model: "claude-sonnet-4-5", UpgradeRetired: true}, "claude-sonnet-4-5"},
+		{Config{Model: "sonnet"}, "claude-sonnet-5-5"},
+	} {
+		f.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text("ok")}})
+		if err := f.harness(c.cfg, nil, nil).Prompt(context.Background(), "x"); err != nil {
+			t.Fatal(err)
+		}
+		reqs := f.api.Requests()
+		if got := reqs[len(reqs)-1].Model; got != c.want {
+			t.Errorf("%+v: the request's model %q, want %q", c.cfg, got, c.want)
+		}
 	}
 }
 

@@ -699,6 +699,12 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 			ModelID    string `json:"modelID"`
 		} `json:"model"`
 		Agent string `json:"agent"`
+		// 004's per-turn TurnOpts (an extension of turn.start): this
+		// turn's alone, narrowing only (harness.TurnOptions).
+		SystemPromptAppend       string   `json:"systemPromptAppend"`
+		ToolsOverride            string   `json:"toolsOverride"`
+		DisallowedToolsOverride  []string `json:"disallowedToolsOverride"`
+		AutoApproveToolsOverride []string `json:"autoApproveToolsOverride"`
 	}
 	if err := params(raw, &p); err != nil {
 		return nil, err
@@ -759,7 +765,9 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 			return nil, err
 		}
 	}
-	ht, err := s.h.StartTurnWith(ctx, t.meta.SessionID, text, harness.TurnOptions{Persona: p.Agent, Model: model})
+	ht, err := s.h.StartTurnWith(ctx, t.meta.SessionID, text, harness.TurnOptions{Persona: p.Agent, Model: model,
+		SystemPromptAppend: p.SystemPromptAppend, ToolsOverride: p.ToolsOverride,
+		DisallowedToolsOverride: p.DisallowedToolsOverride, AutoApproveToolsOverride: p.AutoApproveToolsOverride})
 	if err != nil {
 		t.mu.Unlock()
 		switch {
@@ -767,6 +775,8 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 			return nil, errorf(CodeTurnBusy, "turn busy: "+err.Error())
 		case errors.Is(err, harness.ErrPersonaNotFound), errors.Is(err, harness.ErrInvalidPersona):
 			return nil, errorf(CodeInvalidParams, "invalid params: agent: "+err.Error())
+		case errors.Is(err, harness.ErrWidens), errors.Is(err, harness.ErrInvalidTurnOptions):
+			return nil, errorf(CodeInvalidParams, "invalid params: "+clip(err.Error()))
 		}
 		return nil, errorf(CodeInternalError, "internal error: the turn could not start: "+err.Error())
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,4 +103,65 @@ func requestText(r *claudetest.Request) string {
 		}
 	}
 	return b.String()
+}
+
+// turn.start takes 004's per-turn options (an extension): the appended
+// prompt reaches the model after the agent's, toolsOverride narrows the
+// tools it is offered; an override that would widen, or a malformed one,
+// is -32602 and starts nothing.
+func TestTurnStartTakesTurnOptions(t *testing.T) {
+	e := newEnv(t)
+	p := filepath.Join(e.cwd, "agents", "AGENT_REVIEWER.md")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("---\ntools: \"Read,Grep,Glob\"\n---\nYou review. CODEWORD-AGENT.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := e.start(t)
+	defer c.close()
+	var created struct{ Thread Thread }
+	c.result(1, "thread.create", map[string]any{}, &created)
+	tid := created.Thread.ThreadID
+	params := func(extra map[string]any) map[string]any {
+		m := map[string]any{"threadId": tid, "agent": "REVIEWER", "input": []any{map[string]any{"type": "text", "text": "go"}}}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	for id, extra := range map[int]map[string]any{
+		2: {"toolsOverride": "Read,Edit"},
+		3: {"autoApproveToolsOverride": []string{"Read"}},
+		4: {"disallowedToolsOverride": []string{""}},
+		5: {"systemPromptAppend": strings.Repeat("x", 32<<10+1)},
+	} {
+		if m := c.call(id, "turn.start", params(extra)); m.Error == nil || m.Error.Code != CodeInvalidParams {
+			t.Errorf("turn.start %.60v: %s, want -32602", extra, m.raw)
+		}
+	}
+	if n := len(e.api.Requests()); n != 0 {
+		t.Fatalf("refused turns made %d model requests", n)
+	}
+	e.api.Script(claudetest.TextReply("reviewed"))
+	c.result(10, "turn.start", params(map[string]any{"toolsOverride": "Read", "systemPromptAppend": "CODEWORD-EXTRA."}), nil)
+	if end := c.next("turn end", func(m msg) bool { return m.Method == "turn.completed" || m.Method == "turn.error" }); end.Method != "turn.completed" {
+		t.Fatalf("turn: %s", end.raw)
+	}
+	var main *claudetest.Request
+	for _, r := range e.api.Requests() {
+		if len(r.Tools) > 0 {
+			main = r
+		}
+	}
+	if main == nil {
+		t.Fatal("no model request with tools")
+	}
+	sys := main.SystemText()
+	if !strings.Contains(sys, "CODEWORD-EXTRA") || strings.Index(sys, "CODEWORD-AGENT") > strings.Index(sys, "CODEWORD-EXTRA") {
+		t.Errorf("the appended prompt is not after the agent's: %q", sys)
+	}
+	if !slices.Contains(main.Tools, "Read") || slices.Contains(main.Tools, "Grep") {
+		t.Errorf("toolsOverride Read: the model was offered %q", main.Tools)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -60,19 +62,25 @@ func (t ListDir) Execute(ctx context.Context, input json.RawMessage) (string, er
 
 // Grep is the grep tool: {pattern, path, recursive?} → {"matches": "…"},
 // the system grep with Basic Regular Expressions (`grep -G -n`, `-r` when
-// recursive), case-sensitive. One file gives `line:content` lines, several
-// (recursive) `file:line:content`. No match is success with "".
+// recursive), case-sensitive. One file gives `line:content` lines; a
+// directory gives `file:line:content` lines (001's multi-file format):
+// with recursive its whole tree, without it only the regular files
+// directly in it (its subdirectories, and links, are not searched). No
+// match is success with "".
 type Grep struct {
 	Root string
 }
 
 func (Grep) Name() string { return "grep" }
 func (Grep) Description() string {
-	return "Search files with grep's Basic Regular Expressions (case-sensitive); recursive for directories."
+	return "Search files with grep's Basic Regular Expressions (case-sensitive). A directory: its files; recursive: its whole tree."
 }
 func (Grep) InputSchema() json.RawMessage {
-	return schema(`{"type":"object","properties":{"pattern":{"type":"string","description":"Basic Regular Expression"},"path":{"type":"string","description":"File or directory"},"recursive":{"type":"boolean","description":"Search directories recursively"}},"required":["pattern","path"]}`)
+	return schema(`{"type":"object","properties":{"pattern":{"type":"string","description":"Basic Regular Expression"},"path":{"type":"string","description":"File or directory (a directory: the files directly in it, or its whole tree with recursive)"},"recursive":{"type":"boolean","description":"Search directories recursively (default: false)"}},"required":["pattern","path"]}`)
 }
+
+// grepBatch is how many files of a directory one grep is given.
+const grepBatch = 256
 
 // Execute implements Tool.
 func (t Grep) Execute(ctx context.Context, input json.RawMessage) (string, error) {
@@ -91,7 +99,8 @@ func (t Grep) Execute(ctx context.Context, input json.RawMessage) (string, error
 	if err != nil {
 		return fail(fsMessage(err))
 	}
-	if _, err := statPath(p); err != nil {
+	fi, err := statPath(p)
+	if err != nil {
 		return fail(fsMessage(err))
 	}
 	grep, err := lookSystem("grep")
@@ -99,26 +108,65 @@ func (t Grep) Execute(ctx context.Context, input json.RawMessage) (string, error
 		return fail(err.Error())
 	}
 	args := []string{"-G", "-n"}
-	if in.Recursive {
+	files := []string{p}
+	switch {
+	case in.Recursive:
 		args = append(args, "-r")
-	} else {
+	case fi.IsDir():
+		// Not recursive: the regular files directly in the directory, each
+		// line with its file's name. Links are left out (a link could lead
+		// out of the project; -r does not follow them either).
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return fail(fsMessage(err))
+		}
+		files = files[:0]
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				files = append(files, filepath.Join(p, e.Name()))
+			}
+		}
+		if len(files) == 0 {
+			return ok("matches", "")
+		}
+		args = append(args, "-H")
+	default:
 		args = append(args, "-h") // one file: line:content, never a name
 	}
-	args = append(args, "-e", in.Pattern, "--", p)
-	out, errOut, code, err := run(ctx, grep, args...)
-	switch {
-	case err != nil:
-		return fail(err.Error())
-	case code == 0:
-		return ok("matches", out)
-	case code == 1 && strings.TrimSpace(errOut) == "":
-		return ok("matches", "") // no match
+	args = append(args, "-e", in.Pattern, "--")
+	var out strings.Builder
+	for len(files) > 0 {
+		n := min(len(files), grepBatch)
+		got, errOut, code, err := run(ctx, grep, append(slices.Clip(args), files[:n]...)...)
+		files = files[n:]
+		switch {
+		case err != nil:
+			return fail(err.Error())
+		case code == 0:
+			out.WriteString(got)
+		case code == 1 && strings.TrimSpace(errOut) == "":
+			// no match in this batch
+		default:
+			return fail(grepMessage(errOut))
+		}
+		if out.Len() >= outputLimit {
+			break
+		}
 	}
-	msg := commandMessage(errOut)
+	if res := out.String(); len(res) > outputLimit+64 {
+		return ok("matches", strings.ToValidUTF8(res[:outputLimit], "")+"\n... (output truncated)")
+	}
+	return ok("matches", out.String())
+}
+
+// grepMessage is what a failed grep said: "permission denied", "file not
+// found", or (what else grep refuses is its pattern) "invalid pattern: …".
+func grepMessage(stderr string) string {
+	msg := commandMessage(stderr)
 	if msg != "permission denied" && msg != "file not found" {
 		msg = "invalid pattern: " + msg
 	}
-	return fail(msg)
+	return msg
 }
 
 // lookSystem finds a system command on PATH, then in /usr/bin and /bin.

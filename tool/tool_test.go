@@ -172,6 +172,42 @@ func TestGrep(t *testing.T) {
 	}
 }
 
+// A directory without recursive is searched, not refused as a pattern
+// error ("invalid pattern: .: Is a directory"): the regular files directly
+// in it, each line named file:line:content; its subdirectories and links
+// are not searched.
+func TestGrepDirectoryWithoutRecursive(t *testing.T) {
+	dir := fixture(t)
+	os.Symlink(filepath.Join(dir, "five.txt"), filepath.Join(dir, "link.txt"))
+	for _, path := range []string{".", dir} {
+		m, isErr := call(t, Grep{Root: dir}, `{"pattern":"^[a-z]*e$","path":`+q(path)+`}`)
+		want := filepath.Join(dir, "five.txt") + ":1:one\n" + filepath.Join(dir, "five.txt") + ":3:three\n" + filepath.Join(dir, "five.txt") + ":5:five\n"
+		if isErr || m["matches"] != want {
+			t.Fatalf("path %s: %v, want matches %q", path, m, want)
+		}
+	}
+	m, isErr := call(t, Grep{Root: dir}, `{"pattern":"sauce","path":"."}`)
+	if isErr || m["matches"] != filepath.Join(dir, ".hidden")+":1:secret sauce\n" {
+		t.Fatalf("hidden file: %v", m)
+	}
+	m, isErr = call(t, Grep{Root: dir}, `{"pattern":"^func","path":"sub"}`)
+	if isErr || m["matches"] != filepath.Join(dir, "sub", "a.go")+":2:func Alpha() {}\n" {
+		t.Fatalf("sub, not recursive: %v, want only sub/a.go (not sub/deep)", m)
+	}
+	m, isErr = call(t, Grep{Root: dir}, `{"pattern":"x","path":"sub/deep/.."}`)
+	if isErr || m["matches"] != "" {
+		t.Fatalf("no match: %v", m)
+	}
+	empty := filepath.Join(dir, "empty")
+	os.Mkdir(empty, 0o755)
+	if m, isErr := call(t, Grep{Root: dir}, `{"pattern":"x","path":"empty"}`); isErr || m["matches"] != "" {
+		t.Fatalf("empty directory: %v", m)
+	}
+	if m, isErr := call(t, Grep{Root: dir}, `{"pattern":"a\\{1","path":"."}`); !isErr || !strings.HasPrefix(m["error"], "invalid pattern") {
+		t.Fatalf("a bad pattern on a directory: %v", m)
+	}
+}
+
 func TestConfinement(t *testing.T) {
 	dir := fixture(t)
 	outside := t.TempDir()

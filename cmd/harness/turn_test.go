@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/event"
 )
@@ -222,5 +225,25 @@ wait:
 	}
 	if got := stdout.String(); got != "Recovered.\n" {
 		t.Errorf("stdout %q", got)
+	}
+}
+
+// The max-turns default `harness turn --help` states is the one every
+// path of the command runs with: the Claude Code driver's and each
+// mode's of a harness session (the pipeline's was 50 while the help said
+// 25).
+func TestTurnHelpStatesTheMaxTurnsDefault(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"turn", "--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	want := fmt.Sprintf("agentic turns at most (default %d)", claudecode.DefaultMaxTurns)
+	if !strings.Contains(stdout.String()+stderr.String(), want) {
+		t.Fatalf("help lacks %q:\n%s", want, stdout.String())
+	}
+	for mode, n := range harness.ModeMaxTurns {
+		if n != claudecode.DefaultMaxTurns {
+			t.Errorf("mode %s runs with max turns %d, the help says %d", mode, n, claudecode.DefaultMaxTurns)
+		}
 	}
 }

@@ -73,6 +73,14 @@ export class HarnessError extends Error {
   }
 }
 
+/** 004's per-turn TurnOpts (POST /turn): for one turn, narrowing only. */
+export interface TurnOptions {
+  systemPromptAppend?: string;
+  toolsOverride?: string;
+  disallowedToolsOverride?: string[];
+  autoApproveToolsOverride?: string[];
+}
+
 export interface StreamOptions {
   signal?: AbortSignal;
   /** Called for each SSE comment line, e.g. "heartbeat". */
@@ -337,8 +345,8 @@ export class HarnessClient {
    * ends after process:exit. If the connection drops before that, the
    * stream resumes from GET /session/{id}/events with Last-Event-ID.
    */
-  async startTurn(sessionId: string, message: string, opts: StreamOptions = {}): Promise<TurnStream> {
-    const body = TurnRequestSchema.parse({ sessionId, message });
+  async startTurn(sessionId: string, message: string, opts: StreamOptions & { turn?: TurnOptions } = {}): Promise<TurnStream> {
+    const body = TurnRequestSchema.parse({ sessionId, message, ...opts.turn });
     const ctl = new AbortController();
     const unlink = linkSignals(opts.signal, ctl);
     let res: Response;

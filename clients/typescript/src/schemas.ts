@@ -132,6 +132,11 @@ export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 export const TurnRequestSchema = z.object({
   sessionId: z.string().min(1),
   message: z.string().min(1),
+  /** 004 TurnOpts, for this turn only; the overrides only narrow (403 otherwise). */
+  systemPromptAppend: z.string().max(32768).optional(),
+  toolsOverride: z.string().optional(),
+  disallowedToolsOverride: z.array(z.string()).max(128).optional(),
+  autoApproveToolsOverride: z.array(z.string()).max(128).optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
 
@@ -242,6 +247,8 @@ const base = {
   sessionId: z.string(),
   parentToolUseId: z.string().optional(),
   seq: z.number().int().optional(),
+  /** When the event happened (Unix ms), stamped once as it was stored. */
+  timestamp: z.number().int().optional(),
 };
 
 /** The user's message: the first event of every harness turn. */
@@ -381,7 +388,8 @@ export const ProcessExitEventSchema = z.looseObject({
   type: z.literal("process:exit"),
   ...base,
   code: z.number().int(),
-  signal: z.string().optional(),
+  /** The signal that ended the process; null when none (004). */
+  signal: z.string().nullable().optional(),
 });
 
 /** This session is a fork of session `from`, cut at `atSeq` (0: all of
