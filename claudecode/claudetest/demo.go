@@ -102,8 +102,7 @@ func demoCommand(prompt string) string {
 	return "/demo " + strings.ToLower(f[1])
 }
 
-// lastPrompt is the text the user typed last: the newest user message
-// with a text block that is not a reminder the CLI inserted.
+// hasTool says whether the request offers the tool name.
 func hasTool(req *Request, name string) bool {
 	for _, t := range req.Tools {
 		if t == name {
@@ -128,20 +127,22 @@ func demoTool(req *Request) Block {
 	return ToolUse("", "Bash", map[string]any{"command": "ls -la", "description": "List the project files"})
 }
 
+// lastPrompt is the text the user typed last: the last text block that
+// is not a reminder the CLI inserted, in the newest user message that
+// has one. Only the last block: after a failed turn its message stays
+// unanswered, and the Claude Code CLI and the native engine send it again
+// in one user message with the next one ("/demo error", then "hello"):
+// reading them all made every later turn fail too (issue 34.4).
 func lastPrompt(req *Request) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		m := req.Messages[i]
 		if m.Role != "user" {
 			continue
 		}
-		var parts []string
-		for _, c := range m.Content {
-			if c.Type == "text" && !strings.HasPrefix(strings.TrimSpace(c.Text), "<system-reminder>") {
-				parts = append(parts, c.Text)
+		for j := len(m.Content) - 1; j >= 0; j-- {
+			if c := m.Content[j]; c.Type == "text" && !strings.HasPrefix(strings.TrimSpace(c.Text), "<system-reminder>") {
+				return c.Text
 			}
-		}
-		if len(parts) > 0 {
-			return strings.Join(parts, "\n")
 		}
 	}
 	return ""
