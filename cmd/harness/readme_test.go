@@ -282,3 +282,40 @@ func TestREADMERunnableBlocks(t *testing.T) {
 		t.Fatal("no runnable block found")
 	}
 }
+
+// TestNextjsREADMEGateway starts the gateway exactly as the Next.js
+// example's README says (its token, its flags; only the port is free):
+// it must come up. With the old `HARNESS_TOKEN=s3cret` it exited 2 in the
+// background and the app showed only "502: gateway unreachable" (issue
+// 34.1).
+func TestNextjsREADMEGateway(t *testing.T) {
+	readme, err := os.ReadFile("../../examples/nextjs/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)<!-- nextjs-serve -->\\s*```sh\\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the example's README has no marked gateway block")
+	}
+	block := string(m[1])
+	tok := regexp.MustCompile(`(?m)^export HARNESS_TOKEN=(\S+)`).FindAllStringSubmatch(block, -1)
+	if len(tok) != 2 || tok[0][1] != tok[1][1] {
+		t.Fatalf("want the same HARNESS_TOKEN exported for the gateway and the app: %q", tok)
+	}
+	line := regexp.MustCompile(`(?m)^\.\./\.\./bin/harness serve (.*)$`).FindStringSubmatch(block)
+	if line == nil {
+		t.Fatalf("no serve line in:\n%s", block)
+	}
+	if strings.HasSuffix(strings.TrimSpace(line[1]), "&") {
+		t.Fatal("the gateway runs in the background, where a refused start goes unseen")
+	}
+	args := strings.Fields(strings.ReplaceAll(line[1], "127.0.0.1:7878", "127.0.0.1:0"))
+	t.Setenv("HARNESS_TOKEN", tok[0][1])
+	t.Setenv("HARNESS_CLAUDE_BIN", claudetest.FindCLI(t))
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	url, stop, status, errOut := startServe(t, args...)
+	stop <- os.Interrupt
+	if code := <-status; code != 0 {
+		t.Errorf("serve %v (%s): exit %d\n%s", args, url, code, errOut.String())
+	}
+}
