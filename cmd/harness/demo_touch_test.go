@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,6 +27,10 @@ func TestDemoTouchAsksAndTellsTheTruth(t *testing.T) {
 			t.Errorf("serve exit %d:\n%s", code, errOut.String())
 		}
 	}()
+	// Issue 34.5: the demo says what to open and what to type.
+	if want := "try it: open " + url + " in a browser and send \"hello\""; !strings.Contains(errOut.String(), want) {
+		t.Errorf("no %q in:\n%s", want, errOut.String())
+	}
 	resp, err := http.Get(url + "/api/harness/roots")
 	if err != nil {
 		t.Fatal(err)
@@ -94,5 +99,27 @@ func TestDemoTouchAsksAndTellsTheTruth(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("anthropic made the file")
+	}
+}
+
+// Issue 34.5: `make demo` says what it does before each long step (a cold
+// build was minutes of silence) and its build names the packages as it
+// compiles them.
+func TestMakeDemoSaysWhatItDoes(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatalf("make is needed: %v", err)
+	}
+	cmd := exec.Command("make", "-n", "demo")
+	cmd.Dir = "../.."
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n demo: %v\n%s", err, out)
+	}
+	s := string(out)
+	build := strings.Index(s, "go build -v -o bin/harness ./cmd/harness")
+	say := strings.Index(s, `echo "make demo: 1/3 building bin/harness`)
+	serve := strings.Index(s, "./bin/harness serve --demo")
+	if say < 0 || build < 0 || say > build || serve < build {
+		t.Errorf("make demo must announce the build, build with -v, then serve:\n%s", s)
 	}
 }

@@ -207,6 +207,11 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	logger.Info().Strs("roots", h.Roots()).Bool("token", f.token != "").Bool("demo", f.demo).Msg("serving")
+	// Before the ready line, so whoever waits for it has this too.
+	if f.demo {
+		fmt.Fprintf(stderr, "harness serve --demo: try it: open http://%s in a browser and send \"hello\" (an answer and a tool run), "+
+			"\"touch a file\" (you are asked before the tool runs), \"a long answer\" (press stop midway) or \"/demo error\" (a failed turn); Ctrl-C ends the demo\n", ln.Addr())
+	}
 	fmt.Fprintf(stdout, "harness: listening on http://%s\n", ln.Addr())
 
 	status := 0
