@@ -16,6 +16,7 @@ import (
 	"github.com/chirality/harness/daemon"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/irc/irctest"
+	"github.com/chirality/harness/persona"
 )
 
 // TestREADMECurlSession runs the README's curl session, as written,
@@ -234,8 +235,9 @@ var runnableRE = regexp.MustCompile("(?s)<!-- runnable -->\\s*```sh\\n(.*?)```")
 
 // TestREADMERunnableBlocks runs every shell block marked
 // `<!-- runnable -->` in the README and in each example's README, as
-// written, from its README's folder (issue 34: the README's examples did
-// not run as documented). Each must exit 0; a block checks its own output
+// written, from its README's folder (an example's in a scratch copy of the
+// example and the client, which its steps install and build; issue 34:
+// the README's examples did not run as documented). Each must exit 0; a block checks its own output
 // (grep) where it matters.
 func TestREADMERunnableBlocks(t *testing.T) {
 	for _, tool := range []string{"bash", "go", "npm", "node", "grep"} {
@@ -271,6 +273,9 @@ func TestREADMERunnableBlocks(t *testing.T) {
 				defer cancel()
 				cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
 				cmd.Dir = filepath.Dir(file)
+				if strings.HasPrefix(rel, "examples"+string(filepath.Separator)) {
+					cmd.Dir = checkoutCopy(t, root, filepath.Dir(rel), filepath.Join("clients", "typescript"))
+				}
 				out, err := cmd.CombinedOutput()
 				if err != nil {
 					t.Fatalf("the block failed: %v\n--- block\n%s--- output\n%s", err, script, out)
@@ -317,5 +322,67 @@ func TestNextjsREADMEGateway(t *testing.T) {
 	stop <- os.Interrupt
 	if code := <-status; code != 0 {
 		t.Errorf("serve %v (%s): exit %d\n%s", args, url, code, errOut.String())
+	}
+}
+
+// checkoutCopy copies the folders dirs of the checkout at root (without
+// node_modules, dist and .next) into a scratch checkout and returns the
+// first one's copy: an example's steps (npm install rewrites its lock,
+// builds write beside it) run there as written, leaving the checkout as
+// it was.
+func checkoutCopy(t *testing.T, root string, dirs ...string) string {
+	t.Helper()
+	dst := t.TempDir()
+	for _, d := range dirs {
+		err := filepath.WalkDir(filepath.Join(root, d), func(path string, e os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			switch {
+			case e.IsDir() && (e.Name() == "node_modules" || e.Name() == "dist" || e.Name() == ".next"):
+				return filepath.SkipDir
+			case e.IsDir():
+				return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+			case !e.Type().IsRegular():
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			info, _ := e.Info()
+			return os.WriteFile(filepath.Join(dst, rel), b, info.Mode().Perm())
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dst, dirs[0])
+}
+
+// Issue 34.6: every persona the README uses ships (BUILDER did not), and
+// the README says what system prompt every session gets (spec 004 §2.4):
+// the base identity and the project files read into it.
+func TestREADMEPersonasAndSystemPrompt(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := regexp.MustCompile(`(?:"persona":\s*"|persona: "|--persona |persona := "[^"]*", ")([A-Z][A-Z0-9_]{2,})`).FindAllSubmatch(readme, -1)
+	if len(ids) < 3 {
+		t.Fatalf("found %d persona uses in the README; the pattern is stale", len(ids))
+	}
+	for _, m := range ids {
+		if _, err := os.Stat(filepath.Join("../../agents", "AGENT_"+string(m[1])+".md")); err != nil {
+			t.Errorf("the README uses persona %s, which does not ship in agents/", m[1])
+		}
+	}
+	text := string(readme)
+	for _, want := range append([]string{"You are operating within the Chirality Command", "Every session gets a system prompt",
+		fmt.Sprintf("first %d KB", persona.ContextFileCap/1024), ".chirality/prompts/<sessionId>-system.txt"}, persona.ContextFiles...) {
+		if !strings.Contains(text, want) {
+			t.Errorf("the README's account of the system prompt lacks %q", want)
+		}
 	}
 }
