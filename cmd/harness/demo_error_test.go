@@ -10,21 +10,44 @@ import (
 	"github.com/chirality/harness/claudecode/claudetest"
 )
 
-// demoSession makes a session on eng in the demo's project.
-func demoSession(t *testing.T, url, eng string) string {
+// startDemoServe starts `harness serve --demo` on a free loopback port
+// (the pinned CLI, a scratch state) and stops it at the end of the test,
+// which fails unless it exits 0. It returns the URL and the server's stderr.
+func startDemoServe(t *testing.T) (string, *lockedBuilder) {
+	t.Helper()
+	t.Setenv("HARNESS_CLAUDE_BIN", claudetest.FindCLI(t))
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	url, stop, status, errOut := startServe(t, "--demo", "--addr", "127.0.0.1:0")
+	t.Cleanup(func() {
+		stop <- os.Interrupt
+		if code := <-status; code != 0 {
+			t.Errorf("serve exit %d:\n%s", code, errOut.String())
+		}
+	})
+	return url, errOut
+}
+
+// demoRoot is the demo server's scratch project.
+func demoRoot(t *testing.T, url string) string {
 	t.Helper()
 	resp, err := http.Get(url + "/api/harness/roots")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	var roots struct{ Roots []string }
 	json.NewDecoder(resp.Body).Decode(&roots)
-	resp.Body.Close()
 	if len(roots.Roots) == 0 {
 		t.Fatal("no roots")
 	}
-	resp, err = http.Post(url+"/api/harness/session/create", "application/json",
-		strings.NewReader(`{"projectRoot":"`+roots.Roots[0]+`","mode":"workbench","engine":"`+eng+`"}`))
+	return roots.Roots[0]
+}
+
+// demoSession makes a session on eng in the demo's project.
+func demoSession(t *testing.T, url, eng string) string {
+	t.Helper()
+	resp, err := http.Post(url+"/api/harness/session/create", "application/json",
+		strings.NewReader(`{"projectRoot":"`+demoRoot(t, url)+`","mode":"workbench","engine":"`+eng+`"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,15 +91,7 @@ func countType(evs []map[string]any, typ string) (n int) {
 // engine send it again with the next message; the demo model read it
 // there, so every later turn of the session failed with the same 400.
 func TestDemoErrorFailsOneTurnOnly(t *testing.T) {
-	t.Setenv("HARNESS_CLAUDE_BIN", claudetest.FindCLI(t))
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	url, stop, status, errOut := startServe(t, "--demo", "--addr", "127.0.0.1:0")
-	defer func() {
-		stop <- os.Interrupt
-		if code := <-status; code != 0 {
-			t.Errorf("serve exit %d:\n%s", code, errOut.String())
-		}
-	}()
+	url, _ := startDemoServe(t)
 	for _, eng := range []string{"claude-code", "anthropic"} {
 		id := demoSession(t, url, eng)
 		if evs := demoTurn(t, url, id, "/demo error"); countType(evs, "session:error") == 0 {

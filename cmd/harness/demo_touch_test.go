@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/chirality/harness/claudecode/claudetest"
 )
 
 // Issue 34.3: `harness serve --demo` shows the approval walkthrough by
@@ -18,27 +16,12 @@ import (
 // says happened: denied, nothing made; allowed, the file is there. On an
 // engine with no shell tool it says it cannot, not that the file exists.
 func TestDemoTouchAsksAndTellsTheTruth(t *testing.T) {
-	t.Setenv("HARNESS_CLAUDE_BIN", claudetest.FindCLI(t))
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	url, stop, status, errOut := startServe(t, "--demo", "--addr", "127.0.0.1:0")
-	defer func() {
-		stop <- os.Interrupt
-		if code := <-status; code != 0 {
-			t.Errorf("serve exit %d:\n%s", code, errOut.String())
-		}
-	}()
+	url, errOut := startDemoServe(t)
 	// Issue 34.5: the demo says what to open and what to type.
 	if want := "try it: open " + url + " in a browser and send \"hello\""; !strings.Contains(errOut.String(), want) {
 		t.Errorf("no %q in:\n%s", want, errOut.String())
 	}
-	resp, err := http.Get(url + "/api/harness/roots")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var roots struct{ Roots []string }
-	json.NewDecoder(resp.Body).Decode(&roots)
-	resp.Body.Close()
-	marker := filepath.Join(roots.Roots[0], "demo-marker.txt")
+	marker := filepath.Join(demoRoot(t, url), "demo-marker.txt")
 
 	id := demoSession(t, url, "claude-code")
 	for _, decision := range []string{"deny", "allow"} {
