@@ -18,7 +18,7 @@ import (
 	"github.com/chirality/harness/rpc"
 )
 
-const rpcUsage = `usage: harness rpc [--cwd DIR] [--root ROOT]... [flags]
+const rpcUsage = `usage: harness rpc [--cwd DIR] [--root ROOT...] [flags]
 
 Serves one client JSON-RPC 2.0 on stdin/stdout (newline-delimited; stdout
 carries only JSON-RPC, logs go to stderr): threads, turns, items and
@@ -42,7 +42,7 @@ type rpcOptions struct {
 func (c *cli) rpcCmd() *cobra.Command {
 	var o rpcOptions
 	cmd := &cobra.Command{
-		Use:   "rpc [--cwd DIR] [--root ROOT]... [flags]",
+		Use:   "rpc [--cwd DIR] [--root ROOT...] [flags]",
 		Short: "JSON-RPC 2.0 on stdin/stdout: threads, turns, approvals",
 		Long:  rpcUsage,
 		Args:  noArgs,
