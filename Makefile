@@ -46,7 +46,16 @@ test-js: build cli
 	@if [ -x e2e/run.sh ]; then HARNESS_BIN=$(CURDIR)/bin/harness e2e/run.sh; fi
 	@if [ -x examples/nextjs/run.sh ]; then HARNESS_BIN=$(CURDIR)/bin/harness examples/nextjs/run.sh; fi
 
-demo: build cli
+# Says what it does at each step: a cold first build downloads and
+# compiles every dependency for minutes (-v names each package as it is
+# compiled; a warm build prints nothing), then the server says what to open
+# and what to type.
+demo:
+	@echo "make demo: 1/3 building bin/harness (a first build downloads and compiles every dependency: a few minutes; each package is named as it compiles)"
+	@go build -v -o bin/harness ./cmd/harness
+	@echo "make demo: 2/3 the pinned agents in ./node_modules (installed only when missing)"
+	@$(MAKE) --no-print-directory cli
+	@echo "make demo: 3/3 starting the console on the built-in demo model (no account needed)"
 	./bin/harness serve --demo
 
 bench: build cli

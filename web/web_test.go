@@ -115,3 +115,12 @@ func TestMethodsAndRevalidation(t *testing.T) {
 		t.Errorf("stale If-None-Match: %d, want 200", res.StatusCode)
 	}
 }
+
+// Issue 34.6: the console's heading is about every engine it drives, not
+// Claude Code alone.
+func TestIndexHeading(t *testing.T) {
+	page := body(t, get(t, Handler(), "GET", "/", nil))
+	if strings.Contains(page, "Claude Code, in the browser") || !strings.Contains(page, "<h1>Coding agents, in the browser</h1>") {
+		t.Errorf("the welcome heading names one engine:\n%s", page)
+	}
+}

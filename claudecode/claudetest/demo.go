@@ -32,8 +32,10 @@ var DemoAllowedTools = []string{"Bash(ls:*)"}
 //   - the follow-up request carrying the tool result: a summary saying
 //     how many entries the listing had;
 //   - a message containing "long": a long answer streamed slowly;
-//   - a message containing "touch": a Bash tool use that creates
-//     demo-marker.txt (a permission mode that asks asks for it).
+//   - a message containing "touch": a shell tool use that creates
+//     demo-marker.txt (a permission mode that asks asks for it), then a
+//     summary of what its result says happened; on an engine with no
+//     shell tool, an answer that says so.
 //
 // Failure modes need an explicit command at the start of the message, so
 // ordinary words ("are there any error handling issues?") are answered
@@ -66,11 +68,17 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 			return demoSummary(req, opts)
 		case strings.Contains(lower, "long"):
 			return demoLong(opts)
-		case strings.Contains(lower, "touch") && hasTool(req, "Bash"):
+		case strings.Contains(lower, "touch"):
 			// A tool that changes the project: in a permission mode that
 			// asks, a person must approve it.
+			shell := shellTool(req)
+			if shell == "" {
+				return Reply{Blocks: []Block{Text("This engine offers me no shell tool, so I cannot create `demo-marker.txt` here. " +
+					"Try the same message on an engine with one (claude-code, claude-acp, opencode, copilot).")},
+					ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
+			}
 			return Reply{Blocks: []Block{Text("I will create the file `demo-marker.txt`.\n"),
-				ToolUse("", "Bash", map[string]any{"command": "touch demo-marker.txt", "description": "Create a marker file"})},
+				ToolUse("", shell, map[string]any{"command": DemoTouchCommand, "description": "Create a marker file"})},
 				ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
 		}
 		return Reply{
@@ -102,15 +110,36 @@ func demoCommand(prompt string) string {
 	return "/demo " + strings.ToLower(f[1])
 }
 
-// lastPrompt is the text the user typed last: the newest user message
-// with a text block that is not a reminder the CLI inserted.
-func hasTool(req *Request, name string) bool {
+// DemoTouchCommand is the shell command the demo model asks to run when
+// a message says "touch": one that changes the project, so a permission
+// mode that asks puts it to a person.
+const DemoTouchCommand = "touch demo-marker.txt"
+
+// shellTool is the shell tool the request offers: Bash (the Claude Code
+// CLI, claude-agent-acp), bash (OpenCode, Copilot), or "" (the native
+// engine has none).
+func shellTool(req *Request) string {
 	for _, t := range req.Tools {
-		if t == name {
-			return true
+		if t == "Bash" || t == "bash" {
+			return t
 		}
 	}
-	return false
+	return ""
+}
+
+// toolCommand is the shell command of the tool use id in the request's
+// conversation ("" when it is not found or has none).
+func toolCommand(req *Request, id string) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		for _, c := range req.Messages[i].Content {
+			if c.Type == "tool_use" && c.ID == id {
+				var in struct{ Command string }
+				_ = json.Unmarshal(c.Input, &in)
+				return in.Command
+			}
+		}
+	}
+	return ""
 }
 
 // demoTool is the demo's real tool use: Bash `ls -la` for the Claude Code
@@ -128,20 +157,23 @@ func demoTool(req *Request) Block {
 	return ToolUse("", "Bash", map[string]any{"command": "ls -la", "description": "List the project files"})
 }
 
+// lastPrompt is the text the user typed last: the last text block that
+// is not a reminder the CLI inserted, in the newest user message that
+// has one. Only the last block: after a failed turn its message stays
+// unanswered, and the Claude Code CLI and the native engine send it again
+// in one user message with the next one ("/demo error", then "hello"):
+// reading them all made every later turn fail too (issue 34.4).
 func lastPrompt(req *Request) string {
+
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		m := req.Messages[i]
 		if m.Role != "user" {
 			continue
 		}
-		var parts []string
-		for _, c := range m.Content {
-			if c.Type == "text" && !strings.HasPrefix(strings.TrimSpace(c.Text), "<system-reminder>") {
-				parts = append(parts, c.Text)
+		for j := len(m.Content) - 1; j >= 0; j-- {
+			if c := m.Content[j]; c.Type == "text" && !strings.HasPrefix(strings.TrimSpace(c.Text), "<system-reminder>") {
+				return c.Text
 			}
-		}
-		if len(parts) > 0 {
-			return strings.Join(parts, "\n")
 		}
 	}
 	return ""
@@ -166,21 +198,24 @@ func lastIsToolResult(req *Request) bool {
 // demoSummary reports what the last tool result listed.
 func demoSummary(req *Request, opts DemoOptions) Reply {
 	m := req.Messages[len(req.Messages)-1]
-	var out string
+	var out, id string
 	failed := false
 	for _, c := range m.Content {
 		if c.Type == "tool_result" {
-			out, failed = c.Content, c.IsError
+			out, failed, id = c.Content, c.IsError, c.ToolUseID
 		}
 	}
-	touch := strings.Contains(strings.ToLower(lastPrompt(req)), "touch")
+	// What ran is the tool use the result answers, not what the message
+	// asked for (issue 34.3: "touch" on an engine without a shell ran the
+	// listing, and the summary claimed the file was made).
+	touch := toolCommand(req, id) == DemoTouchCommand
 	switch {
 	case failed && touch:
-		return Reply{Blocks: []Block{Text("I could not create the file: " + oneLine(out, 200))}, ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
+		return Reply{Blocks: []Block{Text("The command `" + DemoTouchCommand + "` did not run, so `demo-marker.txt` was not created: " + oneLine(out, 200))}, ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
 	case failed:
 		return Reply{Blocks: []Block{Text("The listing failed: " + oneLine(out, 200))}, ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
 	case touch:
-		return Reply{Blocks: []Block{Text("Done: `demo-marker.txt` exists now.")}, ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
+		return Reply{Blocks: []Block{Text("The command `" + DemoTouchCommand + "` ran without an error: `demo-marker.txt` is in the project now.")}, ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
 	}
 	var listed struct {
 		Entries *string `json:"entries"`

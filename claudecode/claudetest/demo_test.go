@@ -93,6 +93,12 @@ func TestDemoResponderRealCLI(t *testing.T) {
 	if !errors.Is(err, claudecode.ErrAPI) || count(evs, event.TypeSessionError) != 1 {
 		t.Errorf("error turn: %v", err)
 	}
+	// Issue 34.4: only the turn that says /demo error fails; the session
+	// goes on (the CLI resends the failed message with the next one).
+	evs, err = run("demo-error", "hello again")
+	if err != nil || count(evs, event.TypeSessionError) != 0 || count(evs, event.TypeSessionComplete) != 1 {
+		t.Errorf("the turn after /demo error: %v", err)
+	}
 	// Issue 20.6: an ordinary word is no trigger.
 	evs, err = run("demo-word", "Are there any error handling issues in main.go?")
 	if err != nil || count(evs, event.TypeSessionError) != 0 || count(evs, event.TypeSessionComplete) != 1 {
@@ -128,6 +134,18 @@ func TestDemoCommands(t *testing.T) {
 		if failed := r.Status >= 400; failed != tc.failure {
 			t.Errorf("%q: status %d, want failure %v", tc.msg, r.Status, tc.failure)
 		}
+	}
+}
+
+// Issue 34.4: a failed "/demo error" is sent again, in one user message
+// with the next one; only the newest text counts.
+func TestDemoErrorIsNotReread(t *testing.T) {
+	respond := claudetest.DemoResponder(claudetest.DemoOptions{})
+	req := &claudetest.Request{Stream: true, Tools: []string{"Bash"},
+		Messages: []claudetest.Message{{Role: "user", Content: []claudetest.ContentBlock{
+			{Type: "text", Text: "/demo error\n"}, {Type: "text", Text: "hello"}, {Type: "text", Text: "<system-reminder>x</system-reminder>"}}}}}
+	if r := respond(req); r.Status >= 400 {
+		t.Errorf("the message after /demo error failed: %d %s", r.Status, r.ErrorMessage)
 	}
 }
 

@@ -124,5 +124,11 @@ func (c *cli) mcpServe(o *mcpOptions) int {
 		fmt.Fprintln(stderr, "harness mcp: turns still running at the end of the grace period were killed")
 		return 1
 	}
+	if err != nil {
+		// The SDK ends Run on a line that is not JSON-RPC: say so, not a
+		// silent exit 0 a client cannot tell from a clean end of input.
+		fmt.Fprintln(stderr, "harness mcp: input is not MCP (JSON-RPC 2.0, one message a line):", err)
+		return 1
+	}
 	return 0
 }

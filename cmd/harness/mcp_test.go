@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -136,6 +137,28 @@ func TestDemoNoticeNamesTheCommand(t *testing.T) {
 		}
 		if !strings.Contains(buf.String(), "scratch project root") || !strings.Contains(buf.String(), "demo model at") {
 			t.Errorf("%s: notices %q", command, buf.String())
+		}
+	}
+}
+
+// Input that is not JSON-RPC ends `harness mcp` with exit 1 and the
+// reason on stderr (issue 34.14): it exited 0 and silent, like a clean
+// end of input. A clean end of input still exits 0.
+func TestMCPCommandJunkInput(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	root := t.TempDir()
+	for in, want := range map[string]int{"junk\n": 1, "[1]\n": 1, "": 0} {
+		var out, errOut bytes.Buffer
+		c := &cli{stdin: strings.NewReader(in), stdout: &out, stderr: &errOut}
+		code := c.run([]string{"mcp", "--root", root})
+		if code != want {
+			t.Errorf("input %q: exit %d, want %d; stderr %q", in, code, want, errOut.String())
+		}
+		if want != 0 && !strings.Contains(errOut.String(), "harness mcp: input is not MCP") {
+			t.Errorf("input %q: stderr does not say why: %q", in, errOut.String())
+		}
+		if want == 0 && errOut.Len() != 0 {
+			t.Errorf("clean end of input: stderr %q", errOut.String())
 		}
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"github.com/chirality/harness/daemon"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/irc/irctest"
+	"github.com/chirality/harness/persona"
 )
 
 // TestREADMECurlSession runs the README's curl session, as written,
@@ -223,6 +226,163 @@ func TestREADMECodeMap(t *testing.T) {
 	for name, cmd := range tree() {
 		if !strings.Contains(name, " ") && !cmd.Hidden && !strings.Contains(cli, "`"+name) {
 			t.Errorf("the README's cmd/harness/ row does not name %s", name)
+		}
+	}
+}
+
+// runnableRE finds the shell blocks a README marks as runnable.
+var runnableRE = regexp.MustCompile("(?s)<!-- runnable -->\\s*```sh\\n(.*?)```")
+
+// TestREADMERunnableBlocks runs every shell block marked
+// `<!-- runnable -->` in the README and in each example's README, as
+// written, from its README's folder (an example's in a scratch copy of the
+// example and the client, which its steps install and build; issue 34:
+// the README's examples did not run as documented). Each must exit 0; a block checks its own output
+// (grep) where it matters.
+func TestREADMERunnableBlocks(t *testing.T) {
+	for _, tool := range []string{"bash", "go", "npm", "node", "grep"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed by the README's runnable blocks: %v", tool, err)
+		}
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
+	files = append([]string{filepath.Join(root, "README.md")}, files...)
+	t.Setenv("HARNESS_CLAUDE_BIN", claudetest.FindCLI(t))
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("TMPDIR", t.TempDir()) // the blocks' mktemp -d: removed with the test
+	total := 0
+	for _, file := range files {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, file)
+		blocks := runnableRE.FindAllSubmatch(text, -1)
+		if rel == "README.md" && len(blocks) < 4 {
+			t.Errorf("README.md marks %d blocks runnable, want the turn --demo block and the three install paths", len(blocks))
+		}
+		for i, m := range blocks {
+			total++
+			script := string(m[1])
+			t.Run(fmt.Sprintf("%s#%d", rel, i+1), func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+				cmd.Dir = filepath.Dir(file)
+				if strings.HasPrefix(rel, "examples"+string(filepath.Separator)) {
+					cmd.Dir = checkoutCopy(t, root, filepath.Dir(rel), filepath.Join("clients", "typescript"))
+				}
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("the block failed: %v\n--- block\n%s--- output\n%s", err, script, out)
+				}
+			})
+		}
+	}
+	if total == 0 {
+		t.Fatal("no runnable block found")
+	}
+}
+
+// TestNextjsREADMEGateway starts the gateway exactly as the Next.js
+// example's README says (its token, its flags; only the port is free):
+// it must come up. With the old `HARNESS_TOKEN=s3cret` it exited 2 in the
+// background and the app showed only "502: gateway unreachable" (issue
+// 34.1).
+func TestNextjsREADMEGateway(t *testing.T) {
+	readme, err := os.ReadFile("../../examples/nextjs/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)<!-- nextjs-serve -->\\s*```sh\\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the example's README has no marked gateway block")
+	}
+	block := string(m[1])
+	tok := regexp.MustCompile(`(?m)^export HARNESS_TOKEN=(\S+)`).FindAllStringSubmatch(block, -1)
+	if len(tok) != 2 || tok[0][1] != tok[1][1] {
+		t.Fatalf("want the same HARNESS_TOKEN exported for the gateway and the app: %q", tok)
+	}
+	line := regexp.MustCompile(`(?m)^\.\./\.\./bin/harness serve (.*)$`).FindStringSubmatch(block)
+	if line == nil {
+		t.Fatalf("no serve line in:\n%s", block)
+	}
+	if strings.HasSuffix(strings.TrimSpace(line[1]), "&") {
+		t.Fatal("the gateway runs in the background, where a refused start goes unseen")
+	}
+	args := strings.Fields(strings.ReplaceAll(line[1], "127.0.0.1:7878", "127.0.0.1:0"))
+	t.Setenv("HARNESS_TOKEN", tok[0][1])
+	t.Setenv("HARNESS_CLAUDE_BIN", claudetest.FindCLI(t))
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	url, stop, status, errOut := startServe(t, args...)
+	stop <- os.Interrupt
+	if code := <-status; code != 0 {
+		t.Errorf("serve %v (%s): exit %d\n%s", args, url, code, errOut.String())
+	}
+}
+
+// checkoutCopy copies the folders dirs of the checkout at root (without
+// node_modules, dist and .next) into a scratch checkout and returns the
+// first one's copy: an example's steps (npm install rewrites its lock,
+// builds write beside it) run there as written, leaving the checkout as
+// it was.
+func checkoutCopy(t *testing.T, root string, dirs ...string) string {
+	t.Helper()
+	dst := t.TempDir()
+	for _, d := range dirs {
+		err := filepath.WalkDir(filepath.Join(root, d), func(path string, e os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			switch {
+			case e.IsDir() && (e.Name() == "node_modules" || e.Name() == "dist" || e.Name() == ".next"):
+				return filepath.SkipDir
+			case e.IsDir():
+				return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+			case !e.Type().IsRegular():
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			info, _ := e.Info()
+			return os.WriteFile(filepath.Join(dst, rel), b, info.Mode().Perm())
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dst, dirs[0])
+}
+
+// Issue 34.6: every persona the README uses ships (BUILDER did not), and
+// the README says what system prompt every session gets (spec 004 §2.4):
+// the base identity and the project files read into it.
+func TestREADMEPersonasAndSystemPrompt(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := regexp.MustCompile(`(?:"persona":\s*"|persona: "|--persona |persona := "[^"]*", ")([A-Z][A-Z0-9_]{2,})`).FindAllSubmatch(readme, -1)
+	if len(ids) < 3 {
+		t.Fatalf("found %d persona uses in the README; the pattern is stale", len(ids))
+	}
+	for _, m := range ids {
+		if _, err := os.Stat(filepath.Join("../../agents", "AGENT_"+string(m[1])+".md")); err != nil {
+			t.Errorf("the README uses persona %s, which does not ship in agents/", m[1])
+		}
+	}
+	text := string(readme)
+	for _, want := range append([]string{"You are operating within the Chirality Command", "Every session gets a system prompt",
+		fmt.Sprintf("first %d KB", persona.ContextFileCap/1024), ".chirality/prompts/<sessionId>-system.txt"}, persona.ContextFiles...) {
+		if !strings.Contains(text, want) {
+			t.Errorf("the README's account of the system prompt lacks %q", want)
 		}
 	}
 }

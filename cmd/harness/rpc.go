@@ -18,11 +18,12 @@ import (
 	"github.com/chirality/harness/rpc"
 )
 
-const rpcUsage = `usage: harness rpc [--cwd DIR] [flags]
+const rpcUsage = `usage: harness rpc [--cwd DIR] [--root ROOT...] [flags]
 
 Serves one client JSON-RPC 2.0 on stdin/stdout (newline-delimited; stdout
 carries only JSON-RPC, logs go to stderr): threads, turns, items and
-approvals, persisted under DIR/.harness/threads. It ends at the end of its
+approvals, persisted under DIR/.harness/threads. A thread's directory
+(thread.create {directory}) must be DIR or lie in it, or in a --root. It ends at the end of its
 input or on SIGTERM or SIGINT: running turns are interrupted (their ends are
 still written), what has not stopped after --grace is killed, and it exits 0
 (1 when it had to kill). A second signal kills the turns and exits at once.
@@ -32,6 +33,7 @@ The protocol: rpc/PROTOCOL.md.
 // rpcOptions are the flags of `harness rpc`.
 type rpcOptions struct {
 	cwd, claudeBin, perm, enginesFile string
+	roots                             stringList
 	timeout, grace                    time.Duration
 	demo, verbose, noCheckpoints      bool
 	mcp                               mcpConfigFlag
@@ -40,13 +42,14 @@ type rpcOptions struct {
 func (c *cli) rpcCmd() *cobra.Command {
 	var o rpcOptions
 	cmd := &cobra.Command{
-		Use:   "rpc [--cwd DIR] [flags]",
+		Use:   "rpc [--cwd DIR] [--root ROOT...] [flags]",
 		Short: "JSON-RPC 2.0 on stdin/stdout: threads, turns, approvals",
 		Long:  rpcUsage,
 		Args:  noArgs,
 		RunE:  func(*cobra.Command, []string) error { return exitWith(c.rpc(&o)) },
 	}
 	flagCwd(cmd, &o.cwd, "project directory (default: the current one)")
+	flagRoot(cmd, &o.roots)
 	flagClaudeBin(cmd, &o.claudeBin, "")
 	flagPermissionMode(cmd, &o.perm, "default", "permission mode of turns whose persona sets none: default asks through approval.requested; dontAsk never asks")
 	flagApprovalTimeout(cmd, &o.timeout, harness.DefaultApprovalTimeout, "how long a tool waits for approval.respond before it is denied")
@@ -70,6 +73,12 @@ func (c *cli) rpc(o *rpcOptions) int {
 		fmt.Fprintln(stderr, "harness rpc:", msg)
 		return 2
 	}
+	for _, r := range o.roots {
+		if msg := checkDir("--root", r); msg != "" {
+			fmt.Fprintln(stderr, "harness rpc:", msg)
+			return 2
+		}
+	}
 	dir := o.cwd
 	if dir == "" {
 		dir, _ = os.Getwd()
@@ -86,7 +95,9 @@ func (c *cli) rpc(o *rpcOptions) int {
 	if o.verbose {
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr), TimeFormat: time.TimeOnly}).With().Timestamp().Logger()
 	}
-	cfg := harness.Config{Roots: []string{dir}, Logger: &logger, DefaultPermissionMode: o.perm,
+	// The threads' default directory is always allowed; --root adds the
+	// trees a thread.create {directory} may also name.
+	cfg := harness.Config{Roots: append([]string{dir}, o.roots...), Logger: &logger, DefaultPermissionMode: o.perm,
 		Approvals: true, ApprovalTimeout: o.timeout, Aliases: engines.Aliases,
 		Checkpoints: harness.CheckpointConfig{Off: o.noCheckpoints}, MCP: o.mcp.Config()}
 	if o.demo {

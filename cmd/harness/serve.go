@@ -76,7 +76,7 @@ on http://ADDR"; the log goes to stderr.
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", shutdownGrace, "on SIGINT/SIGTERM, how long running turns get to finish before they are killed (a second signal: at once); the server exits within it + 2 s")
 	fs.IntVar(&f.maxStreams, "max-streams", sse.DefaultMaxStreams, "event streams open at once, in all (beyond: 503 with Retry-After; -1 = no cap)")
 	fs.IntVar(&f.maxSessionStreams, "max-session-streams", sse.DefaultMaxStreamsPerKey, "event streams open at once per session (beyond: 503 with Retry-After; -1 = no cap)")
-	flagPermissionMode(cmd, &f.permissionMode, "", "permission mode for every turn, over the personas' (default: the persona's, else dontAsk)")
+	flagPermissionMode(cmd, &f.permissionMode, "", "permission mode for every turn, over the personas' (default: the persona's, else dontAsk; with --demo, default, so the demo's tool asks)")
 	flagMaxTurns(cmd, &f.maxTurns, "max turns for every turn, over the personas' and the modes'")
 	flagAllowedTools(cmd, &f.allowedTools, "tools to auto-approve on every turn, e.g. 'Bash(git status:*)' (repeatable)")
 	fs.BoolVar(&f.allowBypass, "allow-bypass", false, "allow the bypassPermissions mode (off: such turns are refused)")
@@ -207,6 +207,11 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	logger.Info().Strs("roots", h.Roots()).Bool("token", f.token != "").Bool("demo", f.demo).Msg("serving")
+	// Before the ready line, so whoever waits for it has this too.
+	if f.demo {
+		fmt.Fprintf(stderr, "harness serve --demo: try it: open http://%s in a browser and send \"hello\" (an answer and a tool run), "+
+			"\"touch a file\" (you are asked before the tool runs), \"a long answer\" (press stop midway) or \"/demo error\" (a failed turn); Ctrl-C ends the demo\n", ln.Addr())
+	}
 	fmt.Fprintf(stdout, "harness: listening on http://%s\n", ln.Addr())
 
 	status := 0
@@ -278,6 +283,12 @@ func setUpDemo(cfg *harness.Config, stderr io.Writer, command string) (func(), e
 	}
 	cfg.ChildEnv = append(cfg.ChildEnv, d.Env...)
 	cfg.AllowedTools = append(cfg.AllowedTools, d.AllowedTools...)
+	// The demo shows approvals: a session whose persona sets no mode runs
+	// in default, where the demo's `touch` is put to a person (its `ls`
+	// is allowed by rule). In dontAsk it was denied unasked (issue 34.3).
+	if cfg.DefaultPermissionMode == "" && cfg.PermissionMode == "" {
+		cfg.DefaultPermissionMode = "default"
+	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = d.State
 	}

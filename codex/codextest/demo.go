@@ -49,7 +49,13 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 			return Reply{Status: 400, ErrorMessage: "demo: you asked for an error, so here is a 400 from the fake Responses API"}
 		case req.lastIsFunctionOutput():
 			outs := req.FunctionOutputs()
-			n := countEntries(outs[len(outs)-1])
+			out := outs[len(outs)-1]
+			if !strings.Contains(out, "total ") {
+				// No listing came back (denied, failed): say what did,
+				// not "0 entries" (issue 34.3: the demo reads the result).
+				return Reply{Text: "The listing did not run: " + oneLine(out, 200), Deltas: 8, ChunkDelay: opts.ChunkDelay}
+			}
+			n := countEntries(out)
 			return Reply{Text: fmt.Sprintf("### Summary\n\nI saw **%d %s** in the project (not counting `.` and `..`).", n, entriesWord(n)),
 				Deltas: 8, ChunkDelay: opts.ChunkDelay}
 		case strings.Contains(strings.ToLower(prompt), "long"):

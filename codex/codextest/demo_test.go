@@ -40,6 +40,12 @@ func TestDemoResponder(t *testing.T) {
 	if follow.Call != nil || !strings.Contains(follow.Text, "**2 entries**") {
 		t.Fatalf("summary = %+v", follow)
 	}
+	// Issue 34.3: a listing that did not run is said so, not "0 entries".
+	denied := demo(demoRequest(t, userText("hi"), map[string]any{"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{}"},
+		map[string]any{"type": "function_call_output", "call_id": "c1", "output": "exec command rejected by user"}))
+	if !strings.Contains(denied.Text, "did not run: exec command rejected by user") || strings.Contains(denied.Text, "entries") {
+		t.Fatalf("a denied listing = %+v", denied)
+	}
 	if r := demo(demoRequest(t, userText("/demo error"))); r.Status != 400 {
 		t.Fatalf("/demo error answered %+v", r)
 	}

@@ -1,7 +1,7 @@
 // Unit tests of the console's event model and SSE parser: node --test web/jstest/
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Transcript, truncateLines, toolSummary, formatCost, retrySummary, diffLines, markerText, mcpSummary } from "../static/transcript.js";
+import { Transcript, truncateLines, toolSummary, formatCost, retrySummary, diffLines, markerText, mcpSummary, titleOf, errorHint } from "../static/transcript.js";
 import { SSEParser } from "../static/sse.js";
 
 const S = "s1";
@@ -273,4 +273,18 @@ test("mcpSummary counts connected servers and says why one failed", () => {
   });
   assert.equal(mcpSummary([{ name: "a", status: "connected" }]).failed, false);
   assert.ok(mcpSummary([{ name: "a", status: "failed", error: "x".repeat(10000) }]).title.length < 300, "a long error is cut");
+});
+
+// Issue 34.6: a new session is named by its first message, as the server
+// names it, not by its mode.
+test("titleOf is the first line of the message, cut to 80 characters", () => {
+  assert.equal(titleOf("  fix the build\nand the tests"), "fix the build");
+  assert.equal(titleOf("x".repeat(100)), "x".repeat(79) + "…");
+});
+
+// Issue 34.5: "Not logged in · Please run /login" says what the server
+// needs (ANTHROPIC_API_KEY) and that the demo needs nothing.
+test("errorHint names ANTHROPIC_API_KEY and the demo for not_logged_in only", () => {
+  assert.match(errorHint("not_logged_in"), /ANTHROPIC_API_KEY.*harness serve --demo/);
+  assert.equal(errorHint("api_error"), "");
 });

@@ -4,7 +4,7 @@
 // renderMarkdown, which escapes it before adding markup.
 
 import { Api, ApiError, eventsOf, sleep } from "./api.js";
-import { Transcript, truncateLines, toolSummary, formatCost, formatDuration, retrySummary, diffLines, markerText, mcpSummary } from "./transcript.js";
+import { Transcript, truncateLines, toolSummary, formatCost, formatDuration, retrySummary, diffLines, markerText, mcpSummary, titleOf, errorHint } from "./transcript.js";
 import { renderMarkdown } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
@@ -298,8 +298,10 @@ function markerNote(turn) {
 function errorText(err) {
   const label = labelOf(err.kind);
   const msg = String(err.error || "").trim();
-  if (!msg) return label;
-  return msg.toLowerCase().includes(label.toLowerCase()) ? msg : `${label}: ${msg}`;
+  const hint = errorHint(err.kind);
+  if (!msg) return hint ? `${label}. ${hint}` : label;
+  const text = msg.toLowerCase().includes(label.toLowerCase()) ? msg : `${label}: ${msg}`;
+  return hint ? `${text}. ${hint}` : text;
 }
 
 function labelOf(kind) {
@@ -478,6 +480,7 @@ async function send() {
     const after = state.transcript.lastSeq;
     const res = await api.startTurn(id, text);
     rememberUser(id, after, text);
+    nameAfterFirstMessage(id, text);
     input.value = "";
     autoGrow();
     state.transcript.addUser(text, { local: true });
@@ -495,6 +498,16 @@ async function send() {
     state.sending = false;
     updateControls();
   }
+}
+
+/** An untitled session is named by its first message at once (the server
+ * names it so too), in the header and the list. */
+function nameAfterFirstMessage(id, text) {
+  for (const s of [state.current, state.sessions.find((x) => x.id === id)]) {
+    if (s && s.id === id && !s.title) s.title = titleOf(text);
+  }
+  renderTitle();
+  renderSessions();
 }
 
 async function interrupt() {
@@ -644,7 +657,7 @@ function renderSessions() {
       { class: "session-open", type: "button", title: s.projectRoot, onclick: () => openSession(s.id) },
       el(
         "span",
-        { class: "session-title", text: s.title || s.persona || s.mode },
+        { class: "session-title", text: s.title || s.persona || "New session" },
         s.pendingApprovals > 0 ? el("span", { class: "waiting", "data-testid": "waiting-badge", title: "waiting for an approval", text: String(s.pendingApprovals) }) : "",
       ),
       el("span", {
@@ -722,7 +735,8 @@ async function loadEngines() {
       el("option", {
         value: e.name,
         disabled: !e.available,
-        title: e.available ? e.version || "" : e.reason || "not available here",
+        // Available means installed: say what else it needs to answer.
+        title: e.available ? [e.version, !state.demo && e.name === "claude-code" ? "needs a login: ANTHROPIC_API_KEY set for harness serve, or claude /login" : ""].filter(Boolean).join(" · ") : e.reason || "not available here",
         text: e.available ? e.name : `${e.name} (not available: ${e.reason || "missing"})`,
       }),
     ),
@@ -732,7 +746,7 @@ async function loadEngines() {
 
 function renderTitle() {
   const s = state.current;
-  $("title").textContent = s ? s.title || s.persona || `${s.mode} session` : "harness";
+  $("title").textContent = s ? s.title || s.persona || "New session" : "harness";
   // The model the next turn runs with when the session chose one (a
   // switch shows at once), else the one the last turn reported.
   const model = s?.model || state.transcript.turns.map((t) => t.init?.model).filter(Boolean).pop() || "";

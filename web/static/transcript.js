@@ -417,3 +417,22 @@ export function markerText(marker, turnText = "") {
   const to = turnText ? ` “${turnText.length > 60 ? turnText.slice(0, 59) + "…" : turnText}”` : "";
   return `Rewound to before${to || " a turn"}: ${what.join(", ")}.`;
 }
+
+/** A session's title from its first message, as the server makes it
+ * (harness titleOf): the first line, trimmed, cut to 80 characters. The
+ * console shows it as soon as the message is sent, not the mode. */
+export function titleOf(message) {
+  const line = String(message).trim().split("\n")[0].trim();
+  const r = Array.from(line);
+  return r.length > 80 ? r.slice(0, 79).join("") + "…" : line;
+}
+
+/** What a person can do about an error of this kind, or "". The Claude
+ * Code CLI says only "Not logged in · Please run /login", which is about
+ * its own terminal UI, not a server. */
+export function errorHint(kind) {
+  if (kind === "not_logged_in") {
+    return "The agent has no credentials: start harness serve with ANTHROPIC_API_KEY set (or run claude /login as the user it runs as), or try it without an account: harness serve --demo.";
+  }
+  return "";
+}

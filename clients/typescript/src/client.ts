@@ -50,7 +50,10 @@ export interface ReconnectOptions {
 
 export interface ClientOptions {
   /** What comes before `/api/harness`: an origin such as
-   * "http://127.0.0.1:7878", or "" for same-origin requests in a browser. */
+   * "http://127.0.0.1:7878", or a path ("" or "/proxy") for same-origin
+   * requests in a browser (behind a rewrite or proxy route). A relative
+   * base outside a browser (Node) throws on the first request, saying so,
+   * unless `fetch` is given. */
   baseUrl?: string;
   /** Bearer token, sent as `Authorization: Bearer …` on every request. */
   token?: string;
@@ -147,9 +150,11 @@ export class HarnessClient {
   private readonly fetchFn: typeof fetch;
   private readonly extraHeaders: Record<string, string>;
   private readonly reconnect: Required<ReconnectOptions>;
+  private readonly ownFetch: boolean;
 
   constructor(opts: ClientOptions = {}) {
     this.baseUrl = (opts.baseUrl ?? "").replace(/\/+$/, "");
+    this.ownFetch = opts.fetch !== undefined;
     this.token = opts.token || undefined;
     const f = opts.fetch ?? globalThis.fetch;
     if (typeof f !== "function") throw new Error("harness: no fetch available; pass ClientOptions.fetch");
@@ -164,7 +169,17 @@ export class HarnessClient {
 
   /** The absolute (or same-origin) URL of an /api/harness route. */
   url(path: string): string {
-    return `${this.baseUrl}/api/harness/${path.replace(/^\/+/, "")}`;
+    const u = `${this.baseUrl}/api/harness/${path.replace(/^\/+/, "")}`;
+    // A relative base ("" or "/proxy") means "this page's origin": only a
+    // browser has one. Node's fetch would fail with "Failed to parse URL",
+    // which does not say what to change.
+    if (!this.ownFetch && !/^[a-z][a-z0-9+.-]*:/i.test(u) && (globalThis as { location?: unknown }).location === undefined) {
+      throw new Error(
+        `harness: baseUrl ${JSON.stringify(this.baseUrl)} is relative, which works only in a browser, where requests go to the page's own origin ` +
+          `(e.g. behind a Next.js rewrite or proxy route); outside a browser pass the gateway's origin, e.g. baseUrl: "http://127.0.0.1:8787"`,
+      );
+    }
+    return u;
   }
 
   private headers(extra?: Record<string, string>): Record<string, string> {

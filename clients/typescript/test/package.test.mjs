@@ -7,8 +7,9 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
-import { installPacked, browserBundle } from "../scripts/packed.mjs";
+import { installPacked, browserBundle, pkgDir } from "../scripts/packed.mjs";
 
 let dir;
 let files;
@@ -51,4 +52,30 @@ test("Node resolves both entries by name; the main entry has no JSON-RPC client"
   );
   const got = JSON.parse(execFileSync(process.execPath, [script], { cwd: dir, encoding: "utf8" }));
   assert.deepEqual(got, { client: "function", sse: "function", approve: "function", mainRpc: "undefined", rpc: "function", rpcError: "function" });
+});
+
+// Issue 34.2: an app installs the client straight from a checkout, exactly
+// `npm install /path/to/clients/typescript`: the checkout has no dist/ and
+// no node_modules, so prepare must build it with the client's own tools
+// (it failed with "tsc: not found"), and the app then imports it by name.
+test("npm install <checkout>/clients/typescript works from a plain checkout", () => {
+  const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "harness-client-plain-")));
+  try {
+    const checkout = path.join(tmp, "checkout", "clients", "typescript");
+    for (const f of ["package.json", "package-lock.json", "tsconfig.json", "src", "test", "scripts"]) {
+      fs.cpSync(path.join(pkgDir, f), path.join(checkout, f), { recursive: true });
+    }
+    const app = path.join(tmp, "app");
+    fs.mkdirSync(app);
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+    const npm = (args) => execFileSync("npm", args, { cwd: app, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    npm(["init", "-y"]);
+    npm(["install", "--no-audit", "--no-fund", checkout]);
+    const out = execFileSync(process.execPath, ["--input-type=module", "-e",
+      `import { HarnessClient } from "@chirality/harness-client"; console.log(typeof HarnessClient, new HarnessClient({ baseUrl: "http://127.0.0.1:1" }).url("health"));`],
+      { cwd: app, encoding: "utf8" });
+    assert.equal(out.trim(), "function http://127.0.0.1:1/api/harness/health");
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
 });

@@ -120,3 +120,23 @@ test("the conversation controls send what the gateway takes and parse what it an
   await assert.rejects(c.rewind("s1", { toTurn: 0, files: true }));
   assert.equal(sent.length, before, "no request for invalid input");
 });
+
+// Issue 34.2: a relative baseUrl is for a browser (same origin, behind a
+// rewrite); in Node the first request says so instead of Node's bare
+// "Failed to parse URL". With a fetch of one's own it stays allowed.
+test("a relative baseUrl outside a browser is refused with what to pass instead", async () => {
+  for (const baseUrl of ["", "/proxy"]) {
+    const c = new HarnessClient({ baseUrl });
+    await assert.rejects(c.health(), /baseUrl .* is relative, which works only in a browser.*baseUrl: "http:\/\/127\.0\.0\.1:8787"/);
+  }
+  const seen: string[] = [];
+  const own = new HarnessClient({
+    baseUrl: "",
+    fetch: (async (u: string) => {
+      seen.push(u);
+      return new Response(JSON.stringify({ ok: true, claudeVersion: "x" }), { headers: { "Content-Type": "application/json" } });
+    }) as unknown as typeof fetch,
+  });
+  await own.health();
+  assert.deepEqual(seen, ["/api/harness/health"]);
+});

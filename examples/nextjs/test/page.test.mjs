@@ -196,6 +196,12 @@ test("the page chats through the route handler: stream, tool, approval, interrup
   await page.waitForFunction(() => !document.querySelector('[data-testid="message-input"]').disabled, null, { timeout: 60_000 });
   assert.ok((await page.evaluate(() => window.__textChanges)) > 10, "the answer grew in many steps");
   assert.match(await answer.innerText(), /Demo answer/);
+  // Issue 34.6: the answer's markdown is rendered, not shown raw.
+  assert.equal(await answer.locator("h4").first().innerText(), "Demo answer");
+  assert.match(await answer.locator("pre code").first().innerText(), /fmt\.Println/);
+  assert.ok((await answer.locator("li").count()) >= 3, "the list is a list");
+  assert.equal(await answer.locator("strong").first().innerText(), "demo");
+  assert.doesNotMatch(await answer.innerText(), /\*\*|```|^## /m, "no markdown syntax left on screen");
   await page.waitForFunction(() => document.querySelector('[data-testid="status-state"]')?.innerText === "idle", null, { timeout: T });
   assert.match(await byId(page, "status-cost").innerText(), /^\$\d/);
   await shot(page, "01-answer-with-tool");

@@ -3,6 +3,7 @@
 import { useEffect, useRef } from "react";
 import type { ApprovalDecision } from "@chirality/harness-client";
 import { describeInput, type ChatItem } from "../lib/view";
+import { Markdown } from "./Markdown";
 
 /** The conversation: the user's messages, the streamed answers, approval
  * cards and the marks a turn ends with. */
@@ -25,8 +26,8 @@ export function ChatPane(props: { items: ChatItem[]; running: boolean; onApprove
             );
           case "assistant":
             return (
-              <div key={i} className="bubble assistant" data-testid="assistant-message">
-                {item.text}
+              <div key={i} className="bubble assistant md" data-testid="assistant-message">
+                <Markdown text={item.text} />
               </div>
             );
           case "approval":

@@ -72,7 +72,12 @@ async function proxy(req: NextRequest, ctx: { params: Promise<{ path: string[] }
   try {
     upstream = await fetch(url, init);
   } catch {
-    return Response.json({ error: "gateway unreachable" }, { status: 502 });
+    // Say where and what to check: a gateway that refused to start (a
+    // token under 16 characters, a port in use) said why in its terminal.
+    return Response.json(
+      { error: `gateway unreachable at ${GATEWAY}: is harness serve running there? If it stopped at start, its terminal says why` },
+      { status: 502 },
+    );
   }
 
   const out = new Headers();
