@@ -178,6 +178,9 @@ func runEphemeral(f *turnFlags, message string, childEnv, allowed []string, stdo
 	if req.PermissionMode == "" && name != engine.ClaudeCode && name != engine.Anthropic {
 		req.PermissionMode = harness.DefaultPermissionMode
 	}
+	if isTTY(os.Stdin) && req.PermissionMode != "dontAsk" && req.PermissionMode != "bypassPermissions" {
+		req.Approver = newTermApprover(os.Stdin, stderr) // a person at the terminal is asked, as in a session
+	}
 	if f.promptFile != "" {
 		b, err := os.ReadFile(f.promptFile)
 		if err != nil {
