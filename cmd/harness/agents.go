@@ -60,7 +60,7 @@ agents.yaml:
     - {nick: alice, agent: claude, directory: ./alice, channels: ["#dev"],
        model: "", thinking: medium, tags: [backend]}
     - {nick: nat, agent: anthropic, directory: ./nat, channels: ["#dev"]}
-    - {nick: oc, agent: acp, acp_command: "opencode acp", directory: ./oc, channels: ["#dev"]}
+    - {nick: oc, agent: acp, acp_command: ["opencode", "acp"], directory: ./oc, channels: ["#dev"]}
   agent: claude | codex | copilot | acp | anthropic (native)
 `
 
