@@ -100,8 +100,10 @@ func (h *Harness) UpdateSession(id string, u SessionUpdate) (*session.Session, e
 	if err != nil {
 		return nil, err
 	}
+	h.trustSession(s) // what a person chose, not what the file says
+	var chosen *persona.Persona
 	if u.Persona != nil && *u.Persona != "" {
-		if _, err := persona.Load(s.ProjectRoot, *u.Persona); err != nil {
+		if chosen, err = persona.Load(s.ProjectRoot, *u.Persona); err != nil {
 			return nil, mapPersonaErrIn(s.ProjectRoot, err)
 		}
 	}
@@ -145,11 +147,17 @@ func (h *Harness) UpdateSession(id string, u SessionUpdate) (*session.Session, e
 		r.saveLocked("update")
 		c := *r.s
 		r.smu.Unlock()
+		if u.Persona != nil || u.PermissionMode != nil {
+			h.choose(&c, chosen) // a person chose them
+		}
 		return &c, nil
 	}
 	apply(s)
 	if err := h.store.Save(s); err != nil {
 		return nil, mapStoreErr(err)
+	}
+	if u.Persona != nil || u.PermissionMode != nil {
+		h.choose(s, chosen) // a person chose them
 	}
 	if u.Persona != nil || u.Model != nil || u.PermissionMode != nil || u.Effort != nil {
 		h.dropWarm(id, nil, "the session was switched")
@@ -177,6 +185,7 @@ func (h *Harness) idleSession(id string) (*session.Session, func(), error) {
 		unlock()
 		return nil, nil, err
 	}
+	h.trustSession(s) // what a person chose, not what the file says
 	// Reserved as a turn would be: no turn starts and no delete goes on
 	// meanwhile.
 	release, err := h.reserve(id)
@@ -404,6 +413,11 @@ func (h *Harness) Fork(ctx context.Context, id string, o ForkOptions) (*session.
 	if err != nil {
 		return nil, mapStoreErr(err)
 	}
+	// what a person gave the source holds in its fork; the engine is the fork's
+	if err := h.trust.CopyRules(s.ProjectRoot, id, ns.ID); err != nil {
+		h.log.Warn().Str("sessionId", ns.ID).Err(err).Msg("trust record: the fork did not get its source's rules")
+	}
+	h.choose(ns, nil)
 	fail := func(err error) (*session.Session, error) {
 		if derr := h.store.Delete(ns.ID); derr != nil {
 			h.log.Warn().Str("sessionId", ns.ID).Err(derr).Msg("a failed fork could not be removed")

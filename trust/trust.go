@@ -59,9 +59,15 @@ type Record struct {
 	MCP map[string]string `json:"mcp,omitempty"`
 }
 
-// SessionGrants are one session's rules.
+// SessionGrants are what a person gave one session: its "always" rules
+// and, once Chosen, the persona, permission mode and engine a person
+// chose for it (the session file's own say on them is not a person's).
 type SessionGrants struct {
-	Rules []string `json:"rules"`
+	Rules          []string `json:"rules"`
+	Chosen         bool     `json:"chosen,omitempty"`
+	Persona        string   `json:"persona,omitempty"`
+	PermissionMode string   `json:"permissionMode,omitempty"`
+	Engine         string   `json:"engine,omitempty"`
 }
 
 // PersonaTrust is a persona file as a person last trusted it: the hash
@@ -230,17 +236,46 @@ func (s *Store) AddRule(root, id, rule string) error {
 	})
 }
 
-// CopyRules gives session to the rules of session from (a fork).
+// Session returns what a person gave session id of root (nil: nothing
+// recorded). With a corrupt record it returns nil and the error.
+func (s *Store) Session(root, id string) (*SessionGrants, error) {
+	r, err := s.Load(root)
+	if g := r.Sessions[id]; g != nil {
+		c := *g
+		c.Rules = slices.Clone(g.Rules)
+		return &c, err
+	}
+	return nil, err
+}
+
+// Choose records the persona, permission mode and engine a person chose
+// for session id (creating it, or changing it through a door).
+func (s *Store) Choose(root, id, personaID, mode, engine string) error {
+	return s.Update(root, func(r *Record) error {
+		if r.Sessions == nil {
+			r.Sessions = map[string]*SessionGrants{}
+		}
+		g := r.Sessions[id]
+		if g == nil {
+			g = &SessionGrants{}
+			r.Sessions[id] = g
+		}
+		g.Chosen, g.Persona, g.PermissionMode, g.Engine = true, personaID, mode, engine
+		return nil
+	})
+}
+
+// CopyRules gives session to what a person gave session from (a fork).
 func (s *Store) CopyRules(root, from, to string) error {
-	rules, err := s.Rules(root, from)
-	if err != nil || len(rules) == 0 {
+	g, err := s.Session(root, from)
+	if err != nil || g == nil {
 		return err
 	}
 	return s.Update(root, func(r *Record) error {
 		if r.Sessions == nil {
 			r.Sessions = map[string]*SessionGrants{}
 		}
-		r.Sessions[to] = &SessionGrants{Rules: rules}
+		r.Sessions[to] = g
 		return nil
 	})
 }
