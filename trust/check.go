@@ -263,3 +263,30 @@ func (s *Store) Accept(root, kind, name, path, hash string) (*Item, error) {
 	}
 	return nil, fmt.Errorf("%w: kind %q (want persona or mcp)", ErrInvalid, kind)
 }
+
+// CurrentHash is the hash of root's persona file of ID name (kind
+// persona) or of its .mcp.json server name (kind mcp) as it is now.
+func CurrentHash(root, kind, name string) (string, error) {
+	switch kind {
+	case KindPersona:
+		if !persona.ValidID(name) {
+			return "", fmt.Errorf("%w: persona %q", ErrInvalid, name)
+		}
+		data, err := os.ReadFile(PersonaPath(root, name))
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", ErrNotFound, err)
+		}
+		return Hash(data), nil
+	case KindMCP:
+		project, err := mcpconfig.Project(root)
+		if err != nil {
+			return "", err
+		}
+		srv, ok := project.Get(name)
+		if !ok {
+			return "", fmt.Errorf("%w: no server %q in %s", ErrNotFound, name, filepath.Join(root, mcpconfig.FileName))
+		}
+		return ServerHash(srv), nil
+	}
+	return "", fmt.Errorf("%w: kind %q (want persona or mcp)", ErrInvalid, kind)
+}
