@@ -514,7 +514,8 @@ func knownType(t event.Type) bool {
 	switch t {
 	case event.TypeSessionInit, event.TypeChatDelta, event.TypeThinkingDelta, event.TypeChatComplete, event.TypeToolStart,
 		event.TypeToolResult, event.TypeSessionComplete, event.TypeSessionError, event.TypeProcessExit, event.TypeSessionRetry,
-		event.TypeUserMessage, event.TypeApprovalRequested, event.TypeApprovalResolved, event.TypeSessionForked, event.TypeSessionRewound:
+		event.TypeUserMessage, event.TypeApprovalRequested, event.TypeApprovalResolved, event.TypeSessionForked, event.TypeSessionRewound,
+		event.TypeTrustRequired:
 		return true
 	}
 	return false
