@@ -144,20 +144,22 @@ func (h *Harness) UpdateSession(id string, u SessionUpdate) (*session.Session, e
 		// The running turn owns the session's copy: change it there.
 		r.smu.Lock()
 		apply(r.s)
+		if u.Persona != nil || u.PermissionMode != nil {
+			h.choose(r.s, chosen) // a person chose them
+		}
 		r.saveLocked("update")
 		c := *r.s
 		r.smu.Unlock()
-		if u.Persona != nil || u.PermissionMode != nil {
-			h.choose(&c, chosen) // a person chose them
-		}
 		return &c, nil
 	}
 	apply(s)
+	if u.Persona != nil || u.PermissionMode != nil {
+		// a person chose them: recorded before the file, so a turn
+		// starting in between finds the record agreeing with the file
+		h.choose(s, chosen)
+	}
 	if err := h.store.Save(s); err != nil {
 		return nil, mapStoreErr(err)
-	}
-	if u.Persona != nil || u.PermissionMode != nil {
-		h.choose(s, chosen) // a person chose them
 	}
 	if u.Persona != nil || u.Model != nil || u.PermissionMode != nil || u.Effort != nil {
 		h.dropWarm(id, nil, "the session was switched")

@@ -25,9 +25,9 @@ const Dir = "trust"
 // (it trusts nothing); a grant that would take the record past a limit
 // is refused with ErrTooLarge.
 const (
-	MaxFileSize      = 1 << 20
+	MaxFileSize      = 4 << 20
 	MaxRulesPer      = 500 // rules of one session
-	MaxSessions      = 2000
+	MaxSessions      = 10000
 	MaxPersonas      = 500
 	MaxMCPServers    = 500
 	maxRuleLen       = 4096
