@@ -234,6 +234,17 @@ func TestAgentCannotWidenItsOwnGrants(t *testing.T) {
 				}
 			}
 
+			// ... and in a new session of the persona, which a person
+			// creates: the file as the agent left it is not what the
+			// person first chose.
+			_, out = s.createJSON(map[string]any{"engine": eng.name, "persona": "worker", "mode": "workbench"})
+			other := sessionID(t, out)
+			sc.set(bash)
+			if tt := runTrustTurn(t, s, other, "run the command", false); !slices.Contains(tt.asked, "Bash") || !slices.Contains(tt.kinds(), "persona") {
+				t.Fatalf("a new session of the widened persona: asked %q, trust:required %q", tt.asked, tt.kinds())
+			}
+			mustNotExist(t, bashMarker, "a new session of the widened persona: Bash ran that no person allowed")
+
 			// 3. The session file's rules, edited between turns.
 			writeRules := func(rules ...string) {
 				t.Helper()

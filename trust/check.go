@@ -77,6 +77,9 @@ func (s *Store) CheckPersona(root string, p *persona.Persona) (*persona.Persona,
 		return p, nil, lerr
 	case pt != nil:
 		trusted = pt.Grants
+		if pt.Hash == builtinHash {
+			why = "a person chose the built-in persona " + p.ID + " it overrides"
+		}
 	default:
 		if b, ok := persona.Builtin(p.ID); ok {
 			trusted, why = GrantsOf(b), "the built-in persona "+p.ID+" it overrides"
@@ -97,34 +100,31 @@ func (s *Store) CheckPersona(root string, p *persona.Persona) (*persona.Persona,
 			p.SourceFile, strings.Join(fields, ", "), why)}, lerr
 }
 
-// ChoosePersona records p's file as trusted when a person chose it for
-// a session (creating one, or switching a session to it) and nobody
-// trusted that path before: as it is when first chosen, it is trusted.
-// A built-in persona needs no record.
+// ChoosePersona records the persona a person chose for a session
+// (creating one, or switching a session to it), when nobody trusted its
+// path before: a project file as it is then, and a built-in persona's
+// grants under the path of the file that would override it, so that a
+// file written there later (by an agent) does not widen what the
+// persona grants, in this session or any new one.
 func (s *Store) ChoosePersona(root string, p *persona.Persona) error {
-	if p == nil || strings.HasPrefix(p.SourceFile, persona.EmbeddedPrefix) {
+	if p == nil {
 		return nil
+	}
+	if strings.HasPrefix(p.SourceFile, persona.EmbeddedPrefix) {
+		_, err := s.TrustPersonaIfNew(root, PersonaPath(root, p.ID), builtinHash, GrantsOf(p))
+		return err
 	}
 	data, err := os.ReadFile(p.SourceFile)
 	if err != nil {
 		return err
 	}
-	if _, ok := persona.Builtin(p.ID); ok {
-		// Overriding a built-in persona: the file is chosen under the
-		// built-in's name, so its grants beyond the built-in's still
-		// wait for an explicit trust.
-		if len(Widened(GrantsOf(mustBuiltin(p.ID)), GrantsOf(p))) > 0 {
-			return nil
-		}
-	}
 	_, err = s.TrustPersonaIfNew(root, p.SourceFile, Hash(data), GrantsOf(p))
 	return err
 }
 
-func mustBuiltin(id string) *persona.Persona {
-	b, _ := persona.Builtin(id)
-	return b
-}
+// builtinHash is the hash recorded for a built-in persona's grants: no
+// file has it.
+const builtinHash = "builtin"
 
 // MCPServers splits the servers of root's .mcp.json (project) into the
 // trusted and an Item for each untrusted one. A name the harness's own

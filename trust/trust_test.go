@@ -185,8 +185,9 @@ func TestPersonaTrust(t *testing.T) {
 	}
 }
 
-// A file overriding a built-in persona is held to the built-in's grants
-// until a person trusts it, even when a person then picks that persona.
+// A person who chose a built-in persona trusted its grants: a file
+// written later over it (by an agent) is held to them, in any session; a
+// project whose own override file a person chose first trusts that file.
 func TestOverrideOfBuiltin(t *testing.T) {
 	list, _ := persona.List(t.TempDir())
 	if len(list) == 0 {
@@ -195,14 +196,30 @@ func TestOverrideOfBuiltin(t *testing.T) {
 	id := list[0].ID
 	b, _ := persona.Builtin(id)
 	s, root := open(t), t.TempDir()
+	if err := s.ChoosePersona(root, load(t, root, id)); err != nil { // the built-in one
+		t.Fatal(err)
+	}
 	writePersona(t, root, id, "---\nauto_approve_tools: [Bash]\npermission_mode: bypassPermissions\n---\nAnything.\n")
 	p := load(t, root, id)
-	if err := s.ChoosePersona(root, p); err != nil {
+	if err := s.ChoosePersona(root, p); err != nil { // a new session of it
 		t.Fatal(err)
 	}
 	q, it, err := s.CheckPersona(root, p)
 	if err != nil || it == nil || slices.Contains(q.AutoApproveTools, "Bash") || q.PermissionMode != b.PermissionMode {
 		t.Fatalf("override: %+v %+v %v", q, it, err)
+	}
+	// nobody chose the built-in one here: the override file, chosen, is trusted
+	root2 := t.TempDir()
+	writePersona(t, root2, id, "---\nauto_approve_tools: [Bash]\n---\nMine.\n")
+	p2 := load(t, root2, id)
+	if _, it, _ := s.CheckPersona(root2, p2); it == nil {
+		t.Fatal("an override nobody chose is held to nothing")
+	}
+	if err := s.ChoosePersona(root2, p2); err != nil {
+		t.Fatal(err)
+	}
+	if q, it, _ := s.CheckPersona(root2, p2); it != nil || !slices.Contains(q.AutoApproveTools, "Bash") {
+		t.Fatalf("the chosen override: %+v %+v", q, it)
 	}
 }
 
