@@ -205,6 +205,19 @@ func (r *Record) check() error {
 	return nil
 }
 
+// session returns session id's entry, made when there is none.
+func (r *Record) session(id string) *SessionGrants {
+	if r.Sessions == nil {
+		r.Sessions = map[string]*SessionGrants{}
+	}
+	g := r.Sessions[id]
+	if g == nil {
+		g = &SessionGrants{}
+		r.Sessions[id] = g
+	}
+	return g
+}
+
 // Rules returns the rules a person gave session id of root ("always").
 // With a corrupt record it returns none and the error.
 func (s *Store) Rules(root, id string) ([]string, error) {
@@ -221,14 +234,7 @@ func (s *Store) AddRule(root, id, rule string) error {
 		return fmt.Errorf("trust: a rule of %d bytes", len(rule))
 	}
 	return s.Update(root, func(r *Record) error {
-		if r.Sessions == nil {
-			r.Sessions = map[string]*SessionGrants{}
-		}
-		g := r.Sessions[id]
-		if g == nil {
-			g = &SessionGrants{}
-			r.Sessions[id] = g
-		}
+		g := r.session(id)
 		if !slices.Contains(g.Rules, rule) {
 			g.Rules = append(g.Rules, rule)
 		}
@@ -252,14 +258,7 @@ func (s *Store) Session(root, id string) (*SessionGrants, error) {
 // for session id (creating it, or changing it through a door).
 func (s *Store) Choose(root, id, personaID, mode, engine string) error {
 	return s.Update(root, func(r *Record) error {
-		if r.Sessions == nil {
-			r.Sessions = map[string]*SessionGrants{}
-		}
-		g := r.Sessions[id]
-		if g == nil {
-			g = &SessionGrants{}
-			r.Sessions[id] = g
-		}
+		g := r.session(id)
 		g.Chosen, g.Persona, g.PermissionMode, g.Engine = true, personaID, mode, engine
 		return nil
 	})
@@ -272,10 +271,7 @@ func (s *Store) CopyRules(root, from, to string) error {
 		return err
 	}
 	return s.Update(root, func(r *Record) error {
-		if r.Sessions == nil {
-			r.Sessions = map[string]*SessionGrants{}
-		}
-		r.Sessions[to] = g
+		*r.session(to) = *g
 		return nil
 	})
 }
