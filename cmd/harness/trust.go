@@ -49,14 +49,14 @@ func (c *cli) trustCmd() *cobra.Command {
 		},
 	}
 	show := &cobra.Command{
-		Use: "show persona|mcp NAME", Short: "one thing that waits: what changed and its hash",
+		Use: "show KIND NAME", Short: "one thing that waits (KIND persona or mcp): what changed and its hash",
 		Args: exactArgs("KIND", "NAME"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return exitWith(trustShow(root, stateDir, &mcpFlag, args[0], args[1], asJSON, c.stdout, c.stderr))
 		},
 	}
 	accept := &cobra.Command{
-		Use: "accept persona|mcp NAME [--hash HASH]", Short: "trust it as it is now",
+		Use: "accept KIND NAME [--hash HASH]", Short: "trust it (KIND persona or mcp) as it is now",
 		Args: exactArgs("KIND", "NAME"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return exitWith(trustAccept(root, stateDir, args[0], args[1], hash, c.stdout, c.stderr))
