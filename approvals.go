@@ -278,8 +278,10 @@ func ruleFor(q engine.ApprovalRequest) string {
 	return r
 }
 
-// addRule remembers rule in the session (persisted at once: shown by GET
-// /session/{id}, used by later turns).
+// addRule remembers rule, a person's "always": in the trust record,
+// outside the project, which is what later turns and a restarted harness
+// honour, and in the session file (spec 004's rules, shown by GET
+// /session/{id}), which grants nothing by itself.
 func (r *runner) addRule(rule string) {
 	r.rulesMu.Lock()
 	if slices.Contains(r.ruleList, rule) {
@@ -288,6 +290,9 @@ func (r *runner) addRule(rule string) {
 	}
 	r.ruleList = append(r.ruleList, rule)
 	r.rulesMu.Unlock()
+	if err := r.h.trust.AddRule(r.s.ProjectRoot, r.s.ID, rule); err != nil {
+		r.log.Error().Str("sessionId", r.s.ID).Err(err).Str("rule", rule).Msg("the person's rule could not be kept in the trust record: it holds for this turn only")
+	}
 	r.smu.Lock()
 	defer r.smu.Unlock()
 	if !slices.Contains(r.s.Rules, rule) {

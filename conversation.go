@@ -101,8 +101,10 @@ func (h *Harness) UpdateSession(id string, u SessionUpdate) (*session.Session, e
 	if err != nil {
 		return nil, err
 	}
+	h.trustSession(s) // what a person chose, not what the file says
+	var chosen *persona.Persona
 	if u.Persona != nil && *u.Persona != "" {
-		if _, err := persona.Load(s.ProjectRoot, *u.Persona); err != nil {
+		if chosen, err = persona.Load(s.ProjectRoot, *u.Persona); err != nil {
 			return nil, mapPersonaErrIn(s.ProjectRoot, err)
 		}
 	}
@@ -143,12 +145,20 @@ func (h *Harness) UpdateSession(id string, u SessionUpdate) (*session.Session, e
 		// The running turn owns the session's copy: change it there.
 		r.smu.Lock()
 		apply(r.s)
+		if u.Persona != nil || u.PermissionMode != nil {
+			h.choose(r.s, chosen) // a person chose them
+		}
 		r.saveLocked("update")
 		c := *r.s
 		r.smu.Unlock()
 		return &c, nil
 	}
 	apply(s)
+	if u.Persona != nil || u.PermissionMode != nil {
+		// a person chose them: recorded before the file, so a turn
+		// starting in between finds the record agreeing with the file
+		h.choose(s, chosen)
+	}
 	if err := h.store.Save(s); err != nil {
 		return nil, mapStoreErr(err)
 	}
@@ -178,6 +188,7 @@ func (h *Harness) idleSession(id string) (*session.Session, func(), error) {
 		unlock()
 		return nil, nil, err
 	}
+	h.trustSession(s) // what a person chose, not what the file says
 	// Reserved as a turn would be: no turn starts and no delete goes on
 	// meanwhile.
 	release, err := h.reserve(id)
@@ -422,6 +433,11 @@ func (h *Harness) Fork(ctx context.Context, id string, o ForkOptions) (*session.
 	if err != nil {
 		return nil, mapStoreErr(err)
 	}
+	// what a person gave the source holds in its fork; the engine is the fork's
+	if err := h.trust.CopyRules(s.ProjectRoot, id, ns.ID); err != nil {
+		h.log.Warn().Str("sessionId", ns.ID).Err(err).Msg("trust record: the fork did not get its source's rules")
+	}
+	h.choose(ns, nil)
 	fail := func(err error) (*session.Session, error) {
 		if derr := h.store.Delete(ns.ID); derr != nil {
 			h.log.Warn().Str("sessionId", ns.ID).Err(derr).Msg("a failed fork could not be removed")
@@ -538,7 +554,8 @@ func knownType(t event.Type) bool {
 	switch t {
 	case event.TypeSessionInit, event.TypeChatDelta, event.TypeThinkingDelta, event.TypeChatComplete, event.TypeToolStart,
 		event.TypeToolResult, event.TypeSessionComplete, event.TypeSessionError, event.TypeProcessExit, event.TypeSessionRetry,
-		event.TypeUserMessage, event.TypeApprovalRequested, event.TypeApprovalResolved, event.TypeSessionForked, event.TypeSessionRewound:
+		event.TypeUserMessage, event.TypeApprovalRequested, event.TypeApprovalResolved, event.TypeSessionForked, event.TypeSessionRewound,
+		event.TypeTrustRequired:
 		return true
 	}
 	return false

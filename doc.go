@@ -46,12 +46,25 @@
 // With Config.Approvals, turns in permission modes default, acceptEdits
 // and plan get an engine.Approver (approvals.go): approval:requested is
 // stored and published, Approve takes the first answer exactly once,
-// "always" remembers the exact use as a rule in the session (permrule.Exact,
+// "always" remembers the exact use as a rule of the session, in the trust
+// record and the session file (permrule.Exact,
 // never the agent's wider suggestion; approval:requested shows it as
 // rule), later requests that permrule finds allowed by the session's
 // rules are resolved by rule, and a timeout, an interrupt,
 // a kill, a delete or Shutdown denies what is still open before the turn
 // ends.
+//
+// # Trust (trust.go, package trust)
+//
+// What an agent can write in its project grants nothing by itself: a
+// turn honours the "always" rules a person gave and the persona, mode
+// and engine a person chose, as the trust record in the state directory
+// (outside every project) keeps them, not as the session file says; a
+// persona file whose grants widened since a person trusted it runs with
+// the trusted grants; a project .mcp.json server starts only once a
+// person trusted its definition. What a turn does not honour it says in
+// trust:required events after user:message; PendingTrust and AcceptTrust
+// show and take a person's trust.
 //
 // # File checkpoints
 //

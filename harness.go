@@ -20,6 +20,7 @@ import (
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/session"
+	"github.com/chirality/harness/trust"
 	"github.com/rs/zerolog"
 )
 
@@ -34,6 +35,7 @@ type Harness struct {
 	engines map[string]engine.Engine
 	order   []string // engine names, built-in first
 	store   *session.Store
+	trust   *trust.Store // what a person granted (trust.go)
 	warm    *warmPool
 	ckpts   checkpoints // file snapshots by project root (checkpoints.go)
 
@@ -100,6 +102,9 @@ func New(cfg Config) (*Harness, error) {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	h.store = st
+	if h.trust, err = trust.Open(st.StateDir()); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
 	h.warm = newWarmPool(c.WarmTurns, c.WarmIdle)
 	for _, e := range c.Engines {
 		h.addEngine(e)
@@ -372,13 +377,23 @@ func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
 		return nil, err
 	}
 	name := spec.Engine
+	var p *persona.Persona
 	if spec.Persona != "" {
-		p, err := persona.Load(root, spec.Persona)
+		if p, err = persona.Load(root, spec.Persona); err != nil {
+			return nil, mapPersonaErrIn(root, err)
+		}
+		// A person chooses this persona: its file, first chosen, is
+		// trusted as it is. The engine a new session of it gets is a
+		// grant: the trusted one's.
+		if err := h.trust.ChoosePersona(root, p); err != nil {
+			h.projectLog(root).Error().Err(err).Str("persona", spec.Persona).Msg("trust record: the persona could not be recorded")
+		}
+		q, _, err := h.loadPersona(root, spec.Persona)
 		if err != nil {
 			return nil, mapPersonaErrIn(root, err)
 		}
 		if name == "" {
-			name = p.Engine
+			name = q.Engine
 		}
 	}
 	if name == "" {
@@ -397,6 +412,7 @@ func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
 		return nil, mapStoreErr(err)
 	}
 	h.noteRoot(root)
+	h.choose(s, nil) // the persona, mode and engine a person chose
 	h.projectLog(root).Info().Str("sessionId", s.ID).Str("persona", spec.Persona).Str("mode", spec.Mode).
 		Str("engine", name).Msg("session created")
 	h.prewarm(s.ID, false) // a free slot only: creating sessions never evicts or spawns beyond --warm
@@ -408,13 +424,15 @@ func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
 // persona cannot be read.
 func (h *Harness) PermissionMode(s *session.Session) string {
 	var p *persona.Persona
-	if s.Persona != "" {
+	c := *s
+	h.trustSession(&c) // what a person chose, not what the file says
+	if c.Persona != "" {
 		var err error
-		if p, err = persona.Load(s.ProjectRoot, s.Persona); err != nil {
+		if p, _, err = h.loadPersona(c.ProjectRoot, c.Persona); err != nil {
 			return ""
 		}
 	}
-	mode, err := h.cfg.permissionModeFor(p, s.PermissionMode)
+	mode, err := h.cfg.permissionModeFor(p, c.PermissionMode)
 	if err != nil {
 		return ""
 	}
@@ -609,6 +627,9 @@ func (h *Harness) DeleteSession(ctx context.Context, id string) error {
 	}
 	if err := h.store.Delete(id); err != nil {
 		return mapStoreErr(err)
+	}
+	if err := h.trust.DropSession(s.ProjectRoot, id); err != nil {
+		h.log.Warn().Str("sessionId", id).Err(err).Msg("trust record: the deleted session's grants could not be dropped")
 	}
 	h.mu.Lock()
 	delete(h.answered, id)

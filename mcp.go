@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 
+	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/mcpconfig"
 	"github.com/chirality/harness/persona"
@@ -14,23 +15,28 @@ import (
 // expanded from the harness's environment. Every env and header value is
 // registered with the process's scrubber before any engine sees it. A
 // malformed layer is ErrInvalidMCPConfig naming the file and server.
-func (h *Harness) mcpServers(root string, p *persona.Persona) (*mcpconfig.Config, error) {
+//
+// A project server no person trusted (by name and the hash of its
+// definition; see package trust) is left out: it is returned as a
+// trust:required notice and an "untrusted" status for session:init.
+func (h *Harness) mcpServers(root string, p *persona.Persona) (*mcpconfig.Config, []event.TrustRequired, []event.MCPServerStatus, error) {
 	project, err := mcpconfig.Project(root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidMCPConfig, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrInvalidMCPConfig, err)
 	}
 	cfg := mcpconfig.Merge(project, h.cfg.MCP)
 	if p != nil && p.MCP != nil {
 		if cfg, err = mcpconfig.Select(cfg, p.MCP.Names, p.MCP.Inline, "persona "+p.ID); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidMCPConfig, err)
+			return nil, nil, nil, fmt.Errorf("%w: %w", ErrInvalidMCPConfig, err)
 		}
 	}
+	cfg, notices, status := h.untrustedMCP(root, project, cfg)
 	if cfg.Len() == 0 {
-		return nil, nil
+		return nil, notices, status, nil
 	}
 	if cfg, err = cfg.Expand(nil); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidMCPConfig, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrInvalidMCPConfig, err)
 	}
 	secrets.Register(cfg.Secrets()...)
-	return cfg, nil
+	return cfg, notices, status, nil
 }

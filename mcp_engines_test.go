@@ -36,6 +36,7 @@ func TestClaudeCodeMCPThroughTheCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(e.root, ".mcp.json"), string(proj))
+	trustProjectMCP(t, e.h, e.root) // a person trusted the project's servers
 	writeFile(t, filepath.Join(e.root, "agents", "AGENT_TOOLS.md"),
 		"---\npermission_mode: default\nauto_approve_tools:\n  - mcp__everything__echo\n  - mcp__everything__get-env\n---\nBe brief.\n")
 	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Persona: "TOOLS", Mode: "direct"})

@@ -25,6 +25,7 @@ func TestTurnMCPServers(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) { c.Engines = []engine.Engine{se}; c.MCP = flag })
 	writeFile(t, filepath.Join(e.root, ".mcp.json"),
 		`{"mcpServers": {"a": {"command": "proj-a", "env": {"TOKEN": "${HARNESS_TEST_MCP_TOKEN}"}}, "b": {"command": "proj-b"}}}`)
+	trustProjectMCP(t, e.h, e.root) // a person trusted the project's servers
 	writeFile(t, filepath.Join(e.root, "agents", "AGENT_PLAIN.md"), "---\nengine: script\n---\nBe brief.\n")
 	writeFile(t, filepath.Join(e.root, "agents", "AGENT_PICKY.md"), "---\nengine: script\nmcp_servers:\n  - a\n  - own:\n      command: own-cmd\n---\nBe brief.\n")
 	writeFile(t, filepath.Join(e.root, "agents", "AGENT_NONE.md"), "---\nengine: script\nmcp_servers: []\n---\nBe brief.\n")

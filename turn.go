@@ -38,18 +38,38 @@ type Plan struct {
 	// Request is what the engine is started with (Message, Approver and
 	// Logger are filled in by StartTurn).
 	Request engine.Request
+	// Rules are the session's "always" rules a person gave (the trust
+	// record's, not the session file's).
+	Rules []string
+	// Trust says what the turn does not honour until a person trusts it
+	// (trust:required events); Untrusted are the project MCP servers left
+	// out, as session:init reports them.
+	Trust     []event.TrustRequired
+	Untrusted []event.MCPServerStatus
 }
 
 // plan builds the Plan of s. With rebuild the prompt is assembled and
 // saved again (what a turn does); without it the saved file is reused
 // when there is one (what `harness replay` does, to re-run exactly what
 // the model was given).
+//
+// s is the caller's copy: what the session file says beyond what a
+// person chose for it is put back there (see trustSession).
 func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
+	var notices []event.TrustRequired
+	rules, sn := h.trustSession(s)
+	if sn != nil {
+		notices = append(notices, *sn)
+	}
 	var p *persona.Persona
 	if s.Persona != "" {
 		var err error
-		if p, err = persona.Load(s.ProjectRoot, s.Persona); err != nil {
+		var pn *event.TrustRequired
+		if p, pn, err = h.loadPersona(s.ProjectRoot, s.Persona); err != nil {
 			return nil, mapPersonaErr(err)
+		}
+		if pn != nil {
+			notices = append(notices, *pn)
 		}
 	}
 	mode, err := persona.ParseMode(s.Mode)
@@ -99,9 +119,11 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 		StateDir:         session.StateDir(s.ProjectRoot, s.ID),
 		Model:            s.Model,
 	}
-	if req.MCP, err = h.mcpServers(s.ProjectRoot, p); err != nil {
+	mcpNotices, untrusted, err := []event.TrustRequired(nil), []event.MCPServerStatus(nil), error(nil)
+	if req.MCP, mcpNotices, untrusted, err = h.mcpServers(s.ProjectRoot, p); err != nil {
 		return nil, err
 	}
+	notices = append(notices, mcpNotices...)
 	if pd := s.Pending; pd != nil {
 		// A fork's or a rewind's cut, waiting for this turn.
 		req.Resume, req.ResumeAt, req.Fork = pd.Resume, pd.ResumeAt, pd.Fork
@@ -115,7 +137,8 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 			req.Model = p.Model
 		}
 	}
-	return &Plan{Session: s, Persona: p, Engine: name, PromptFile: path, Request: req}, nil
+	return &Plan{Session: s, Persona: p, Engine: name, PromptFile: path, Request: req,
+		Rules: rules, Trust: notices, Untrusted: untrusted}, nil
 }
 
 // ReplayPlan returns the Plan `harness replay` runs for session id: the
@@ -326,10 +349,12 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	changed := false
 	if (o.Persona != "" && o.Persona != s.Persona) || (o.Model != "" && o.Model != s.Model) {
 		if o.Persona != "" && o.Persona != s.Persona {
-			if _, err := persona.Load(s.ProjectRoot, o.Persona); err != nil {
+			p, err := persona.Load(s.ProjectRoot, o.Persona)
+			if err != nil {
 				return nil, mapPersonaErr(err)
 			}
 			s.Persona = o.Persona
+			h.choose(s, p) // a person switched the session to it
 		}
 		if o.Model != "" {
 			s.Model = o.Model
@@ -374,7 +399,7 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	}
 	startSeq := elog.LastSeq()
 	r := &runner{h: h, lt: lt, eng: eng, s: s, req: req, elog: elog, log: plog, started: time.Now(), tools: map[string]string{},
-		ruleList: slices.Clone(s.Rules)}
+		ruleList: slices.Clone(plan.Rules), untrusted: plan.Untrusted}
 	var asks *approvals
 	if h.cfg.Approvals && engine.AsksApproval(req.PermissionMode) {
 		asks = &approvals{r: r, timeout: h.cfg.ApprovalTimeout, byID: map[string]*pendingApproval{}}
@@ -388,8 +413,14 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	lt.mu.Unlock()
 	unlock()
 	locked = false
-	// The turn's first event, before the engine can say anything.
+	// The turn's first event, before the engine can say anything; then
+	// what the turn does not honour until a person trusts it.
 	r.emit(event.Event{Type: event.TypeUserMessage, Text: message})
+	for i := range plan.Trust {
+		n := plan.Trust[i]
+		plog.Warn().Str("sessionId", id).Str("kind", n.Kind).Str("name", n.Name).Str("path", n.Path).Msg("trust:required " + n.Message)
+		r.emit(event.Event{Type: event.TypeTrustRequired, Trust: &n})
+	}
 	if seq := elog.LastSeq(); seq > startSeq {
 		h.snapshotTurn(ctx, s, seq, plog) // the files before the turn (checkpoints.go); never stops it
 	}
@@ -458,7 +489,9 @@ type runner struct {
 	saving    sync.WaitGroup // saveAside's saves in flight
 
 	rulesMu  sync.Mutex
-	ruleList []string // s.Rules, readable while s is being saved
+	ruleList []string // the rules a person gave, readable while s is being saved
+
+	untrusted []event.MCPServerStatus // project MCP servers left out, for session:init
 }
 
 func (r *runner) run(t engine.Turn) {
@@ -532,6 +565,11 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			// done, and it has been given this prompt.
 			r.s.Pending = nil
 			r.s.PromptHash = promptHash(r.req.SystemPrompt)
+			if len(r.untrusted) > 0 {
+				init := *ev.Init
+				init.MCPServers = append(slices.Clone(init.MCPServers), r.untrusted...)
+				ev.Init = &init
+			}
 			r.s.MCPServers = ev.Init.MCPServers
 			r.smu.Unlock()
 			r.saveAside("session:init")

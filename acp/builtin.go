@@ -57,11 +57,19 @@ func Builtin() []Config {
 // outside bypass, so claude-acp runs as root in every other mode whatever
 // IS_SANDBOX says; bypassPermissions as root still needs IS_SANDBOX=1.
 // A session set up outside bypass cannot switch to it later.
+//
+// In every mode it also sets claudeCode.options.strictMcpConfig: the
+// adapter loads the project's settings, and with them its .mcp.json
+// servers, by itself; strict, the agent starts only the servers the
+// session sends (what the core let through: project servers a person
+// trusted, the harness's own), never a cloned repository's .mcp.json
+// (issue 29).
 func ClaudeACPSessionMeta(permissionMode string) map[string]any {
-	if permissionMode == "bypassPermissions" {
-		return nil
+	opts := map[string]any{"strictMcpConfig": true}
+	if permissionMode != "bypassPermissions" {
+		opts["allowDangerouslySkipPermissions"] = false
 	}
-	return map[string]any{"claudeCode": map[string]any{"options": map[string]any{"allowDangerouslySkipPermissions": false}}}
+	return map[string]any{"claudeCode": map[string]any{"options": opts}}
 }
 
 // BuiltinConfig returns the built-in entry named name, if there is one.

@@ -8,7 +8,8 @@ import (
 
 // Outside bypassPermissions the claude-acp entry tells the adapter never
 // to let the CLI skip permissions (as root the CLI refuses that unless
-// IS_SANDBOX=1); in bypass it leaves the adapter's choice alone. The other
+// IS_SANDBOX=1); in bypass it leaves the adapter's choice alone. In every
+// mode it keeps the adapter from loading the project's .mcp.json. The other
 // built-in agents get no _meta.
 func TestClaudeACPSessionMeta(t *testing.T) {
 	c, ok := acp.BuiltinConfig(acp.ClaudeACP)
@@ -18,12 +19,14 @@ func TestClaudeACPSessionMeta(t *testing.T) {
 	for _, mode := range []string{"", "default", "dontAsk", "acceptEdits", "plan", "auto"} {
 		m := c.SessionMeta(mode)
 		opts, _ := m["claudeCode"].(map[string]any)["options"].(map[string]any)
-		if v, ok := opts["allowDangerouslySkipPermissions"]; !ok || v != false {
+		if v, ok := opts["allowDangerouslySkipPermissions"]; !ok || v != false || opts["strictMcpConfig"] != true {
 			t.Errorf("mode %q: _meta = %v", mode, m)
 		}
 	}
-	if m := c.SessionMeta("bypassPermissions"); m != nil {
-		t.Errorf("bypassPermissions: _meta = %v, want none", m)
+	m := c.SessionMeta("bypassPermissions")
+	opts, _ := m["claudeCode"].(map[string]any)["options"].(map[string]any)
+	if _, ok := opts["allowDangerouslySkipPermissions"]; ok || opts["strictMcpConfig"] != true {
+		t.Errorf("bypassPermissions: _meta = %v, want only strictMcpConfig (the project's .mcp.json is not the agent's to load)", m)
 	}
 	for _, name := range []string{acp.OpenCode, acp.Copilot} {
 		if c, _ := acp.BuiltinConfig(name); c.SessionMeta != nil {

@@ -292,3 +292,33 @@ func (s *Server) previewRewind(w http.ResponseWriter, r *http.Request) {
 
 // previewTimeout bounds GET /rewind's diff of the project's files.
 const previewTimeout = time.Minute
+
+// trust is POST /trust: a person trusts a persona file or a project MCP
+// server of the session's project, as a trust event showed it (hash).
+func (s *Server) trust(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Kind string `json:"kind"`
+		Name string `json:"name"`
+		Path string `json:"path"`
+		Hash string `json:"hash"`
+	}
+	if err := s.decode(w, r, &body); err != nil {
+		writeError(w, err)
+		return
+	}
+	if body.Kind == "" || body.Hash == "" || (body.Name == "" && body.Path == "") {
+		writeError(w, fmt.Errorf("%w: kind, hash and name or path are required", ErrBadBody))
+		return
+	}
+	sess, err := s.h.Session(s.SessionID())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	it, err := s.h.AcceptTrust(sess.ProjectRoot, body.Kind, body.Name, body.Path, body.Hash)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"trusted": it})
+}

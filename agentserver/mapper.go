@@ -38,6 +38,13 @@ type Event struct {
 	ToTurn       int64    `json:"toTurn,omitempty"`
 	Files        []string `json:"files,omitempty"`
 	Conversation *bool    `json:"conversation,omitempty"`
+	// trust: what the turn does not honour until a person trusts it
+	// (event.TrustRequired: TrustKind is its kind; Name, Message too).
+	TrustKind string              `json:"trustKind,omitempty"`
+	Path      string              `json:"path,omitempty"`
+	Hash      string              `json:"hash,omitempty"`
+	Changes   []event.TrustChange `json:"changes,omitempty"`
+	Rules     []string            `json:"rules,omitempty"`
 }
 
 // Position is a place in the stream: after the event Index of the events
@@ -186,6 +193,11 @@ func (m *mapper) record(ev *event.Event, out []Event) []Event {
 	case event.TypeSessionForked:
 		out = m.close(out)
 		out = append(out, Event{Type: "session", SessionID: m.session, From: ev.Forked.From})
+	case event.TypeTrustRequired:
+		out = m.close(out)
+		tr := ev.Trust
+		out = append(out, Event{Type: "trust", TrustKind: tr.Kind, Name: tr.Name, Path: tr.Path, Hash: tr.Hash,
+			Changes: tr.Changes, Rules: tr.Rules, Message: tr.Message})
 	case event.TypeSessionRewound:
 		out = m.close(out)
 		r := ev.Rewound

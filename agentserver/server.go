@@ -15,8 +15,10 @@
 //	POST /fork      {"atSeq"?}: fork the session; the server serves the fork from then on
 //	POST /rewind    {"toTurn"? | "turns"?, "files"?, "conversation"?}: undo turns (files, conversation or both)
 //	GET  /rewind    ?turns=N | ?toTurn=S: what that rewind would undo (the files it would restore)
+//	POST /trust     {"kind": "persona|mcp", "name"?, "path"?, "hash"}: a person trusts what a trust
+//	                event showed → 200 {"trusted": {…}}; 409 it changed since, 404 no such thing
 //
-// (control.go has the details of the last six: bodies, answers, errors.)
+// (control.go has the details of the six before it: bodies, answers, errors.)
 //
 // Events are JSON objects with "type" and "timestamp" (Unix ms, when the
 // event happened: stamped once as the session log stores it, so two
@@ -38,6 +40,9 @@
 //	rewound     {toTurn, files, conversation}
 //	                                  turns were undone (POST /rewind) from the one whose user
 //	                                  event has id toTurn: files restored, conversation cut or not
+//	trust       {trustKind, name?, path?, hash?, changes?, rules?, message}
+//	                                  what the turn does not honour until a person trusts it (the
+//	                                  core's trust:required): trust a persona or mcp one with POST /trust
 //
 // text and reasoning are sent once per completed block, never per delta:
 // one event is one part. A prompt's events are: user, status thinking,
@@ -91,6 +96,7 @@ import (
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/internal/sse"
+	"github.com/chirality/harness/trust"
 )
 
 // Config configures New. Harness and SessionID are required.
@@ -184,6 +190,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /fork", s.fork)
 	mux.HandleFunc("POST /rewind", s.rewind)
 	mux.HandleFunc("GET /rewind", s.previewRewind)
+	mux.HandleFunc("POST /trust", s.trust)
 	s.handler = guard.Wrap(mux)
 	return s, nil
 }
@@ -271,12 +278,13 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, ErrBadBody), errors.Is(err, ErrBadPosition), errors.Is(err, harness.ErrEmptyMessage),
 		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, harness.ErrInvalidID), errors.Is(err, ErrNothingToRewind),
-		errors.Is(err, harness.ErrInvalidPersona), errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort):
+		errors.Is(err, harness.ErrInvalidPersona), errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort),
+		errors.Is(err, trust.ErrInvalid):
 		return http.StatusBadRequest
-	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved):
+	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved), errors.Is(err, trust.ErrStale):
 		return http.StatusConflict
 	case errors.Is(err, harness.ErrApprovalNotFound), errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrSeqNotFound),
-		errors.Is(err, harness.ErrPersonaNotFound):
+		errors.Is(err, harness.ErrPersonaNotFound), errors.Is(err, trust.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported),
 		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore):

@@ -41,6 +41,11 @@ const (
 	// happened (nothing is deleted from the log).
 	TypeSessionForked  Type = "session:forked"
 	TypeSessionRewound Type = "session:rewound"
+	// TypeTrustRequired says what a turn refused to honour until a
+	// person trusts it (a persona file's widened grants, a project MCP
+	// server, session rules no person gave): it comes after user:message,
+	// before the engine starts, once per thing, and ends nothing.
+	TypeTrustRequired Type = "trust:required"
 )
 
 // Event is one UI event: a discriminated union on Type. Text is set for
@@ -58,6 +63,7 @@ const (
 //	approval:resolved   Resolved
 //	session:forked    Forked
 //	session:rewound   Rewound
+//	trust:required    Trust
 //
 // user:message carries Text.
 //
@@ -84,12 +90,38 @@ type Event struct {
 	Retry      *SessionRetry
 	Forked     *SessionForked
 	Rewound    *SessionRewound
+	Trust      *TrustRequired
 
 	// Time is when the event happened, in Unix milliseconds: the core
 	// stamps it once, as it stores the event, so every reader and every
 	// replay of the log sees the same time. 0 (an engine's event not yet
 	// stored, a log written before events had it) is left out of the JSON.
 	Time int64
+}
+
+// TrustRequired is the payload of trust:required. Kind is persona (Path:
+// the file, Name: its ID, Changes: the widened grants, run with the
+// trusted ones meanwhile), mcp (Name: a project .mcp.json server, not
+// started) or rules (Rules: the session file's rules that no person
+// gave, not honoured). Hash is what a person accepts (POST
+// /api/harness/trust, `harness trust accept`); Message says it in a
+// sentence.
+type TrustRequired struct {
+	Kind    string        `json:"kind"`
+	Name    string        `json:"name,omitempty"`
+	Path    string        `json:"path,omitempty"`
+	Hash    string        `json:"hash,omitempty"`
+	Changes []TrustChange `json:"changes,omitempty"`
+	Rules   []string      `json:"rules,omitempty"`
+	Message string        `json:"message"`
+}
+
+// TrustChange is one widened grant: the frontmatter key, what a person
+// trusted and what the file says now.
+type TrustChange struct {
+	Field   string `json:"field"`
+	Trusted string `json:"trusted"`
+	Now     string `json:"now"`
 }
 
 // SessionForked is the payload of session:forked: this session was forked
@@ -378,6 +410,8 @@ func (e Event) AppendJSON(b []byte) []byte {
 		payload = e.Forked
 	case e.Rewound != nil:
 		payload = e.Rewound
+	case e.Trust != nil:
+		payload = e.Trust
 	case e.Exit != nil:
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(e.Exit.Code), 10)
@@ -450,6 +484,9 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	case TypeSessionRewound:
 		e.Rewound = new(SessionRewound)
 		target = e.Rewound
+	case TypeTrustRequired:
+		e.Trust = new(TrustRequired)
+		target = e.Trust
 	default:
 		return nil
 	}

@@ -28,6 +28,9 @@ func TestRoundTrip(t *testing.T) {
 		{Type: TypeSessionComplete, SessionID: "s", Complete: &SessionComplete{CostUSD: 0.5, Usage: json.RawMessage(`{}`), NumTurns: 2, Checkpoint: "uuid-1"}},
 		{Type: TypeSessionForked, SessionID: "s", Forked: &SessionForked{From: "o", AtSeq: 7}},
 		{Type: TypeSessionRewound, SessionID: "s", Rewound: &SessionRewound{ToTurn: 3, Files: []string{"a.go"}, Conversation: true}},
+		{Type: TypeTrustRequired, SessionID: "s", Trust: &TrustRequired{Kind: "persona", Name: "helper", Path: "/p/agents/AGENT_helper.md", Hash: "sha256:ab",
+			Changes: []TrustChange{{Field: "auto_approve_tools", Trusted: "Read", Now: "Read, Bash"}}, Message: "m"}},
+		{Type: TypeTrustRequired, SessionID: "s", Trust: &TrustRequired{Kind: "rules", Rules: []string{"Bash"}, Message: "m"}},
 	} {
 		b := ev.AppendJSON(nil)
 		if !json.Valid(b) {

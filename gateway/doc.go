@@ -25,6 +25,8 @@
 //	POST   /api/harness/interrupt        {sessionId} → 200 {interrupted} | 404
 //	POST   /api/harness/approval         {sessionId, requestId, decision, message?, updatedInput?} → 200 {resolved} | 404 | 409
 //	GET    /api/harness/personas         ?projectRoot= → 200 [persona]
+//	GET    /api/harness/trust            ?projectRoot= → 200 {items: [{kind, name, path?, hash, changes?, definition?, reason}], recordError?}
+//	POST   /api/harness/trust            {projectRoot, kind, name|path, hash} → 200 {trusted} | 404 | 409 (changed since shown)
 //	GET    /api/harness/engines          → 200 [{name, available, controls: {fork, rewind}, …}]
 //	GET    /api/harness/roots            → 200 {roots, demo}
 //	GET    /api/harness/health           → 200 {ok, claudeVersion}
@@ -56,5 +58,9 @@
 // capped at Config.MaxBody (413) and must arrive within
 // Config.BodyTimeout (408). Project roots are checked by the Harness (403
 // outside the allowed roots), and tool permissions come from personas and
-// server configuration only: no request field can widen them.
+// server configuration only: no request field can widen them. What an
+// agent can write (persona files, session files, .mcp.json) widens
+// nothing until a person trusts it: the trust routes show what waits and
+// take a person's trust, by the hash of what they were shown (package
+// trust; the record lives outside every project).
 package gateway

@@ -156,6 +156,8 @@ func (g *Gateway) routes() *mux.Router {
 	route(http.MethodPost, "/turn", g.turn)
 	route(http.MethodPost, "/interrupt", g.interrupt)
 	route(http.MethodGet, "/personas", g.personas)
+	route(http.MethodGet, "/trust", g.trustList)
+	route(http.MethodPost, "/trust", g.trustAccept)
 	route(http.MethodGet, "/health", g.health)
 	route(http.MethodGet, "/openapi.json", g.openapi)
 	// The harness as an MCP server (streamable HTTP), behind the same guard.

@@ -144,6 +144,16 @@ func builtin(id string) (*Persona, bool) {
 	return p, ok
 }
 
+// Builtin returns the built-in persona id (a copy), whether or not a
+// project overrides it.
+func Builtin(id string) (*Persona, bool) {
+	p, ok := builtin(id)
+	if !ok {
+		return nil, false
+	}
+	return p.clone(), true
+}
+
 // builtins returns the built-in personas sorted by ID.
 func builtins() []*Persona {
 	builtinOnce.Do(loadBuiltins)

@@ -16,13 +16,15 @@ import (
 //	/rewind [N]     go back N turns (default 1): asks whether to restore the files,
 //	                cut the conversation, or both; --files, --conversation or
 //	                --both answer it on the line
+//	/trust          trust, as shown, the persona file and MCP servers the last
+//	                turn did not honour (its trust notices)
 //	/help           the keys and commands
 //
 // A line that starts with "//" is a message starting with "/" (one slash
 // is dropped); any other line starting with "/" that is not one of these
 // commands is a message too (the demo's "/demo error").
 type Command struct {
-	Name string // model, agent, mode, fork, rewind, help
+	Name string // model, agent, mode, fork, rewind, trust, help
 	Arg  string // model, agent, mode: the name asked for
 	// rewind: how many turns back (1 = before the last turn), and what to
 	// undo; neither set means the TUI asks.
@@ -38,6 +40,7 @@ var Commands = [][2]string{
 	{"/fork", "continue in a copy of this conversation"},
 	{"/rewind [N]", "undo N turns: asks files, conversation or"},
 	{"", "both (or say it: --files, --conversation, --both)"},
+	{"/trust", "trust what the last turn's notices show"},
 	{"//text", "send a message that starts with /"},
 }
 
@@ -73,7 +76,7 @@ func ParseCommand(line string) (c Command, isCmd bool, msg string, err error) {
 			return bad("/%s takes one name: /%s NAME", c.Name, c.Name)
 		}
 		c.Arg = fields[0]
-	case "fork", "help":
+	case "fork", "help", "trust":
 		if len(fields) != 0 {
 			return bad("/%s takes nothing", c.Name)
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/chirality/harness/event"
 )
 
 func TestParseCommand(t *testing.T) {
@@ -228,5 +230,46 @@ func TestPreviewText(t *testing.T) {
 		if got := previewText(c.p); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
 		}
+	}
+}
+
+// A trust event shows what was not honoured and each widened grant;
+// /trust trusts the persona and MCP notices of the turn (not the
+// session file's rules, which a person grants by "always"), once.
+func TestTrustNoticeAndCommand(t *testing.T) {
+	var calls []string
+	m := scripted(100, 30, Event{Type: "user", Content: "go"})
+	m.act.Trust = func(kind, name, path, hash string) tea.Cmd {
+		calls = append(calls, kind+":"+name+":"+path+":"+hash)
+		return nil
+	}
+	m.Update(EventMsg{Type: "trust", Timestamp: 1, TrustKind: "persona", Name: "worker", Path: "/p/agents/AGENT_worker.md", Hash: "sha256:ab",
+		Changes: []event.TrustChange{{Field: "auto_approve_tools", Trusted: "(not set)", Now: "Bash"}}, Message: "persona file widens auto_approve_tools"})
+	m.Update(EventMsg{Type: "trust", Timestamp: 1, TrustKind: "mcp", Name: "evil", Hash: "sha256:cd", Message: "MCP server evil is not started"})
+	m.Update(EventMsg{Type: "trust", Timestamp: 1, TrustKind: "session", Rules: []string{"Bash"}, Message: "the session file says rules Bash"})
+	f := strings.Join(strings.Fields(plain(m.Frame())), " ")
+	for _, want := range []string{"Not honoured: persona file widens auto_approve_tools", "auto_approve_tools: (not set) → Bash",
+		"Not honoured: MCP server evil is not started", "rules: Bash", "/trust to trust it as shown"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, f)
+		}
+	}
+	enter := func(s string) {
+		for _, r := range s {
+			m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+		}
+		m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	}
+	enter("/trust")
+	if strings.Join(calls, "|") != "persona:worker:/p/agents/AGENT_worker.md:sha256:ab|mcp:evil::sha256:cd" {
+		t.Fatalf("/trust called %q", calls)
+	}
+	calls = nil
+	enter("/trust")
+	if len(calls) != 0 || !strings.Contains(plain(m.Frame()), "/trust: the last turn showed nothing") {
+		t.Fatalf("a second /trust: %q\n%s", calls, plain(m.Frame()))
+	}
+	if _, err := DecodeEvent([]byte(`{"type":"trust","timestamp":1,"message":"x"}`)); err == nil {
+		t.Error("a trust event without trustKind decoded")
 	}
 }

@@ -47,6 +47,10 @@ func DecodeEvent(data []byte) (Event, error) {
 		if ev.SessionID == "" {
 			return ev, fmt.Errorf("%w: session without sessionId", ErrInvalidEvent)
 		}
+	case "trust":
+		if ev.TrustKind == "" || ev.Message == "" {
+			return ev, fmt.Errorf("%w: trust without trustKind or message", ErrInvalidEvent)
+		}
 	case "rewound":
 		if ev.Conversation == nil {
 			return ev, fmt.Errorf("%w: rewound without conversation", ErrInvalidEvent)

@@ -73,6 +73,9 @@ type Actions struct {
 	// Preview asks what undoing the last turns would change (a PreviewMsg),
 	// shown while /rewind asks; nil: the question shows no preview.
 	Preview func(turns int) tea.Cmd
+	// Trust trusts what a trust event showed (/trust): its kind, name,
+	// path and hash.
+	Trust func(kind, name, path, hash string) tea.Cmd
 }
 
 // Model is the TUI's state: the conversation, the status, the input.
@@ -95,6 +98,7 @@ type Model struct {
 	rewind   *Command // a /rewind waiting for f, c or b
 	preview  string   // what it would undo, once known
 	stopping bool     // Ctrl+C sent during a turn
+	trusts   []Event  // the trust notices of the current turn, for /trust
 }
 
 // NewModel returns a model using act for its requests and hist for the
@@ -271,6 +275,11 @@ func (m *Model) apply(ev Event) {
 	case "user":
 		m.parts = append(m.parts, &part{kind: "user", text: ev.Content})
 		m.stopping = false
+		m.trusts = nil
+	case "trust":
+		m.endStreaming()
+		m.trusts = append(m.trusts, ev)
+		m.parts = append(m.parts, &part{kind: "info", text: trustText(ev), isError: true})
 	case "text_delta", "reasoning_delta":
 		kind := strings.TrimSuffix(ev.Type, "_delta")
 		if p := last(); p != nil && p.kind == kind && p.streaming {
@@ -604,6 +613,21 @@ func (m *Model) run(c Command) tea.Cmd {
 			return refuse("/" + c.Name + " is not available here")
 		}
 		return m.act.Switch(map[string]string{"model": "model", "agent": "persona", "mode": "permissionMode"}[c.Name], c.Arg)
+	case "trust":
+		if m.act.Trust == nil {
+			return refuse("/trust is not available here")
+		}
+		var cmds []tea.Cmd
+		for _, t := range m.trusts {
+			if t.TrustKind == "persona" || t.TrustKind == "mcp" {
+				cmds = append(cmds, m.act.Trust(t.TrustKind, t.Name, t.Path, t.Hash))
+			}
+		}
+		if len(cmds) == 0 {
+			return refuse("/trust: the last turn showed nothing a person can trust here (a session file's rules are granted by answering \"always\")")
+		}
+		m.trusts = nil
+		return tea.Batch(cmds...)
 	case "fork", "rewind":
 		if m.busy() {
 			return refuse("/" + c.Name + ": a turn is running; wait for its end or stop it with Ctrl+C")
@@ -627,6 +651,23 @@ func (m *Model) run(c Command) tea.Cmd {
 		return m.act.Rewind(c.Turns, c.Files, c.Conversation)
 	}
 	return nil
+}
+
+// trustText is a trust notice: what was not honoured, each widened
+// grant, and how to trust it.
+func trustText(ev Event) string {
+	var b strings.Builder
+	b.WriteString("Not honoured: " + ev.Message)
+	for _, c := range ev.Changes {
+		fmt.Fprintf(&b, "\n  %s: %s → %s", c.Field, c.Trusted, c.Now)
+	}
+	if len(ev.Rules) > 0 {
+		b.WriteString("\n  rules: " + strings.Join(ev.Rules, ", "))
+	}
+	if ev.TrustKind == "persona" || ev.TrustKind == "mcp" {
+		b.WriteString("\n  /trust to trust it as shown")
+	}
+	return b.String()
 }
 
 // rewoundText says what a rewind did.

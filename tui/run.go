@@ -76,7 +76,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	c := &client{url: strings.TrimRight(opts.URL, "/"), token: opts.Token, http: &http.Client{}}
 	m := NewModel(DefaultTheme, Actions{Prompt: c.prompt, Cancel: c.cancel, Approve: c.approve, Copy: copyOSC52,
-		Switch: c.switchTo, Fork: c.fork, Rewind: c.rewind, Preview: c.preview}, LoadHistory(opts.HistoryFile))
+		Switch: c.switchTo, Fork: c.fork, Rewind: c.rewind, Preview: c.preview, Trust: c.trust}, LoadHistory(opts.HistoryFile))
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
 	if opts.In != nil {
 		popts = append(popts, tea.WithInput(opts.In))
@@ -209,6 +209,21 @@ func (c *client) fork() tea.Cmd {
 			return NoteMsg{Text: err.Error(), Err: true}
 		}
 		return nil
+	}
+}
+
+// trust is /trust: POST /trust with what a trust event showed.
+func (c *client) trust(kind, name, path, hash string) tea.Cmd {
+	return func() tea.Msg {
+		b, _ := json.Marshal(map[string]string{"kind": kind, "name": name, "path": path, "hash": hash})
+		if err := c.call("/trust", "/trust", b, nil); err != nil {
+			return NoteMsg{Text: err.Error(), Err: true}
+		}
+		what := name
+		if path != "" {
+			what = path
+		}
+		return NoteMsg{Text: "Trusted " + kind + " " + what + ": it counts from the next turn"}
 	}
 }
 

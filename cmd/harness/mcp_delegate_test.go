@@ -16,7 +16,9 @@ import (
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/mcpconfig"
 	"github.com/chirality/harness/session"
+	"github.com/chirality/harness/trust"
 )
 
 // One agent delegating to another through the harness: the real Claude
@@ -82,6 +84,15 @@ func TestClaudeCodeDelegatesToCodexThroughHarnessMCP(t *testing.T) {
 		defer cancel()
 		h.Shutdown(ctx)
 	}()
+	// A person trusted the project's server (harness trust accept mcp harness).
+	proj, err := mcpconfig.Project(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := proj.Get("harness")
+	if _, err := h.AcceptTrust(root, trust.KindMCP, "harness", "", trust.ServerHash(srv)); err != nil {
+		t.Fatal(err)
+	}
 	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct", Engine: "claude-code"})
 	if err != nil {
 		t.Fatal(err)

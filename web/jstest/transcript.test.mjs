@@ -288,3 +288,21 @@ test("errorHint names ANTHROPIC_API_KEY and the demo for not_logged_in only", ()
   assert.match(errorHint("not_logged_in"), /ANTHROPIC_API_KEY.*harness serve --demo/);
   assert.equal(errorHint("api_error"), "");
 });
+
+test("trust:required is a card in its turn, with the change; malformed fields are dropped", () => {
+  const t = new Transcript();
+  t.apply(ev("user:message", { text: "go" }));
+  t.apply(ev("trust:required", { kind: "persona", name: "worker", path: "/p/agents/AGENT_worker.md", hash: "sha256:ab",
+    changes: [{ field: "auto_approve_tools", trusted: "(not set)", now: "Bash" }, null], message: "runs with the trusted grants" }));
+  t.apply(ev("trust:required", { kind: "session", rules: ["Bash"], changes: "nope", message: "not honoured" }));
+  t.apply(ev("session:init", { model: "m" }));
+  const turn = t.turns[t.turns.length - 1];
+  const cards = turn.blocks.filter((b) => b.kind === "trust");
+  assert.equal(cards.length, 2);
+  assert.deepEqual(cards[0].changes, [{ field: "auto_approve_tools", trusted: "(not set)", now: "Bash" }]);
+  assert.equal(cards[0].hash, "sha256:ab");
+  assert.equal(cards[0].trustKind, "persona");
+  assert.deepEqual(cards[1].changes, []);
+  assert.deepEqual(cards[1].rules, ["Bash"]);
+  assert.deepEqual(t.trustNotices().map((b) => b.trustKind), ["persona", "session"]);
+});

@@ -105,6 +105,15 @@ export class Api {
   answerApproval(sessionId, requestId, decision) {
     return this.request("POST", "approval", { body: { sessionId, requestId, decision }, ok: [409] });
   }
+  /** {items, recordError?}: what waits for a person's trust in a project. */
+  listTrust(projectRoot) {
+    return this.json("GET", `trust?projectRoot=${encodeURIComponent(projectRoot)}`);
+  }
+  /** Trusts a persona file or a project MCP server at the hash shown;
+   * 409 when it changed since. */
+  acceptTrust(projectRoot, kind, name, path, hash) {
+    return this.request("POST", "trust", { body: { projectRoot, kind, name, path, hash }, ok: [409] });
+  }
   engines() {
     return this.json("GET", "engines");
   }

@@ -198,6 +198,7 @@ class View {
   createBlock(b) {
     if (b.kind === "text") return el("div", { class: "md" });
     if (b.kind === "approval") return approvalCard(b);
+    if (b.kind === "trust") return trustCard(b);
     if (b.kind === "thinking") {
       const d = el("details", { class: "thinking", "data-testid": "thinking-block", open: true });
       d.append(el("summary", { text: "Thinking" }), el("div", { class: "thinking-text" }));
@@ -222,6 +223,10 @@ class View {
   updateBlock(b, node) {
     if (b.kind === "approval") {
       updateApprovalCard(b, node);
+      return;
+    }
+    if (b.kind === "trust") {
+      updateTrustCard(b, node);
       return;
     }
     if (b.kind === "text") {
@@ -608,6 +613,61 @@ function updateApprovalCard(b, node) {
       queueMicrotask(() => actions.querySelector("button")?.focus({ preventScroll: true }));
     }
   }
+}
+
+// Trust cards: what a turn did not honour until a person trusts it (a
+// persona file's widened grants, a project .mcp.json server, session-file
+// rules no person gave). A persona file or a server can be trusted here,
+// at the hash the card shows; the session file's rules cannot (a person
+// grants rules by answering "always").
+
+function trustCard(b) {
+  const card = el("div", { class: "trust-card", "data-testid": "trust-card", role: "group", "aria-label": "Not trusted" });
+  const head = el("div", { class: "approval-head" }, el("span", { class: "approval-icon", "aria-hidden": "true", text: "!" }), el("span", { class: "trust-q" }));
+  const changes = el("ul", { class: "trust-changes" });
+  const actions = el("div", { class: "approval-actions" });
+  if (b.trustKind === "persona" || b.trustKind === "mcp") {
+    actions.append(
+      el("button", {
+        type: "button",
+        class: "btn primary",
+        "data-testid": "trust-accept",
+        text: "Trust",
+        title: "Trust it as shown: from the next turn on it counts",
+        onclick: async (e) => {
+          e.target.disabled = true;
+          try {
+            const res = await api.acceptTrust(state.current?.projectRoot || "", b.trustKind, b.name, b.path, b.hash);
+            if (res.status === 409) {
+              toast("It changed since this turn: look at it again.", "info");
+              return;
+            }
+            b.trusted = true;
+            b.v++;
+            updateTrustCard(b, card);
+          } catch (err) {
+            toast(`Could not trust: ${err.message}`);
+            e.target.disabled = false;
+          }
+        },
+      }),
+    );
+  }
+  card.append(head, changes, actions);
+  return card;
+}
+
+function updateTrustCard(b, node) {
+  const what = { persona: `Persona file ${b.path || b.name}`, mcp: `MCP server ${b.name}`, session: "Session file" }[b.trustKind] || b.trustKind;
+  node.querySelector(".trust-q").textContent = `${what}: not honoured — ${b.message}`;
+  const list = node.querySelector(".trust-changes");
+  list.replaceChildren(
+    ...b.changes.map((c) => el("li", { text: `${c.field}: ${c.trusted} → ${c.now}` })),
+    ...b.rules.map((r) => el("li", { text: `rule ${r}` })),
+  );
+  node.querySelector(".approval-actions").hidden = b.trusted;
+  node.classList.toggle("resolved", b.trusted);
+  if (b.trusted) node.querySelector(".trust-q").textContent = `${what}: trusted — it counts from the next turn.`;
 }
 
 // The sidebar (waiting badges) and the header (model, cost) follow what

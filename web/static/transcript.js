@@ -160,6 +160,26 @@ export class Transcript {
         }
         break;
       }
+      case "trust:required": {
+        // What the turn did not honour until a person trusts it: a card
+        // with the change and, for a persona file or an MCP server, a
+        // Trust button (the session's own file is fixed, not trusted).
+        const b = block("trust", {
+          trustKind: String(ev.kind ?? ""),
+          name: typeof ev.name === "string" ? ev.name : "",
+          path: typeof ev.path === "string" ? ev.path : "",
+          hash: typeof ev.hash === "string" ? ev.hash : "",
+          changes: Array.isArray(ev.changes)
+            ? ev.changes.filter((c) => c && typeof c === "object").map((c) => ({ field: String(c.field ?? ""), trusted: String(c.trusted ?? ""), now: String(c.now ?? "") }))
+            : [],
+          rules: Array.isArray(ev.rules) ? ev.rules.map(String) : [],
+          message: typeof ev.message === "string" ? ev.message : "",
+          trusted: false,
+        });
+        container.blocks.push(b);
+        container.touch();
+        break;
+      }
       case "session:complete":
         turn.cost = { costUsd: ev.costUsd, numTurns: ev.numTurns, durationMs: ev.durationMs, usage: ev.usage ?? null };
         turn.status = "done";
@@ -219,6 +239,16 @@ export class Transcript {
       }
     }
     return m;
+  }
+
+  /** The trust:required notices of the last turn that had any (what
+   * the session runs without until a person trusts it). */
+  trustNotices() {
+    for (let i = this.turns.length - 1; i >= 0; i--) {
+      const list = this.turns[i].blocks.filter((b) => b.kind === "trust");
+      if (list.length > 0) return list;
+    }
+    return [];
   }
 
   /** The approval requests no one has answered yet. */

@@ -33,6 +33,12 @@ import {
   SessionListSchema,
   type SessionSummary,
   TurnRequestSchema,
+  type TrustItem,
+  TrustAcceptedSchema,
+  type TrustList,
+  TrustListSchema,
+  type TrustRequest,
+  TrustRequestSchema,
   parseEvent,
 } from "./schemas.js";
 import { readSSE } from "./sse.js";
@@ -323,6 +329,19 @@ export class HarnessClient {
   /** GET /roots: the project roots sessions may be created in. */
   async roots(signal?: AbortSignal): Promise<Roots> {
     return RootsSchema.parse(await this.json("GET", "roots", undefined, signal));
+  }
+
+  /** GET /trust: what waits for a person's trust in the project (persona
+   * files whose grants widened, project MCP servers nobody trusted). */
+  async listTrust(projectRoot: string, signal?: AbortSignal): Promise<TrustList> {
+    return TrustListSchema.parse(await this.json("GET", `trust?projectRoot=${encodeURIComponent(projectRoot)}`, undefined, signal));
+  }
+
+  /** POST /trust: trust it as it is now. Rejects with HarnessError 409
+   * when it changed since the person was shown `hash`. */
+  async acceptTrust(req: TrustRequest, signal?: AbortSignal): Promise<TrustItem> {
+    const body = TrustRequestSchema.parse(req);
+    return TrustAcceptedSchema.parse(await this.json("POST", "trust", body, signal)).trusted;
   }
 
   /** GET /session/list, newest first; every allowed root without projectRoot. */

@@ -238,6 +238,35 @@ export const PersonaSchema = z.looseObject({
 export type Persona = z.infer<typeof PersonaSchema>;
 export const PersonaListSchema = z.array(PersonaSchema);
 
+/** GET /trust: one thing in a project that waits for a person's trust. */
+export const TrustItemSchema = z.looseObject({
+  kind: z.enum(["persona", "mcp"]),
+  name: z.string(),
+  path: z.string().optional(),
+  hash: z.string(),
+  changes: z.array(z.object({ field: z.string(), trusted: z.string(), now: z.string() })).optional(),
+  definition: z.string().optional(),
+  reason: z.string(),
+});
+export type TrustItem = z.infer<typeof TrustItemSchema>;
+export const TrustListSchema = z.looseObject({
+  items: z.array(TrustItemSchema),
+  recordError: z.string().optional(),
+});
+export type TrustList = z.infer<typeof TrustListSchema>;
+
+/** POST /trust: a person trusts a persona file (name: its ID, or path)
+ * or a project MCP server (name) at the hash they were shown. */
+export const TrustRequestSchema = z.object({
+  projectRoot: z.string(),
+  kind: z.enum(["persona", "mcp"]),
+  name: z.string().optional(),
+  path: z.string().optional(),
+  hash: z.string(),
+});
+export type TrustRequest = z.infer<typeof TrustRequestSchema>;
+export const TrustAcceptedSchema = z.looseObject({ trusted: TrustItemSchema });
+
 // ---------------------------------------------------------------------------
 // UI events
 
@@ -413,6 +442,33 @@ export const SessionRewoundEventSchema = z.looseObject({
   conversation: z.boolean(),
 });
 
+/** One widened grant: the frontmatter key (or session field), what a
+ * person trusted, what the file says now. */
+export const TrustChangeSchema = z.looseObject({
+  field: z.string(),
+  trusted: z.string(),
+  now: z.string(),
+});
+export type TrustChange = z.infer<typeof TrustChangeSchema>;
+
+/** What a turn does not honour until a person trusts it (after
+ * user:message, before session:init; it ends nothing): kind persona (a
+ * persona file's widened grants: the turn runs with the trusted ones),
+ * mcp (a project .mcp.json server: not started) or session (the session
+ * file's rules, persona, mode or engine that no person gave). `hash` is
+ * what acceptTrust names. */
+export const TrustRequiredEventSchema = z.looseObject({
+  type: z.literal("trust:required"),
+  ...base,
+  kind: z.string(),
+  name: z.string().optional(),
+  path: z.string().optional(),
+  hash: z.string().optional(),
+  changes: z.array(TrustChangeSchema).optional(),
+  rules: z.array(z.string()).optional(),
+  message: z.string(),
+});
+
 export const KnownEventSchema = z.discriminatedUnion("type", [
   UserMessageEventSchema,
   SessionInitEventSchema,
@@ -429,6 +485,7 @@ export const KnownEventSchema = z.discriminatedUnion("type", [
   ApprovalResolvedEventSchema,
   SessionForkedEventSchema,
   SessionRewoundEventSchema,
+  TrustRequiredEventSchema,
 ]);
 
 export type UserMessageEvent = z.infer<typeof UserMessageEventSchema>;
@@ -446,6 +503,7 @@ export type SessionRetryEvent = z.infer<typeof SessionRetryEventSchema>;
 export type ProcessExitEvent = z.infer<typeof ProcessExitEventSchema>;
 export type SessionForkedEvent = z.infer<typeof SessionForkedEventSchema>;
 export type SessionRewoundEvent = z.infer<typeof SessionRewoundEventSchema>;
+export type TrustRequiredEvent = z.infer<typeof TrustRequiredEventSchema>;
 export type KnownEvent = z.infer<typeof KnownEventSchema>;
 
 /** An event whose type this client does not know. It is kept, not dropped:
@@ -478,6 +536,7 @@ export const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set<HarnessEventType>(
   "approval:resolved",
   "session:forked",
   "session:rewound",
+  "trust:required",
 ]);
 
 /** Thrown when a known event does not have the shape the contract gives it. */

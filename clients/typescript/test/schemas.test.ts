@@ -28,6 +28,9 @@ test("every known event type parses, with seq taken from the SSE id", () => {
     { type: "session:forked", sessionId: sid, from: "s0", atSeq: 12 },
     { type: "session:rewound", sessionId: sid, toTurn: 3, files: ["a.txt"], conversation: true },
     { type: "session:rewound", sessionId: sid, toTurn: 3, files: null, conversation: false },
+    { type: "trust:required", sessionId: sid, kind: "persona", name: "worker", path: "/p/agents/AGENT_worker.md", hash: "sha256:ab",
+      changes: [{ field: "auto_approve_tools", trusted: "(not set)", now: "Bash" }], message: "not honoured" },
+    { type: "trust:required", sessionId: sid, kind: "session", rules: ["Bash"], message: "not honoured" },
     { type: "session:complete", sessionId: sid, costUsd: 0, usage: null, numTurns: 1, durationMs: 4, checkpoint: "uuid-1" },
   ];
   samples.forEach((raw, i) => {

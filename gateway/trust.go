@@ -1,0 +1,62 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/chirality/harness/trust"
+)
+
+// trustList answers GET /trust?projectRoot=…: what waits for a person's
+// trust in the project (persona files whose grants widened, with the
+// change of each grant; project MCP servers nobody trusted). recordError
+// says why the record could not be read (then nothing in it is trusted).
+func (g *Gateway) trustList(w http.ResponseWriter, r *http.Request) {
+	root := r.URL.Query().Get("projectRoot")
+	if root == "" {
+		g.writeError(w, r, fmt.Errorf("%w: projectRoot is required", errBadBody))
+		return
+	}
+	items, err := g.h.PendingTrust(root)
+	if items == nil {
+		if err != nil {
+			g.writeError(w, r, err)
+			return
+		}
+		items = []trust.Item{}
+	}
+	body := map[string]any{"items": items}
+	if err != nil {
+		body["recordError"] = err.Error()
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+type trustRequest struct {
+	ProjectRoot string `json:"projectRoot"`
+	Kind        string `json:"kind"`
+	Name        string `json:"name"`
+	Path        string `json:"path"`
+	Hash        string `json:"hash"`
+}
+
+// trustAccept answers POST /trust: a person trusts a persona file or a
+// project MCP server as it is now (hash: what they were shown; 409 when
+// it changed since).
+func (g *Gateway) trustAccept(w http.ResponseWriter, r *http.Request) {
+	var req trustRequest
+	if err := decodeBody(r, &req); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if req.ProjectRoot == "" || req.Kind == "" || req.Hash == "" || (req.Name == "" && req.Path == "") {
+		g.writeError(w, r, fmt.Errorf("%w: projectRoot, kind, hash and name or path are required", errBadBody))
+		return
+	}
+	it, err := g.h.AcceptTrust(req.ProjectRoot, req.Kind, req.Name, req.Path, req.Hash)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"trusted": it})
+}
