@@ -18,7 +18,10 @@ import (
 // prompt, checkpoint or project log is written, and req is run as given
 // (no persona, mode or saved prompt is added; the caller chooses its
 // flags), with the Harness's ChildEnv and AllowedTools added as for every
-// turn. What the core does to every turn's events it does to these: they
+// turn. A req without MCP servers gets those a session's turn in req.Cwd
+// would: the project's .mcp.json servers a person trusted (package
+// trust) and Config.MCP; each project server left out is reported by a
+// trust:required event before the engine's first. What the core does to every turn's events it does to these: they
 // are scrubbed of every secret the process knows of and every credential
 // in a known format, deltas included (secrets.Events). This is `harness
 // turn` without --session or --persona.
@@ -52,9 +55,26 @@ func (h *Harness) StartEphemeral(ctx context.Context, name string, req engine.Re
 	req.Env = append(slices.Clone(h.cfg.ChildEnv), req.Env...)
 	req.AllowedTools = append(slices.Clone(req.AllowedTools), h.cfg.AllowedTools...)
 	secrets.RegisterEnv(req.Env) // what the agent is handed is scrubbed from what it says
+	var notices []event.Event
+	if req.MCP == nil && req.Cwd != "" {
+		// the servers a session's turn in req.Cwd would get: the project's
+		// .mcp.json that a person trusted, and Config.MCP; the rest waits
+		// for a person (trust:required, before the engine's events)
+		cfg, pending, _, err := h.mcpServers(req.Cwd, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.MCP = cfg
+		for i := range pending {
+			notices = append(notices, event.Event{Type: event.TypeTrustRequired, SessionID: req.SessionKey, Trust: &pending[i]})
+		}
+	}
 	t, err := eng.StartTurn(ctx, req)
 	if err != nil {
 		return nil, scrubbedError{err}
+	}
+	if len(notices) > 0 {
+		return &scrubbedTurn{Turn: t, queue: notices, next: -1}, nil
 	}
 	return &scrubbedTurn{Turn: t}, nil
 }

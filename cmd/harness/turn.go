@@ -155,8 +155,9 @@ func (c *cli) turn(f *turnFlags, message string) int {
 // their sessions do.
 func runEphemeral(f *turnFlags, message string, childEnv, allowed []string, stdout, stderr io.Writer) int {
 	logger := verboseLogger(f.verbose, stderr)
-	mcp, err := f.directMCP()
-	if err != nil {
+	// a malformed file is a usage error here; the core then picks the
+	// servers, leaving out a project's that no person trusted
+	if _, err := f.directMCP(); err != nil {
 		fmt.Fprintln(stderr, "harness turn:", err)
 		return 2
 	}
@@ -164,7 +165,8 @@ func runEphemeral(f *turnFlags, message string, childEnv, allowed []string, stdo
 	if cwd == "" {
 		cwd = "."
 	}
-	if cwd, err = filepath.Abs(cwd); err != nil {
+	cwd, err := filepath.Abs(cwd)
+	if err != nil {
 		fmt.Fprintln(stderr, "harness turn:", userError(err))
 		return 1
 	}
@@ -174,7 +176,7 @@ func runEphemeral(f *turnFlags, message string, childEnv, allowed []string, stdo
 	}
 	o := f.opts()
 	req := engine.Request{SessionKey: "cli", Message: message, Cwd: cwd, Resume: o.Resume, Model: f.model, MaxTurns: f.maxTurns,
-		PermissionMode: f.permissionMode, Tools: o.Tools, AllowedTools: o.AllowedTools, DisallowedTools: o.DisallowedTools, MCP: mcp}
+		PermissionMode: f.permissionMode, Tools: o.Tools, AllowedTools: o.AllowedTools, DisallowedTools: o.DisallowedTools}
 	if req.PermissionMode == "" && name != engine.ClaudeCode && name != engine.Anthropic {
 		req.PermissionMode = harness.DefaultPermissionMode
 	}
@@ -194,7 +196,7 @@ func runEphemeral(f *turnFlags, message string, childEnv, allowed []string, stdo
 	h, err := harness.New(harness.Config{
 		Roots: []string{cwd}, Logger: &logger, Aliases: engines.Aliases, NoProjectLogs: true,
 		Engines:  engines.Builtin(engines.Config{ClaudeBinary: f.claudeBin, ChildEnv: childEnv, Logger: &logger}),
-		ChildEnv: childEnv, AllowedTools: allowed,
+		ChildEnv: childEnv, AllowedTools: allowed, MCP: f.mcp.Config(),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "harness turn:", userError(err))
@@ -390,6 +392,11 @@ func (p *textPrinter) print(e event.Event) {
 		p.side("? %s wants to run %s\n", e.Approval.ToolName, oneLine(string(e.Approval.Input), 100))
 	case event.TypeApprovalResolved:
 		p.side("  %s (%s)\n", e.Resolved.Decision, e.Resolved.By)
+	case event.TypeTrustRequired:
+		p.side("! %s\n", e.Trust.Message)
+		if (e.Trust.Kind == "mcp" || e.Trust.Kind == "persona") && e.Trust.Name != "" {
+			p.side("  trust it: harness trust accept %s %s --hash %s\n", e.Trust.Kind, e.Trust.Name, e.Trust.Hash)
+		}
 	}
 }
 
