@@ -1,0 +1,247 @@
+//go:build linux
+
+package checkpoint
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fsnotify/fsnotify"
+	"go.uber.org/goleak"
+)
+
+func mv(t *testing.T, root, from, to string) {
+	t.Helper()
+	if err := os.Rename(filepath.Join(root, from), filepath.Join(root, to)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rm(t *testing.T, root, rel string) {
+	t.Helper()
+	if err := os.RemoveAll(filepath.Join(root, rel)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func chmod(t *testing.T, root, rel string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(filepath.Join(root, rel), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func symlink(t *testing.T, root, target, rel string) {
+	t.Helper()
+	if err := os.Symlink(target, filepath.Join(root, rel)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A step changes the files between two snapshots; walk names why the
+// watched store must walk for it ("" = it must not).
+type step struct {
+	name   string
+	change func(t *testing.T, root string)
+	walk   string
+}
+
+var steps = []step{
+	{"edit", func(t *testing.T, r string) {
+		write(t, r, "a.txt", "alpha 2\n", 0o644)
+		write(t, r, "sub/b.txt", "beta 2\n", 0o644)
+	}, ""},
+	{"nothing", func(t *testing.T, r string) {}, ""},
+	{"same size, same second", func(t *testing.T, r string) { write(t, r, "a.txt", "alpha 3\n", 0o644) }, ""},
+	{"create, nested dirs", func(t *testing.T, r string) {
+		write(t, r, "n1/n2/n3/deep.txt", "deep\n", 0o644)
+		write(t, r, "n1/top.txt", "top\n", 0o644)
+		if err := os.MkdirAll(filepath.Join(r, "empty", "dir"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}, ""},
+	{"a file in a directory made last step", func(t *testing.T, r string) {
+		write(t, r, "empty/dir/late.txt", "late\n", 0o644)
+		write(t, r, "n1/n2/n3/n4/deeper.txt", "deeper\n", 0o644)
+	}, ""},
+	{"chmod both ways", func(t *testing.T, r string) {
+		chmod(t, r, "run.sh", 0o644)
+		chmod(t, r, "a.txt", 0o755)
+	}, ""},
+	{"rename a file, delete one", func(t *testing.T, r string) {
+		mv(t, r, "sub/b.txt", "sub/b-renamed.txt")
+		rm(t, r, "n1/top.txt")
+	}, ""},
+	{"symlinks", func(t *testing.T, r string) {
+		symlink(t, r, "a.txt", "link-a")
+		symlink(t, r, "/etc", "link-out")
+	}, ""},
+	{"file becomes directory, directory becomes file", func(t *testing.T, r string) {
+		rm(t, r, "c.txt")
+		write(t, r, "c.txt/inside.txt", "now a dir\n", 0o644)
+		rm(t, r, "n1/n2")
+		write(t, r, "n1/n2", "now a file\n", 0o644)
+	}, ""},
+	{"names that sort near a directory", func(t *testing.T, r string) {
+		write(t, r, "sub.txt", "x\n", 0o644)
+		write(t, r, "sub-", "x\n", 0o644)
+		write(t, r, "sub0", "x\n", 0o644)
+		write(t, r, "sub/x y\tz\n", "odd name\n", 0o644)
+		write(t, r, "ünï/çødé.txt", "utf-8\n", 0o644)
+	}, ""},
+	{"ignored and never-snapshotted paths", func(t *testing.T, r string) {
+		write(t, r, "build/out.o", "ignored\n", 0o644)
+		write(t, r, "x.log", "ignored\n", 0o644)
+		write(t, r, "sub/.chirality/y", "never\n", 0o644)
+		write(t, r, ".harness/threads/t.jsonl", "never\n", 0o644)
+		write(t, r, ".harness/kept.txt", "kept\n", 0o644)
+	}, ""},
+	{"a tracked file goes on changing", func(t *testing.T, r string) { write(t, r, "a.txt", "alpha 4, longer\n", 0o755) }, ""},
+	{"a directory is renamed", func(t *testing.T, r string) { mv(t, r, "n1", "n1-moved") }, "a directory was renamed"},
+	{"after the walk, in the moved directory", func(t *testing.T, r string) {
+		write(t, r, "n1-moved/after.txt", "after\n", 0o644)
+	}, ""},
+	{"a directory tree is removed", func(t *testing.T, r string) { rm(t, r, "n1-moved") }, ""},
+	{".gitignore changes", func(t *testing.T, r string) { write(t, r, ".gitignore", "build/\n", 0o644) }, ".gitignore changed"},
+	{"a directory moved in from outside", func(t *testing.T, r string) {
+		out := t.TempDir()
+		write(t, out, "moved/in.txt", "from outside\n", 0o644)
+		write(t, out, "moved/deep/er.txt", "from outside\n", 0o644)
+		if err := os.Rename(filepath.Join(out, "moved"), filepath.Join(r, "moved")); err != nil {
+			t.Fatal(err)
+		}
+	}, ""},
+	{"everything goes", func(t *testing.T, r string) {
+		des, _ := os.ReadDir(r)
+		for _, de := range des {
+			if de.Name() != ".chirality" && de.Name() != ".gitignore" {
+				rm(t, r, de.Name())
+			}
+		}
+	}, ""},
+	{"and comes back", func(t *testing.T, r string) { write(t, r, "again/a.txt", "again\n", 0o644) }, ""},
+}
+
+func watchedProject(t *testing.T) string {
+	root := t.TempDir()
+	write(t, root, "a.txt", "alpha\n", 0o644)
+	write(t, root, "c.txt", "gamma\n", 0o644)
+	write(t, root, "run.sh", "#!/bin/sh\n", 0o755)
+	write(t, root, "sub/b.txt", "beta\n", 0o644)
+	write(t, root, ".gitignore", "build/\n*.log\n", 0o644)
+	return root
+}
+
+// Snapshots taken from the watcher's list are the snapshots a walk by
+// git takes of the same files, after every kind of change (writes,
+// renames, deletes, chmods, nested and late directories, symlinks, type
+// changes, ignored paths); they walk only when they must, and say why;
+// every one of them restores byte for byte.
+func TestWatchedSnapshotsMatchWalk(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	testWatched(t, false)
+}
+
+// The same while the watcher overflows before every snapshot (its list
+// is lost): each snapshot walks, says so, and is still exact.
+func TestWatchedSnapshotsOverflow(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	testWatched(t, true)
+}
+
+func testWatched(t *testing.T, overflow bool) {
+	root := watchedProject(t)
+	c := ctx(t)
+	s := open(t, root, Options{})
+	defer s.Close()
+	walker := open(t, root, Options{NoWatch: true})
+	info, err := s.SnapshotInfo(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Full || info.Why != "first snapshot" {
+		t.Fatalf("first snapshot: %+v, want a walk", info)
+	}
+	type taken struct {
+		name, id string
+		files    map[string]string
+	}
+	history := []taken{{"start", info.ID, files(t, root)}}
+	for _, st := range steps {
+		st.change(t, root)
+		if overflow {
+			s.mu.Lock()
+			w := s.w
+			s.mu.Unlock()
+			w.inject <- fsnotify.ErrEventOverflow
+		}
+		info, err := s.SnapshotInfo(c)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		want, err := walker.Snapshot(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.ID != want {
+			t.Errorf("%s: snapshot %s (%+v), a walk says %s", st.name, info.ID, info, want)
+		}
+		wantWhy := st.walk
+		if overflow && (wantWhy == "" || info.Why == "overflow") {
+			wantWhy = "overflow" // (or the step's own reason, whichever was read first)
+		}
+		if info.Full != (wantWhy != "") || info.Why != wantWhy {
+			t.Errorf("%s: full %v why %q, want why %q", st.name, info.Full, info.Why, wantWhy)
+		}
+		history = append(history, taken{st.name, info.ID, files(t, root)})
+	}
+	// Back to each snapshot, newest first, then forward again: byte for
+	// byte each time, and the snapshot after a restore is the one
+	// restored, taken without a walk.
+	order := make([]taken, 0, 2*len(history))
+	for i := len(history) - 1; i >= 0; i-- {
+		order = append(order, history[i])
+	}
+	order = append(order, history[1:]...)
+	never := func(k string) bool { // ignored, or never snapshotted
+		return strings.HasPrefix(k, "build") || strings.HasSuffix(k, ".log") ||
+			strings.Contains(k, ".chirality") || strings.HasPrefix(k, ".harness/threads")
+	}
+	for _, h := range order {
+		if _, err := s.Restore(c, h.id); err != nil {
+			t.Fatalf("restore %s: %v", h.name, err)
+		}
+		got := files(t, root)
+		for k := range got { // what the restored .gitignore ignores stays
+			if never(k) {
+				delete(got, k)
+			}
+		}
+		want := map[string]string{}
+		for k, v := range h.files {
+			if !never(k) {
+				want[k] = v
+			}
+		}
+		for k := range want { // empty directories are not snapshotted
+			if want[k] == "dir" {
+				delete(want, k)
+			}
+		}
+		for k := range got {
+			if got[k] == "dir" {
+				delete(got, k)
+			}
+		}
+		sameFiles(t, "restore "+h.name, got, want)
+		info, err := s.SnapshotInfo(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.ID != h.id || (info.Full && info.Why != ".gitignore changed") {
+			t.Errorf("snapshot after restoring %s: %+v, want %s without a walk", h.name, info, h.id)
+		}
+	}
+}
