@@ -19,6 +19,9 @@ type walkNeeded struct{ why string }
 
 func (e *walkNeeded) Error() string { return "checkpoint: a walk is needed: " + e.why }
 
+// maxPacks is the number of packs past which a snapshot merges them.
+var maxPacks = 64
+
 // found is a file a snapshot may hold, as lstat saw it.
 type found struct {
 	rel string
@@ -119,6 +122,8 @@ func (s *Store) incremental(ctx context.Context, touched []string) (Info, error)
 	// Read and store the files: a listed file is always read again (its
 	// stat may not show a change within the clock's granularity).
 	w := &objectWriter{dir: filepath.Join(s.gitDir, "objects")}
+	w.pack = newPackWriter(w.dir)
+	defer w.pack.abort()
 	entries := make([]*indexEntry, len(kept))
 	for i, f := range kept {
 		if err := ctx.Err(); err != nil {
@@ -149,6 +154,9 @@ func (s *Store) incremental(ctx context.Context, touched []string) (Info, error)
 		s.tr.put(e)
 	}
 	id, err := s.tr.treeID(w)
+	if err == nil {
+		err = w.pack.finish()
+	}
 	if err != nil {
 		s.tr = nil
 		return info, err
@@ -160,8 +168,10 @@ func (s *Store) incremental(ctx context.Context, touched []string) (Info, error)
 	}
 	s.last = id
 	info.ID = id.String()
-	if s.looseObjects() > packThreshold {
-		_, _, _ = s.run(ctx, call{args: []string{"repack", "-d", "-q"}})
+	// A pack per snapshot: many small ones are merged now and then
+	// (each next pack at least twice the one before).
+	if s.looseObjects() > packThreshold || packs(w.dir) > maxPacks {
+		_, _, _ = s.run(ctx, call{args: []string{"repack", "-d", "-q", "--geometric=2"}})
 	}
 	return info, nil
 }

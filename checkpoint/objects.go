@@ -39,8 +39,12 @@ const (
 // retried by a walk.
 var errChanged = errors.New("checkpoint: a file changed while it was read")
 
-// objectWriter writes loose objects into a store's objects directory.
-type objectWriter struct{ dir string }
+// objectWriter writes objects into a store's objects directory: into
+// pack when set (a big file's blob is loose all the same), else loose.
+type objectWriter struct {
+	dir  string
+	pack *packWriter
+}
 
 // path returns the file of object id.
 func (w objectWriter) path(id oid) string {
@@ -51,6 +55,13 @@ func (w objectWriter) path(id oid) string {
 // write stores an object of kind ("blob", "tree") with content, and
 // returns its id. An object already present is not written again.
 func (w objectWriter) write(kind string, content []byte) (oid, error) {
+	if w.pack != nil {
+		k := packBlob
+		if kind == "tree" {
+			k = packTree
+		}
+		return w.pack.add(k, content)
+	}
 	h := sha1.New()
 	hdr := kind + " " + strconv.Itoa(len(content)) + "\x00"
 	io.WriteString(h, hdr)
@@ -61,7 +72,9 @@ func (w objectWriter) write(kind string, content []byte) (oid, error) {
 		return id, nil
 	}
 	var buf bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&buf, zlib.BestSpeed)
+	zw := zlibs.Get().(*zlib.Writer)
+	defer zlibs.Put(zw)
+	zw.Reset(&buf)
 	io.WriteString(zw, hdr)
 	zw.Write(content)
 	if err := zw.Close(); err != nil {
@@ -134,7 +147,9 @@ func (w objectWriter) blobFile(path string, mode uint32, size int64) (oid, error
 	}
 	defer os.Remove(tmp.Name())
 	h := sha1.New()
-	zw, _ := zlib.NewWriterLevel(tmp, zlib.BestSpeed)
+	zw := zlibs.Get().(*zlib.Writer)
+	defer zlibs.Put(zw)
+	zw.Reset(tmp)
 	out := io.MultiWriter(h, zw)
 	fmt.Fprintf(out, "blob %d\x00", size)
 	n, err := io.Copy(out, io.LimitReader(f, size+1))

@@ -3,6 +3,7 @@
 package checkpoint
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,5 +244,42 @@ func testWatched(t *testing.T, overflow bool) {
 		if info.ID != h.id || (info.Full && info.Why != ".gitignore changed") {
 			t.Errorf("snapshot after restoring %s: %+v, want %s without a walk", h.name, info, h.id)
 		}
+	}
+}
+
+// Snapshots taken from the watcher's list write a pack each; past
+// maxPacks they are merged, and every snapshot still restores.
+func TestPacksMerged(t *testing.T) {
+	defer func(n int) { maxPacks = n }(maxPacks)
+	maxPacks = 4
+	root := watchedProject(t)
+	c := ctx(t)
+	s := open(t, root, Options{})
+	defer s.Close()
+	var ids []string
+	var want []map[string]string
+	for i := range 3 * maxPacks {
+		write(t, root, fmt.Sprintf("f%d.txt", i%3), fmt.Sprintf("version %d\n", i), 0o644)
+		info, err := s.SnapshotInfo(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && info.Full {
+			t.Fatalf("snapshot %d walked: %s", i, info.Why)
+		}
+		if n := packs(filepath.Join(s.gitDir, "objects")); n > maxPacks+1 {
+			t.Fatalf("%d packs after snapshot %d, want at most %d", n, i, maxPacks+1)
+		}
+		ids, want = append(ids, info.ID), append(want, files(t, root))
+	}
+	// git reads the packs written in process as its own.
+	if _, _, err := s.run(c, call{args: []string{"fsck", "--full", "--strict", "--no-dangling"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if _, err := s.Restore(c, id); err != nil {
+			t.Fatal(err)
+		}
+		sameFiles(t, fmt.Sprint("restore ", i), files(t, root), want[i])
 	}
 }
