@@ -26,7 +26,6 @@ type packWriter struct {
 	off  int64
 	objs []packed
 	seen map[oid]bool
-	buf  bytes.Buffer
 }
 
 type packed struct {
@@ -57,50 +56,37 @@ func (p *packWriter) add(kind int, content []byte) (oid, error) {
 	if kind == packTree {
 		name = "tree"
 	}
-	id := hashObject(name, content)
+	id, raw := packEntry(kind, name, content)
+	return id, p.addRaw(id, raw)
+}
+
+// addRaw appends object id's pack entry (from packEntry).
+func (p *packWriter) addRaw(id oid, raw []byte) error {
 	if p.seen[id] {
-		return id, nil
+		return nil
 	}
 	if p.f == nil {
 		if err := os.MkdirAll(p.dir, 0o700); err != nil {
-			return oid{}, fmt.Errorf("checkpoint: %w", err)
+			return fmt.Errorf("checkpoint: %w", err)
 		}
 		f, err := os.CreateTemp(p.dir, "tmp_pack_*")
 		if err != nil {
-			return oid{}, fmt.Errorf("checkpoint: %w", err)
+			return fmt.Errorf("checkpoint: %w", err)
 		}
 		p.f, p.bw = f, bufio.NewWriterSize(f, 256<<10)
 		// The count is written at the end, when it is known.
 		if _, err := p.bw.Write([]byte{'P', 'A', 'C', 'K', 0, 0, 0, 2, 0, 0, 0, 0}); err != nil {
-			return oid{}, p.fail(err)
+			return p.fail(err)
 		}
 		p.off = 12
 	}
-	p.buf.Reset()
-	n := len(content)
-	c := byte(kind<<4) | byte(n&15)
-	n >>= 4
-	for n > 0 {
-		p.buf.WriteByte(c | 0x80)
-		c = byte(n & 0x7f)
-		n >>= 7
+	if _, err := p.bw.Write(raw); err != nil {
+		return p.fail(err)
 	}
-	p.buf.WriteByte(c)
-	zw := zlibs.Get().(*zlib.Writer)
-	zw.Reset(&p.buf)
-	zw.Write(content)
-	err := zw.Close()
-	zlibs.Put(zw)
-	if err != nil {
-		return oid{}, p.fail(err)
-	}
-	if _, err := p.bw.Write(p.buf.Bytes()); err != nil {
-		return oid{}, p.fail(err)
-	}
-	p.objs = append(p.objs, packed{id: id, off: p.off, crc: crc32.ChecksumIEEE(p.buf.Bytes())})
+	p.objs = append(p.objs, packed{id: id, off: p.off, crc: crc32.ChecksumIEEE(raw)})
 	p.seen[id] = true
-	p.off += int64(p.buf.Len())
-	return id, nil
+	p.off += int64(len(raw))
+	return nil
 }
 
 func (p *packWriter) fail(err error) error {

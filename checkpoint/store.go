@@ -416,15 +416,20 @@ func (s *Store) track(id string) {
 
 // walk has git walk the tree (add -A) and write its trees.
 func (s *Store) walk(ctx context.Context) (string, error) {
-	fresh, err := s.checkLimits(ctx)
+	fresh, untracked, err := s.checkLimits(ctx)
 	if err != nil {
 		return "", err
 	}
 	add := []string{"add", "-A"}
 	bulk := fresh >= bulkFiles
-	if bulk {
-		// Many new files (the first snapshot): streamed into one pack
-		// as they are hashed, not a loose object (a disk block) each.
+	if bulk && s.prefill(ctx, untracked) == nil {
+		// Many new files (the first snapshot), hashed here into one
+		// pack with the index entries that say so: git add -A finds
+		// them clean (it still decides what the snapshot holds).
+		bulk = false
+	} else if bulk {
+		// Else streamed into one pack by git as they are hashed, not a
+		// loose object (a disk block) each.
 		add = []string{"-c", "core.bigFileThreshold=1", "add", "-A"}
 	}
 	if _, _, err := s.run(ctx, call{args: add}); err != nil {
@@ -488,7 +493,7 @@ func (s *Store) looseObjects() int {
 // untracked ones .gitignore does not ignore (listed by git, sized here).
 // A file the store holds that grew since counts at its old size until
 // the next snapshot.
-func (s *Store) checkLimits(ctx context.Context) (fresh int, err error) {
+func (s *Store) checkLimits(ctx context.Context) (fresh int, untracked []found, err error) {
 	files, total, ok := indexTotals(s.index)
 	if !ok {
 		files, total = 0, 0
@@ -501,12 +506,15 @@ func (s *Store) checkLimits(ctx context.Context) (fresh int, err error) {
 	}
 	out, capped, err := s.run(ctx, call{args: args, max: limit, capOK: true})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	fresh = bytes.Count(out, []byte{0})
 	files += int64(fresh)
 	if capped || files > int64(s.o.MaxFiles) {
-		return 0, &LimitError{Limit: "files", Have: files, Max: int64(s.o.MaxFiles)}
+		return 0, nil, &LimitError{Limit: "files", Have: files, Max: int64(s.o.MaxFiles)}
+	}
+	if ok {
+		untracked = make([]found, 0, fresh)
 	}
 	for len(out) > 0 {
 		i := bytes.IndexByte(out, 0)
@@ -519,15 +527,18 @@ func (s *Store) checkLimits(ctx context.Context) (fresh int, err error) {
 		if err != nil || fi.IsDir() {
 			continue // deleted since, or a nested repository (stored as a link only)
 		}
+		if ok {
+			untracked = append(untracked, found{name, fi})
+		}
 		total += fi.Size()
 		if total > s.o.MaxBytes {
-			return 0, &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
+			return 0, nil, &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
 		}
 	}
 	if total > s.o.MaxBytes {
-		return 0, &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
+		return 0, nil, &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
 	}
-	return fresh, nil
+	return fresh, untracked, nil
 }
 
 // indexTotals reads the number of entries of a git index (version 2,

@@ -4,10 +4,12 @@ package checkpoint
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/goleak"
@@ -281,5 +283,56 @@ func TestPacksMerged(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameFiles(t, fmt.Sprint("restore ", i), files(t, root), want[i])
+	}
+}
+
+// Many new files (the first snapshot) are hashed in process before git
+// add -A runs: the snapshot is the tree git alone makes of the same
+// files (symlinks, an executable, a file too big to be read here, an
+// ignored directory, a nested repository).
+func TestPrefillMatchesGit(t *testing.T) {
+	root := t.TempDir()
+	for i := range bulkFiles + 44 {
+		write(t, root, fmt.Sprintf("d%d/f%d.txt", i%7, i), strings.Repeat(fmt.Sprint(i), i), 0o644)
+	}
+	write(t, root, "run.sh", "#!/bin/sh\n", 0o755)
+	write(t, root, "big.bin", strings.Repeat("big\x00", 600_000), 0o644)
+	write(t, root, ".gitignore", "ignored/\n", 0o644)
+	write(t, root, "ignored/x.txt", "not snapshotted\n", 0o644)
+	symlink(t, root, "d1", "link-dir")
+	symlink(t, root, "missing", "link-dangling")
+	write(t, root, "nested/file.txt", "in a nested repository\n", 0o644)
+	userGit(t, filepath.Join(root, "nested"), "init", "-q")
+	userGit(t, filepath.Join(root, "nested"), "add", "-A")
+	userGit(t, filepath.Join(root, "nested"), "commit", "-q", "-m", "nested")
+	// Files older than the index, as most are: git trusts the entries
+	// written here (none is "racily clean", which git would re-read).
+	old := time.Now().Add(-time.Hour)
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			err = os.Chtimes(p, old, old)
+		}
+		return err
+	})
+	s := open(t, root, Options{})
+	defer s.Close()
+	c := ctx(t)
+	info, err := s.SnapshotInfo(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(t.TempDir(), "index")
+	if _, _, err := s.run(c, call{args: []string{"add", "-A"}, index: fresh}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := s.run(c, call{args: []string{"write-tree"}, index: fresh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSpace(string(out)); info.ID != want {
+		t.Fatalf("snapshot %s, git alone %s", info.ID, want)
+	}
+	if _, _, err := s.run(c, call{args: []string{"fsck", "--full", "--strict", "--no-dangling"}}); err != nil {
+		t.Fatal(err)
 	}
 }
