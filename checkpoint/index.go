@@ -64,7 +64,8 @@ func readIndex(path string) ([]indexEntry, error) {
 		return nil, fmt.Errorf("%w: bad checksum", errIndexFormat)
 	}
 	n := int(be32(data[8:]))
-	es := make([]indexEntry, 0, n)
+	es := make([]indexEntry, 0, min(n, len(body)/62)) // the count is not trusted
+
 	off := 12
 	for range n {
 		const fixed = 62
