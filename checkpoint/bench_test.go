@@ -54,43 +54,74 @@ func diskUsage(b *testing.B, dir string) int64 {
 	return n
 }
 
-// walkFloor is the fastest of a few bare walks of root (WalkDir and an
-// lstat of every entry): what any snapshot that walks the tree costs at
-// least. Each benchmark reports it for its own tree, in the same run.
-func walkFloor(b *testing.B, root string) time.Duration {
-	b.Helper()
-	var fastest time.Duration
-	for i := range 5 {
-		t0 := time.Now()
-		n := 0
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if _, err := d.Info(); err != nil {
-				return err
-			}
-			n++
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if d := time.Since(t0); i == 0 || d < fastest {
-			fastest = d
-		}
-	}
-	return fastest
+// meter times a benchmark's snapshots beside bare walks of the same
+// tree (WalkDir and an lstat of every entry: what any snapshot that
+// walks costs at least), one walk before each snapshot, outside the
+// timer, so that both see the same load on a shared machine. It also
+// counts the CPU time a snapshot takes (the process's and its git
+// children's), which depends less on that load.
+type meter struct {
+	b                  *testing.B
+	root               string
+	n                  int
+	snap, walk, cpu    time.Duration
+	fastSnap, fastWalk time.Duration
 }
 
-// reportFloor reports the walk's time and the benchmark's mean and
-// fastest times as fractions of it.
-func reportFloor(b *testing.B, floor, fastest time.Duration) {
-	b.ReportMetric(float64(floor.Microseconds())/1000, "walk-ms")
-	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(floor), "x-walk")
-	if fastest > 0 {
-		b.ReportMetric(float64(fastest.Microseconds())/1000, "min-ms")
+func bareWalk(b *testing.B, root string) time.Duration {
+	t0 := time.Now()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		_, err = d.Info()
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
+	return time.Since(t0)
+}
+
+func cpuTime() time.Duration {
+	var self, kids syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
+	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
+}
+
+// measure walks the tree (timer off), then times snapshot (timer on).
+func (m *meter) measure(snapshot func()) {
+	m.b.StopTimer()
+	w := bareWalk(m.b, m.root)
+	m.b.StartTimer()
+	c0, t0 := cpuTime(), time.Now()
+	snapshot()
+	d, c := time.Since(t0), cpuTime()-c0
+	if m.n == 0 || d < m.fastSnap {
+		m.fastSnap = d
+	}
+	if m.n == 0 || w < m.fastWalk {
+		m.fastWalk = w
+	}
+	m.n++
+	m.snap += d
+	m.walk += w
+	m.cpu += c
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// report: the snapshots' fastest time, the walks' mean and fastest, the
+// snapshots' mean as a multiple of the walks' mean, CPU per snapshot.
+func (m *meter) report() {
+	n := time.Duration(m.n)
+	m.b.ReportMetric(ms(m.fastSnap), "min-ms")
+	m.b.ReportMetric(ms(m.walk/n), "walk-ms")
+	m.b.ReportMetric(ms(m.fastWalk), "walk-min-ms")
+	m.b.ReportMetric(float64(m.snap)/float64(m.walk), "x-walk")
+	m.b.ReportMetric(ms(m.cpu/n), "cpu-ms")
 }
 
 // The bare walk itself, as a benchmark of its own.
@@ -98,10 +129,8 @@ func BenchmarkWalkFloor10k(b *testing.B) {
 	root := benchProject(b, 100, 100)
 	b.ResetTimer()
 	for range b.N {
-		walkFloor(b, root)
+		bareWalk(b, root)
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/5/1e6, "ms/walk")
 }
 
 // The snapshot before a turn: a 10k-file project (100 directories of 100
@@ -117,7 +146,6 @@ func BenchmarkSnapshotTurn100k(b *testing.B) { benchTurn(b, 1000, Options{}) }
 
 func benchTurn(b *testing.B, dirs int, o Options) {
 	root := benchProject(b, dirs, 100)
-	floor := walkFloor(b, root)
 	s, err := Open(root, o)
 	if err != nil {
 		b.Fatal(err)
@@ -129,7 +157,7 @@ func benchTurn(b *testing.B, dirs int, o Options) {
 	}
 	store := filepath.Join(root, filepath.FromSlash(Dir))
 	before := diskUsage(b, store)
-	var fastest time.Duration
+	m := &meter{b: b, root: root}
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
@@ -139,35 +167,29 @@ func benchTurn(b *testing.B, dirs int, o Options) {
 				b.Fatal(err)
 			}
 		}
-		b.StartTimer()
-		t0 := time.Now()
-		info, err := s.SnapshotInfo(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if d := time.Since(t0); i == 0 || d < fastest {
-			fastest = d
-		}
-		if info.Full && !o.NoWatch {
-			b.Fatalf("snapshot %d walked: %s", i, info.Why)
-		}
+		m.measure(func() {
+			info, err := s.SnapshotInfo(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if info.Full && !o.NoWatch {
+				b.Fatalf("snapshot %d walked: %s", i, info.Why)
+			}
+		})
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(diskUsage(b, store)-before)/float64(b.N), "disk-B/turn")
-	// The fastest run: the cost with the least interference from other
-	// work on a shared machine.
-	reportFloor(b, floor, fastest)
+	m.report()
 }
 
 // The first snapshot of the same project (every file read, hashed and
-// stored), and what it takes on disk.
+// stored, the watcher started), and what it takes on disk.
 func BenchmarkSnapshotFirst10k(b *testing.B) {
 	root := benchProject(b, 100, 100)
-	floor := walkFloor(b, root)
 	store := filepath.Join(root, filepath.FromSlash(Dir))
 	ctx := context.Background()
 	var disk int64
-	var fastest time.Duration
+	m := &meter{b: b, root: root}
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
@@ -178,27 +200,22 @@ func BenchmarkSnapshotFirst10k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.StartTimer()
-		t0 := time.Now()
-		if _, err := s.Snapshot(ctx); err != nil {
-			b.Fatal(err)
-		}
-		d := time.Since(t0)
+		m.measure(func() {
+			if _, err := s.Snapshot(ctx); err != nil {
+				b.Fatal(err)
+			}
+		})
 		b.StopTimer()
-		if fastest == 0 || d < fastest {
-			fastest = d
-		}
 		s.Close()
 		disk = diskUsage(b, store)
 	}
 	b.ReportMetric(float64(disk), "disk-B")
-	reportFloor(b, floor, fastest)
+	m.report()
 }
 
 // A snapshot when nothing changed (a turn that only read).
 func BenchmarkSnapshotUnchanged10k(b *testing.B) {
 	root := benchProject(b, 100, 100)
-	floor := walkFloor(b, root)
 	s, err := Open(root, Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -208,21 +225,19 @@ func BenchmarkSnapshotUnchanged10k(b *testing.B) {
 	if _, err := s.Snapshot(ctx); err != nil {
 		b.Fatal(err)
 	}
-	var fastest time.Duration
+	m := &meter{b: b, root: root}
 	b.ResetTimer()
 	for i := range b.N {
-		t0 := time.Now()
-		info, err := s.SnapshotInfo(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if d := time.Since(t0); i == 0 || d < fastest {
-			fastest = d
-		}
-		if info.Full {
-			b.Fatalf("snapshot %d walked: %s", i, info.Why)
-		}
+		m.measure(func() {
+			info, err := s.SnapshotInfo(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if info.Full {
+				b.Fatalf("snapshot %d walked: %s", i, info.Why)
+			}
+		})
 	}
 	b.StopTimer()
-	reportFloor(b, floor, fastest)
+	m.report()
 }

@@ -129,13 +129,7 @@ func (s *Store) incremental(ctx context.Context, touched []string) (Info, error)
 		if err := ctx.Err(); err != nil {
 			return info, err
 		}
-		mode := uint32(modeFile)
-		switch {
-		case f.fi.Mode()&fs.ModeSymlink != 0:
-			mode = modeSymlink
-		case f.fi.Mode()&0o100 != 0:
-			mode = modeExec
-		}
+		mode := modeOf(f.fi)
 		id, err := w.blobFile(s.abs(f.rel), mode, f.fi.Size())
 		if errors.Is(err, errChanged) || errors.Is(err, fs.ErrNotExist) {
 			return info, &walkNeeded{"a file changed while it was read"}

@@ -1,25 +1,23 @@
 package checkpoint
 
 import (
-	"bytes"
 	"compress/zlib"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 )
 
-// The store's objects written in process (the watcher's incremental
-// snapshots): git's loose object format, so git reads them as its own.
-// A loose object is objects/xx/yyyy…, the zlib stream of "type size\0"
-// and the bytes; its id is the SHA-1 of that uncompressed stream (the
-// store is a SHA-1 repository: Open writes no objectFormat).
+// The store's objects written in process, in git's formats so git reads
+// them as its own: an object's id is the SHA-1 of "type size\0" and its
+// bytes (the store is a SHA-1 repository: Open writes no objectFormat);
+// a loose object is objects/xx/yyyy…, the zlib stream of the same; a
+// pack holds many (pack.go).
 
 // oid is a SHA-1 object id.
 type oid [sha1.Size]byte
@@ -39,77 +37,27 @@ const (
 // retried by a walk.
 var errChanged = errors.New("checkpoint: a file changed while it was read")
 
-// objectWriter writes objects into a store's objects directory: into
-// pack when set (a big file's blob is loose all the same), else loose.
+// objectWriter writes a snapshot's objects: into its pack, but for a
+// big file's blob, which is streamed into a loose object of its own.
 type objectWriter struct {
-	dir  string
+	dir  string // objects
 	pack *packWriter
 }
 
-// path returns the file of object id.
+// path returns the file of loose object id.
 func (w objectWriter) path(id oid) string {
 	h := id.String()
 	return filepath.Join(w.dir, h[:2], h[2:])
 }
 
 // write stores an object of kind ("blob", "tree") with content, and
-// returns its id. An object already present is not written again.
+// returns its id.
 func (w objectWriter) write(kind string, content []byte) (oid, error) {
-	if w.pack != nil {
-		k := packBlob
-		if kind == "tree" {
-			k = packTree
-		}
-		return w.pack.add(k, content)
+	k := packBlob
+	if kind == "tree" {
+		k = packTree
 	}
-	h := sha1.New()
-	hdr := kind + " " + strconv.Itoa(len(content)) + "\x00"
-	io.WriteString(h, hdr)
-	h.Write(content)
-	var id oid
-	h.Sum(id[:0])
-	if _, err := os.Lstat(w.path(id)); err == nil {
-		return id, nil
-	}
-	var buf bytes.Buffer
-	zw := zlibs.Get().(*zlib.Writer)
-	defer zlibs.Put(zw)
-	zw.Reset(&buf)
-	io.WriteString(zw, hdr)
-	zw.Write(content)
-	if err := zw.Close(); err != nil {
-		return oid{}, err
-	}
-	return id, w.place(id, func(f *os.File) error { _, err := f.Write(buf.Bytes()); return err })
-}
-
-// place writes an object's file through a temporary file in its
-// directory and renames it into place (an object's bytes never change,
-// so a concurrent writer of the same object is harmless).
-func (w objectWriter) place(id oid, fill func(*os.File) error) error {
-	final := w.path(id)
-	dir := filepath.Dir(final)
-	f, err := os.CreateTemp(dir, "tmp_obj_*")
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(dir, 0o700); err == nil {
-			f, err = os.CreateTemp(dir, "tmp_obj_*")
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	err = fill(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), final)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	return nil
+	return w.pack.add(k, content)
 }
 
 // blobFile stores the file at path as a blob, reading exactly size
@@ -129,15 +77,12 @@ func (w objectWriter) blobFile(path string, mode uint32, size int64) (oid, error
 	}
 	defer f.Close()
 	if size <= 1<<20 {
-		buf := make([]byte, size+1)
-		n, err := io.ReadFull(f, buf)
-		if err != io.ErrUnexpectedEOF && err != nil && !(size == 0 && err == io.EOF) {
+		var buf []byte
+		data, err := readSmall(f, size, &buf)
+		if err != nil {
 			return oid{}, err
 		}
-		if int64(n) != size {
-			return oid{}, errChanged
-		}
-		return w.write("blob", buf[:n])
+		return w.write("blob", data)
 	}
 	// A big file: hashed and compressed as it is read, into a temporary
 	// file renamed to its id at the end.

@@ -49,14 +49,8 @@ func (s *Store) prefill(ctx context.Context, untracked []found) error {
 			var buf []byte
 			for i := range next {
 				f := todo[i]
-				mode := uint32(modeFile)
-				switch {
-				case f.fi.Mode()&fs.ModeSymlink != 0:
-					mode = modeSymlink
-				case f.fi.Mode()&0o100 != 0:
-					mode = modeExec
-				}
-				data, err := readSmall(s.abs(f.rel), mode, f.fi.Size(), &buf)
+				mode := modeOf(f.fi)
+				data, err := readFile(s.abs(f.rel), mode, f.fi.Size(), &buf)
 				if err != nil {
 					continue // changed or gone: git looks at it again
 				}
@@ -105,9 +99,21 @@ func (s *Store) prefill(ctx context.Context, untracked []found) error {
 
 func (s *Store) objectsDir() string { return s.gitDir + string(os.PathSeparator) + "objects" }
 
-// readSmall reads a file of size bytes (a symlink's target) into *buf,
+// modeOf is git's mode for a file or symlink (the owner's executable
+// bit only, as git keeps it).
+func modeOf(fi fs.FileInfo) uint32 {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return modeSymlink
+	case fi.Mode()&0o100 != 0:
+		return modeExec
+	}
+	return modeFile
+}
+
+// readFile reads a file of size bytes (a symlink's target) into *buf,
 // failing with errChanged when its size is not that.
-func readSmall(path string, mode uint32, size int64, buf *[]byte) ([]byte, error) {
+func readFile(path string, mode uint32, size int64, buf *[]byte) ([]byte, error) {
 	if mode == modeSymlink {
 		target, err := os.Readlink(path)
 		return []byte(target), err
@@ -117,6 +123,11 @@ func readSmall(path string, mode uint32, size int64, buf *[]byte) ([]byte, error
 		return nil, err
 	}
 	defer f.Close()
+	return readSmall(f, size, buf)
+}
+
+// readSmall reads exactly size bytes from f into *buf.
+func readSmall(f *os.File, size int64, buf *[]byte) ([]byte, error) {
 	if int64(cap(*buf)) < size+1 {
 		*buf = make([]byte, size+1)
 	}

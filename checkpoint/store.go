@@ -401,8 +401,8 @@ func (s *Store) track(id string) {
 		return
 	}
 	tr, err := newTracked(es)
-	if err != nil {
-		s.trWhy = err.Error()
+	if errors.Is(err, errGitlink) {
+		s.trWhy = "nested repository"
 		return
 	}
 	got, err := tr.treeID(nil)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,9 +38,13 @@ type watcher struct {
 	touched map[string]struct{} // slash paths relative to root
 	dirs    map[string]bool     // watched directories (relative; "" = root)
 	why     string              // set once the list is not to be trusted
+	nonce   string              // names this watcher's sync files apart from other stores' (other processes)
 	seq     uint64
 	waiters map[string]chan struct{} // sync file → closed when its event is read
 }
+
+// watchers numbers the watchers of this process.
+var watchers atomic.Uint64
 
 // syncTimeout bounds the wait for a sync file's event (then the snapshot
 // walks instead).
@@ -73,6 +78,7 @@ func startWatcher(root, cookies string, maxTouched int) (*watcher, string) {
 		root: root, cookies: cookies, fw: fw, maxTouched: maxTouched,
 		done: make(chan struct{}), inject: make(chan error),
 		touched: map[string]struct{}{}, dirs: map[string]bool{}, waiters: map[string]chan struct{}{},
+		nonce: strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(watchers.Add(1), 10) + "-",
 	}
 	if err := fw.Add(cookies); err != nil {
 		fw.Close()
@@ -246,7 +252,7 @@ func (w *watcher) take(ctx context.Context) (touched []string, why string) {
 		return nil, w.why
 	}
 	w.seq++
-	name := filepath.Join(w.cookies, strconv.FormatUint(w.seq, 10))
+	name := filepath.Join(w.cookies, w.nonce+strconv.FormatUint(w.seq, 10))
 	ch := make(chan struct{})
 	w.waiters[name] = ch
 	w.mu.Unlock()
