@@ -670,7 +670,9 @@ func (s *Store) Restore(ctx context.Context, id string) ([]Change, error) {
 	// The index holds the files now (just added, or written here from
 	// the snapshot taken in process): a reset to id writes what differs
 	// and removes what id lacks.
-	if s.tr != nil && s.trStale {
+	if s.tr != nil {
+		// Written even when not stale: another process's walk may have
+		// rewritten the index since.
 		if err := writeIndex(s.index, s.tr.entries()); err != nil {
 			return nil, err
 		}
