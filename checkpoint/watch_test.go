@@ -3,6 +3,7 @@
 package checkpoint
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -334,5 +335,81 @@ func TestPrefillMatchesGit(t *testing.T) {
 	}
 	if _, _, err := s.run(c, call{args: []string{"fsck", "--full", "--strict", "--no-dangling"}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Two watching stores on one project (a server and a CLI) share the
+// store's index and sync directory: each one's snapshots stay those of a
+// walk while the other snapshots and restores.
+func TestTwoWatchingStores(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	root := watchedProject(t)
+	c := ctx(t)
+	a, b := open(t, root, Options{}), open(t, root, Options{})
+	defer a.Close()
+	defer b.Close()
+	walker := open(t, root, Options{NoWatch: true})
+	first, err := a.Snapshot(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range steps[:8] {
+		st.change(t, root)
+		want, err := walker.Snapshot(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, s := range map[string]*Store{"a": a, "b": b} {
+			got, err := s.Snapshot(c)
+			if err != nil || got != want {
+				t.Fatalf("%s: store %s snapshot %s, %v; a walk says %s", st.name, name, got, err, want)
+			}
+		}
+		if i == 4 {
+			if _, err := a.Restore(c, first); err != nil {
+				t.Fatal(err)
+			}
+			for name, s := range map[string]*Store{"a": a, "b": b} {
+				if got, err := s.Snapshot(c); err != nil || got != first {
+					t.Fatalf("after a's restore, store %s snapshot %s, %v; want %s", name, got, err, first)
+				}
+			}
+		}
+	}
+}
+
+// A watcher error (not an overflow) makes the next snapshot walk and say
+// so; after Close the store keeps no goroutine and every snapshot walks.
+func TestWatcherErrorAndClose(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	root := watchedProject(t)
+	c := ctx(t)
+	s := open(t, root, Options{})
+	if _, err := s.Snapshot(c); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, "a.txt", "changed\n", 0o644)
+	s.mu.Lock()
+	w := s.w
+	s.mu.Unlock()
+	w.inject <- errors.New("injected")
+	info, err := s.SnapshotInfo(c)
+	if err != nil || !info.Full || info.Why != "watcher error: injected" {
+		t.Fatalf("after a watcher error: %+v, %v", info, err)
+	}
+	write(t, root, "a.txt", "changed again\n", 0o644)
+	if info, err := s.SnapshotInfo(c); err != nil || info.Full {
+		t.Fatalf("with the new watcher: %+v, %v", info, err)
+	}
+	s.Close()
+	s.Close()
+	write(t, root, "b.txt", "after close\n", 0o644)
+	info, err = s.SnapshotInfo(c)
+	if err != nil || !info.Full || info.Why != "store closed" {
+		t.Fatalf("after Close: %+v, %v", info, err)
+	}
+	want, err := open(t, root, Options{NoWatch: true}).Snapshot(c)
+	if err != nil || info.ID != want {
+		t.Fatalf("after Close: %s, a walk says %s (%v)", info.ID, want, err)
 	}
 }
