@@ -19,15 +19,18 @@ import (
 // what the snapshot holds: a file changed since is hashed again, one
 // now ignored is left out). In a store with no index yet (the first
 // snapshot) it also stores the trees, so git write-tree stores none.
-// On any error nothing was changed but a pack that is of no harm; git
-// then hashes the files itself.
-func (s *Store) prefill(ctx context.Context, untracked []found) error {
+// complete says that the index now holds exactly the listed files
+// (listed is how many git listed): the store had none, and each was
+// read (none gone, no nested repository, no file too big to read here),
+// so git add -A has nothing to do. On any error nothing was changed but
+// a pack that is of no harm; git then hashes the files itself.
+func (s *Store) prefill(ctx context.Context, untracked []found, listed int) (complete bool, err error) {
 	if runtime.GOOS != "linux" || len(untracked) == 0 {
-		return errors.ErrUnsupported // the index's stat data is read on Linux only
+		return false, errors.ErrUnsupported // the index's stat data is read on Linux only
 	}
 	old, err := readIndex(s.index)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// Big files are left to git (streamed); nested repositories too.
 	var todo []found
@@ -68,7 +71,7 @@ func (s *Store) prefill(ctx context.Context, untracked []found) error {
 	close(next)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	p := newPackWriter(s.objectsDir())
 	defer p.abort()
@@ -78,23 +81,24 @@ func (s *Store) prefill(ctx context.Context, untracked []found) error {
 			continue
 		}
 		if err := p.addRaw(r.e.id, r.raw); err != nil {
-			return err
+			return false, err
 		}
 		es = append(es, r.e)
 	}
+	complete = len(old) == 0 && len(es) == listed
 	if len(old) == 0 {
 		tr, err := newTracked(es)
 		if err == nil {
 			_, err = tr.treeID(&objectWriter{dir: s.objectsDir(), pack: p})
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 	}
 	if err := p.finish(); err != nil {
-		return err
+		return false, err
 	}
-	return writeIndex(s.index, es)
+	return complete, writeIndex(s.index, es)
 }
 
 func (s *Store) objectsDir() string { return s.gitDir + string(os.PathSeparator) + "objects" }

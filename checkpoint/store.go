@@ -422,18 +422,26 @@ func (s *Store) walk(ctx context.Context) (string, error) {
 	}
 	add := []string{"add", "-A"}
 	bulk := fresh >= bulkFiles
-	if bulk && s.prefill(ctx, untracked) == nil {
-		// Many new files (the first snapshot), hashed here into one
-		// pack with the index entries that say so: git add -A finds
-		// them clean (it still decides what the snapshot holds).
-		bulk = false
-	} else if bulk {
-		// Else streamed into one pack by git as they are hashed, not a
-		// loose object (a disk block) each.
-		add = []string{"-c", "core.bigFileThreshold=1", "add", "-A"}
+	complete := false
+	if bulk {
+		if c, err := s.prefill(ctx, untracked, fresh); err == nil {
+			complete = c
+			// Many new files (the first snapshot), hashed here into
+			// one pack with the index entries that say so: git add -A
+			// finds them clean (it still decides what the snapshot
+			// holds), or is not needed at all when the index now holds
+			// every file git listed and nothing else.
+			bulk = false
+		} else {
+			// Else streamed into one pack by git as they are hashed,
+			// not a loose object (a disk block) each.
+			add = []string{"-c", "core.bigFileThreshold=1", "add", "-A"}
+		}
 	}
-	if _, _, err := s.run(ctx, call{args: add}); err != nil {
-		return "", err
+	if !complete {
+		if _, _, err := s.run(ctx, call{args: add}); err != nil {
+			return "", err
+		}
 	}
 	out, _, err := s.run(ctx, call{args: []string{"write-tree"}})
 	if err != nil {

@@ -288,24 +288,33 @@ func TestPacksMerged(t *testing.T) {
 }
 
 // Many new files (the first snapshot) are hashed in process before git
-// add -A runs: the snapshot is the tree git alone makes of the same
-// files (symlinks, an executable, a file too big to be read here, an
-// ignored directory, a nested repository).
+// add -A runs, or instead of it when git listed nothing else: the
+// snapshot is the tree git alone makes of the same files, with symlinks
+// and an executable, and with or without a file too big to be read here,
+// an ignored directory and a nested repository.
 func TestPrefillMatchesGit(t *testing.T) {
+	for _, odd := range []bool{false, true} {
+		t.Run(fmt.Sprint("odd=", odd), func(t *testing.T) { testPrefill(t, odd) })
+	}
+}
+
+func testPrefill(t *testing.T, odd bool) {
 	root := t.TempDir()
 	for i := range bulkFiles + 44 {
 		write(t, root, fmt.Sprintf("d%d/f%d.txt", i%7, i), strings.Repeat(fmt.Sprint(i), i), 0o644)
 	}
 	write(t, root, "run.sh", "#!/bin/sh\n", 0o755)
-	write(t, root, "big.bin", strings.Repeat("big\x00", 600_000), 0o644)
-	write(t, root, ".gitignore", "ignored/\n", 0o644)
-	write(t, root, "ignored/x.txt", "not snapshotted\n", 0o644)
 	symlink(t, root, "d1", "link-dir")
 	symlink(t, root, "missing", "link-dangling")
-	write(t, root, "nested/file.txt", "in a nested repository\n", 0o644)
-	userGit(t, filepath.Join(root, "nested"), "init", "-q")
-	userGit(t, filepath.Join(root, "nested"), "add", "-A")
-	userGit(t, filepath.Join(root, "nested"), "commit", "-q", "-m", "nested")
+	if odd {
+		write(t, root, "big.bin", strings.Repeat("big\x00", 600_000), 0o644)
+		write(t, root, ".gitignore", "ignored/\n", 0o644)
+		write(t, root, "ignored/x.txt", "not snapshotted\n", 0o644)
+		write(t, root, "nested/file.txt", "in a nested repository\n", 0o644)
+		userGit(t, filepath.Join(root, "nested"), "init", "-q")
+		userGit(t, filepath.Join(root, "nested"), "add", "-A")
+		userGit(t, filepath.Join(root, "nested"), "commit", "-q", "-m", "nested")
+	}
 	// Files older than the index, as most are: git trusts the entries
 	// written here (none is "racily clean", which git would re-read).
 	old := time.Now().Add(-time.Hour)
@@ -335,6 +344,15 @@ func TestPrefillMatchesGit(t *testing.T) {
 	}
 	if _, _, err := s.run(c, call{args: []string{"fsck", "--full", "--strict", "--no-dangling"}}); err != nil {
 		t.Fatal(err)
+	}
+	// And the next snapshot, from the watcher's list, starts from it.
+	write(t, root, "d1/f1.txt", "changed\n", 0o644)
+	info, err = s.SnapshotInfo(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, err := open(t, root, Options{NoWatch: true}).Snapshot(c); err != nil || info.ID != want {
+		t.Fatalf("next snapshot %s, a walk says %s (%v)", info.ID, want, err)
 	}
 }
 
