@@ -57,6 +57,11 @@ type FileCheckpoint struct {
 	// over the limits (CheckpointConfig.MaxFiles, MaxBytes).
 	Error    string `json:"error,omitempty"`
 	TooLarge bool   `json:"tooLarge,omitempty"`
+	// Full is set when the snapshot walked the project's tree (the
+	// first one, or when the watcher of changes could not vouch for its
+	// list); Why says why (e.g. "overflow").
+	Full bool   `json:"full,omitempty"`
+	Why  string `json:"why,omitempty"`
 	// Millis is how long the snapshot took.
 	Millis float64   `json:"ms"`
 	At     time.Time `json:"at"`
@@ -69,11 +74,25 @@ const checkpointsFile = "checkpoints.jsonl"
 // maxCheckpointsFile bounds what FileCheckpoints reads (about 100k turns).
 const maxCheckpointsFile = 16 << 20
 
-// checkpoints holds a Harness's stores, one per project root.
+// checkpoints holds a Harness's stores, one per project root. Each keeps
+// a watcher of its project's files (a goroutine, an inotify descriptor)
+// from its first snapshot until Shutdown closes it.
 type checkpoints struct {
 	mu     sync.Mutex
 	stores map[string]*checkpoint.Store
 	warned map[string]bool // roots whose "too large" was logged
+	closed bool            // after Shutdown: stores opened then keep no watcher
+}
+
+// closeCheckpoints stops every store's watcher (Shutdown).
+func (h *Harness) closeCheckpoints() {
+	c := &h.ckpts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, s := range c.stores {
+		s.Close()
+	}
 }
 
 // checkpointStore returns the store of root, opened on first use.
@@ -85,7 +104,8 @@ func (h *Harness) checkpointStore(root string) (*checkpoint.Store, error) {
 		return s, nil
 	}
 	cc := h.cfg.Checkpoints
-	s, err := checkpoint.Open(root, checkpoint.Options{MaxFiles: cc.MaxFiles, MaxBytes: cc.MaxBytes, Timeout: cc.Timeout})
+	s, err := checkpoint.Open(root, checkpoint.Options{MaxFiles: cc.MaxFiles, MaxBytes: cc.MaxBytes, Timeout: cc.Timeout,
+		NoWatch: c.closed})
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +127,9 @@ func (h *Harness) snapshotTurn(ctx context.Context, s *session.Session, seq int6
 	rec := FileCheckpoint{Seq: seq, At: start.UTC()}
 	st, err := h.checkpointStore(s.ProjectRoot)
 	if err == nil {
-		rec.Snapshot, err = st.Snapshot(ctx)
+		var info checkpoint.Info
+		info, err = st.SnapshotInfo(ctx)
+		rec.Snapshot, rec.Full, rec.Why = info.ID, info.Full, info.Why
 	}
 	rec.Millis = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
@@ -130,7 +152,7 @@ func (h *Harness) snapshotTurn(ctx context.Context, s *session.Session, seq int6
 			Msg("file checkpoint not taken: this turn's files cannot be restored")
 	} else {
 		log.Debug().Str("sessionId", s.ID).Int64("seq", seq).Str("snapshot", rec.Snapshot).
-			Float64("ms", rec.Millis).Msg("file checkpoint")
+			Float64("ms", rec.Millis).Bool("full", rec.Full).Str("why", rec.Why).Msg("file checkpoint")
 	}
 	if err := appendCheckpoint(s, rec); err != nil {
 		log.Warn().Str("sessionId", s.ID).Err(err).Msg("file checkpoint not recorded")

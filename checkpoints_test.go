@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,11 @@ func TestRestoreFilesUndoesTurns(t *testing.T) {
 	cps, err := e.h.FileCheckpoints(s.ID)
 	if err != nil || len(cps) != 2 || cps[0].Seq != seq1 || cps[1].Seq != seq2 || cps[0].Snapshot == "" || cps[1].Snapshot == "" {
 		t.Fatalf("FileCheckpoints = %+v, %v; want snapshots at %d and %d", cps, err, seq1, seq2)
+	}
+	// The first walks the tree; on Linux a watcher lists what turn one
+	// changed, and the second reads that only.
+	if !cps[0].Full || cps[0].Why != "first snapshot" || (runtime.GOOS == "linux" && cps[1].Full) {
+		t.Fatalf("FileCheckpoints = %+v: want the first one full, the second from the watcher", cps)
 	}
 	d, err := e.h.FilesDiff(context.Background(), s.ID, seq2)
 	if err != nil || changeOps(d) != "modified a.txt, added d.txt" {

@@ -785,6 +785,7 @@ func (h *Harness) Shutdown(ctx context.Context) error {
 	ewg.Wait()
 	err := errors.Join(errs...)
 	h.wg.Wait() // runners end once their turns are read to the end
+	h.closeCheckpoints()
 	h.logsMu.Lock()
 	for root, pl := range h.logs {
 		if pl.closer != nil {

@@ -20,16 +20,32 @@
 // files. A file the store once held stays in later snapshots after a
 // .gitignore starts to ignore it (git's rule for tracked files).
 //
-// Snapshots are incremental: git's index keeps each file's size and
-// times, so only files changed since the last snapshot are read and
-// hashed, and only their new contents (and the directories above them)
-// are stored. Many new files at once (the first snapshot) are streamed
-// into one pack file as they are hashed, and loose objects are packed
-// every few thousand (git repack), rather than taking a disk block each. Each snapshot has a ref
-// (refs/snapshots/<id>), so packing keeps them all; nothing is ever
-// deleted from the store (no gc or prune runs). The counts of a too-large
-// check come from the store's index (the files it holds, at their size
-// when last snapshotted) and git's list of untracked files (sized
+// Snapshots cost what changed. The first one walks the tree (git ls-files
+// and add -A; its many new files are read, hashed and packed in process,
+// in parallel, and entered in the store's index so git finds them done)
+// and starts a watcher (Linux: inotify through fsnotify) on the
+// project's directories. Each later snapshot asks the watcher which
+// paths changed since (a sync file in the store, whose event the kernel
+// queues after every earlier one, makes the list complete), reads and
+// hashes those only (a new directory is walked), checks new paths
+// against .gitignore with one git call, and writes their blobs and the
+// trees above them into one pack, from an in-memory picture of the last
+// snapshot; nothing changed costs no git call at all. The store walks
+// again, with git's index as stat cache (only files whose size or times
+// changed are read), when the watcher cannot vouch for its list: its
+// queue overflowed, a watch limit or error, a directory was renamed, a
+// .gitignore changed, a nested repository, a network filesystem, or no
+// inotify; Store.SnapshotInfo says so (Info.Full, Info.Why). The picture
+// is checked against git's own trees after each walk, and written back
+// as the index before git reads it. Store.Close stops the watcher (its
+// goroutine and file descriptor).
+//
+// Loose objects are packed every few thousand, and the packs of single
+// snapshots merged past 64 (git repack --geometric=2). Each snapshot has
+// a ref (refs/snapshots/<id>), so packing keeps them all; nothing is
+// ever deleted from the store (no gc or prune runs). The counts of a
+// too-large check come from the store's index or picture (the files it
+// holds, at their size when last snapshotted) and the new files (sized
 // before they are read).
 //
 // # The user's repository is never touched

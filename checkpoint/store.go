@@ -74,6 +74,9 @@ type Options struct {
 	// them. A cut patch has Change.Truncated set.
 	MaxPatchBytes int
 	MaxDiffBytes  int
+	// NoWatch walks the tree on every snapshot (git's stat cache) instead
+	// of keeping a watcher that lists what changed.
+	NoWatch bool
 }
 
 func (o Options) withDefaults() Options {
@@ -119,6 +122,28 @@ type Store struct {
 	root, gitDir, index, gitPath string
 	o                            Options
 	mu                           sync.Mutex
+
+	// Under mu: the watcher and what the last snapshot holds.
+	w       *watcher
+	noWatch string   // why no watcher is started (for good)
+	tr      *tracked // nil: the next snapshot walks
+	trWhy   string   // why tr is nil
+	trStale bool     // the index file does not hold tr (snapshots taken in process since)
+	last    oid      // the last snapshot
+	closed  bool
+}
+
+// Info says how a snapshot was taken.
+type Info struct {
+	ID string `json:"id"`
+	// Full is set when the tree was walked (git's stat cache): the first
+	// snapshot, or when the watcher could not vouch for its list of
+	// changes; Why says which (e.g. "overflow").
+	Full bool   `json:"full,omitempty"`
+	Why  string `json:"why,omitempty"`
+	// Changed is the number of paths the watcher listed (a snapshot that
+	// did not walk).
+	Changed int `json:"changed,omitempty"`
 }
 
 // Open returns the store of the project at root (made absolute), creating
@@ -142,7 +167,11 @@ func Open(root string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("checkpoint: %s is not a directory", abs)
 	}
 	gitDir := filepath.Join(abs, filepath.FromSlash(Dir))
-	s := &Store{root: abs, gitDir: gitDir, index: filepath.Join(gitDir, "index"), gitPath: gitPath, o: o.withDefaults()}
+	s := &Store{root: abs, gitDir: gitDir, index: filepath.Join(gitDir, "index"), gitPath: gitPath, o: o.withDefaults(),
+		trWhy: "first snapshot"}
+	if o.NoWatch {
+		s.noWatch = "Options.NoWatch"
+	}
 	if err := s.prepare(); err != nil {
 		return nil, err
 	}
@@ -265,33 +294,154 @@ func (s *Store) begin(ctx context.Context) (func(), error) {
 
 // Snapshot records the project's files (tracked and untracked, less what
 // .gitignore ignores, .git and .chirality) and returns the snapshot's id
-// (a git tree id). Only files whose size or times changed since the last
-// snapshot are read and hashed (git's index stat cache). A project over
-// the limits fails with ErrTooLarge before anything is stored. Cancelling
-// ctx stops the git call under way.
+// (a git tree id). The first snapshot starts a watcher (Linux, inotify)
+// that lists the paths changed since; later snapshots read and hash
+// those only. When the watcher cannot vouch for its list (see Info.Why)
+// the tree is walked, and only files whose size or times changed since
+// the last snapshot are read and hashed (git's index stat cache). A
+// project over the limits fails with ErrTooLarge before anything is
+// stored. Cancelling ctx stops the git call under way.
 func (s *Store) Snapshot(ctx context.Context) (string, error) {
+	info, err := s.SnapshotInfo(ctx)
+	return info.ID, err
+}
+
+// SnapshotInfo is Snapshot, saying how the snapshot was taken.
+func (s *Store) SnapshotInfo(ctx context.Context) (Info, error) {
 	done, err := s.begin(ctx)
 	if err != nil {
-		return "", err
+		return Info{}, err
 	}
 	defer done()
 	return s.snapshot(ctx)
 }
 
-func (s *Store) snapshot(ctx context.Context) (string, error) {
-	fresh, err := s.checkLimits(ctx)
+// Close stops the store's watcher (its goroutine and inotify file
+// descriptor). Later snapshots walk the tree. Safe to call more than
+// once.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.noWatch = "store closed"
+	s.stopWatch("store closed")
+	return nil
+}
+
+func (s *Store) stopWatch(why string) {
+	if s.w != nil {
+		s.w.close()
+		s.w = nil
+	}
+	s.tr, s.trWhy = nil, why
+}
+
+// maxTouched bounds the watcher's list of changed paths: past it the
+// next snapshot walks.
+func (s *Store) maxTouched() int { return min(s.o.MaxFiles, 50_000) }
+
+// snapshot takes a snapshot from the watcher's list when it can, else
+// walks (and starts a new watcher first, so that what changes during the
+// walk is listed for the next one).
+func (s *Store) snapshot(ctx context.Context) (Info, error) {
+	why := s.noWatch
+	if s.w != nil {
+		touched, wwhy := s.w.take(ctx)
+		switch {
+		case wwhy != "":
+			why = wwhy
+			s.stopWatch(wwhy)
+		case s.tr == nil:
+			why = s.trWhy
+		default:
+			info, err := s.incremental(ctx, touched)
+			var wn *walkNeeded
+			if !errors.As(err, &wn) {
+				if err != nil {
+					s.tr, s.trWhy = nil, "the last snapshot failed"
+				}
+				return info, err
+			}
+			why = wn.why
+		}
+	} else if why == "" {
+		why = s.trWhy
+	}
+	if s.w == nil && s.noWatch == "" {
+		s.w, s.noWatch = startWatcher(s.root, filepath.Join(s.gitDir, "sync"), s.maxTouched())
+	}
+	if s.tr != nil && s.trStale {
+		// git's walk reads the index as its stat cache: it must hold
+		// the files of the last snapshot.
+		if err := writeIndex(s.index, s.tr.entries()); err != nil {
+			return Info{}, err
+		}
+		s.trStale = false
+	}
+	s.tr = nil
+	id, err := s.walk(ctx)
+	if err != nil {
+		s.trWhy = "the last snapshot failed"
+		return Info{}, err
+	}
+	if s.w != nil {
+		s.track(id)
+	}
+	return Info{ID: id, Full: true, Why: why}, nil
+}
+
+// track reads the index git just wrote (holding snapshot id) as the
+// picture the next snapshots start from. It checks that the trees it
+// computes from it are git's own; if not, the watcher is of no use and
+// is stopped for good.
+func (s *Store) track(id string) {
+	es, err := readIndex(s.index)
+	if err != nil {
+		s.trWhy = err.Error()
+		return
+	}
+	tr, err := newTracked(es)
+	if errors.Is(err, errGitlink) {
+		s.trWhy = "nested repository"
+		return
+	}
+	got, err := tr.treeID(nil)
+	if err != nil || got.String() != id {
+		s.noWatch = "the trees computed in process differ from git's"
+		s.stopWatch(s.noWatch)
+		return
+	}
+	s.tr, s.trStale, s.last = tr, false, got
+}
+
+// walk has git walk the tree (add -A) and write its trees.
+func (s *Store) walk(ctx context.Context) (string, error) {
+	fresh, untracked, err := s.checkLimits(ctx)
 	if err != nil {
 		return "", err
 	}
 	add := []string{"add", "-A"}
 	bulk := fresh >= bulkFiles
+	complete := false
 	if bulk {
-		// Many new files (the first snapshot): streamed into one pack
-		// as they are hashed, not a loose object (a disk block) each.
-		add = []string{"-c", "core.bigFileThreshold=1", "add", "-A"}
+		if c, err := s.prefill(ctx, untracked, fresh); err == nil {
+			complete = c
+			// Many new files (the first snapshot), hashed here into
+			// one pack with the index entries that say so: git add -A
+			// finds them clean (it still decides what the snapshot
+			// holds), or is not needed at all when the index now holds
+			// every file git listed and nothing else.
+			bulk = false
+		} else {
+			// Else streamed into one pack by git as they are hashed,
+			// not a loose object (a disk block) each.
+			add = []string{"-c", "core.bigFileThreshold=1", "add", "-A"}
+		}
 	}
-	if _, _, err := s.run(ctx, call{args: add}); err != nil {
-		return "", err
+	if !complete {
+		if _, _, err := s.run(ctx, call{args: add}); err != nil {
+			return "", err
+		}
 	}
 	out, _, err := s.run(ctx, call{args: []string{"write-tree"}})
 	if err != nil {
@@ -301,16 +451,8 @@ func (s *Store) snapshot(ctx context.Context) (string, error) {
 	if !validID.MatchString(id) {
 		return "", fmt.Errorf("checkpoint: git write-tree said %q", id)
 	}
-	// A ref per snapshot keeps its objects reachable, so packing takes
-	// them too.
-	ref := filepath.Join(s.gitDir, "refs", "snapshots", id)
-	if _, err := os.Lstat(ref); err != nil {
-		if err := os.MkdirAll(filepath.Dir(ref), 0o700); err != nil {
-			return "", fmt.Errorf("checkpoint: %w", err)
-		}
-		if err := replaceFile(ref, id+"\n"); err != nil {
-			return "", err
-		}
+	if err := s.keep(id); err != nil {
+		return "", err
 	}
 	// Loose objects take a disk block each: after a bulk add (its
 	// trees) and then every few thousand objects they are packed
@@ -320,6 +462,19 @@ func (s *Store) snapshot(ctx context.Context) (string, error) {
 		_, _, _ = s.run(ctx, call{args: []string{"repack", "-d", "-q"}})
 	}
 	return id, nil
+}
+
+// keep writes snapshot id's ref: a ref per snapshot keeps its objects
+// reachable, so packing takes them too.
+func (s *Store) keep(id string) error {
+	ref := filepath.Join(s.gitDir, "refs", "snapshots", id)
+	if _, err := os.Lstat(ref); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(ref), 0o700); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return replaceFile(ref, id+"\n")
 }
 
 // bulkFiles is the number of new files from which a snapshot streams
@@ -346,7 +501,7 @@ func (s *Store) looseObjects() int {
 // untracked ones .gitignore does not ignore (listed by git, sized here).
 // A file the store holds that grew since counts at its old size until
 // the next snapshot.
-func (s *Store) checkLimits(ctx context.Context) (fresh int, err error) {
+func (s *Store) checkLimits(ctx context.Context) (fresh int, untracked []found, err error) {
 	files, total, ok := indexTotals(s.index)
 	if !ok {
 		files, total = 0, 0
@@ -359,12 +514,15 @@ func (s *Store) checkLimits(ctx context.Context) (fresh int, err error) {
 	}
 	out, capped, err := s.run(ctx, call{args: args, max: limit, capOK: true})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	fresh = bytes.Count(out, []byte{0})
 	files += int64(fresh)
 	if capped || files > int64(s.o.MaxFiles) {
-		return 0, &LimitError{Limit: "files", Have: files, Max: int64(s.o.MaxFiles)}
+		return 0, nil, &LimitError{Limit: "files", Have: files, Max: int64(s.o.MaxFiles)}
+	}
+	if ok {
+		untracked = make([]found, 0, fresh)
 	}
 	for len(out) > 0 {
 		i := bytes.IndexByte(out, 0)
@@ -377,15 +535,18 @@ func (s *Store) checkLimits(ctx context.Context) (fresh int, err error) {
 		if err != nil || fi.IsDir() {
 			continue // deleted since, or a nested repository (stored as a link only)
 		}
+		if ok {
+			untracked = append(untracked, found{name, fi})
+		}
 		total += fi.Size()
 		if total > s.o.MaxBytes {
-			return 0, &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
+			return 0, nil, &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
 		}
 	}
 	if total > s.o.MaxBytes {
-		return 0, &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
+		return 0, nil, &LimitError{Limit: "bytes", Have: total, Max: s.o.MaxBytes}
 	}
-	return fresh, nil
+	return fresh, untracked, nil
 }
 
 // indexTotals reads the number of entries of a git index (version 2,
@@ -470,9 +631,11 @@ func (s *Store) sinceSnapshot(ctx context.Context, id string) (cur string, chang
 	if err := s.checkID(ctx, id); err != nil {
 		return "", nil, err
 	}
-	if cur, err = s.snapshot(ctx); err != nil {
+	info, err := s.snapshot(ctx)
+	if err != nil {
 		return "", nil, err
 	}
+	cur = info.ID
 	changes, err = s.changes(ctx, id, cur)
 	return cur, changes, err
 }
@@ -512,10 +675,24 @@ func (s *Store) Restore(ctx context.Context, id string) ([]Change, error) {
 	if err != nil || len(changes) == 0 {
 		return changes, err
 	}
-	// The index holds the files now (just added): a reset to id writes
-	// what differs and removes what id lacks.
+	// The index holds the files now (just added, or written here from
+	// the snapshot taken in process): a reset to id writes what differs
+	// and removes what id lacks.
+	if s.tr != nil {
+		// Written even when not stale: another process's walk may have
+		// rewritten the index since.
+		if err := writeIndex(s.index, s.tr.entries()); err != nil {
+			return nil, err
+		}
+		s.trStale = false
+	}
+	s.tr, s.trWhy = nil, "restored"
 	if _, _, err := s.run(ctx, call{args: []string{"read-tree", "--reset", "-u", id}}); err != nil {
 		return nil, err
+	}
+	if s.w != nil {
+		// The index now holds id, and the watcher lists what git wrote.
+		s.track(id)
 	}
 	var added []byte
 	for _, c := range changes {

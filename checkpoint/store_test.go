@@ -630,13 +630,14 @@ func TestPacked(t *testing.T) {
 	if n := looseCount(t, s); n != 0 {
 		t.Fatalf("%d loose objects after the first snapshot, want all packed", n)
 	}
+	packs0 := packs(filepath.Join(s.gitDir, "objects"))
 	write(t, root, "d1/f1.txt", "changed", 0o644)
 	id2, err := s.Snapshot(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := looseCount(t, s); n == 0 || n > 3 {
-		t.Fatalf("%d loose objects after a one-file snapshot, want the blob and its trees", n)
+	if n, p := looseCount(t, s), packs(filepath.Join(s.gitDir, "objects")); n != 0 || p != packs0+1 {
+		t.Fatalf("%d loose objects and %d packs after a one-file snapshot, want one pack more (the blob and its trees)", n, p)
 	}
 	// Pack everything (as the threshold would) and restore both.
 	if _, _, err := s.run(ctx(t), call{args: []string{"repack", "-a", "-d", "-q"}}); err != nil {

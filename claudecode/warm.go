@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 
 	"github.com/chirality/harness/engine"
 )
@@ -129,14 +130,16 @@ func (w *Warm) Pid() int { return w.t.pid }
 // Turn is the turn the warm child becomes; read it only after Send.
 func (w *Warm) Turn() *Turn { return w.t }
 
-// Alive reports whether the child is still waiting.
+// Alive reports whether the child is still waiting. A child already
+// reaped whose exit the turn's goroutine has not recorded yet (its
+// process group is gone) is not.
 func (w *Warm) Alive() bool {
 	select {
 	case <-w.t.exited:
 		return false
 	default:
-		return true
 	}
+	return !errors.Is(syscall.Kill(-w.t.pid, 0), syscall.ESRCH)
 }
 
 // MatchesOpts reports whether a turn with opts would be started exactly
