@@ -75,7 +75,11 @@
 // files as they were before a turn; FileCheckpoints lists the snapshots,
 // with the reason where none was taken. A snapshot that fails (no git, a
 // project over Config.Checkpoints' limits) never stops the turn.
-// Config.Checkpoints.Off turns them off.
+// Config.Checkpoints.Off turns them off. A project's first snapshot walks
+// its files and starts an inotify watcher (fsnotify) that the project
+// keeps until Shutdown; each later snapshot hashes only what the watcher
+// saw change, and walks again (recorded as full, with why) after an
+// overflow, a watcher error or a change it cannot follow.
 //
 // # Switch, fork, rewind (conversation.go)
 //
