@@ -119,6 +119,20 @@ func (h *Harness) unisolate(tmpl *session.Session) {
 	}
 }
 
+// CheckWorktree checks, without writing anything, that a session with
+// isolation "worktree" from base ("" = HEAD) can be made in the project at
+// projectRoot: it fails as NewSession would (ErrInvalidRoot,
+// ErrRootNotAllowed, ErrNotGitRepo, ErrBaseNotFound). For a door that
+// makes its session later (the JSON-RPC thread).
+func (h *Harness) CheckWorktree(ctx context.Context, projectRoot, base string) error {
+	root, err := h.ResolveRoot(projectRoot)
+	if err != nil {
+		return err
+	}
+	_, _, err = h.gitwt().ResolveBase(ctx, root, base)
+	return mapWorktreeErr(err)
+}
+
 // worktreeDir is where worktrees are kept.
 func (h *Harness) worktreeDir() string {
 	if h.cfg.Worktrees.Dir != "" {

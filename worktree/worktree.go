@@ -96,19 +96,9 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Info, error) {
 	if err != nil || strings.HasPrefix(rel, "..") {
 		return nil, fmt.Errorf("%w: %s is not inside %s", ErrNotRepo, root, top)
 	}
-	base := o.Base
-	if base == "" {
-		base = "HEAD"
-		if b, err := m.r.out(ctx, top, "symbolic-ref", "--short", "-q", "HEAD"); err == nil && b != "" {
-			base = b
-		}
-	}
-	if strings.HasPrefix(base, "-") || strings.ContainsAny(base, "\x00\n") {
-		return nil, fmt.Errorf("%w: %q", ErrNoBase, base)
-	}
-	commit, err := m.r.out(ctx, top, "rev-parse", "--verify", "-q", base+"^{commit}")
-	if err != nil || commit == "" {
-		return nil, fmt.Errorf("%w: %q is not a commit of %s (a branch, tag, commit or remote ref such as origin/main; an empty repository has none: commit first)", ErrNoBase, base, top)
+	base, commit, err := m.resolveBase(ctx, top, o.Base)
+	if err != nil {
+		return nil, err
 	}
 	if err := m.checkNewBranch(ctx, top, o.Branch); err != nil {
 		return nil, err
@@ -126,6 +116,34 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Info, error) {
 		wd = filepath.Join(o.Dir, rel)
 	}
 	return &Info{Top: top, Dir: o.Dir, Workdir: wd, Branch: o.Branch, Base: base, BaseCommit: commit}, nil
+}
+
+// ResolveBase returns the name and commit of base in the repository
+// dir is in ("" = its HEAD: the branch checked out, or "HEAD" when
+// detached). It fails with ErrNotRepo or ErrNoBase.
+func (m *Manager) ResolveBase(ctx context.Context, dir, base string) (name, commit string, err error) {
+	top, err := m.Toplevel(ctx, dir)
+	if err != nil {
+		return "", "", err
+	}
+	return m.resolveBase(ctx, top, base)
+}
+
+func (m *Manager) resolveBase(ctx context.Context, top, base string) (name, commit string, err error) {
+	if base == "" {
+		base = "HEAD"
+		if b, err := m.r.out(ctx, top, "symbolic-ref", "--short", "-q", "HEAD"); err == nil && b != "" {
+			base = b
+		}
+	}
+	if strings.HasPrefix(base, "-") || strings.ContainsAny(base, "\x00\n") {
+		return "", "", fmt.Errorf("%w: %q", ErrNoBase, base)
+	}
+	commit, err = m.r.out(ctx, top, "rev-parse", "--verify", "-q", base+"^{commit}")
+	if err != nil || commit == "" {
+		return "", "", fmt.Errorf("%w: %q is not a commit of %s (a branch, tag, commit or remote ref such as origin/main; an empty repository has none: commit first)", ErrNoBase, base, top)
+	}
+	return base, commit, nil
 }
 
 func (m *Manager) checkNewBranch(ctx context.Context, top, branch string) error {
