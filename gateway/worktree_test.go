@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,20 +10,8 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/internal/gittest"
 )
-
-// gitIn runs git in dir as a user would, without the machine's config.
-func gitIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.com", "-c", "commit.gpgSign=false"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1"}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 type wtSession struct {
 	ID        string `json:"id"`
@@ -65,9 +52,7 @@ func TestWorktreeOverHTTP(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.root, "a.txt"), []byte("a\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitIn(t, s.root, "init", "-q", "-b", "main")
-	gitIn(t, s.root, "add", "a.txt")
-	gitIn(t, s.root, "commit", "-q", "-m", "first")
+	gittest.Init(t, s.root)
 	s.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
 		if len(r.ToolResults()) == 0 {
 			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Bash",
@@ -115,7 +100,7 @@ func TestWorktreeOverHTTP(t *testing.T) {
 	if code, _ := s.do("POST", "/api/harness/session/"+ws.ID+"/merge", `{"strategy":"squash","message":"agent work"}`); code != 409 {
 		t.Fatalf("merge into a dirty tree: %d", code)
 	}
-	gitIn(t, s.root, "checkout", "--", "a.txt")
+	gittest.Git(t, s.root, "checkout", "--", "a.txt")
 	if code, _ := s.do("POST", "/api/harness/session/"+ws.ID+"/merge", `{"strategy":"octopus"}`); code != 400 {
 		t.Fatalf("bad strategy: %d", code)
 	}
@@ -124,13 +109,13 @@ func TestWorktreeOverHTTP(t *testing.T) {
 		Merged bool
 		Commit string
 	}
-	if code != 200 || json.Unmarshal([]byte(out), &res) != nil || !res.Merged || res.Commit != gitIn(t, s.root, "rev-parse", "main") {
+	if code != 200 || json.Unmarshal([]byte(out), &res) != nil || !res.Merged || res.Commit != gittest.Git(t, s.root, "rev-parse", "main") {
 		t.Fatalf("merge: %d %s", code, out)
 	}
 	if got, _ := os.ReadFile(filepath.Join(s.root, "agent.txt")); string(got) != "from the agent\n" {
 		t.Fatalf("project tree after merge: %q", got)
 	}
-	if gitIn(t, s.root, "log", "-1", "--format=%s") != "agent work" {
+	if gittest.Git(t, s.root, "log", "-1", "--format=%s") != "agent work" {
 		t.Fatal("merge message not used")
 	}
 	if code, _ := s.do("DELETE", "/api/harness/session/"+ws.ID, ""); code != 204 {
@@ -150,7 +135,7 @@ func TestWorktreeOverHTTP(t *testing.T) {
 	if code, out := s.do("POST", "/api/harness/session/"+x.ID+"/merge", `{}`); code != 200 {
 		t.Fatalf("merge x: %d %s", code, out)
 	}
-	head := gitIn(t, s.root, "rev-parse", "main")
+	head := gittest.Git(t, s.root, "rev-parse", "main")
 	code, out = s.do("POST", "/api/harness/session/"+y.ID+"/merge", `{"strategy":"merge"}`)
 	var conflict struct {
 		Conflicts []string
@@ -158,13 +143,13 @@ func TestWorktreeOverHTTP(t *testing.T) {
 	if code != 409 || json.Unmarshal([]byte(out), &conflict) != nil || !slices.Equal(conflict.Conflicts, []string{"c.txt"}) {
 		t.Fatalf("conflicting merge: %d %s", code, out)
 	}
-	if gitIn(t, s.root, "rev-parse", "main") != head {
+	if gittest.Git(t, s.root, "rev-parse", "main") != head {
 		t.Fatal("a conflicting merge moved the target")
 	}
 	if code, _ := s.do("DELETE", "/api/harness/session/"+y.ID+"?force=1", ""); code != 204 {
 		t.Fatalf("forced delete: %d", code)
 	}
-	if gitIn(t, s.root, "branch", "--list", "work/y") != "" {
+	if gittest.Git(t, s.root, "branch", "--list", "work/y") != "" {
 		t.Fatal("branch left after delete")
 	}
 

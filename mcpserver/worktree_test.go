@@ -2,11 +2,11 @@ package mcpserver_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/chirality/harness/internal/gittest"
 	"github.com/chirality/harness/mcpserver"
 )
 
@@ -20,14 +20,7 @@ func TestCreateWorktreeSession(t *testing.T) {
 	if msg := call(t, cs, "create_session", args, nil); !strings.Contains(msg, "not in a git repository") {
 		t.Fatalf("outside git: %q", msg)
 	}
-	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"add", "README.md"}, {"commit", "-q", "-m", "first"}} {
-		cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.com", "-c", "commit.gpgSign=false"}, a...)...)
-		cmd.Dir = e.root
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1"}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", a, err, out)
-		}
-	}
+	gittest.Init(t, e.root)
 	if msg := call(t, cs, "create_session", map[string]any{"projectRoot": e.root, "isolation": "worktree", "base": "nope"}, nil); !strings.Contains(msg, "base not found") {
 		t.Fatalf("missing base: %q", msg)
 	}

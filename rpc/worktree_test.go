@@ -2,10 +2,11 @@ package rpc
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chirality/harness/internal/gittest"
 )
 
 // thread.create's isolation extension: refused at create (not at the
@@ -27,14 +28,7 @@ func TestThreadInWorktree(t *testing.T) {
 		t.Fatalf("unknown isolation: %s", m.raw)
 	}
 	os.WriteFile(filepath.Join(e.cwd, "a.txt"), []byte("a\n"), 0o644)
-	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"add", "a.txt"}, {"commit", "-q", "-m", "first"}} {
-		cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.com", "-c", "commit.gpgSign=false"}, a...)...)
-		cmd.Dir = e.cwd
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1"}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", a, err, out)
-		}
-	}
+	gittest.Init(t, e.cwd)
 	if m := c.call(3, "thread.create", map[string]any{"isolation": "worktree", "base": "nope"}); m.Error == nil || m.Error.Code != CodeInvalidParams ||
 		!strings.Contains(m.Error.Message, "base not found") {
 		t.Fatalf("missing base: %s", m.raw)
