@@ -42,6 +42,10 @@ var (
 	ErrUnmerged = errors.New("session has unmerged changes")
 )
 
+// errForkIsolated refuses Fork of a worktree session: the fork would run
+// outside the worktree, its file checkpoints in another store.
+var errForkIsolated = fmt.Errorf("%w: a fork of a worktree session (create a worktree session with base set to its branch instead, or merge it first)", ErrUnsupported)
+
 // MergeConflictError names the paths a merge conflicts on.
 type MergeConflictError struct {
 	Paths []string

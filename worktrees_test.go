@@ -211,7 +211,8 @@ func TestWorktreeDeleteAndOrphans(t *testing.T) {
 
 // Refusals: not a repository or a missing base (nothing written), an
 // isolation option without isolation, a merge during a turn, a merge
-// into a dirty tree, a diff of a session without a worktree.
+// into a dirty tree, a diff of a session without a worktree, a fork of a
+// worktree session (it would run outside the worktree).
 func TestWorktreeRefusals(t *testing.T) {
 	e, we := newRepoEnv(t)
 	ctx := context.Background()
@@ -268,6 +269,9 @@ func TestWorktreeRefusals(t *testing.T) {
 	}
 	if _, err := e.h.SessionDiff(ctx, p.ID); !errors.Is(err, ErrNotIsolated) {
 		t.Fatalf("diff without a worktree: %v", err)
+	}
+	if _, err := e.h.Fork(ctx, s.ID, ForkOptions{}); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("fork of a worktree session: %v", err)
 	}
 }
 

@@ -47,7 +47,8 @@
 // after git merge) only when the merge is clean: 409 with the conflicting
 // paths, with the project's tree dirty, or while a turn runs, the target
 // untouched. DELETE removes the worktree and the branch; with unmerged
-// changes, 409 unless ?force=1.
+// changes, 409 unless ?force=1. Such a session cannot be forked (422):
+// create another with base set to its branch.
 //
 // Every event goes out as "id: <seq>" and "data: <json>", flushed at
 // once; a ": heartbeat" comment every 15 s keeps proxies from timing the
