@@ -125,7 +125,7 @@ func (h *Harness) snapshotTurn(ctx context.Context, s *session.Session, seq int6
 	}
 	start := time.Now()
 	rec := FileCheckpoint{Seq: seq, At: start.UTC()}
-	st, err := h.checkpointStore(s.ProjectRoot)
+	st, err := h.checkpointStore(s.Dir())
 	if err == nil {
 		var info checkpoint.Info
 		info, err = st.SnapshotInfo(ctx)
@@ -277,7 +277,7 @@ func (h *Harness) restoreFiles(ctx context.Context, s *session.Session, toTurn i
 	if err != nil {
 		return nil, err
 	}
-	st, err := h.checkpointStore(s.ProjectRoot)
+	st, err := h.checkpointStore(s.Dir())
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +307,7 @@ func (h *Harness) FilesDiff(ctx context.Context, id string, toTurn int64) ([]che
 	if err != nil {
 		return nil, err
 	}
-	st, err := h.checkpointStore(s.ProjectRoot)
+	st, err := h.checkpointStore(s.Dir())
 	if err != nil {
 		return nil, err
 	}

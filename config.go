@@ -125,6 +125,10 @@ type Config struct {
 	// before every turn, for RestoreFiles (the zero value: on, default
 	// limits; Off for `--no-checkpoints`). See CheckpointConfig.
 	Checkpoints CheckpointConfig
+
+	// Worktrees configures sessions created with isolation "worktree"
+	// (where their worktrees go). See WorktreeConfig.
+	Worktrees WorktreeConfig
 }
 
 // DefaultApprovalTimeout is how long a tool waits for a person.

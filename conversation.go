@@ -361,6 +361,9 @@ func (h *Harness) Fork(ctx context.Context, id string, o ForkOptions) (*session.
 		return nil, err
 	}
 	defer unlock()
+	if s.Isolation != "" {
+		return nil, errForkIsolated // worktrees.go
+	}
 	name := h.sessionEngine(s)
 	eng, err := h.engineFor(name)
 	if err != nil {

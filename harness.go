@@ -21,6 +21,7 @@ import (
 	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/session"
 	"github.com/chirality/harness/trust"
+	"github.com/chirality/harness/worktree"
 	"github.com/rs/zerolog"
 )
 
@@ -37,7 +38,9 @@ type Harness struct {
 	store   *session.Store
 	trust   *trust.Store // what a person granted (trust.go)
 	warm    *warmPool
-	ckpts   checkpoints // file snapshots by project root (checkpoints.go)
+	ckpts   checkpoints       // file snapshots by project root (checkpoints.go)
+	wt      *worktree.Manager // worktree sessions (worktrees.go), made once
+	wtOnce  sync.Once
 
 	mu       sync.Mutex
 	live     map[string]*liveTurn       // by session ID: running turns and deletions
@@ -105,6 +108,7 @@ func New(cfg Config) (*Harness, error) {
 	if h.trust, err = trust.Open(st.StateDir()); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
+	h.cleanWorktrees() // of sessions that no longer exist (worktrees.go)
 	h.warm = newWarmPool(c.WarmTurns, c.WarmIdle)
 	for _, e := range c.Engines {
 		h.addEngine(e)
@@ -362,6 +366,11 @@ type SessionSpec struct {
 	Model string
 	// Title names the session ("" = its first message).
 	Title string
+	// Isolation "worktree" runs the session in a git worktree of its own,
+	// on a new branch (Branch; "" = harness/<first 8 of the id>) from
+	// Base ("" = the project's HEAD); "" runs it in the project root.
+	// See worktrees.go.
+	Isolation, Base, Branch string
 }
 
 // NewSession makes a session from spec. It fails with ErrInvalidMode,
@@ -406,9 +415,14 @@ func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
 	if strings.ContainsRune(spec.Model, 0) || len(spec.Model) > 200 {
 		return nil, fmt.Errorf("%w: model name", ErrInvalidID)
 	}
-	s, err := h.store.Add(session.Session{ProjectRoot: root, Persona: spec.Persona, Mode: spec.Mode,
-		Engine: name, Model: spec.Model, Title: titleOf(spec.Title)})
+	tmpl, err := h.isolate(root, spec)
 	if err != nil {
+		return nil, err
+	}
+	tmpl.ProjectRoot, tmpl.Persona, tmpl.Mode, tmpl.Engine, tmpl.Model, tmpl.Title = root, spec.Persona, spec.Mode, name, spec.Model, titleOf(spec.Title)
+	s, err := h.store.Add(tmpl)
+	if err != nil {
+		h.unisolate(&tmpl)
 		return nil, mapStoreErr(err)
 	}
 	h.noteRoot(root)
@@ -585,11 +599,23 @@ func (h *Harness) ListSessions(projectRoot string) ([]SessionSummary, error) {
 
 // DeleteSession removes session id: a running turn is killed first (and
 // waited for, bounded by ctx), then its files and index entry go. While
-// it runs, a new turn of the session is refused with ErrBusy.
+// it runs, a new turn of the session is refused with ErrBusy. A worktree
+// session's worktree and branch go too, refused with ErrUnmerged while
+// they hold unmerged changes (see DeleteSessionWith).
 func (h *Harness) DeleteSession(ctx context.Context, id string) error {
+	return h.DeleteSessionWith(ctx, id, DeleteOptions{})
+}
+
+// DeleteSessionWith is DeleteSession with options.
+func (h *Harness) DeleteSessionWith(ctx context.Context, id string, o DeleteOptions) error {
 	s, err := h.Session(id)
 	if err != nil {
 		return err
+	}
+	if s.Isolation == session.IsolationWorktree && !o.Force {
+		if err := h.checkMerged(ctx, s); err != nil {
+			return err
+		}
 	}
 	tomb := &liveTurn{id: id, deleting: true, done: make(chan struct{})}
 	for {
@@ -621,6 +647,11 @@ func (h *Harness) DeleteSession(ctx context.Context, id string) error {
 		w.Stop()
 		h.warm.release()
 		h.log.Info().Str("sessionId", id).Int("pid", w.Pid()).Str("reason", "session deleted").Msg("warm turn discarded")
+	}
+	if s.Isolation == session.IsolationWorktree {
+		if err := h.removeWorktree(ctx, s); err != nil {
+			return err
+		}
 	}
 	if c, ok := h.engines[s.Engine].(sessionCloser); ok {
 		c.Close(id) // an agent kept per session goes with it

@@ -107,7 +107,7 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 	name := h.sessionEngine(s)
 	req := engine.Request{
 		SessionKey:       s.ID,
-		Cwd:              s.ProjectRoot,
+		Cwd:              s.Dir(), // a worktree session's worktree, else the project root
 		Resume:           s.ResumeID(),
 		SystemPrompt:     prompt,
 		SystemPromptFile: path,

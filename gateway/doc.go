@@ -11,7 +11,7 @@
 // Routes (openapi.json, served at /api/harness/openapi.json, has the
 // shapes; TestOpenAPIMatchesRoutes keeps it and the router equal):
 //
-//	POST   /api/harness/session/create   {projectRoot, persona, mode, engine?, model?, title?} → 201 {session, pendingApprovals, permissionMode}
+//	POST   /api/harness/session/create   {projectRoot, persona, mode, engine?, model?, title?, isolation?, base?, branch?} → 201 {session, pendingApprovals, permissionMode} | 422
 //	GET    /api/harness/session/list     ?projectRoot= → 200 [SessionSummary]
 //	GET    /api/harness/session/{id}     → 200 {session, pendingApprovals, permissionMode}
 //	PATCH  /api/harness/session/{id}     {title?, persona?, model?, permissionMode?, effort?} → 200 {session, …}
@@ -19,7 +19,9 @@
 //	GET    /api/harness/session/{id}/turns   → 200 [{seq, text, checkpoint, files, rewound}]
 //	GET    /api/harness/session/{id}/rewind  ?toTurn= → 200 {toTurn, turn, files: [{path, op, patch, truncated?}], filesError?}
 //	POST   /api/harness/session/{id}/rewind  {toTurn, files, conversation} → 200 {files, conversation} | 404 | 409 | 422
-//	DELETE /api/harness/session/{id}     → 204
+//	GET    /api/harness/session/{id}/diff    → 200 {base, branch, files: [{path, status, additions, deletions}], patch} | 422
+//	POST   /api/harness/session/{id}/merge   {strategy?, message?, into?} → 200 {merged, commit, into} | 409 {error, conflicts?} | 422
+//	DELETE /api/harness/session/{id}     ?force=1 → 204 | 409
 //	GET    /api/harness/session/{id}/events  SSE: stored after Last-Event-ID / ?after=, then live
 //	POST   /api/harness/turn             {sessionId, message} → 200 SSE of the turn
 //	POST   /api/harness/interrupt        {sessionId} → 200 {interrupted} | 404
@@ -35,6 +37,20 @@
 //	GET    /api/harness/mcp              its server-to-client stream (SSE)
 //	DELETE /api/harness/mcp              ends an MCP session (Mcp-Session-Id)
 //	GET    /…                            the web console (Config.Console), no token needed
+//
+// A session created with isolation "worktree" runs in a git worktree of
+// its own, on a new branch (branch, default harness/<short id>) from base
+// (default: the project's HEAD; 422 when the project is not in a git
+// repository or the base is no commit); the session shows isolation,
+// workdir, branch and base. Its diff is everything changed since the
+// base, untracked files included; a merge (squash by default, merge or
+// rebase) commits its uncommitted changes on its branch, then moves into
+// (default: the branch the project has checked out, whose tree follows as
+// after git merge) only when the merge is clean: 409 with the conflicting
+// paths, with the project's tree dirty, or while a turn runs, the target
+// untouched. DELETE removes the worktree and the branch; with unmerged
+// changes, 409 unless ?force=1. Such a session cannot be forked (422):
+// create another with base set to its branch.
 //
 // Every event goes out as "id: <seq>" and "data: <json>", flushed at
 // once; a ": heartbeat" comment every 15 s keeps proxies from timing the

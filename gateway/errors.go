@@ -36,15 +36,18 @@ func statusOf(err error) int {
 		errors.Is(err, persona.ErrInvalidID), errors.Is(err, harness.ErrUnknownEngine),
 		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, errBadSeq),
 		errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort),
-		errors.Is(err, harness.ErrInvalidTurnOptions), errors.Is(err, trust.ErrInvalid):
+		errors.Is(err, harness.ErrInvalidTurnOptions), errors.Is(err, trust.ErrInvalid),
+		errors.Is(err, harness.ErrInvalidIsolation):
 		return http.StatusBadRequest
 	case errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrPersonaNotFound),
 		errors.Is(err, harness.ErrNotRunning), errors.Is(err, harness.ErrApprovalNotFound),
 		errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, trust.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved), errors.Is(err, trust.ErrStale):
+	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved), errors.Is(err, trust.ErrStale),
+		errors.Is(err, harness.ErrDirtyTarget), errors.Is(err, harness.ErrMergeConflict), errors.Is(err, harness.ErrUnmerged):
 		return http.StatusConflict
 	case errors.Is(err, harness.ErrInvalidMCPConfig), errors.Is(err, persona.ErrInvalidPersona), errors.Is(err, trust.ErrTooLarge),
+		errors.Is(err, harness.ErrNotGitRepo), errors.Is(err, harness.ErrBaseNotFound), errors.Is(err, harness.ErrNotIsolated),
 		errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported),
 		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore):
 		// The session cannot do this: its MCP configuration is malformed,

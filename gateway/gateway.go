@@ -149,6 +149,8 @@ func (g *Gateway) routes() *mux.Router {
 	route(http.MethodGet, "/session/{id}/turns", g.listTurns)
 	route(http.MethodGet, "/session/{id}/rewind", g.previewRewind)
 	route(http.MethodPost, "/session/{id}/rewind", g.rewindSession)
+	route(http.MethodGet, "/session/{id}/diff", g.sessionDiff)
+	route(http.MethodPost, "/session/{id}/merge", g.mergeSession)
 	route(http.MethodPost, "/approval", g.approval)
 	route(http.MethodGet, "/engines", g.engines)
 	route(http.MethodGet, "/roots", g.roots)
@@ -235,6 +237,12 @@ type createRequest struct {
 	Engine string `json:"engine,omitempty"`
 	Model  string `json:"model,omitempty"`
 	Title  string `json:"title,omitempty"`
+	// Isolation "worktree" runs the session in a git worktree of its own,
+	// on Branch ("" = harness/<short id>) from Base ("" = the project's
+	// HEAD). See worktree.go.
+	Isolation string `json:"isolation,omitempty"`
+	Base      string `json:"base,omitempty"`
+	Branch    string `json:"branch,omitempty"`
 }
 
 func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
@@ -248,7 +256,7 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 		p = *req.Persona
 	}
 	s, err := g.h.NewSession(harness.SessionSpec{ProjectRoot: req.ProjectRoot, Persona: p, Mode: req.Mode,
-		Engine: req.Engine, Model: req.Model, Title: req.Title})
+		Engine: req.Engine, Model: req.Model, Title: req.Title, Isolation: req.Isolation, Base: req.Base, Branch: req.Branch})
 	if err != nil {
 		g.writeError(w, r, err)
 		return
@@ -340,7 +348,8 @@ func (g *Gateway) roots(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) deleteSession(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	if err := g.h.DeleteSession(ctx, mux.Vars(r)["id"]); err != nil {
+	force := r.URL.Query().Get("force")
+	if err := g.h.DeleteSessionWith(ctx, mux.Vars(r)["id"], harness.DeleteOptions{Force: force == "1" || force == "true"}); err != nil {
 		g.writeError(w, r, err)
 		return
 	}

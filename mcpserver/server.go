@@ -140,6 +140,8 @@ type (
 		Persona     string `json:"persona,omitempty" jsonschema:"persona ID (agents/AGENT_<ID>.md)"`
 		Engine      string `json:"engine,omitempty" jsonschema:"engine name from list_engines (default: the persona's, else the server's)"`
 		Model       string `json:"model,omitempty" jsonschema:"model (default: the persona's, else the engine's)"`
+		Isolation   string `json:"isolation,omitempty" jsonschema:"worktree: run the session in a git worktree of its own, on a new branch (default: in the project)"`
+		Base        string `json:"base,omitempty" jsonschema:"with isolation worktree: the ref its branch starts at (default: the project's HEAD)"`
 	}
 	SessionOut struct {
 		SessionID   string `json:"sessionId"`
@@ -147,6 +149,9 @@ type (
 		Engine      string `json:"engine"`
 		Persona     string `json:"persona,omitempty"`
 		Model       string `json:"model,omitempty"`
+		// Workdir and Branch are a worktree session's worktree and branch.
+		Workdir string `json:"workdir,omitempty"`
+		Branch  string `json:"branch,omitempty"`
 	}
 	RunTurnIn struct {
 		SessionID string `json:"sessionId" jsonschema:"the session from create_session"`
@@ -214,18 +219,20 @@ func (s *Server) addTools() {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "create_session", Description: "Make a session of an agent in a project; run_turn then talks to it."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in CreateSessionIn) (*mcp.CallToolResult, SessionOut, error) {
 			if err := firstErr(tooLong("projectRoot", in.ProjectRoot, MaxPathBytes), tooLong("persona", in.Persona, MaxNameBytes),
-				tooLong("engine", in.Engine, MaxNameBytes), tooLong("model", in.Model, MaxNameBytes)); err != nil {
+				tooLong("engine", in.Engine, MaxNameBytes), tooLong("model", in.Model, MaxNameBytes),
+				tooLong("isolation", in.Isolation, MaxNameBytes), tooLong("base", in.Base, MaxNameBytes)); err != nil {
 				return nil, SessionOut{}, err
 			}
 			if in.ProjectRoot == "" {
 				return nil, SessionOut{}, errors.New("projectRoot is required: an absolute path inside one of the server's roots")
 			}
 			ss, err := s.h.NewSession(harness.SessionSpec{ProjectRoot: in.ProjectRoot, Persona: in.Persona, Mode: s.o.Mode,
-				Engine: in.Engine, Model: in.Model})
+				Engine: in.Engine, Model: in.Model, Isolation: in.Isolation, Base: in.Base})
 			if err != nil {
 				return nil, SessionOut{}, toolError(err)
 			}
-			return nil, SessionOut{SessionID: ss.ID, ProjectRoot: ss.ProjectRoot, Engine: ss.Engine, Persona: ss.Persona, Model: ss.Model}, nil
+			return nil, SessionOut{SessionID: ss.ID, ProjectRoot: ss.ProjectRoot, Engine: ss.Engine, Persona: ss.Persona, Model: ss.Model,
+				Workdir: ss.Workdir, Branch: ss.Branch}, nil
 		})
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_turn", Description: "Send a message to a session's agent and wait for the end of its turn: the final text, the cost and the tool calls. Progress notifications while it runs when the call has a progress token."},
 		s.runTurn)

@@ -63,7 +63,7 @@ func (s *Server) newSession(t *thread, agent, eng, model string) *Error {
 		model = t.meta.Model
 	}
 	sess, err := s.h.NewSession(harness.SessionSpec{ProjectRoot: t.meta.Directory, Persona: agent, Mode: "direct",
-		Engine: eng, Model: model, Title: t.meta.Title})
+		Engine: eng, Model: model, Title: t.meta.Title, Isolation: t.meta.Isolation, Base: t.meta.Base})
 	if err != nil {
 		if e := coreError(err); e.Code != CodeInternalError {
 			return e

@@ -98,6 +98,11 @@ type Thread struct {
 	// ForkedFrom is the thread this one is a fork of (thread.fork; an
 	// extension, absent for others).
 	ForkedFrom string `json:"forkedFrom,omitempty"`
+	// Isolation "worktree" runs the thread's session in a git worktree of
+	// its own from Base ("" = the directory's HEAD); extensions of
+	// thread.create, absent for others.
+	Isolation string `json:"isolation,omitempty"`
+	Base      string `json:"base,omitempty"`
 }
 
 type threadTime struct {
@@ -516,12 +521,21 @@ func (s *Server) threadCreate(raw json.RawMessage) (any, *Error) {
 	var p struct {
 		Title     string `json:"title"`
 		Directory string `json:"directory"`
+		Isolation string `json:"isolation"`
+		Base      string `json:"base"`
 	}
 	if err := params(raw, &p); err != nil {
 		return nil, err
 	}
-	if err := firstTooLong(tooLong("title", p.Title, MaxTitleBytes), tooLong("directory", p.Directory, MaxPathBytes)); err != nil {
+	if err := firstTooLong(tooLong("title", p.Title, MaxTitleBytes), tooLong("directory", p.Directory, MaxPathBytes),
+		tooLong("base", p.Base, MaxTitleBytes)); err != nil {
 		return nil, err
+	}
+	if p.Isolation != "" && p.Isolation != session.IsolationWorktree {
+		return nil, errorf(CodeInvalidParams, `invalid params: isolation: want "worktree" or none`)
+	}
+	if p.Base != "" && p.Isolation == "" {
+		return nil, errorf(CodeInvalidParams, `invalid params: base needs isolation "worktree"`)
 	}
 	dir := s.opts.Cwd
 	if p.Directory != "" {
@@ -535,8 +549,16 @@ func (s *Server) threadCreate(raw json.RawMessage) (any, *Error) {
 		}
 		dir = real
 	}
+	if p.Isolation != "" {
+		// The session is made at the first turn: check now what would
+		// refuse it then (not a git repository, no such base).
+		if err := s.h.CheckWorktree(context.Background(), dir, p.Base); err != nil {
+			return nil, errorf(CodeInvalidParams, "invalid params: isolation: "+err.Error())
+		}
+	}
 	now := nowMS()
-	m := meta{Thread: Thread{ThreadID: uuid.NewString(), Title: p.Title, Directory: dir, Time: threadTime{Created: now, Updated: now}}}
+	m := meta{Thread: Thread{ThreadID: uuid.NewString(), Title: p.Title, Directory: dir, Time: threadTime{Created: now, Updated: now},
+		Isolation: p.Isolation, Base: p.Base}}
 	t := &thread{dir: filepath.Join(s.root, m.ThreadID), meta: m}
 	if err := t.saveMeta(); err != nil {
 		return nil, errorf(CodeInternalError, "internal error: "+err.Error())

@@ -52,9 +52,9 @@ func (e *Error) Unwrap() error { return e.Err }
 //
 // with times in RFC 3339 (UTC, nanoseconds) and persona and claudeSessionId
 // null when empty; engine, engineSessionId, model, permissionMode,
-// effort, pending ({"resume":…,"resumeAt":…,"fork":true}), promptHash, title, rules
-// and costUsd are left out when empty (files from before they existed read
-// the same).
+// effort, pending ({"resume":…,"resumeAt":…,"fork":true}), promptHash, title, rules,
+// costUsd, isolation, workdir, branch, base and baseCommit are left out
+// when empty (files from before they existed read the same).
 type Session struct {
 	ID          string
 	CreatedAt   time.Time
@@ -98,6 +98,27 @@ type Session struct {
 	// MCPServers is what the last turn's session:init said of each MCP
 	// server the session was given (nil: none, or no turn yet).
 	MCPServers []event.MCPServerStatus
+	// Isolation is "worktree" when the session runs in a git worktree of
+	// its own ("" = in the project root). Workdir is then the absolute
+	// directory its turns run in, Branch the branch checked out there,
+	// Base the ref it started from (as named) and BaseCommit that ref's
+	// commit then. The session's files stay under ProjectRoot.
+	Isolation  string
+	Workdir    string
+	Branch     string
+	Base       string
+	BaseCommit string
+}
+
+// IsolationWorktree is Session.Isolation for a session in a git worktree.
+const IsolationWorktree = "worktree"
+
+// Dir is the directory s's turns run in: Workdir, else ProjectRoot.
+func (s *Session) Dir() string {
+	if s.Workdir != "" {
+		return s.Workdir
+	}
+	return s.ProjectRoot
 }
 
 // Pending is how the next turn continues the conversation after a fork or
@@ -139,6 +160,11 @@ type wireSession struct {
 	Rules           []string                `json:"rules,omitempty"`
 	CostUSD         float64                 `json:"costUsd,omitempty"`
 	MCPServers      []event.MCPServerStatus `json:"mcpServers,omitempty"`
+	Isolation       string                  `json:"isolation,omitempty"`
+	Workdir         string                  `json:"workdir,omitempty"`
+	Branch          string                  `json:"branch,omitempty"`
+	Base            string                  `json:"base,omitempty"`
+	BaseCommit      string                  `json:"baseCommit,omitempty"`
 }
 
 func nullable(s string) *string {
@@ -170,6 +196,11 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Rules:           s.Rules,
 		CostUSD:         s.CostUSD,
 		MCPServers:      s.MCPServers,
+		Isolation:       s.Isolation,
+		Workdir:         s.Workdir,
+		Branch:          s.Branch,
+		Base:            s.Base,
+		BaseCommit:      s.BaseCommit,
 	})
 }
 
@@ -188,7 +219,8 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 	}
 	*s = Session{ID: w.ID, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, ProjectRoot: w.ProjectRoot, Mode: w.Mode,
 		Engine: w.Engine, EngineSessionID: w.EngineSessionID, Model: w.Model, PermissionMode: w.PermissionMode, Effort: w.Effort,
-		Pending: w.Pending, PromptHash: w.PromptHash, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD, MCPServers: w.MCPServers}
+		Pending: w.Pending, PromptHash: w.PromptHash, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD, MCPServers: w.MCPServers,
+		Isolation: w.Isolation, Workdir: w.Workdir, Branch: w.Branch, Base: w.Base, BaseCommit: w.BaseCommit}
 	if w.Persona != nil {
 		s.Persona = *w.Persona
 	}

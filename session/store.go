@@ -150,9 +150,11 @@ func (st *Store) Create(projectRoot, personaID, mode string) (*Session, error) {
 	return st.Add(Session{ProjectRoot: projectRoot, Persona: personaID, Mode: mode})
 }
 
-// Add makes a new session from tmpl (its ProjectRoot, Persona, Mode,
-// Engine, Model and Title; the ID and times are assigned), writes its
-// file and indexes it, with the checks of Create.
+// Add makes a new session from tmpl (its fields; the times are assigned,
+// and the ID unless tmpl has one: a caller that names things after the
+// session before storing it, a worktree, gives a fresh uuid.NewString),
+// writes its file and indexes it, with the checks of Create. A session
+// file of that ID already there is an error.
 func (st *Store) Add(tmpl Session) (*Session, error) {
 	root, err := normRoot(tmpl.ProjectRoot)
 	if err != nil {
@@ -160,12 +162,20 @@ func (st *Store) Add(tmpl Session) (*Session, error) {
 	}
 	now := st.timestamp()
 	s := &tmpl
-	s.ID, s.CreatedAt, s.UpdatedAt, s.ProjectRoot = uuid.NewString(), now, now, root
+	if s.ID == "" {
+		s.ID = uuid.NewString()
+	} else if err := checkID(s.ID); err != nil {
+		return nil, err
+	}
+	s.CreatedAt, s.UpdatedAt, s.ProjectRoot = now, now, root
 	if err := validate(s); err != nil {
 		return nil, err
 	}
 	unlock := st.lock(s.ID)
 	defer unlock()
+	if _, err := os.Lstat(FilePath(root, s.ID)); err == nil {
+		return nil, &Error{ID: s.ID, Err: errors.New("exists already")}
+	}
 	if err := st.write(s); err != nil {
 		return nil, err
 	}

@@ -569,3 +569,31 @@ func TestDefaultStateDir(t *testing.T) {
 		}
 	}
 }
+
+func TestAddKeepsGivenIDAndWorktreeFields(t *testing.T) {
+	st, err := Open(Config{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	id := "0b8f3a2e-1c4d-4e5f-8a9b-0c1d2e3f4a5b"
+	s, err := st.Add(Session{ID: id, ProjectRoot: root, Mode: "workbench", Isolation: IsolationWorktree,
+		Workdir: "/wt/x", Branch: "harness/0b8f3a2e", Base: "main", BaseCommit: "abc"})
+	if err != nil || s.ID != id {
+		t.Fatalf("add: %v %v", s, err)
+	}
+	got, err := st.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Isolation != IsolationWorktree || got.Workdir != "/wt/x" || got.Branch != "harness/0b8f3a2e" ||
+		got.Base != "main" || got.BaseCommit != "abc" || got.Dir() != "/wt/x" {
+		t.Fatalf("got %+v", got)
+	}
+	if _, err := st.Add(Session{ID: id, ProjectRoot: root, Mode: "workbench"}); err == nil {
+		t.Fatal("a second session of the same ID was written")
+	}
+	if _, err := st.Add(Session{ID: "not-a-uuid", ProjectRoot: root, Mode: "workbench"}); !errors.Is(err, ErrInvalidID) {
+		t.Fatalf("bad id: %v", err)
+	}
+}

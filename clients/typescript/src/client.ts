@@ -5,6 +5,12 @@ import {
   ApprovalDecisionSchema,
   type ApprovalRequest,
   type CreateSessionRequest,
+  type MergeRequest,
+  MergeRequestSchema,
+  type MergeResult,
+  MergeResultSchema,
+  type SessionDiff,
+  SessionDiffSchema,
   EngineListSchema,
   type EngineStatus,
   type Roots,
@@ -355,12 +361,40 @@ export class HarnessClient {
     return SessionEnvelopeSchema.parse(await this.json("GET", `session/${encodeURIComponent(id)}`, undefined, signal)).session;
   }
 
-  /** DELETE /session/{id} (kills a running turn first). */
-  async deleteSession(id: string, signal?: AbortSignal): Promise<void> {
-    const opts: { signal?: AbortSignal } = {};
-    if (signal) opts.signal = signal;
-    const res = await this.request("DELETE", `session/${encodeURIComponent(id)}`, opts);
+  /** DELETE /session/{id} (kills a running turn first). A worktree
+   * session's worktree and branch go too; with unmerged changes it rejects
+   * with HarnessError 409 unless force. */
+  async deleteSession(id: string, signal?: AbortSignal, opts: { force?: boolean } = {}): Promise<void> {
+    const req: { signal?: AbortSignal } = {};
+    if (signal) req.signal = signal;
+    const q = opts.force ? "?force=1" : "";
+    const res = await this.request("DELETE", `session/${encodeURIComponent(id)}${q}`, req);
     await res.body?.cancel();
+  }
+
+  /** GET /session/{id}/diff: what a worktree session changed since its
+   * base. Rejects with HarnessError 422 for a session without a worktree. */
+  async sessionDiff(id: string, signal?: AbortSignal): Promise<SessionDiff> {
+    return SessionDiffSchema.parse(await this.json("GET", `session/${encodeURIComponent(id)}/diff`, undefined, signal));
+  }
+
+  /**
+   * POST /session/{id}/merge: commits the session's uncommitted changes on
+   * its branch and merges it. Resolves {merged: true, commit} or, on
+   * conflicts, {merged: false, conflicts} (the target untouched). Rejects
+   * with HarnessError 409 while a turn runs or the project's tree has
+   * uncommitted changes.
+   */
+  async mergeSession(id: string, req: MergeRequest = {}, signal?: AbortSignal): Promise<MergeResult> {
+    const opts: { body: unknown; signal?: AbortSignal; okStatuses: number[] } = { body: MergeRequestSchema.parse(req), okStatuses: [409] };
+    if (signal) opts.signal = signal;
+    const res = await this.request("POST", `session/${encodeURIComponent(id)}/merge`, opts);
+    if (res.status === 409) {
+      const body = MergeResultSchema.safeParse(await res.clone().json().catch(() => undefined));
+      if (!body.success || !body.data.conflicts) throw await errorFrom(res);
+      return { ...body.data, merged: false };
+    }
+    return MergeResultSchema.parse(await res.json());
   }
 
   /** POST /interrupt. Resolves true when a running turn was interrupted,
@@ -589,7 +623,10 @@ export const listPersonas = (o: ClientOptions) => new HarnessClient(o).listPerso
 export const createSession = (o: ClientOptions, req: CreateSessionRequest) => new HarnessClient(o).createSession(req);
 export const listSessions = (o: ClientOptions, projectRoot?: string) => new HarnessClient(o).listSessions(projectRoot);
 export const getSession = (o: ClientOptions, id: string) => new HarnessClient(o).getSession(id);
-export const deleteSession = (o: ClientOptions, id: string) => new HarnessClient(o).deleteSession(id);
+export const deleteSession = (o: ClientOptions, id: string, force?: boolean) =>
+  new HarnessClient(o).deleteSession(id, undefined, force ? { force } : {});
+export const sessionDiff = (o: ClientOptions, id: string) => new HarnessClient(o).sessionDiff(id);
+export const mergeSession = (o: ClientOptions, id: string, req?: MergeRequest) => new HarnessClient(o).mergeSession(id, req);
 export const updateSession = (o: ClientOptions, id: string, fields: UpdateSessionRequest) => new HarnessClient(o).updateSession(id, fields);
 export const forkSession = (o: ClientOptions, id: string, atSeq?: number) =>
   new HarnessClient(o).forkSession(id, atSeq === undefined ? {} : { atSeq });

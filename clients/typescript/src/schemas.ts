@@ -49,6 +49,16 @@ export const SessionSchema = z.looseObject({
   costUsd: z.number().optional(),
   /** What the last turn's session:init said of each MCP server. */
   mcpServers: z.array(MCPServerStatusSchema).optional(),
+  /** "worktree" for a session in a git worktree of its own (absent: it
+   * runs in the project root). */
+  isolation: z.string().optional(),
+  /** The absolute directory its turns run in (its worktree). */
+  workdir: z.string().optional(),
+  /** The branch checked out there, the ref it started from (as named) and
+   * that ref's commit then. */
+  branch: z.string().optional(),
+  base: z.string().optional(),
+  baseCommit: z.string().optional(),
 });
 export type Session = z.infer<typeof SessionSchema>;
 
@@ -126,6 +136,13 @@ export const CreateSessionRequestSchema = z.object({
   engine: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
   title: z.string().optional(),
+  /** "worktree": run the session in a git worktree of its own, on a new
+   * branch (default harness/<short id>) from base (default: the project's
+   * HEAD). 422 when the project is not in a git repository or the base is
+   * no commit. */
+  isolation: z.literal("worktree").optional(),
+  base: z.string().min(1).optional(),
+  branch: z.string().min(1).optional(),
 });
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 
@@ -221,6 +238,50 @@ export const RewindResultSchema = z.looseObject({
   conversation: z.boolean(),
 });
 export type RewindResult = z.infer<typeof RewindResultSchema>;
+
+/** One file of a worktree session's diff. */
+export const WorktreeFileChangeSchema = z.looseObject({
+  /** Relative to the repository's top. */
+  path: z.string(),
+  status: z.union([z.enum(["added", "modified", "deleted", "typechange"]), z.string()]),
+  additions: z.number().int(),
+  deletions: z.number().int(),
+  binary: z.boolean().optional(),
+});
+export type WorktreeFileChange = z.infer<typeof WorktreeFileChangeSchema>;
+
+/** GET /session/{id}/diff: what a worktree session changed since its base
+ * (committed, uncommitted and untracked). */
+export const SessionDiffSchema = z.looseObject({
+  base: z.string(),
+  branch: z.string(),
+  files: z.array(WorktreeFileChangeSchema),
+  patch: z.string(),
+  /** The patch was cut (4 MiB). */
+  truncated: z.boolean().optional(),
+});
+export type SessionDiff = z.infer<typeof SessionDiffSchema>;
+
+/** POST /session/{id}/merge. */
+export const MergeRequestSchema = z.object({
+  /** Default squash. */
+  strategy: z.enum(["squash", "merge", "rebase"]).optional(),
+  message: z.string().optional(),
+  /** Target branch (default: the branch the project has checked out). */
+  into: z.string().min(1).optional(),
+});
+export type MergeRequest = z.infer<typeof MergeRequestSchema>;
+
+/** A merge's outcome: merged with the target's new tip, or not merged
+ * because of conflicts (the target untouched). */
+export const MergeResultSchema = z.looseObject({
+  merged: z.boolean(),
+  commit: z.string().optional(),
+  into: z.string().optional(),
+  conflicts: z.array(z.string()).optional(),
+  error: z.string().optional(),
+});
+export type MergeResult = z.infer<typeof MergeResultSchema>;
 
 export const ErrorBodySchema = z.looseObject({ error: z.string() });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;

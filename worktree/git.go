@@ -1,0 +1,181 @@
+// Package worktree gives a harness session a git worktree of its own: a
+// new branch checked out outside the project's tree, the diff of what the
+// session changed since its base, and the merge of that branch back.
+//
+// Every operation runs the real git binary, bounded by a deadline, with
+// hooks off (core.hooksPath=/dev/null), no system or global configuration
+// (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null), no terminal prompt
+// and no GIT_DIR-like variable inherited from the caller, so neither the
+// user's configuration nor a repository's hooks run on the harness's
+// behalf. Commits the harness makes are authored "harness".
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// DefaultTimeout bounds one git command.
+const DefaultTimeout = 2 * time.Minute
+
+// maxOutput bounds what is kept of one git command's standard output.
+const maxOutput = 64 << 20
+
+// Errors callers branch on (errors.Is).
+var (
+	// ErrNoGit: no git binary on PATH.
+	ErrNoGit = errors.New("worktree: git not found on PATH")
+	// ErrNotRepo: the project is not inside a git repository.
+	ErrNotRepo = errors.New("not a git repository")
+	// ErrNoBase: the base named is not a commit of the repository.
+	ErrNoBase = errors.New("base not found")
+	// ErrBadBranch: the branch name is not a valid git branch name or
+	// exists already.
+	ErrBadBranch = errors.New("invalid branch")
+	// ErrDirty: the target's working tree has uncommitted changes.
+	ErrDirty = errors.New("target working tree has uncommitted changes")
+	// ErrConflict: the merge conflicts; the error is a *ConflictError.
+	ErrConflict = errors.New("merge conflicts")
+	// ErrUnmerged: the worktree has changes that are not merged.
+	ErrUnmerged = errors.New("unmerged changes")
+	// ErrBadStrategy: the strategy is not squash, merge or rebase.
+	ErrBadStrategy = errors.New("invalid merge strategy: want squash, merge or rebase")
+)
+
+// ConflictError names the paths a merge conflicts on.
+type ConflictError struct {
+	Paths []string
+}
+
+func (e *ConflictError) Error() string {
+	return "merge conflicts in " + strings.Join(e.Paths, ", ") + "; the target branch was left untouched"
+}
+
+func (e *ConflictError) Is(t error) bool { return t == ErrConflict }
+
+// gitError is a git command that failed: its arguments (no secret is ever
+// an argument) and the end of its standard error.
+type gitError struct {
+	args   []string
+	code   int
+	stderr string
+	err    error
+}
+
+func (e *gitError) Error() string {
+	msg := strings.TrimSpace(e.stderr)
+	if len(msg) > 2000 {
+		msg = msg[len(msg)-2000:]
+	}
+	if msg == "" {
+		msg = e.err.Error()
+	}
+	return "git " + strings.Join(e.args, " ") + ": " + msg
+}
+
+func (e *gitError) Unwrap() error { return e.err }
+
+// exitCode returns the exit status of a failed git command, -1 if it did
+// not run to an exit.
+func exitCode(err error) int {
+	var ge *gitError
+	if errors.As(err, &ge) {
+		return ge.code
+	}
+	return -1
+}
+
+// env is the environment of every git command: the caller's without
+// variables that would redirect git or load a user's configuration.
+func env(extra ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GIT_") || k == "LANG" || strings.HasPrefix(k, "LC_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	out = append(out,
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=harness", "GIT_AUTHOR_EMAIL=harness@localhost",
+		"GIT_COMMITTER_NAME=harness", "GIT_COMMITTER_EMAIL=harness@localhost",
+		"LC_ALL=C")
+	return append(out, extra...)
+}
+
+// runner runs git commands with one deadline each.
+type runner struct {
+	timeout time.Duration
+}
+
+// git runs git in dir with args and returns its standard output. extraEnv
+// adds variables (GIT_INDEX_FILE).
+func (r runner) git(ctx context.Context, dir string, extraEnv []string, args ...string) ([]byte, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, ErrNoGit
+	}
+	t := r.timeout
+	if t <= 0 {
+		t = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, t)
+	defer cancel()
+	full := append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+		"-c", "commit.gpgSign=false", "-c", "core.quotePath=false"}, args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Dir = dir
+	cmd.Env = env(extraEnv...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout limitedBuffer
+	stdout.max = maxOutput
+	var stderr limitedBuffer
+	stderr.max = 64 << 10
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		code := -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (after %s)", ctx.Err(), t)
+		}
+		return stdout.Bytes(), &gitError{args: args, code: code, stderr: stderr.String(), err: err}
+	}
+	if stdout.over {
+		return nil, fmt.Errorf("git %s: output over %d bytes", strings.Join(args, " "), maxOutput)
+	}
+	return stdout.Bytes(), nil
+}
+
+// out is git returning its output trimmed, as a string.
+func (r runner) out(ctx context.Context, dir string, args ...string) (string, error) {
+	b, err := r.git(ctx, dir, nil, args...)
+	return strings.TrimSpace(string(b)), err
+}
+
+// limitedBuffer keeps at most max bytes and notes that it dropped some.
+type limitedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room < len(p) {
+		b.over = true
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}

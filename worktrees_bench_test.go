@@ -1,0 +1,77 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/session"
+)
+
+// BenchmarkWorktreeSession measures creating a session with isolation
+// "worktree" on a repository of 10,000 files (one commit), beside the
+// floor: a bare `git worktree add -b` of the same repository. Each
+// iteration's worktree is removed outside the timer.
+//
+//	go test -run '^$' -bench WorktreeSession -benchtime 20x .
+func BenchmarkWorktreeSession(b *testing.B) {
+	root, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 10_000 {
+		p := filepath.Join(root, fmt.Sprintf("d%02d", i%100), fmt.Sprintf("f%05d.txt", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, fmt.Appendf(nil, "file %d\n", i), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	git := func(dir string, args ...string) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=B", "-c", "user.email=b@example.com", "-c", "core.hooksPath=/dev/null"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git(root, "init", "-q", "-b", "main")
+	git(root, "add", ".")
+	git(root, "commit", "-q", "-m", "10k files")
+
+	b.Run("git-worktree-add", func(b *testing.B) {
+		dir := b.TempDir()
+		for i := 0; b.Loop(); i++ {
+			wt := filepath.Join(dir, fmt.Sprint(i))
+			git(root, "worktree", "add", "-q", "--no-track", "-b", fmt.Sprintf("floor/%d", i), wt, "HEAD")
+			b.StopTimer()
+			git(root, "worktree", "remove", "--force", wt)
+			git(root, "branch", "-D", "-q", fmt.Sprintf("floor/%d", i))
+			b.StartTimer()
+		}
+	})
+	b.Run("session", func(b *testing.B) {
+		h, err := New(Config{Roots: []string{root}, StateDir: b.TempDir(), Engines: []engine.Engine{&scriptEngine{}},
+			Checkpoints: CheckpointConfig{Off: true}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Shutdown(context.Background())
+		for b.Loop() {
+			s, err := h.NewSession(SessionSpec{ProjectRoot: root, Mode: "direct", Isolation: session.IsolationWorktree})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if err := h.DeleteSessionWith(context.Background(), s.ID, DeleteOptions{Force: true}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	})
+}
