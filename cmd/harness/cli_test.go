@@ -16,6 +16,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 )
 
@@ -161,6 +162,18 @@ func TestReplaySaysWhatIsMissing(t *testing.T) {
 		var out, errOut bytes.Buffer
 		if code := run(append([]string{"replay"}, strings.Fields(args)...), &out, &errOut); code != 2 || !strings.HasPrefix(errOut.String(), "harness replay: "+want) {
 			t.Errorf("replay %s: exit %d, stderr %q", args, code, errOut.String())
+		}
+	}
+}
+
+// A turn that cannot start names the command that ran it: replay's
+// errors said "harness turn:" (issue 34.6).
+func TestStreamTurnNamesItsCommand(t *testing.T) {
+	for _, command := range []string{"harness turn", "harness replay"} {
+		var out, errOut bytes.Buffer
+		code := streamTurn(command, func() (engine.Turn, error) { return nil, errors.New("no agent here") }, false, &out, &errOut)
+		if code == 0 || errOut.String() != command+": no agent here\n" {
+			t.Errorf("%s: exit %d, stderr %q", command, code, errOut.String())
 		}
 	}
 }

@@ -126,7 +126,7 @@ func (c *cli) replay(o *replayOptions, id, message string) int {
 	// stored).
 	req := plan.Request
 	req.Message, req.PromptChanged = message, false
-	return streamTurn(func() (engine.Turn, error) {
+	return streamTurn("harness replay", func() (engine.Turn, error) {
 		return h.StartEphemeral(context.Background(), engine.ClaudeCode, req)
 	}, o.asJSON, stdout, stderr)
 }

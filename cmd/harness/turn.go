@@ -203,7 +203,7 @@ func runEphemeral(f *turnFlags, message string, childEnv, allowed []string, stdo
 		return 1
 	}
 	defer shutdownTurns(h)
-	return streamTurn(func() (engine.Turn, error) { return h.StartEphemeral(context.Background(), name, req) }, f.json, stdout, stderr)
+	return streamTurn("harness turn", func() (engine.Turn, error) { return h.StartEphemeral(context.Background(), name, req) }, f.json, stdout, stderr)
 }
 
 // checkDir says what is wrong with a directory flag's value ("" = fine or
@@ -224,17 +224,17 @@ func checkDir(flag, dir string) string {
 	return ""
 }
 
-// streamTurn runs one turn and prints it. SIGINT or SIGTERM interrupts the
+// streamTurn runs one turn and prints it (errors prefixed by command). SIGINT or SIGTERM interrupts the
 // turn (a second one kills it) and the remaining events are still printed.
 // It returns 0 only when the turn completed (130 when interrupted).
-func streamTurn(start func() (engine.Turn, error), asJSON bool, stdout, stderr io.Writer) int {
+func streamTurn(command string, start func() (engine.Turn, error), asJSON bool, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
 	turn, err := start()
 	if err != nil {
-		fmt.Fprintln(stderr, "harness turn:", userError(err))
+		fmt.Fprintln(stderr, command+":", userError(err))
 		return failCode(err)
 	}
 	defer turn.Close()
@@ -278,7 +278,7 @@ func streamTurn(start func() (engine.Turn, error), asJSON bool, stdout, stderr i
 	_ = out.Flush()
 	if err := turn.Err(); err != nil {
 		if !asJSON {
-			fmt.Fprintln(stderr, "harness turn:", userError(err))
+			fmt.Fprintln(stderr, command+":", userError(err))
 		}
 		var te *engine.TurnError
 		if errors.Is(err, claudecode.ErrInterrupted) || errors.As(err, &te) && te.Kind == event.ErrorInterrupted {
