@@ -2,12 +2,16 @@ package claudecode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/mcpconfig"
-	"slices"
 )
 
 // Engine is the Claude Code CLI behind the engine seam (engine.Engine):
@@ -116,7 +120,34 @@ func OptsFor(req engine.Request) (TurnOpts, error) {
 	if req.Approver != nil && engine.AsksApproval(req.PermissionMode) {
 		opts.Approver = req.Approver
 	}
+	opts.SettingSources = "user"
+	if req.PermissionMode != "bypassPermissions" {
+		opts.Settings = ProtectSettings(protect.Or(req.Protected, req.Cwd))
+	}
 	return opts, opts.Validate()
+}
+
+// ProtectSettings is the --settings text that makes the CLI ask before a
+// file tool (Edit, Write, MultiEdit, NotebookEdit: one Edit rule covers
+// them) writes one of protected (internal/protect's form): an "ask" rule
+// for each, in the CLI's absolute form //path (a file) or //path/** (a
+// directory). Verified on 2.1.329: an ask rule is asked through
+// --permission-prompt-tool in every mode that asks, acceptEdits and a
+// Write or Edit allow rule included (bypassPermissions as well, which is
+// why OptsFor leaves it out there: that mode skips every check), also
+// through a planted symlink, and dontAsk denies it. The core's Approver
+// then puts it to a person whatever the session's rules say.
+func ProtectSettings(protected []string) string {
+	rules := make([]string, 0, len(protected))
+	for _, p := range protected {
+		if d, ok := strings.CutSuffix(p, string(filepath.Separator)); ok {
+			rules = append(rules, "Edit(/"+filepath.ToSlash(d)+"/**)")
+		} else {
+			rules = append(rules, "Edit(/"+filepath.ToSlash(p)+")")
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"permissions": map[string]any{"ask": rules}})
+	return string(b)
 }
 
 // Check finds the CLI and reads its version.
