@@ -58,7 +58,9 @@ type TurnOpts struct {
 	// none), and removes the file when the child has exited. nil leaves
 	// the CLI to find its servers itself.
 	MCP *mcpconfig.Config
-	// MCPDir is where the MCP file goes ("" = the system's temp dir).
+	// MCPDir is where the MCP file goes ("" = the harness's private
+	// runtime directory, package internal/rundir: $XDG_RUNTIME_DIR/harness
+	// or a 0700 harness-<uid> in the temp dir, outside every project).
 	MCPDir string
 	// SettingSources are the setting files the CLI reads
 	// (--setting-sources: user, project, local; "" = the CLI's default,

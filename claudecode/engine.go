@@ -81,8 +81,10 @@ const EnvEffortLevel = "CLAUDE_CODE_EFFORT_LEVEL"
 // file (or, without one, the prompt text) is appended to the built-in
 // prompt, tools, permission mode, model and max turns as given, the
 // effort becomes CLAUDE_CODE_EFFORT_LEVEL in the child's environment, the
-// MCP servers (none when nil) go in a private file in the StateDir with
-// --strict-mcp-config (TurnOpts.MCP), and
+// MCP servers (none when nil) go in a private file in the runtime
+// directory, never in the project the agent reads (its StateDir is in
+// the project's .chirality/), with --strict-mcp-config (TurnOpts.MCP),
+// and
 // the Approver answers the CLI's can_use_tool requests when the mode asks
 // (engine.AsksApproval).
 func OptsFor(req engine.Request) (TurnOpts, error) {
@@ -91,7 +93,7 @@ func OptsFor(req engine.Request) (TurnOpts, error) {
 		Tools: req.Tools, DisallowedTools: req.DisallowedTools, AllowedTools: req.AllowedTools,
 		PermissionMode: req.PermissionMode, Model: req.Model, MaxTurns: req.MaxTurns,
 		Env: req.Env, Logger: req.Logger,
-		MCP: req.MCP, MCPDir: req.StateDir,
+		MCP: req.MCP,
 	}
 	if opts.MCP == nil {
 		// The core's merged configuration is all the agent gets: none
