@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/protect"
@@ -140,15 +138,7 @@ func OptsFor(req engine.Request) (TurnOpts, error) {
 // through a planted symlink, and dontAsk denies it. The core's Approver
 // then puts it to a person whatever the session's rules say.
 func ProtectSettings(protected []string) string {
-	rules := make([]string, 0, len(protected))
-	for _, p := range protected {
-		if d, ok := strings.CutSuffix(p, string(filepath.Separator)); ok {
-			rules = append(rules, "Edit(/"+filepath.ToSlash(d)+"/**)")
-		} else {
-			rules = append(rules, "Edit(/"+filepath.ToSlash(p)+")")
-		}
-	}
-	b, _ := json.Marshal(map[string]any{"permissions": map[string]any{"ask": rules}})
+	b, _ := json.Marshal(map[string]any{"permissions": map[string]any{"ask": protect.ClaudeAskRules(protected)}})
 	return string(b)
 }
 

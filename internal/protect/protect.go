@@ -223,3 +223,20 @@ func Or(protected []string, root string) []string {
 	}
 	return protected
 }
+
+// ClaudeAskRules are Claude Code permission rules that make the CLI ask
+// before a file tool writes one of protected: Edit(//path) for a file,
+// Edit(//path/**) for a directory (the CLI's absolute form; one Edit rule
+// covers Edit, Write, MultiEdit and NotebookEdit). For the "ask" list of
+// its settings (claudecode's --settings, claude-agent-acp's options).
+func ClaudeAskRules(protected []string) []string {
+	rules := make([]string, 0, len(protected))
+	for _, p := range protected {
+		if d, ok := strings.CutSuffix(p, string(filepath.Separator)); ok {
+			rules = append(rules, "Edit(/"+filepath.ToSlash(d)+"/**)")
+		} else {
+			rules = append(rules, "Edit(/"+filepath.ToSlash(p)+")")
+		}
+	}
+	return rules
+}
