@@ -65,6 +65,17 @@
 //	plan                      set / nil untrusted/never read-only
 //	bypassPermissions         any       never           danger-full-access
 //
+// Every thread's config marks the project untrusted (trust.go): Codex
+// 0.169 otherwise reads the project's own .codex/config.toml, whose MCP
+// servers start commands unasked (issue 29; the project's AGENTS.md is
+// then not read either). Protected paths (engine.Request.Protected): a
+// file change Codex asks about goes to the core like any, and the core
+// always puts a protected one to a person; but in workspace-write Codex
+// writes inside the workspace without asking, so .chirality/, agents/,
+// .mcp.json… are NOT protected from Codex's own edits and commands (its
+// sandbox keeps only .git and .codex read-only, verified); the core's
+// snapshot before each turn (checkpoints) is what can restore them.
+//
 // untrusted (0.169.0 also accepts on-request and a granular policy) asks
 // before every command not known to be safe. The approval requests
 // item/commandExecution/requestApproval and item/fileChange/requestApproval

@@ -279,6 +279,7 @@ func (t *Turn) converse() error {
 		params["baseInstructions"] = t.req.SystemPrompt
 	}
 	config, mcpStatus := threadConfig(t.eng.cfg.ThreadConfig, t.req.MCP, t.req.PermissionMode, t.req.AllowedTools)
+	config = untrustProject(config, t.req.Cwd) // never the project's own .codex/config.toml (trust.go)
 	if config != nil {
 		params["config"] = config
 	}
