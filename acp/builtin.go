@@ -124,19 +124,13 @@ func openCodeProtect(env []string, protected []string, root string) []string {
 	if len(protected) == 0 {
 		return env
 	}
-	const key = "OPENCODE_CONFIG_CONTENT="
-	cfg := map[string]any{}
-	at := -1
-	for i, kv := range env {
-		if strings.HasPrefix(kv, key) {
-			at = i
-		}
-	}
-	if at >= 0 {
-		if err := json.Unmarshal([]byte(env[at][len(key):]), &cfg); err != nil || cfg == nil {
-			return env // not a JSON object: OpenCode will say so itself
-		}
-	}
+	return withOpenCodeConfig(env, func(cfg map[string]any) bool {
+		addProtectedEdits(cfg, protected, root)
+		return true
+	})
+}
+
+func addProtectedEdits(cfg map[string]any, protected []string, root string) {
 	perm, ok := cfg["permission"].(map[string]any)
 	if !ok {
 		perm = map[string]any{}
@@ -176,6 +170,28 @@ func openCodeProtect(env []string, protected []string, root string) []string {
 	}
 	perm["edit"] = edit
 	cfg["permission"] = perm
+}
+
+// withOpenCodeConfig returns env with its OPENCODE_CONFIG_CONTENT (a new
+// one when it has none) changed by change; env as it was when that is
+// not a JSON object (OpenCode will say so itself) or change says no.
+func withOpenCodeConfig(env []string, change func(cfg map[string]any) bool) []string {
+	const key = "OPENCODE_CONFIG_CONTENT="
+	cfg := map[string]any{}
+	at := -1
+	for i, kv := range env {
+		if strings.HasPrefix(kv, key) {
+			at = i
+		}
+	}
+	if at >= 0 {
+		if err := json.Unmarshal([]byte(env[at][len(key):]), &cfg); err != nil || cfg == nil {
+			return env
+		}
+	}
+	if !change(cfg) {
+		return env
+	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return env
@@ -204,41 +220,20 @@ func OpenCodeAskMCP(env []string, req engine.Request) []string {
 	if req.MCP.Len() == 0 || req.PermissionMode == "bypassPermissions" {
 		return env
 	}
-	const key = "OPENCODE_CONFIG_CONTENT="
-	cfg := map[string]any{}
-	at := -1
-	for i, kv := range env {
-		if strings.HasPrefix(kv, key) {
-			at = i
+	return withOpenCodeConfig(env, func(cfg map[string]any) bool {
+		perm, ok := cfg["permission"].(map[string]any)
+		if !ok {
+			if _, set := cfg["permission"]; set {
+				return false // one permission for everything: the user's choice
+			}
+			perm = map[string]any{}
 		}
-	}
-	if at >= 0 {
-		if err := json.Unmarshal([]byte(env[at][len(key):]), &cfg); err != nil || cfg == nil {
-			return env // not a JSON object: OpenCode will say so itself
+		for _, s := range req.MCP.Servers {
+			if _, set := perm[s.Name+"_*"]; !set {
+				perm[s.Name+"_*"] = "ask"
+			}
 		}
-	}
-	perm, ok := cfg["permission"].(map[string]any)
-	if !ok {
-		if _, set := cfg["permission"]; set {
-			return env // one permission for everything: the user's choice
-		}
-		perm = map[string]any{}
-	}
-	for _, s := range req.MCP.Servers {
-		if _, set := perm[s.Name+"_*"]; !set {
-			perm[s.Name+"_*"] = "ask"
-		}
-	}
-	cfg["permission"] = perm
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		return env
-	}
-	out := slices.Clone(env)
-	if at >= 0 {
-		out[at] = key + string(b)
-	} else {
-		out = append(out, key+string(b))
-	}
-	return out
+		cfg["permission"] = perm
+		return true
+	})
 }

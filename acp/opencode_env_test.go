@@ -16,18 +16,8 @@ import (
 func TestOpenCodeEnv(t *testing.T) {
 	edit := func(env []string) map[string]any {
 		t.Helper()
-		for _, kv := range env {
-			if v, ok := strings.CutPrefix(kv, "OPENCODE_CONFIG_CONTENT="); ok {
-				var cfg map[string]any
-				if err := json.Unmarshal([]byte(v), &cfg); err != nil {
-					t.Fatal(err)
-				}
-				p, _ := cfg["permission"].(map[string]any)
-				e, _ := p["edit"].(map[string]any)
-				return e
-			}
-		}
-		return nil
+		e, _ := openCodePermission(t, env)["edit"].(map[string]any)
+		return e
 	}
 	req := engine.Request{Cwd: "/p", PermissionMode: "acceptEdits", Protected: []string{"/p/.chirality/", "/p/.mcp.json", "/state/"}}
 	env := acp.OpenCodeEnv([]string{`OPENCODE_CONFIG_CONTENT={"model":"m","permission":{"edit":"ask","bash":"ask"}}`}, req)
@@ -51,4 +41,21 @@ func TestOpenCodeEnv(t *testing.T) {
 	if len(env) != 1 || env[0] != "OPENCODE_DISABLE_PROJECT_CONFIG=1" {
 		t.Errorf("bypassPermissions: env %q, want the project's configuration off only", env)
 	}
+}
+
+// openCodePermission is the "permission" object of env's
+// OPENCODE_CONFIG_CONTENT (nil when there is none).
+func openCodePermission(t *testing.T, env []string) map[string]any {
+	t.Helper()
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "OPENCODE_CONFIG_CONTENT="); ok {
+			var cfg map[string]any
+			if err := json.Unmarshal([]byte(v), &cfg); err != nil {
+				t.Fatal(err)
+			}
+			p, _ := cfg["permission"].(map[string]any)
+			return p
+		}
+	}
+	return nil
 }

@@ -41,18 +41,7 @@ func TestRealAgentsProtect(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.spec, func(t *testing.T) {
-			var spec agentSpec
-			for _, s := range realAgents {
-				if s.name == c.spec {
-					spec = s
-				}
-			}
-			cfg, _ := acp.BuiltinConfig(spec.name)
-			fake, err := claudetest.NewFakeAPI()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fake.Close()
+			spec, cfg, fake := realAgent(t, c.spec)
 			home := t.TempDir()
 			cwd, err := filepath.EvalSymlinks(t.TempDir())
 			if err != nil {
@@ -123,4 +112,23 @@ func TestRealAgentsProtect(t *testing.T) {
 			}
 		})
 	}
+}
+
+// realAgent is the spec, built-in configuration and a fake Messages API
+// (closed with the test) of the real agent named name.
+func realAgent(t *testing.T, name string) (agentSpec, acp.Config, *claudetest.FakeAPI) {
+	t.Helper()
+	var spec agentSpec
+	for _, s := range realAgents {
+		if s.name == name {
+			spec = s
+		}
+	}
+	cfg, _ := acp.BuiltinConfig(spec.name)
+	fake, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	return spec, cfg, fake
 }
