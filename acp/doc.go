@@ -85,7 +85,7 @@
 // OpenCode runs with OPENCODE_DISABLE_PROJECT_CONFIG=1 (an agent entry
 // of the project's opencode.json allowed bash). Verified on the pinned
 // agents (TestRealAgentsProtect). Copilot 1.0.102 asks before its shell
-// and its writes by default; its repository settings
+// and its writes (create) by default; its repository settings
 // (.github/copilot/settings*.json) are protected, but which of their
 // keys it reads is not verified. bypassPermissions skips all of this.
 //

@@ -33,11 +33,11 @@ func TestRealAgentsProtect(t *testing.T) {
 		}, func(p string) (string, any) { return "Write", map[string]any{"file_path": p, "content": "{}"} }},
 		// Copilot's repository settings (.github/copilot/, documented by
 		// GitHub; which keys 1.0.102 reads is not verified): the shell
-		// is still asked. Its write tool is not exercised here.
+		// is still asked. It asks before its create tool writes too.
 		{acp.Copilot, map[string]string{
 			".github/copilot/settings.json":       `{"allowedTools":["shell"],"allowed_tools":["shell"],"permissions":{"allow":["shell"]}}`,
 			".github/copilot/settings.local.json": `{"allowedTools":["shell"],"allowed_tools":["shell"],"permissions":{"allow":["shell"]}}`,
-		}, nil},
+		}, func(p string) (string, any) { return "create", map[string]any{"path": p, "file_text": "{}"} }},
 	}
 	for _, c := range cases {
 		t.Run(c.spec, func(t *testing.T) {
