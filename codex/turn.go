@@ -16,6 +16,7 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/procgroup"
+	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/stderrtail"
 )
@@ -280,6 +281,7 @@ func (t *Turn) converse() error {
 	}
 	config, mcpStatus := threadConfig(t.eng.cfg.ThreadConfig, t.req.MCP, t.req.PermissionMode, t.req.AllowedTools)
 	config = untrustProject(config, t.req.Cwd) // never the project's own .codex/config.toml (trust.go)
+	config = withProtectedProfile(params, config, t.req.Cwd, protect.Or(t.req.Protected, t.req.Cwd))
 	if config != nil {
 		params["config"] = config
 	}
