@@ -91,7 +91,7 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 	}
 	actx, acancel := context.WithCancel(context.Background())
 	t := &Turn{
-		m: m, log: log, key: key, bin: bin, opts: opts, args: opts.Args(),
+		m: m, log: log, key: key, bin: bin, opts: opts, args: m.projectArgs(opts),
 		approvals: actx, approvalsCancel: acancel,
 		s:         engine.NewStream(256),
 		exited:    make(chan struct{}),

@@ -280,7 +280,9 @@ func (t *Turn) converse() error {
 		params["baseInstructions"] = t.req.SystemPrompt
 	}
 	config, mcpStatus := threadConfig(t.eng.cfg.ThreadConfig, t.req.MCP, t.req.PermissionMode, t.req.AllowedTools)
-	config = untrustProject(config, t.req.Cwd) // never the project's own .codex/config.toml (trust.go)
+	if !t.eng.cfg.TrustProject {
+		config = untrustProject(config, t.req.Cwd) // never the project's own .codex/config.toml (trust.go)
+	}
 	config = withProtectedProfile(params, config, t.req.Cwd, protect.Or(t.req.Protected, t.req.Cwd))
 	if config != nil {
 		params["config"] = config
