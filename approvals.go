@@ -132,6 +132,9 @@ type pendingApproval struct {
 	rule     string // what "always" remembers
 	answer   chan engine.ApprovalDecision
 	resolved bool
+	// protected: the use writes a protected path (protectedWrite): no
+	// rule allows it and "always" allows it once, remembering nothing.
+	protected bool
 }
 
 var _ engine.Approver = (*approvals)(nil)
@@ -157,7 +160,8 @@ func (a *approvals) Ask(ctx context.Context, q engine.ApprovalRequest) engine.Ap
 	}
 	a.byID[p.req.RequestID] = p
 	a.order = append(a.order, p.req.RequestID)
-	byRule := permrule.Allowed(a.r.rules(), q.ToolName, q.Input)
+	p.protected = a.r.protectedWrite(q)
+	byRule := !p.protected && permrule.Allowed(a.r.rules(), q.ToolName, q.Input)
 	// Published under a.mu: no answer can be taken before the request is
 	// in the log, and the end of the turn cannot slip in between.
 	a.r.emit(event.Event{Type: event.TypeApprovalRequested, Approval: &p.req})
@@ -201,7 +205,7 @@ func (a *approvals) answer(requestID string, ans ApprovalAnswer) error {
 		// use that runs
 		rule = ruleFor(engine.ApprovalRequest{ToolName: p.req.ToolName, Input: ans.UpdatedInput})
 	}
-	if d.Always && rule != "" {
+	if d.Always && rule != "" && !p.protected {
 		a.r.addRule(rule)
 	}
 	a.resolveLocked(p, d, event.ByUser, ans.Message)

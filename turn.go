@@ -17,6 +17,7 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
@@ -118,6 +119,7 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 		Env:              slices.Clone(h.cfg.ChildEnv),
 		StateDir:         session.StateDir(s.ProjectRoot, s.ID),
 		Model:            s.Model,
+		Protected:        protect.Paths(s.ProjectRoot, h.store.StateDir()),
 	}
 	mcpNotices, untrusted, err := []event.TrustRequired(nil), []event.MCPServerStatus(nil), error(nil)
 	if req.MCP, mcpNotices, untrusted, err = h.mcpServers(s.ProjectRoot, p); err != nil {

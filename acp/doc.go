@@ -60,13 +60,34 @@
 // says mcp__everything__echo, OpenCode 1.18.33 everything_echo, Copilot
 // 1.0.102 everything-echo. Verified on the pinned agents: OpenCode runs
 // MCP tools without asking (its default permission), so its built-in
-// entry (Config.MCPEnv = OpenCodeAskMCP) adds "<server>_*": "ask" to its
+// entry (Config.MCPEnv = OpenCodeEnv, with OpenCodeAskMCP) adds "<server>_*": "ask" to its
 // OPENCODE_CONFIG_CONTENT outside bypassPermissions, and then it asks
 // (session/request_permission) like Copilot does: both are answered like
 // any tool, by rule, person or policy. Copilot 1.0.102 advertises http and sse
 // and rejects stdio servers from an ACP client ("Rejecting non-http/sse
 // MCP server" in its log): its built-in entry has Config.NoStdioMCP, so
 // they are not sent and session:init reports them failed with why.
+//
+// # Protected paths and the agents' own project configuration (issue 29)
+//
+// A write to a protected path (engine.Request.Protected, package
+// internal/protect: .chirality/, agents/, .mcp.json, the agents' project
+// configuration, the state directory) is put to the core's Approver in
+// the modes that ask, where no rule allows it; where nobody is asked
+// (dontAsk, no Approver) it is rejected whatever AllowedTools say (the
+// call's input and ACP locations name its files). The agents are started
+// so that they ask: claude-acp's _meta gives the CLI the paths' "ask"
+// rules (ClaudeACPSessionMeta); OpenCode gets an "edit" permission of
+// "ask" for them (OpenCodeEnv; it edits unasked by default). Neither
+// reads the project's own configuration, which could allow the shell:
+// claude-acp's CLI reads the user's settings only (settingSources
+// ["user"]: the project's .claude/settings.local.json allowed Bash), and
+// OpenCode runs with OPENCODE_DISABLE_PROJECT_CONFIG=1 (an agent entry
+// of the project's opencode.json allowed bash). Verified on the pinned
+// agents (TestRealAgentsProtect). Copilot 1.0.102 asks before its shell
+// and its writes (create) by default; its repository settings
+// (.github/copilot/settings*.json) are protected, but which of their
+// keys it reads is not verified. bypassPermissions skips all of this.
 //
 // # Fork and rewind
 //

@@ -53,9 +53,10 @@ type Config struct {
 	// AllowEnv are more secret-looking names to pass (operator policy).
 	AllowEnv []string
 	// SessionMeta, when set, returns the _meta sent with session/new and
-	// session/load for a turn's permission mode (the built-in claude-acp
-	// entry's ClaudeACPSessionMeta). Not read from an engines file.
-	SessionMeta func(permissionMode string) map[string]any
+	// session/load for a turn (its permission mode, protected paths): the
+	// built-in claude-acp entry's ClaudeACPSessionMeta. Not read from an
+	// engines file.
+	SessionMeta func(req engine.Request) map[string]any
 	// NoStdioMCP says the agent refuses stdio MCP servers from its client,
 	// though ACP has every agent take them (Copilot 1.0.102: "Rejecting
 	// non-http/sse MCP server" in its log, and the server's tools never
@@ -64,7 +65,7 @@ type Config struct {
 	NoStdioMCP bool
 	// MCPEnv, when set, adjusts the environment the session's agent is
 	// started with for the first turn's request (its MCP servers and
-	// permission mode): the built-in opencode entry's OpenCodeAskMCP. Not
+	// permission mode): the built-in opencode entry's OpenCodeEnv. Not
 	// read from an engines file.
 	MCPEnv func(env []string, req engine.Request) []string
 	// ExtraEnv entries (KEY=VALUE) are added after filtering (an engine

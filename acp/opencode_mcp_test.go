@@ -1,7 +1,6 @@
 package acp_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -14,17 +13,7 @@ func TestOpenCodeAskMCP(t *testing.T) {
 	mcp := &mcpconfig.Config{Servers: []mcpconfig.Server{{Name: "everything", Type: mcpconfig.Stdio, Command: "x"}, {Name: "mine", Type: mcpconfig.Stdio, Command: "y"}}}
 	perm := func(env []string) map[string]any {
 		t.Helper()
-		for _, kv := range env {
-			if v, ok := strings.CutPrefix(kv, "OPENCODE_CONFIG_CONTENT="); ok {
-				var cfg map[string]any
-				if err := json.Unmarshal([]byte(v), &cfg); err != nil {
-					t.Fatal(err)
-				}
-				p, _ := cfg["permission"].(map[string]any)
-				return p
-			}
-		}
-		return nil
+		return openCodePermission(t, env)
 	}
 	// No config of the user's: one is made; the user's provider and own
 	// choice for a server stand.

@@ -29,18 +29,7 @@ import (
 // with an allow rule on the name in dontAsk and comes back as tool:start /
 // tool:result under that name, its result the server's echo.
 func TestRealClaudeACPMCP(t *testing.T) {
-	var spec agentSpec
-	for _, s := range realAgents {
-		if s.name == acp.ClaudeACP {
-			spec = s
-		}
-	}
-	cfg, _ := acp.BuiltinConfig(spec.name)
-	fake, err := claudetest.NewFakeAPI()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	spec, cfg, fake := realAgent(t, acp.ClaudeACP)
 	var offered []string
 	fake.SetResponder(func(r *claudetest.Request) claudetest.Reply {
 		if len(r.ToolResults()) > 0 {
@@ -125,18 +114,7 @@ func TestRealACPMCPToolNames(t *testing.T) {
 		{acp.Copilot, "everything-echo", func(t *testing.T) mcpconfig.Server { return httpEcho(t, "everything") }, false, false, false},
 	} {
 		t.Run(fmt.Sprintf("%s/rule=%v", c.agent, c.rule), func(t *testing.T) {
-			var spec agentSpec
-			for _, s := range realAgents {
-				if s.name == c.agent {
-					spec = s
-				}
-			}
-			cfg, _ := acp.BuiltinConfig(spec.name)
-			fake, err := claudetest.NewFakeAPI()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fake.Close()
+			spec, cfg, fake := realAgent(t, c.agent)
 			var mu sync.Mutex
 			var offered []string
 			fake.SetResponder(func(r *claudetest.Request) claudetest.Reply {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/permrule"
 )
 
@@ -285,7 +286,7 @@ func (t *Turn) sessionMeta() map[string]any {
 	if t.e.cfg.SessionMeta == nil {
 		return nil
 	}
-	return t.e.cfg.SessionMeta(t.req.PermissionMode)
+	return t.e.cfg.SessionMeta(t.req)
 }
 
 // converse sets the session up and runs the prompt. It returns the
@@ -583,7 +584,10 @@ func (t *Turn) onPermission(ctx context.Context, params json.RawMessage) (any, *
 		// agent's next request by it.
 		allow = dec.Allow
 	default:
-		allow = permrule.Allowed(t.req.AllowedTools, name, input)
+		// nobody is asked: a write to a protected path is denied whatever
+		// a rule says (package internal/protect)
+		_, protected := protect.Write(protect.Or(t.req.Protected, t.req.Cwd), t.req.Cwd, name, withLocations(input, pr.ToolCall))
+		allow = !protected && permrule.Allowed(t.req.AllowedTools, name, input)
 	}
 	if t.ctx.Err() != nil {
 		return permissionCancelled(), nil
@@ -646,4 +650,27 @@ func toolCallUpdate(raw json.RawMessage) Update {
 		Kind: KindToolCallUpdate, ToolCallID: w.ToolCallID, Title: w.Title, ToolKind: w.Kind, Status: w.Status,
 		ToolName: w.Meta.ClaudeCode.ToolName, RawInput: nonNull(w.RawInput),
 	}
+}
+
+// withLocations is a tool call's input with the call's locations (the
+// files it touches, ACP's toolCall.locations) added as "locations", for
+// protect.Write: an edit's input may name its file in a key of the
+// agent's own.
+func withLocations(input, toolCall json.RawMessage) json.RawMessage {
+	var tc struct {
+		Locations json.RawMessage `json:"locations"`
+	}
+	if json.Unmarshal(toolCall, &tc) != nil || len(tc.Locations) == 0 || string(tc.Locations) == "null" {
+		return input
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(input, &m) != nil || m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m["locations"] = tc.Locations
+	b, err := json.Marshal(m)
+	if err != nil {
+		return input
+	}
+	return b
 }

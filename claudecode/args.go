@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -57,8 +58,20 @@ type TurnOpts struct {
 	// none), and removes the file when the child has exited. nil leaves
 	// the CLI to find its servers itself.
 	MCP *mcpconfig.Config
-	// MCPDir is where the MCP file goes ("" = the system's temp dir).
+	// MCPDir is where the MCP file goes ("" = the harness's private
+	// runtime directory, package internal/rundir: $XDG_RUNTIME_DIR/harness
+	// or a 0700 harness-<uid> in the temp dir, outside every project).
 	MCPDir string
+	// SettingSources are the setting files the CLI reads
+	// (--setting-sources: user, project, local; "" = the CLI's default,
+	// all). OptsFor gives "user": a project's .claude/settings.json and
+	// .claude/settings.local.json could otherwise allow tools and run
+	// hooks that approve them (verified on 2.1.329), so that what an agent
+	// writes in a project would widen the next session's permissions.
+	SettingSources string
+	// Settings is a settings JSON text the CLI reads on top of its files
+	// (--settings): OptsFor puts the protected paths' "ask" rules there.
+	Settings string
 	// ExtraArgs are appended verbatim: the escape hatch for flags this
 	// struct does not know.
 	ExtraArgs []string
@@ -84,8 +97,9 @@ type TurnOpts struct {
 }
 
 var (
-	uuidPattern  = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-	tokenPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@\[\]()*, -]*$`)
+	uuidPattern           = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	settingSourcesPattern = regexp.MustCompile(`^(user|project|local)(,(user|project|local))*$`)
+	tokenPattern          = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@\[\]()*, -]*$`)
 )
 
 // Validate reports the first option the CLI would misread. Values are
@@ -106,6 +120,12 @@ func (o *TurnOpts) Validate() error {
 	}
 	if o.PermissionMode != "" && !engine.ValidPermissionMode(o.PermissionMode) {
 		return fmt.Errorf("%w: permission mode %q is not one of %s", ErrInvalidOptions, o.PermissionMode, strings.Join(engine.PermissionModes, ", "))
+	}
+	if o.SettingSources != "" && !settingSourcesPattern.MatchString(o.SettingSources) {
+		return fmt.Errorf("%w: setting sources %q", ErrInvalidOptions, o.SettingSources)
+	}
+	if o.Settings != "" && !json.Valid([]byte(o.Settings)) {
+		return fmt.Errorf("%w: settings are not JSON", ErrInvalidOptions)
 	}
 	if o.MaxTurns < 0 {
 		return fmt.Errorf("%w: max turns %d is negative", ErrInvalidOptions, o.MaxTurns)
@@ -163,6 +183,8 @@ func (o *TurnOpts) Args() []string {
 		args = append(args, "--permission-prompt-tool=stdio")
 	}
 	flag("--model", o.Model)
+	flag("--setting-sources", o.SettingSources)
+	flag("--settings", o.Settings)
 	if o.MCP != nil {
 		args = append(args, "--strict-mcp-config")
 	}

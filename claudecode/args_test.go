@@ -91,11 +91,12 @@ func TestMessageFor(t *testing.T) {
 
 // An engine request without MCP servers still gets an empty, strict
 // configuration (the CLI must not add servers of its own); with servers it
-// gets them, the file going in the session's StateDir.
+// gets them, the file going in the private runtime directory, not in the
+// session's StateDir (inside the project).
 func TestOptsForMCP(t *testing.T) {
 	opts, err := claudecode.OptsFor(engine.Request{StateDir: "/state"})
-	if err != nil || opts.MCP == nil || opts.MCP.Len() != 0 || opts.MCPDir != "/state" {
-		t.Fatalf("no servers: MCP %v dir %q err %v, want an empty config in /state", opts.MCP, opts.MCPDir, err)
+	if err != nil || opts.MCP == nil || opts.MCP.Len() != 0 || opts.MCPDir != "" {
+		t.Fatalf("no servers: MCP %v dir %q err %v, want an empty config in the runtime dir", opts.MCP, opts.MCPDir, err)
 	}
 	cfg := &mcpconfig.Config{Servers: []mcpconfig.Server{{Name: "a", Type: mcpconfig.Stdio, Command: "x"}}}
 	if opts, _ = claudecode.OptsFor(engine.Request{MCP: cfg}); opts.MCP != cfg {

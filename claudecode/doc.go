@@ -23,7 +23,8 @@
 //   - OptsFor maps an engine.Request onto TurnOpts (Request.Effort
 //     becomes CLAUDE_CODE_EFFORT_LEVEL in the child's environment).
 //   - MCP servers (Request.MCP, TurnOpts.MCP): written in .mcp.json form
-//     to a private 0600 file in the session's StateDir, passed with
+//     to a private 0600 file in the harness's runtime directory (package
+//     internal/rundir; never in the project the agent reads), passed with
 //     --mcp-config and --strict-mcp-config (the core's merged
 //     configuration is exactly what the CLI gets: it reads no .mcp.json
 //     or user servers of its own; none is an empty file), removed when
@@ -31,6 +32,13 @@
 //     itself; session:init's mcpServers is system/init's mcp_servers
 //     (connected / failed / pending). A warm child matches only a turn
 //     with the same servers.
+//   - Protected paths and project settings (issue 29): OptsFor gives the
+//     CLI --setting-sources=user (a project's .claude/settings.local.json
+//     allowed tools and its settings.json hooks approved them; its
+//     CLAUDE.md is then not read either) and, outside bypassPermissions,
+//     --settings with an "ask" rule for each of Request.Protected
+//     (ProtectSettings): the CLI then asks, in acceptEdits and over a
+//     Write rule too, and dontAsk denies. Verified on 2.1.329.
 //   - TurnOpts.Args builds the argv; the environment is the caller's
 //     filtered by the harness's one rule (internal/secrets: credentials
 //     withheld unless allowed by name); FindBinary finds the CLI.

@@ -2,12 +2,14 @@ package claudecode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/mcpconfig"
-	"slices"
 )
 
 // Engine is the Claude Code CLI behind the engine seam (engine.Engine):
@@ -77,8 +79,10 @@ const EnvEffortLevel = "CLAUDE_CODE_EFFORT_LEVEL"
 // file (or, without one, the prompt text) is appended to the built-in
 // prompt, tools, permission mode, model and max turns as given, the
 // effort becomes CLAUDE_CODE_EFFORT_LEVEL in the child's environment, the
-// MCP servers (none when nil) go in a private file in the StateDir with
-// --strict-mcp-config (TurnOpts.MCP), and
+// MCP servers (none when nil) go in a private file in the runtime
+// directory, never in the project the agent reads (its StateDir is in
+// the project's .chirality/), with --strict-mcp-config (TurnOpts.MCP),
+// and
 // the Approver answers the CLI's can_use_tool requests when the mode asks
 // (engine.AsksApproval).
 func OptsFor(req engine.Request) (TurnOpts, error) {
@@ -87,7 +91,7 @@ func OptsFor(req engine.Request) (TurnOpts, error) {
 		Tools: req.Tools, DisallowedTools: req.DisallowedTools, AllowedTools: req.AllowedTools,
 		PermissionMode: req.PermissionMode, Model: req.Model, MaxTurns: req.MaxTurns,
 		Env: req.Env, Logger: req.Logger,
-		MCP: req.MCP, MCPDir: req.StateDir,
+		MCP: req.MCP,
 	}
 	if opts.MCP == nil {
 		// The core's merged configuration is all the agent gets: none
@@ -116,7 +120,26 @@ func OptsFor(req engine.Request) (TurnOpts, error) {
 	if req.Approver != nil && engine.AsksApproval(req.PermissionMode) {
 		opts.Approver = req.Approver
 	}
+	opts.SettingSources = "user"
+	if req.PermissionMode != "bypassPermissions" {
+		opts.Settings = ProtectSettings(protect.Or(req.Protected, req.Cwd))
+	}
 	return opts, opts.Validate()
+}
+
+// ProtectSettings is the --settings text that makes the CLI ask before a
+// file tool (Edit, Write, MultiEdit, NotebookEdit: one Edit rule covers
+// them) writes one of protected (internal/protect's form): an "ask" rule
+// for each, in the CLI's absolute form //path (a file) or //path/** (a
+// directory). Verified on 2.1.329: an ask rule is asked through
+// --permission-prompt-tool in every mode that asks, acceptEdits and a
+// Write or Edit allow rule included (bypassPermissions as well, which is
+// why OptsFor leaves it out there: that mode skips every check), also
+// through a planted symlink, and dontAsk denies it. The core's Approver
+// then puts it to a person whatever the session's rules say.
+func ProtectSettings(protected []string) string {
+	b, _ := json.Marshal(map[string]any{"permissions": map[string]any{"ask": protect.ClaudeAskRules(protected)}})
+	return string(b)
 }
 
 // Check finds the CLI and reads its version.

@@ -38,6 +38,15 @@ type Config struct {
 	// SIGTERM gets before SIGKILL (0 = 5s).
 	InterruptGrace time.Duration
 	KillGrace      time.Duration
+	// ProjectSettings lets the CLI read the project's own settings too
+	// (--setting-sources=user,project: .claude/settings.json, CLAUDE.md,
+	// .claude/skills), never .claude/settings.local.json. Off, the CLI
+	// reads the user's only (OptsFor): a project's settings can allow
+	// tools, run hooks and an apiKeyHelper command and set the tools'
+	// environment (verified on 2.1.329). For a caller that configures the
+	// project itself (the IRC daemon installs its skill there); the
+	// protected paths' ask rules hold either way.
+	ProjectSettings bool
 }
 
 // Manager runs turns: one child process per turn, at most one running turn
@@ -254,4 +263,14 @@ func (m *Manager) checkVersionOnce(bin string) {
 // errorf builds errors that never carry a withheld value.
 func (m *Manager) errorf(format string, args ...any) error {
 	return errors.New(secrets.Scrub(fmt.Sprintf(format, args...)))
+}
+
+// projectArgs is opts.Args() with the project's settings read too when
+// the Manager's Config.ProjectSettings says so (the same for every turn,
+// so a warm child's fingerprint needs no change).
+func (m *Manager) projectArgs(opts TurnOpts) []string {
+	if m.cfg.ProjectSettings && opts.SettingSources == "user" {
+		opts.SettingSources = "user,project"
+	}
+	return opts.Args()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/procgroup"
+	"github.com/chirality/harness/internal/rundir"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/stderrtail"
 	"github.com/chirality/harness/logging"
@@ -97,7 +98,7 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 	secrets.Register(added...)
 	actx, acancel := context.WithCancel(context.Background())
 	t := &Turn{
-		m: m, log: log, key: key, bin: bin, opts: opts, args: opts.Args(),
+		m: m, log: log, key: key, bin: bin, opts: opts, args: m.projectArgs(opts),
 		approvals: actx, approvalsCancel: acancel,
 		s:         engine.NewStream(256),
 		exited:    make(chan struct{}),
@@ -641,19 +642,22 @@ func (w *stdinWriter) close() {
 // a consumer can flush its output when it reaches 0.
 func (t *Turn) Buffered() int { return t.s.Buffered() }
 
-// writeMCPFile writes cfg in .mcp.json form to a new file in dir that only
+// writeMCPFile writes cfg in .mcp.json form to a new file in dir (""
+// = the private runtime directory, package internal/rundir) that only
 // this user can read (it holds the servers' env and header values).
 func writeMCPFile(dir string, cfg *mcpconfig.Config) (string, error) {
 	b, err := cfg.JSON()
 	if err != nil {
 		return "", fmt.Errorf("claudecode: MCP config: %w", err)
 	}
-	if dir != "" {
-		// A session's state dir may not exist yet: a warm agent is
-		// started before the session's first turn made it.
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+	if dir == "" {
+		// outside every project, this user's only (the file holds the
+		// servers' secrets while a warm CLI waits)
+		if dir, err = rundir.Dir(); err != nil {
 			return "", fmt.Errorf("claudecode: MCP config file: %w", err)
 		}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("claudecode: MCP config file: %w", err)
 	}
 	f, err := os.CreateTemp(dir, "mcp-*.json") // mode 0600
 	if err != nil {

@@ -65,6 +65,21 @@
 //	plan                      set / nil untrusted/never read-only
 //	bypassPermissions         any       never           danger-full-access
 //
+// Every thread's config marks the project untrusted (trust.go): Codex
+// 0.169 otherwise reads the project's own .codex/config.toml, whose MCP
+// servers start commands unasked (issue 29; the project's AGENTS.md is
+// then not read either). Protected paths (engine.Request.Protected): a
+// file change Codex asks about goes to the core like any, and the core
+// always puts a protected one to a person; and since in workspace-write
+// Codex writes inside the workspace without asking, such a thread runs
+// on a permission profile instead (protect.go): Codex's :workspace with
+// every protected path read-only in its sandbox (a command's write fails
+// with "Read-only file system"; verified on 0.169 with bubblewrap). Not
+// when the engine's ThreadConfig or the user's $CODEX_HOME/config.toml
+// sets sandbox_mode (Codex then ignores profiles): there they are
+// writable. While .claude/ or .github/ does not exist, Codex cannot
+// create it (a missing parent of a protected file is what is bound).
+//
 // untrusted (0.169.0 also accepts on-request and a granular policy) asks
 // before every command not known to be safe. The approval requests
 // item/commandExecution/requestApproval and item/fileChange/requestApproval

@@ -45,6 +45,11 @@ type Config struct {
 	// "sandbox_workspace_write.network_access"). nil = none; the user's
 	// $CODEX_HOME/config.toml decides.
 	ThreadConfig map[string]any
+	// TrustProject lets Codex read the project's own .codex/ (config.toml,
+	// rules) as it would by itself: each thread otherwise marks its
+	// project untrusted (trust.go). For a caller that configures the
+	// project itself (the IRC daemon writes a command rule there).
+	TrustProject bool
 }
 
 // Engine runs Codex turns, one `codex app-server` child per turn (see

@@ -16,6 +16,7 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/procgroup"
+	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/stderrtail"
 )
@@ -279,6 +280,10 @@ func (t *Turn) converse() error {
 		params["baseInstructions"] = t.req.SystemPrompt
 	}
 	config, mcpStatus := threadConfig(t.eng.cfg.ThreadConfig, t.req.MCP, t.req.PermissionMode, t.req.AllowedTools)
+	if !t.eng.cfg.TrustProject {
+		config = untrustProject(config, t.req.Cwd) // never the project's own .codex/config.toml (trust.go)
+	}
+	config = withProtectedProfile(params, config, t.req.Cwd, protect.Or(t.req.Protected, t.req.Cwd))
 	if config != nil {
 		params["config"] = config
 	}

@@ -121,7 +121,10 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 	// would not be found. An acp agent adds its acp_command.
 	builtin := func(childEnv []string) []engine.Engine {
 		return engines.Builtin(engines.Config{ClaudeBinary: o.ClaudeBinary, Env: env, ChildEnv: childEnv,
-			Logger: logger, CodexThreadConfig: CodexThreadConfig})
+			Logger: logger, CodexThreadConfig: CodexThreadConfig,
+			// the agents read the skill and the Codex command rule the
+			// daemon installs in their directories (InstallSkill)
+			ProjectConfig: true})
 	}
 	var custom []engine.Engine
 	if a.Agent == KindACP {

@@ -149,6 +149,13 @@ type Request struct {
 	// StateDir is where an engine may keep this session's own state (the
 	// native loop's history); it is removed with the session.
 	StateDir string
+	// Protected are the paths no tool may write unless a person allows
+	// that one use, whatever a rule or the permission mode says (package
+	// internal/protect: absolute, symlinks followed, a directory ending in
+	// a separator). The core fills it; nil = protect.Paths(Cwd). Each
+	// engine starts its agent so that it asks before such a write, or
+	// denies it where nobody is asked (see each engine's package doc).
+	Protected []string
 	// Approver, when set, is asked before a tool runs that no rule
 	// allows; nil means nothing asks (what no rule allows is denied).
 	Approver Approver

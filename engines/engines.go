@@ -99,6 +99,12 @@ type Config struct {
 	// CodexThreadConfig overrides Codex configuration for every thread
 	// (codex.Config.ThreadConfig; nil = none).
 	CodexThreadConfig map[string]any
+	// ProjectConfig lets Claude Code and Codex read the projects' own
+	// configuration (claudecode.Config.ProjectSettings,
+	// codex.Config.TrustProject); off, they read the user's only (issue
+	// 29). For a caller that writes that configuration itself (the IRC
+	// daemon's skill and command rule).
+	ProjectConfig bool
 }
 
 // Builtin returns every built-in engine for c, in the order of Names. An
@@ -121,7 +127,7 @@ func New(name string, c Config) (engine.Engine, error) {
 	case ClaudeCode:
 		return claudecode.NewEngine(claudecode.Config{
 			Binary: c.ClaudeBinary, Env: c.Env, AllowEnv: c.AllowEnv, Logger: c.Logger,
-			InterruptGrace: c.InterruptGrace, KillGrace: c.KillGrace,
+			InterruptGrace: c.InterruptGrace, KillGrace: c.KillGrace, ProjectSettings: c.ProjectConfig,
 		}), nil
 	case Anthropic:
 		env := c.Env
@@ -134,7 +140,7 @@ func New(name string, c Config) (engine.Engine, error) {
 	case Codex:
 		// Codex keeps its own configuration ($CODEX_HOME/config.toml, its
 		// provider and credentials): it gets the environment as it is.
-		return codex.NewEngine(codex.Config{Env: c.Env, AllowEnv: c.AllowEnv, Logger: c.Logger, ThreadConfig: c.CodexThreadConfig}), nil
+		return codex.NewEngine(codex.Config{Env: c.Env, AllowEnv: c.AllowEnv, Logger: c.Logger, ThreadConfig: c.CodexThreadConfig, TrustProject: c.ProjectConfig}), nil
 	}
 	if ac, ok := acp.BuiltinConfig(name); ok {
 		ac.Env, ac.AllowEnv, ac.ExtraEnv, ac.Logger = c.Env, c.AllowEnv, c.ChildEnv, c.Logger

@@ -36,6 +36,8 @@
 //	POST   /api/harness/mcp              the harness as an MCP server, streamable HTTP (package mcpserver's tools)
 //	GET    /api/harness/mcp              its server-to-client stream (SSE)
 //	DELETE /api/harness/mcp              ends an MCP session (Mcp-Session-Id)
+//	                                     (at most Config.MaxMCPSessions open, 128 by default: at the
+//	                                     cap the idlest session idle 1 min is closed, else 503 + Retry-After)
 //	GET    /…                            the web console (Config.Console), no token needed
 //
 // A session created with isolation "worktree" runs in a git worktree of

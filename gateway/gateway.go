@@ -75,6 +75,13 @@ type Config struct {
 	// sse.DefaultMaxStreamsPerKey, 64; negative = no cap). Beyond them a
 	// stream is answered 503 with Retry-After.
 	MaxStreams, MaxSessionStreams int
+	// MaxMCPSessions caps the MCP sessions open at once on
+	// /api/harness/mcp (0 = DefaultMaxMCPSessions; negative = no cap).
+	// At the cap a session idle for MCPPressureIdle (0 =
+	// DefaultMCPPressureIdle) is closed to make room for a new one; when
+	// none is, the new one is answered 503 with Retry-After.
+	MaxMCPSessions  int
+	MCPPressureIdle time.Duration
 	// Console, if set, is served at / (the web console).
 	Console http.Handler
 	// DemoRoot is the demo project (serve --demo): listed first by GET
@@ -91,6 +98,7 @@ type Gateway struct {
 	log     zerolog.Logger
 	guard   *httpguard.Guard
 	limits  *sse.Limiter
+	mcp     *mcpserver.Server // /api/harness/mcp
 	router  *mux.Router
 	handler http.Handler
 
@@ -163,7 +171,8 @@ func (g *Gateway) routes() *mux.Router {
 	route(http.MethodGet, "/health", g.health)
 	route(http.MethodGet, "/openapi.json", g.openapi)
 	// The harness as an MCP server (streamable HTTP), behind the same guard.
-	mcpHandler := mcpserver.New(g.h, mcpserver.Options{}).Handler()
+	g.mcp = mcpserver.New(g.h, mcpserver.Options{})
+	mcpHandler := newMCPCap(g.mcp.Handler(), g.mcp.MCP(), g.cfg.MaxMCPSessions, g.cfg.MCPPressureIdle)
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		r.Handle(APIPrefix+"/mcp", mcpHandler).Methods(m)
 	}

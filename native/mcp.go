@@ -17,6 +17,7 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/mcpconfig"
 	"github.com/chirality/harness/permrule"
@@ -230,9 +231,16 @@ func (t *mcpTool) Execute(ctx context.Context, input json.RawMessage) (string, e
 // approve is the approval path of any tool: a rule of AllowedTools
 // (permrule, mcp__SERVER__TOOL or mcp__SERVER) or bypassPermissions lets
 // the call run; else, in a mode that asks (engine.AsksApproval) with an
-// Approver, the person decides; else (dontAsk) it is denied.
+// Approver, the person decides; else (dontAsk) it is denied. A call that
+// writes a protected path (an MCP tool whose name says it writes, on a
+// path of engine.Request.Protected: package internal/protect) is never
+// allowed by a rule: asked, or denied.
 func (t *mcpTool) approve(ctx context.Context, input json.RawMessage) (string, bool) {
-	if t.req.PermissionMode == "bypassPermissions" || permrule.Allowed(t.req.AllowedTools, t.name, input) {
+	if t.req.PermissionMode == "bypassPermissions" {
+		return "", true
+	}
+	_, protected := protect.Write(protect.Or(t.req.Protected, t.req.Cwd), t.req.Cwd, t.name, input)
+	if !protected && permrule.Allowed(t.req.AllowedTools, t.name, input) {
 		return "", true
 	}
 	if t.req.Approver == nil || !engine.AsksApproval(t.req.PermissionMode) {

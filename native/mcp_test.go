@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -218,4 +219,60 @@ func (a *orderApprover) Ask(_ context.Context, r engine.ApprovalRequest) engine.
 	default:
 	}
 	return engine.ApprovalDecision{Allow: true}
+}
+
+// Issue 29: an MCP tool that writes a protected path is not allowed by a
+// rule: in dontAsk it is denied although a rule names the tool (the
+// reference filesystem server's write_file into .chirality/), and in a
+// mode that asks the Approver decides.
+func TestEngineMCPProtectedWrite(t *testing.T) {
+	fsEntry, err := mcptest.Find("@modelcontextprotocol/server-filesystem/dist/index.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mode  string
+		asked int
+	}{{"dontAsk", 0}, {"default", 1}} {
+		t.Run(c.mode, func(t *testing.T) {
+			root, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(root, ".chirality"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			target := filepath.Join(root, ".chirality", "sessions.json")
+			cfg := mcptest.Config(mcpconfig.Server{Name: "fs", Type: mcpconfig.Stdio, Command: node, Args: []string{fsEntry, root}})
+			f := newFixture(t)
+			f.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "mcp__fs__write_file", map[string]any{"path": target, "content": "{}"})}},
+				claudetest.TextReply("done"))
+			e := newEngine(f)
+			defer e.Shutdown(context.Background())
+			ap := &denyingApprover{}
+			tr, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s1", Message: "write", Cwd: root, StateDir: t.TempDir(),
+				MCP: cfg, PermissionMode: c.mode, Approver: ap, AllowedTools: []string{"mcp__fs"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs := drain(t, tr)
+			if _, err := os.Stat(target); err == nil {
+				t.Fatalf("the protected file was written (events %v)", types(evs))
+			}
+			if len(ap.asked) != c.asked {
+				t.Fatalf("asked %d times, want %d", len(ap.asked), c.asked)
+			}
+		})
+	}
+}
+
+type denyingApprover struct{ asked []engine.ApprovalRequest }
+
+func (a *denyingApprover) Ask(_ context.Context, r engine.ApprovalRequest) engine.ApprovalDecision {
+	a.asked = append(a.asked, r)
+	return engine.ApprovalDecision{Message: "no"}
 }

@@ -18,6 +18,22 @@
 // reach the model; so an engine hands it the caller's environment minus
 // anything that looks like a credential, then re-adds the credentials the
 // agent itself needs (by name).
+//
+// # What scrubbing cannot catch
+//
+// Scrubbing replaces the exact bytes of a registered value (and text in
+// the known key formats). A value the agent, a tool or the model has
+// transformed is not that text and passes: reversed, base64-, hex- or
+// URL-encoded, spaced out or split by other characters, in another case,
+// compressed, hashed or encrypted, cut into pieces across separate
+// events or tool calls, or described in words. So is a value shorter
+// than 8 bytes (not scrubbed at all), and one the harness never saw (a
+// credential an agent reads from a file). An agent that can read a
+// secret can get it out in such a form; scrubbing keeps secrets out of
+// logs and events by accident, it is no barrier against an agent that
+// tries. The barrier is that the child never gets them: FilterEnv's
+// rules, MCP servers' values written only to private files outside the
+// project (package internal/rundir), and the permission checks.
 package secrets
 
 import (

@@ -1,0 +1,86 @@
+package codex
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// protectProfile is the permission profile that replaces the
+// workspace-write sandbox: Codex's own :workspace (writes inside the
+// workspace and the temp dir, .git and .codex read-only) with every
+// protected path (engine.Request.Protected, package internal/protect)
+// read-only too — one inside the workspace by its path relative to it,
+// one outside by its absolute path.
+const protectProfile = "harness-protected"
+
+// withProtectedProfile moves a workspace-write thread onto
+// protectProfile: the sandbox parameter is dropped from params (Codex
+// ignores a profile when a sandbox is given) and config gets
+// default_permissions and the profile. Verified on 0.169 (bubblewrap on
+// Linux): a command's write to .chirality/, .mcp.json or the state
+// directory fails with "Read-only file system", a protected path that
+// does not exist cannot be made (Codex puts an empty placeholder there),
+// other files are written as before.
+//
+// Left as it was when the thread is not workspace-write, or when the
+// engine's ThreadConfig chooses a sandbox itself (sandbox_mode,
+// sandbox_workspace_write, default_permissions or permissions): Codex
+// would use the older settings and ignore the profile. A user's own
+// sandbox_mode in $CODEX_HOME/config.toml does the same (Codex's rule:
+// the older settings win), and then the protected paths are writable.
+//
+// A protected path whose directory does not exist (.claude/settings.json
+// without .claude/) cannot be bound (bwrap fails the command): the
+// highest missing directory is made read-only instead, so while
+// .claude/ or .github/ does not exist Codex cannot create it.
+func withProtectedProfile(params, config map[string]any, cwd string, protected []string) map[string]any {
+	if params["sandbox"] != "workspace-write" || len(protected) == 0 || cwd == "" {
+		return config
+	}
+	for k := range config {
+		for _, own := range []string{"sandbox_mode", "sandbox_workspace_write", "default_permissions", "permissions"} {
+			if k == own || strings.HasPrefix(k, own+".") {
+				return config
+			}
+		}
+	}
+	root := cwd
+	if r, err := filepath.EvalSymlinks(cwd); err == nil {
+		root = r
+	}
+	inside := map[string]any{}
+	fs := map[string]any{":workspace_roots": inside}
+	for _, p := range protected {
+		p = existingParent(strings.TrimSuffix(p, string(filepath.Separator)))
+		if rel, err := filepath.Rel(root, p); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			inside[filepath.ToSlash(rel)] = "read"
+		} else {
+			fs[p] = "read"
+		}
+	}
+	out := maps.Clone(config)
+	if out == nil {
+		out = map[string]any{}
+	}
+	out["default_permissions"] = protectProfile
+	out["permissions"] = map[string]any{protectProfile: map[string]any{"extends": ":workspace", "filesystem": fs}}
+	delete(params, "sandbox")
+	return out
+}
+
+// existingParent is p when its parent directory exists, else its highest
+// missing ancestor (the one whose parent exists).
+func existingParent(p string) string {
+	for {
+		parent := filepath.Dir(p)
+		if parent == p {
+			return p
+		}
+		if _, err := os.Stat(parent); err == nil {
+			return p
+		}
+		p = parent
+	}
+}

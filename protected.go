@@ -1,0 +1,21 @@
+package harness
+
+import (
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/protect"
+)
+
+// protectedWrite reports whether q writes one of the turn's protected
+// paths (engine.Request.Protected: the project's .chirality/, agents/,
+// .mcp.json, the agents' own project configuration, the harness's state
+// directory). Such a use is always put to a person: no session rule
+// allows it, and "always" allows it once without remembering a rule
+// (approvals.Ask, approvals.answer). Where nobody is asked (dontAsk),
+// each engine denies it (see engine.Request.Protected).
+func (r *runner) protectedWrite(q engine.ApprovalRequest) bool {
+	_, ok := protect.Write(protect.Or(r.req.Protected, r.req.Cwd), r.req.Cwd, q.ToolName, q.Input)
+	if ok {
+		r.log.Info().Str("sessionId", r.s.ID).Str("tool", q.ToolName).Msg("a protected path is written: a person is asked, whatever the rules")
+	}
+	return ok
+}
