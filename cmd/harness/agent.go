@@ -106,6 +106,7 @@ func (c *cli) agentServeCmd() *cobra.Command {
 // agent server with.
 type agentOptions struct {
 	engine, cwd, model, persona, mode, session, permissionMode, claudeBin string
+	projectConfig                                                         bool
 	maxTurns, warm                                                        int
 	demo, noCheckpoints                                                   bool
 	approvalTimeout                                                       time.Duration
@@ -139,6 +140,7 @@ func agentFlags(cmd *cobra.Command, o *agentOptions, withEngines bool) {
 	flagDemo(cmd, &o.demo)
 	flagNoCheckpoints(cmd, &o.noCheckpoints)
 	flagClaudeBin(cmd, &o.claudeBin, " (--engine claude-code)")
+	flagProjectConfig(cmd, &o.projectConfig)
 	flagMCPConfig(cmd, &o.mcp)
 }
 
@@ -273,7 +275,7 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 			return nil, fmt.Errorf("--demo: %w", err)
 		}
 	}
-	if cfg.Engines, err = buildEngines(o.enginesFile, engines.Config{ClaudeBinary: o.claudeBin, ChildEnv: cfg.ChildEnv, Logger: logger}); err != nil {
+	if cfg.Engines, err = buildEngines(o.enginesFile, engines.Config{ClaudeBinary: o.claudeBin, ProjectConfig: o.projectConfig, ChildEnv: cfg.ChildEnv, Logger: logger}); err != nil {
 		return nil, fmt.Errorf("%w: %w", errAgentUsage, err)
 	}
 	if a.h, err = harness.New(cfg); err != nil {

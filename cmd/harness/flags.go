@@ -261,6 +261,16 @@ func flagGrace(cmd *cobra.Command, p *time.Duration, def time.Duration) {
 	cmd.Flags().DurationVar(p, "grace", def, "at the end of input or on SIGTERM/SIGINT: how long running turns get to stop before they are killed")
 }
 
+// --project-config: a person lets the agents read the project's own
+// configuration (engines.Config.ProjectConfig). Off, Claude Code reads
+// the user's settings only (no project .claude/settings*.json, hooks,
+// CLAUDE.md or skills) and Codex treats the project as untrusted (no
+// .codex/config.toml, no AGENTS.md of its own): files an agent can write
+// would otherwise widen what it may do (issue 29).
+func flagProjectConfig(cmd *cobra.Command, p *bool) {
+	cmd.Flags().BoolVar(p, "project-config", false, "let Claude Code and Codex read the project's own configuration (.claude/settings.json, CLAUDE.md, skills, hooks; .codex/config.toml, AGENTS.md): only for a project whose files you trust, since an agent that can write them can widen what it may do")
+}
+
 // --state-dir: where the session index lives.
 func flagStateDir(fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "state-dir", "", "session index directory (default: $XDG_STATE_HOME/harness)")

@@ -34,6 +34,7 @@ For Claude Code: {"mcpServers": {"harness": {"command": "harness", "args": ["mcp
 type mcpOptions struct {
 	roots                                       stringList
 	claudeBin, perm, enginesFile, engine, state string
+	projectConfig                               bool
 	timeout, turnTimeout, grace                 time.Duration
 	demo, verbose                               bool
 	mcp                                         mcpConfigFlag
@@ -50,6 +51,7 @@ func (c *cli) mcpCmd() *cobra.Command {
 	}
 	flagRoot(cmd, &o.roots)
 	flagClaudeBin(cmd, &o.claudeBin, "")
+	flagProjectConfig(cmd, &o.projectConfig)
 	flagPermissionMode(cmd, &o.perm, "default", "permission mode of turns whose persona sets none: default asks the client (elicitation); dontAsk never asks")
 	flagApprovalTimeout(cmd, &o.timeout, harness.DefaultApprovalTimeout, "how long a tool waits for the client's answer before it is denied")
 	flagEngine(cmd, &o.engine, "", "engine of sessions whose request and persona name none")
@@ -91,7 +93,7 @@ func (c *cli) mcpServe(o *mcpOptions) int {
 		}
 	}
 	var err error
-	if cfg.Engines, err = buildEngines(o.enginesFile, engines.Config{ClaudeBinary: o.claudeBin, ChildEnv: cfg.ChildEnv, Logger: &logger}); err != nil {
+	if cfg.Engines, err = buildEngines(o.enginesFile, engines.Config{ClaudeBinary: o.claudeBin, ProjectConfig: o.projectConfig, ChildEnv: cfg.ChildEnv, Logger: &logger}); err != nil {
 		fmt.Fprintln(stderr, "harness mcp:", err)
 		return 2
 	}

@@ -70,7 +70,7 @@ func runOrchestrated(f *turnFlags, message string, childEnv, allowed []string, s
 	tty := isTTY(os.Stdin)
 	h, err := harness.New(harness.Config{
 		Roots: []string{root}, Logger: &logger, Aliases: engines.Aliases,
-		Engines:        engines.Builtin(engines.Config{ClaudeBinary: f.claudeBin, ChildEnv: childEnv, Logger: &logger}),
+		Engines:        engines.Builtin(engines.Config{ClaudeBinary: f.claudeBin, ProjectConfig: f.projectConfig, ChildEnv: childEnv, Logger: &logger}),
 		PermissionMode: f.permissionMode, MaxTurns: f.maxTurns,
 		ChildEnv: childEnv, AllowedTools: allowed, Approvals: tty, MCP: f.mcp.Config(),
 	})

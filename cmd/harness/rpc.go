@@ -33,6 +33,7 @@ The protocol: rpc/PROTOCOL.md.
 // rpcOptions are the flags of `harness rpc`.
 type rpcOptions struct {
 	cwd, claudeBin, perm, enginesFile string
+	projectConfig                     bool
 	roots                             stringList
 	timeout, grace                    time.Duration
 	demo, verbose, noCheckpoints      bool
@@ -51,6 +52,7 @@ func (c *cli) rpcCmd() *cobra.Command {
 	flagCwd(cmd, &o.cwd, "project directory (default: the current one)")
 	flagRoot(cmd, &o.roots)
 	flagClaudeBin(cmd, &o.claudeBin, "")
+	flagProjectConfig(cmd, &o.projectConfig)
 	flagPermissionMode(cmd, &o.perm, "default", "permission mode of turns whose persona sets none: default asks through approval.requested; dontAsk never asks")
 	flagApprovalTimeout(cmd, &o.timeout, harness.DefaultApprovalTimeout, "how long a tool waits for approval.respond before it is denied")
 	flagDemo(cmd, &o.demo)
@@ -109,7 +111,7 @@ func (c *cli) rpc(o *rpcOptions) int {
 		defer d.Close()
 		cfg.ChildEnv, cfg.AllowedTools = d.Env, d.AllowedTools
 	}
-	if cfg.Engines, err = buildEngines(o.enginesFile, engines.Config{ClaudeBinary: o.claudeBin, ChildEnv: cfg.ChildEnv, Logger: &logger}); err != nil {
+	if cfg.Engines, err = buildEngines(o.enginesFile, engines.Config{ClaudeBinary: o.claudeBin, ProjectConfig: o.projectConfig, ChildEnv: cfg.ChildEnv, Logger: &logger}); err != nil {
 		fmt.Fprintln(stderr, "harness rpc:", err)
 		return 2
 	}

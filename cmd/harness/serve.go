@@ -29,6 +29,7 @@ import (
 
 type serveFlags struct {
 	addr, claudeBin, token, permissionMode, stateDir string
+	projectConfig                                    bool
 	roots, allowOrigins, allowHosts, allowedTools    stringList
 	maxBody                                          int64
 	maxTurns, maxStreams, maxSessionStreams          int
@@ -70,6 +71,7 @@ on http://ADDR"; the log goes to stderr.
 	flagAddr(cmd, &f.addr, "127.0.0.1:8787")
 	flagRoot(cmd, &f.roots)
 	flagClaudeBin(cmd, &f.claudeBin, "")
+	flagProjectConfig(cmd, &f.projectConfig)
 	flagToken(cmd, &f.token, "bearer token every /api request must carry")
 	flagAllowHostOrigin(cmd, &f.allowHosts, &f.allowOrigins, "origin allowed to call the API cross-origin (repeatable)")
 	fs.Int64Var(&f.maxBody, "max-body", gateway.DefaultMaxBody, "request body limit in bytes")
@@ -170,7 +172,7 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 			return 1
 		}
 	}
-	if cfg.Engines, err = buildEngines(f.enginesFile, engines.Config{ClaudeBinary: f.claudeBin, ChildEnv: cfg.ChildEnv, Logger: &logger}); err != nil {
+	if cfg.Engines, err = buildEngines(f.enginesFile, engines.Config{ClaudeBinary: f.claudeBin, ProjectConfig: f.projectConfig, ChildEnv: cfg.ChildEnv, Logger: &logger}); err != nil {
 		fmt.Fprintln(stderr, "harness serve:", err)
 		return 2
 	}

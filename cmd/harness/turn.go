@@ -27,6 +27,7 @@ import (
 // turnFlags are the driver-level flags of `harness turn`.
 type turnFlags struct {
 	claudeBin, cwd, resume, permissionMode, model, promptFile string
+	projectConfig                                             bool
 	maxTurns                                                  int
 	tools, allowedTools, disallowedTools                      stringList
 	toolsSet                                                  bool
@@ -70,6 +71,7 @@ interrupts the turn (a second one kills it); an interrupted turn exits 130.
 	}
 	fs := cmd.Flags()
 	flagClaudeBin(cmd, &f.claudeBin, "")
+	flagProjectConfig(cmd, &f.projectConfig)
 	flagCwd(cmd, &f.cwd, "directory to run in (default: the current one)")
 	fs.StringVar(&f.resume, "resume", "", "Claude session id to continue")
 	flagMaxTurns(cmd, &f.maxTurns, fmt.Sprintf("agentic turns at most (default %d)", claudecode.DefaultMaxTurns))
@@ -195,7 +197,7 @@ func runEphemeral(f *turnFlags, message string, childEnv, allowed []string, stdo
 	}
 	h, err := harness.New(harness.Config{
 		Roots: []string{cwd}, Logger: &logger, Aliases: engines.Aliases, NoProjectLogs: true,
-		Engines:  engines.Builtin(engines.Config{ClaudeBinary: f.claudeBin, ChildEnv: childEnv, Logger: &logger}),
+		Engines:  engines.Builtin(engines.Config{ClaudeBinary: f.claudeBin, ProjectConfig: f.projectConfig, ChildEnv: childEnv, Logger: &logger}),
 		ChildEnv: childEnv, AllowedTools: allowed, MCP: f.mcp.Config(),
 	})
 	if err != nil {

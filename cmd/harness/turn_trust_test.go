@@ -61,3 +61,43 @@ func TestTurnStartsNoUntrustedProjectServer(t *testing.T) {
 		t.Fatalf("the server a person trusted did not start: %v\nstderr %s", err, stderr)
 	}
 }
+
+// A project's own Claude Code configuration is read only when a person
+// asks for it with --project-config: without it the CLI reads the user's
+// settings only, so the project's CLAUDE.md does not reach the model
+// (nor its settings, hooks or skills, which an agent could rewrite);
+// with it, it does.
+func TestProjectConfigIsAPersonsChoice(t *testing.T) {
+	bin := claudetest.FindCLI(t)
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	api.Script(claudetest.TextReply("one."), claudetest.TextReply("two."))
+	l := newLeakyTurn(t, api)
+	const note = "ZEBRA-PROJECT-INSTRUCTION-7741"
+	if err := os.WriteFile(filepath.Join(l.root, "CLAUDE.md"), []byte("# Notes\n\n"+note+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sent := func() bool {
+		for _, r := range api.Requests() {
+			if strings.Contains(string(r.Body), note) {
+				return true
+			}
+		}
+		return false
+	}
+	if code, stdout, stderr := l.run(t, "--claude-bin", bin, "--cwd", l.root, "hello"); code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if sent() {
+		t.Fatal("the project's CLAUDE.md reached the model without --project-config")
+	}
+	if code, stdout, stderr := l.run(t, "--claude-bin", bin, "--cwd", l.root, "--project-config", "hello"); code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if !sent() {
+		t.Fatal("--project-config did not let the CLI read the project's CLAUDE.md")
+	}
+}
