@@ -30,6 +30,11 @@ func TestProtectedWriteAlwaysAsked(t *testing.T) {
 	if err := e.h.Store().Save(s); err != nil {
 		t.Fatal(err)
 	}
+	for _, rule := range s.Rules { // as a person's "always" records them
+		if err := e.h.trust.AddRule(s.ProjectRoot, s.ID, rule); err != nil {
+			t.Fatal(err)
+		}
+	}
 	target := filepath.Join(e.root, "agents", "reviewer.md")
 	e.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
 		if strings.Contains(r.LastUserText(), "write the persona") {
