@@ -168,7 +168,13 @@ func findSession(id, projectRootFlag, root string) (*session.Session, error) {
 	if projectRootFlag != "" {
 		return st.GetIn(root, id)
 	}
-	return st.Get(id)
+	s, err := st.Get(id)
+	if errors.Is(err, session.ErrNotFound) {
+		// the index is this state directory's: a session made elsewhere
+		// (harness serve --demo keeps a scratch one) is found in its project
+		return nil, fmt.Errorf("%w (a session of another state directory, such as harness serve --demo's, is found with --project-root DIR)", err)
+	}
+	return s, err
 }
 
 // followTurn starts a turn of the session and prints its events as they

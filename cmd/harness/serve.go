@@ -213,6 +213,9 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 	if f.demo {
 		fmt.Fprintf(stderr, "harness serve --demo: try it: open http://%s in a browser and send \"hello\" (an answer and a tool run), "+
 			"\"touch a file\" (you are asked before the tool runs), \"a long answer\" (press stop midway) or \"/demo error\" (a failed turn); Ctrl-C ends the demo\n", ln.Addr())
+		if roots := h.Roots(); len(roots) == 1 {
+			fmt.Fprintf(stderr, "harness serve --demo: continue a session from a terminal: harness turn --demo --project-root %s --session ID \"your message\"\n", roots[0])
+		}
 	}
 	fmt.Fprintf(stdout, "harness: listening on http://%s\n", ln.Addr())
 
