@@ -129,6 +129,11 @@ type Config struct {
 	// Worktrees configures sessions created with isolation "worktree"
 	// (where their worktrees go). See WorktreeConfig.
 	Worktrees WorktreeConfig
+
+	// ResumeQueues makes New drain the prompt queues a previous process
+	// left (queue.go): what a server sets; a one-shot command leaves it
+	// off, so it never runs another process's queued prompts.
+	ResumeQueues bool
 }
 
 // DefaultApprovalTimeout is how long a tool waits for a person.

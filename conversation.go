@@ -558,7 +558,7 @@ func knownType(t event.Type) bool {
 	case event.TypeSessionInit, event.TypeChatDelta, event.TypeThinkingDelta, event.TypeChatComplete, event.TypeToolStart,
 		event.TypeToolResult, event.TypeSessionComplete, event.TypeSessionError, event.TypeProcessExit, event.TypeSessionRetry,
 		event.TypeUserMessage, event.TypeApprovalRequested, event.TypeApprovalResolved, event.TypeSessionForked, event.TypeSessionRewound,
-		event.TypeTrustRequired:
+		event.TypeTrustRequired, event.TypePromptQueued, event.TypePromptDequeued:
 		return true
 	}
 	return false

@@ -47,6 +47,7 @@ type Harness struct {
 	answered map[string]map[string]bool // by session ID: approval ids of finished turns
 	seen     map[string]bool            // project roots used by this process
 	locks    keylock.Map                // by session ID: see lockSession
+	qlocks   keylock.Map                // by session ID: its prompt queue (queue.go)
 	closed   bool
 	wg       sync.WaitGroup // turn runners
 
@@ -125,6 +126,9 @@ func New(cfg Config) (*Harness, error) {
 	h.cfg.DefaultEngine = h.canonical(c.DefaultEngine)
 	if _, ok := h.engines[h.cfg.DefaultEngine]; !ok {
 		return nil, fmt.Errorf("harness: default engine %q: %w (have %s)", c.DefaultEngine, ErrUnknownEngine, strings.Join(h.order, ", "))
+	}
+	if c.ResumeQueues {
+		h.resumeQueues() // queue.go
 	}
 	return h, nil
 }
@@ -617,6 +621,7 @@ func (h *Harness) DeleteSessionWith(ctx context.Context, id string, o DeleteOpti
 			return err
 		}
 	}
+	h.dropQueue(id) // nothing queued starts while its turn is killed
 	tomb := &liveTurn{id: id, deleting: true, done: make(chan struct{})}
 	for {
 		h.mu.Lock()

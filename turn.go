@@ -305,6 +305,10 @@ type TurnOptions struct {
 	// auto-approvals: a subset of the persona's and Config.AllowedTools
 	// (else ErrWidens).
 	AutoApproveToolsOverride []string
+
+	// dequeued is the queued prompt this turn runs (queue.go): its
+	// prompt:dequeued opens the turn.
+	dequeued string
 }
 
 // StartTurnWith is StartTurn that first sets the session's persona and
@@ -417,6 +421,9 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	locked = false
 	// The turn's first event, before the engine can say anything; then
 	// what the turn does not honour until a person trusts it.
+	if o.dequeued != "" {
+		r.emit(event.Event{Type: event.TypePromptDequeued, Dequeued: &event.PromptDequeued{PromptID: o.dequeued, Reason: event.DequeuedStarted}})
+	}
 	r.emit(event.Event{Type: event.TypeUserMessage, Text: message})
 	for i := range plan.Trust {
 		n := plan.Trust[i]
@@ -494,6 +501,8 @@ type runner struct {
 	ruleList []string // the rules a person gave, readable while s is being saved
 
 	untrusted []event.MCPServerStatus // project MCP servers left out, for session:init
+
+	exited bool // the turn's process:exit is emitted; under emitMu
 }
 
 func (r *runner) run(t engine.Turn) {
@@ -511,6 +520,7 @@ func (r *runner) run(t engine.Turn) {
 	r.finalize()
 	r.lt.err = err
 	r.h.release(r.lt)
+	r.h.kickQueue(r.s.ID) // the session's next queued prompt (queue.go)
 }
 
 // finalize saves the session and takes the turn out of the running set.
@@ -712,6 +722,7 @@ func (r *runner) emitLocked(ev event.Event) {
 		seq = 0
 	}
 	if ev.Type == event.TypeProcessExit {
+		r.exited = true
 		r.finalize()
 	}
 	// The typed event travels with its JSON: in-process readers

@@ -46,6 +46,13 @@ const (
 	// server, session rules no person gave): it comes after user:message,
 	// before the engine starts, once per thing, and ends nothing.
 	TypeTrustRequired Type = "trust:required"
+	// Prompt queue events of the core (a session's server-side queue):
+	// prompt:queued says a prompt was queued behind the running turn;
+	// prompt:dequeued says it left the queue, to start its turn (the
+	// first event of that turn, before its user:message) or because a
+	// person deleted it. Neither ends anything.
+	TypePromptQueued   Type = "prompt:queued"
+	TypePromptDequeued Type = "prompt:dequeued"
 )
 
 // Event is one UI event: a discriminated union on Type. Text is set for
@@ -64,6 +71,8 @@ const (
 //	session:forked    Forked
 //	session:rewound   Rewound
 //	trust:required    Trust
+//	prompt:queued     Queued
+//	prompt:dequeued   Dequeued
 //
 // user:message carries Text.
 //
@@ -91,6 +100,8 @@ type Event struct {
 	Forked     *SessionForked
 	Rewound    *SessionRewound
 	Trust      *TrustRequired
+	Queued     *PromptQueued
+	Dequeued   *PromptDequeued
 
 	// Time is when the event happened, in Unix milliseconds: the core
 	// stamps it once, as it stores the event, so every reader and every
@@ -114,6 +125,29 @@ type TrustRequired struct {
 	Changes []TrustChange `json:"changes,omitempty"`
 	Rules   []string      `json:"rules,omitempty"`
 	Message string        `json:"message"`
+}
+
+// PromptQueued is the payload of prompt:queued: prompt PromptID was
+// queued at Position (0 = next to run) with Message.
+type PromptQueued struct {
+	PromptID string `json:"promptId"`
+	Position int    `json:"position"`
+	Message  string `json:"message"`
+}
+
+// Reasons a prompt leaves a session's queue (PromptDequeued.Reason).
+const (
+	DequeuedStarted = "started" // its turn starts
+	DequeuedDeleted = "deleted" // a person deleted it
+	DequeuedFailed  = "failed"  // its turn could not start (Error says why)
+)
+
+// PromptDequeued is the payload of prompt:dequeued: prompt PromptID left
+// the queue for Reason (started, deleted, failed).
+type PromptDequeued struct {
+	PromptID string `json:"promptId"`
+	Reason   string `json:"reason"`
+	Error    string `json:"error,omitempty"`
 }
 
 // TrustChange is one widened grant: the frontmatter key, what a person
@@ -412,6 +446,10 @@ func (e Event) AppendJSON(b []byte) []byte {
 		payload = e.Rewound
 	case e.Trust != nil:
 		payload = e.Trust
+	case e.Queued != nil:
+		payload = e.Queued
+	case e.Dequeued != nil:
+		payload = e.Dequeued
 	case e.Exit != nil:
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(e.Exit.Code), 10)
@@ -487,6 +525,12 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	case TypeTrustRequired:
 		e.Trust = new(TrustRequired)
 		target = e.Trust
+	case TypePromptQueued:
+		e.Queued = new(PromptQueued)
+		target = e.Queued
+	case TypePromptDequeued:
+		e.Dequeued = new(PromptDequeued)
+		target = e.Dequeued
 	default:
 		return nil
 	}

@@ -31,6 +31,9 @@ func TestRoundTrip(t *testing.T) {
 		{Type: TypeTrustRequired, SessionID: "s", Trust: &TrustRequired{Kind: "persona", Name: "helper", Path: "/p/agents/AGENT_helper.md", Hash: "sha256:ab",
 			Changes: []TrustChange{{Field: "auto_approve_tools", Trusted: "Read", Now: "Read, Bash"}}, Message: "m"}},
 		{Type: TypeTrustRequired, SessionID: "s", Trust: &TrustRequired{Kind: "rules", Rules: []string{"Bash"}, Message: "m"}},
+		{Type: TypePromptQueued, SessionID: "s", Queued: &PromptQueued{PromptID: "p1", Position: 2, Message: "next <one>"}},
+		{Type: TypePromptDequeued, SessionID: "s", Dequeued: &PromptDequeued{PromptID: "p1", Reason: DequeuedStarted}},
+		{Type: TypePromptDequeued, SessionID: "s", Dequeued: &PromptDequeued{PromptID: "p2", Reason: DequeuedFailed, Error: "no engine"}},
 	} {
 		b := ev.AppendJSON(nil)
 		if !json.Valid(b) {

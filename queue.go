@@ -1,0 +1,357 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/session"
+)
+
+// A session's prompt queue (issue 32): prompts a person sent while a
+// turn ran, run in order, each as its own turn, started by the core when
+// the previous turn of the session ends, whichever door started it. The
+// queue is stored with the session (session.Queue), so it survives a
+// restart and a crash: a prompt is taken out of the queue and marked
+// started in one atomic write before its turn starts, so none runs twice.
+//
+// Queueing is opt-in (StartOrQueue): StartTurn on a busy session stays
+// ErrBusy, as the specification says.
+
+// Bounds of a session's queue.
+const (
+	// MaxQueued is how many prompts one session's queue holds.
+	MaxQueued = 100
+	// MaxQueuedMessage is the largest queued message, in bytes.
+	MaxQueuedMessage = 256 << 10
+)
+
+// Errors of the queue.
+var (
+	// ErrQueueFull: the session already has MaxQueued prompts queued.
+	ErrQueueFull = errors.New("the session's prompt queue is full")
+	// ErrMessageTooLarge: a queued message is over MaxQueuedMessage.
+	ErrMessageTooLarge = errors.New("message too large to queue")
+	// ErrPromptNotFound: no such prompt in the session's queue (it may
+	// have started already).
+	ErrPromptNotFound = errors.New("no such prompt in the session's queue")
+)
+
+// QueuedPrompt is one prompt in a session's queue.
+type QueuedPrompt = session.QueuedPrompt
+
+// Queued says where StartOrQueue queued a prompt.
+type Queued struct {
+	PromptID string `json:"promptId"`
+	// Position is its place in the queue, 0 = next to run.
+	Position int `json:"position"`
+}
+
+// StartOrQueue starts a turn of session id with message, as StartTurnWith
+// does, when the session is idle and nothing is queued before it;
+// otherwise it queues the message behind what runs and is queued, and
+// returns where (the *Turn is then nil). A queued prompt runs with the
+// session's settings at the time it starts: o applies to a turn started
+// here only. It fails as StartTurnWith does, and with ErrQueueFull or
+// ErrMessageTooLarge.
+func (h *Harness) StartOrQueue(ctx context.Context, id, message string, o TurnOptions) (*Turn, *Queued, error) {
+	if strings.TrimSpace(message) == "" {
+		return nil, nil, ErrEmptyMessage
+	}
+	if len(message) > MaxQueuedMessage {
+		return nil, nil, fmt.Errorf("%w: %d bytes, at most %d", ErrMessageTooLarge, len(message), MaxQueuedMessage)
+	}
+	if _, err := h.Session(id); err != nil {
+		return nil, nil, err
+	}
+	unlock := h.qlocks.Lock(id)
+	defer unlock()
+	q, err := h.store.LoadQueue(id)
+	if err != nil {
+		return nil, nil, mapStoreErr(err)
+	}
+	if len(q.Prompts) == 0 && q.Started == nil {
+		t, err := h.StartTurnWith(ctx, id, message, o)
+		if !errors.Is(err, ErrBusy) {
+			return t, nil, err
+		}
+	}
+	if len(q.Prompts) >= MaxQueued {
+		return nil, nil, fmt.Errorf("%w (%d prompts); delete some or wait for them to run", ErrQueueFull, MaxQueued)
+	}
+	p := QueuedPrompt{PromptID: uuid.NewString(), Message: message, QueuedAt: time.Now().UTC()}
+	q.Prompts = append(q.Prompts, p)
+	if err := h.store.SaveQueue(id, q); err != nil {
+		return nil, nil, mapStoreErr(err)
+	}
+	pos := len(q.Prompts) - 1
+	h.queueEvent(id, event.Event{Type: event.TypePromptQueued, Queued: &event.PromptQueued{PromptID: p.PromptID, Position: pos, Message: message}})
+	// The turn may have ended between the busy check and the save:
+	// draining now starts this prompt if nothing runs.
+	h.kickQueue(id)
+	return nil, &Queued{PromptID: p.PromptID, Position: pos}, nil
+}
+
+// Queue returns the prompts queued in session id, in the order they run.
+func (h *Harness) Queue(id string) ([]QueuedPrompt, error) {
+	if _, err := h.Session(id); err != nil {
+		return nil, err
+	}
+	unlock := h.qlocks.Lock(id)
+	defer unlock()
+	q, err := h.store.LoadQueue(id)
+	if err != nil {
+		return nil, mapStoreErr(err)
+	}
+	if q.Prompts == nil {
+		q.Prompts = []QueuedPrompt{}
+	}
+	return q.Prompts, nil
+}
+
+// QueueEdit changes a queued prompt: Message (when not nil) replaces its
+// text, Position (when not nil) moves it there (0 = next; past the end =
+// last).
+type QueueEdit struct {
+	Message  *string
+	Position *int
+}
+
+// EditQueued applies e to prompt promptID of session id and returns the
+// queue as it now is. A prompt that is not queued (any more) is
+// ErrPromptNotFound.
+func (h *Harness) EditQueued(id, promptID string, e QueueEdit) ([]QueuedPrompt, error) {
+	if e.Message != nil {
+		if strings.TrimSpace(*e.Message) == "" {
+			return nil, ErrEmptyMessage
+		}
+		if len(*e.Message) > MaxQueuedMessage {
+			return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrMessageTooLarge, len(*e.Message), MaxQueuedMessage)
+		}
+	}
+	if e.Position != nil && *e.Position < 0 {
+		return nil, fmt.Errorf("%w: position must be 0 or more", ErrInvalidQueueEdit)
+	}
+	if _, err := h.Session(id); err != nil {
+		return nil, err
+	}
+	unlock := h.qlocks.Lock(id)
+	defer unlock()
+	q, err := h.store.LoadQueue(id)
+	if err != nil {
+		return nil, mapStoreErr(err)
+	}
+	i := slices.IndexFunc(q.Prompts, func(p QueuedPrompt) bool { return p.PromptID == promptID })
+	if i < 0 {
+		return nil, fmt.Errorf("%w: %q", ErrPromptNotFound, promptID)
+	}
+	p := q.Prompts[i]
+	if e.Message != nil {
+		p.Message = *e.Message
+	}
+	q.Prompts[i] = p
+	if e.Position != nil {
+		q.Prompts = slices.Delete(q.Prompts, i, i+1)
+		to := min(*e.Position, len(q.Prompts))
+		q.Prompts = slices.Insert(q.Prompts, to, p)
+	}
+	if err := h.store.SaveQueue(id, q); err != nil {
+		return nil, mapStoreErr(err)
+	}
+	return q.Prompts, nil
+}
+
+// ErrInvalidQueueEdit: a queue edit that means nothing (a negative
+// position).
+var ErrInvalidQueueEdit = errors.New("invalid queue edit")
+
+// DeleteQueued removes prompt promptID from session id's queue; it never
+// runs. A prompt that is not queued (any more) is ErrPromptNotFound.
+func (h *Harness) DeleteQueued(id, promptID string) error {
+	if _, err := h.Session(id); err != nil {
+		return err
+	}
+	unlock := h.qlocks.Lock(id)
+	defer unlock()
+	q, err := h.store.LoadQueue(id)
+	if err != nil {
+		return mapStoreErr(err)
+	}
+	i := slices.IndexFunc(q.Prompts, func(p QueuedPrompt) bool { return p.PromptID == promptID })
+	if i < 0 {
+		return fmt.Errorf("%w: %q", ErrPromptNotFound, promptID)
+	}
+	q.Prompts = slices.Delete(q.Prompts, i, i+1)
+	if err := h.store.SaveQueue(id, q); err != nil {
+		return mapStoreErr(err)
+	}
+	h.queueEvent(id, event.Event{Type: event.TypePromptDequeued, Dequeued: &event.PromptDequeued{PromptID: promptID, Reason: event.DequeuedDeleted}})
+	return nil
+}
+
+// dropQueue forgets session id's queue (the session is being deleted):
+// nothing queued starts while its turn is killed.
+func (h *Harness) dropQueue(id string) {
+	unlock := h.qlocks.Lock(id)
+	defer unlock()
+	if err := h.store.SaveQueue(id, session.Queue{}); err != nil {
+		h.log.Warn().Str("sessionId", id).Err(err).Msg("queue: could not be dropped")
+	}
+}
+
+// queueEvent stores a queue event in the session's log: inside the
+// running turn's stream when a turn runs (its readers see it live),
+// else as an event of the core outside any turn.
+func (h *Harness) queueEvent(id string, ev event.Event) {
+	h.mu.Lock()
+	lt := h.live[id]
+	h.mu.Unlock()
+	if r := liveRunner(lt); r != nil && r.emitBeforeExit(ev) {
+		return
+	}
+	if err := h.appendEvent(id, ev); err != nil {
+		h.log.Warn().Str("sessionId", id).Err(err).Str("type", string(ev.Type)).Msg("queue: event could not be stored")
+	}
+}
+
+// emitBeforeExit emits ev in the turn unless its process:exit is out
+// already (the turn's stream ends there); it reports whether it did.
+func (r *runner) emitBeforeExit(ev event.Event) bool {
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	if r.exited {
+		return false
+	}
+	r.flushLocked()
+	r.emitLocked(ev)
+	return true
+}
+
+// kickQueue drains session id's queue on a goroutine of the Harness
+// (Shutdown waits for it). Nothing happens after Shutdown.
+func (h *Harness) kickQueue(id string) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.wg.Done()
+		h.drainQueue(id)
+	}()
+}
+
+// drainQueue starts the next queued prompt of session id when no turn
+// runs. A prompt whose turn cannot start is dropped (prompt:dequeued,
+// reason failed) and the next one tried; ErrBusy leaves it queued for
+// the end of the turn that runs.
+func (h *Harness) drainQueue(id string) {
+	unlock := h.qlocks.Lock(id)
+	defer unlock()
+	for {
+		h.mu.Lock()
+		closed := h.closed
+		h.mu.Unlock()
+		if closed || h.IsRunning(id) {
+			return
+		}
+		q, err := h.store.LoadQueue(id)
+		if err != nil {
+			if !errors.Is(err, session.ErrNotFound) {
+				h.log.Warn().Str("sessionId", id).Err(err).Msg("queue: could not be read")
+			}
+			return
+		}
+		// Nothing runs: a prompt marked started has had its turn.
+		q.Started = nil
+		if len(q.Prompts) == 0 {
+			_ = h.store.SaveQueue(id, q)
+			return
+		}
+		p := q.Prompts[0]
+		q.Prompts, q.Started = slices.Clone(q.Prompts[1:]), &p
+		// Durable before the turn starts: after a crash this prompt is
+		// started, not queued, and does not run again.
+		if err := h.store.SaveQueue(id, q); err != nil {
+			h.log.Error().Str("sessionId", id).Err(err).Msg("queue: the next prompt could not be marked started")
+			return
+		}
+		_, err = h.StartTurnWith(context.Background(), id, p.Message, TurnOptions{dequeued: p.PromptID})
+		if err == nil {
+			return // its end drains the next one
+		}
+		if errors.Is(err, ErrBusy) || errors.Is(err, ErrClosed) {
+			// Another door's turn (or Shutdown) came first: the prompt
+			// goes back to the head of the queue.
+			q.Prompts, q.Started = slices.Insert(q.Prompts, 0, p), nil
+			if serr := h.store.SaveQueue(id, q); serr != nil {
+				h.log.Error().Str("sessionId", id).Err(serr).Msg("queue: a prompt could not be put back")
+			}
+			return
+		}
+		h.log.Warn().Str("sessionId", id).Str("promptId", p.PromptID).Err(err).Msg("queue: a queued prompt's turn could not start")
+		h.queueEvent(id, event.Event{Type: event.TypePromptDequeued,
+			Dequeued: &event.PromptDequeued{PromptID: p.PromptID, Reason: event.DequeuedFailed, Error: err.Error()}})
+		if errors.Is(err, ErrNotFound) {
+			return
+		}
+	}
+}
+
+// resumeQueues, run by New with Config.ResumeQueues, drains the queues a
+// previous process left. A turn the previous process started and did
+// not end (it was killed mid-turn) is ended in the log first: a
+// session:error of kind process saying so, then its process:exit.
+func (h *Harness) resumeQueues() {
+	for _, id := range h.store.QueuedSessions(h.roots) {
+		if _, err := h.Session(id); err != nil {
+			continue
+		}
+		h.endCutTurn(id)
+		h.kickQueue(id)
+	}
+}
+
+// endCutTurn ends in the log a turn of session id that a previous
+// process left open: one opened (user:message, or prompt:dequeued of a
+// started prompt) and never ended by its process:exit.
+func (h *Harness) endCutTurn(id string) {
+	elog, err := h.store.EventLog(id)
+	if err != nil {
+		return
+	}
+	open := false
+	for rec, err := range elog.Records(0) {
+		if err != nil {
+			return
+		}
+		var ev event.Event
+		if ev.UnmarshalJSON(rec.Event) != nil {
+			continue
+		}
+		switch {
+		case ev.Type == event.TypeUserMessage:
+			open = true
+		case ev.Type == event.TypePromptDequeued && ev.Dequeued.Reason == event.DequeuedStarted:
+			open = true
+		case ev.Type == event.TypeProcessExit:
+			open = false
+		}
+	}
+	if !open {
+		return
+	}
+	h.log.Warn().Str("sessionId", id).Msg("queue: a turn cut by the end of the previous server process is ended in the log")
+	_ = h.appendEvent(id, event.Event{Type: event.TypeSessionError, Error: &event.SessionError{
+		Error: "the turn was cut: the server stopped (crash or kill) before it ended", Kind: event.ErrorProcess}})
+	_ = h.appendEvent(id, event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(false, 0, "")})
+}

@@ -1,0 +1,293 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
+)
+
+// queueEngine records the message of every turn it starts, in order. A
+// turn whose message starts with "hold" waits until the engine is
+// released (or shut down); the others complete at once.
+type queueEngine struct {
+	mu      sync.Mutex
+	msgs    []string
+	release chan struct{}
+	once    sync.Once
+}
+
+func newQueueEngine() *queueEngine { return &queueEngine{release: make(chan struct{})} }
+
+func (q *queueEngine) Name() string { return "queue" }
+func (q *queueEngine) Check(context.Context) engine.Status {
+	return engine.Status{Kind: "queue", Available: true}
+}
+func (q *queueEngine) Shutdown(context.Context) error { q.free(); return nil }
+func (q *queueEngine) free()                          { q.once.Do(func() { close(q.release) }) }
+func (q *queueEngine) messages() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.msgs)
+}
+func (q *queueEngine) StartTurn(_ context.Context, req engine.Request) (engine.Turn, error) {
+	q.mu.Lock()
+	q.msgs = append(q.msgs, req.Message)
+	q.mu.Unlock()
+	return &queueTurn{q: q, key: req.SessionKey, hold: strings.HasPrefix(req.Message, "hold"), stop: make(chan struct{})}, nil
+}
+
+type queueTurn struct {
+	q        *queueEngine
+	key      string
+	hold     bool
+	i        int
+	ev       event.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func (t *queueTurn) Next() bool {
+	switch t.i++; t.i {
+	case 1:
+		t.ev = event.Event{Type: event.TypeSessionInit, SessionID: t.key, Init: &event.SessionInit{Engine: "queue", EngineSessionID: "q1"}}
+	case 2:
+		if t.hold {
+			select {
+			case <-t.q.release:
+			case <-t.stop:
+			}
+		}
+		t.ev = event.Event{Type: event.TypeSessionComplete, SessionID: t.key, Complete: &event.SessionComplete{}}
+	case 3:
+		t.ev = event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{}}
+	default:
+		return false
+	}
+	return true
+}
+func (t *queueTurn) Event() event.Event { return t.ev }
+func (t *queueTurn) Err() error         { return nil }
+func (t *queueTurn) Interrupt() error   { t.stopOnce.Do(func() { close(t.stop) }); return nil }
+func (t *queueTurn) Kill() error        { return t.Interrupt() }
+func (t *queueTurn) Close() error       { return nil }
+
+// queueEnv is a Harness with the queue engine.
+func queueEnv(t *testing.T) (*testEnv, *queueEngine, string) {
+	t.Helper()
+	qe := newQueueEngine()
+	e := newTestEnv(t, func(c *Config) { c.Engines = append(c.Engines, qe) })
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "queue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, qe, s.ID
+}
+
+// logEvents reads session id's whole log.
+func logEvents(t *testing.T, e *testEnv, h *Harness, id string) []stored {
+	t.Helper()
+	var out []stored
+	elog, err := h.Store().EventLog(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rec, err := range elog.Records(0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, decode(t, rec))
+	}
+	return out
+}
+
+func promptIDs(ps []QueuedPrompt) []string {
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.Message)
+	}
+	return ids
+}
+
+// Three prompts queued behind a long turn: a person deletes one and moves
+// another to the front; they run in the order the person left, each as
+// its own turn opened by prompt:dequeued, after the long turn ends.
+// Without queueing, the busy session still refuses (ErrBusy).
+func TestQueueRunsInOrderWithEditsHonoured(t *testing.T) {
+	e, qe, id := queueEnv(t)
+	ctx := context.Background()
+	tr, q, err := e.h.StartOrQueue(ctx, id, "hold the first turn", TurnOptions{})
+	if err != nil || tr == nil || q != nil {
+		t.Fatalf("StartOrQueue on an idle session = %v, %+v, %v; want a started turn", tr, q, err)
+	}
+	if _, err := e.h.StartTurn(ctx, id, "not queued"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("StartTurn on a busy session = %v, want ErrBusy", err)
+	}
+	var ids []string
+	for i, m := range []string{"one", "two", "three"} {
+		tr, q, err := e.h.StartOrQueue(ctx, id, m, TurnOptions{})
+		if err != nil || tr != nil || q == nil || q.Position != i {
+			t.Fatalf("queue %q = %v, %+v, %v; want queued at %d", m, tr, q, err, i)
+		}
+		ids = append(ids, q.PromptID)
+	}
+	if err := e.h.DeleteQueued(id, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.h.DeleteQueued(id, ids[1]); !errors.Is(err, ErrPromptNotFound) {
+		t.Fatalf("deleting twice = %v, want ErrPromptNotFound", err)
+	}
+	zero, edited := 0, "one, edited"
+	if _, err := e.h.EditQueued(id, ids[2], QueueEdit{Position: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.h.EditQueued(id, ids[0], QueueEdit{Message: &edited})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := promptIDs(list); !slices.Equal(got, []string{"three", "one, edited"}) {
+		t.Fatalf("queue after the edits = %v", got)
+	}
+	qe.free()
+	<-tr.Done()
+	waitFor(t, "the queue to drain", func() bool {
+		l, _ := e.h.Queue(id)
+		return len(l) == 0 && len(qe.messages()) == 3 && !e.h.IsRunning(id)
+	})
+	if got := qe.messages(); !slices.Equal(got, []string{"hold the first turn", "three", "one, edited"}) {
+		t.Fatalf("turns ran %q", got)
+	}
+	evs := logEvents(t, e, e.h, id)
+	if n := len(ofType(evs, event.TypePromptQueued)); n != 3 {
+		t.Errorf("%d prompt:queued, want 3", n)
+	}
+	deq := ofType(evs, event.TypePromptDequeued)
+	want := []event.PromptDequeued{{PromptID: ids[1], Reason: "deleted"}, {PromptID: ids[2], Reason: "started"}, {PromptID: ids[0], Reason: "started"}}
+	if len(deq) != len(want) {
+		t.Fatalf("prompt:dequeued %+v", deq)
+	}
+	for i, d := range deq {
+		if *d.Dequeued != want[i] {
+			t.Errorf("prompt:dequeued %d = %+v, want %+v", i, *d.Dequeued, want[i])
+		}
+	}
+	// A started prompt opens its turn: its user:message comes next, and
+	// every turn ends with its process:exit.
+	for i, ev := range evs {
+		if ev.Type == event.TypePromptDequeued && ev.Dequeued.Reason == "started" {
+			if i+1 >= len(evs) || evs[i+1].Type != event.TypeUserMessage {
+				t.Errorf("prompt:dequeued at seq %d is not followed by its user:message", ev.Seq)
+			}
+		}
+	}
+	if n, m := len(ofType(evs, event.TypeUserMessage)), len(ofType(evs, event.TypeProcessExit)); n != 3 || m != 3 {
+		t.Errorf("%d user:message and %d process:exit, want 3 of each", n, m)
+	}
+}
+
+// The queue is bounded: MaxQueued prompts, MaxQueuedMessage bytes each.
+func TestQueueBounds(t *testing.T) {
+	e, qe, id := queueEnv(t)
+	ctx := context.Background()
+	tr, _, err := e.h.StartOrQueue(ctx, id, "hold", TurnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.h.StartOrQueue(ctx, id, strings.Repeat("x", MaxQueuedMessage+1), TurnOptions{}); !errors.Is(err, ErrMessageTooLarge) {
+		t.Fatalf("a message over the limit = %v, want ErrMessageTooLarge", err)
+	}
+	if _, _, err := e.h.StartOrQueue(ctx, id, "  ", TurnOptions{}); !errors.Is(err, ErrEmptyMessage) {
+		t.Fatalf("a blank message = %v, want ErrEmptyMessage", err)
+	}
+	for i := range MaxQueued {
+		if _, _, err := e.h.StartOrQueue(ctx, id, "p", TurnOptions{}); err != nil {
+			t.Fatalf("prompt %d: %v", i, err)
+		}
+	}
+	if _, _, err := e.h.StartOrQueue(ctx, id, "one too many", TurnOptions{}); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("prompt %d = %v, want ErrQueueFull", MaxQueued+1, err)
+	}
+	neg := -1
+	l, _ := e.h.Queue(id)
+	if _, err := e.h.EditQueued(id, l[0].PromptID, QueueEdit{Position: &neg}); !errors.Is(err, ErrInvalidQueueEdit) {
+		t.Fatalf("a negative position = %v, want ErrInvalidQueueEdit", err)
+	}
+	// Deleting the session drops its queue: nothing queued runs.
+	if err := e.h.DeleteSession(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	if got := qe.messages(); len(got) != 1 {
+		t.Fatalf("after deleting the session, turns ran %d messages, want only the first", len(got))
+	}
+}
+
+// A server abandoned mid-turn (as by SIGKILL) with a queued prompt's turn
+// running and two more queued: a new Harness on the same root and state
+// directory reports the cut turn, does not run the started prompt again,
+// and runs the two queued ones in order, once each.
+func TestQueueSurvivesAbandonedServer(t *testing.T) {
+	e, qa, id := queueEnv(t)
+	ctx := context.Background()
+	first, _, err := e.h.StartOrQueue(ctx, id, "first", TurnOptions{}) // completes at once
+	if err != nil || first == nil {
+		t.Fatal(err)
+	}
+	<-first.Done()
+	waitFor(t, "the first turn to end", func() bool { return !e.h.IsRunning(id) })
+	// Queue behind a held turn: "hold queued" starts from the queue and is cut.
+	tr, _, err := e.h.StartOrQueue(ctx, id, "hold running", TurnOptions{})
+	if err != nil || tr == nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"hold cut", "after one", "after two"} {
+		if _, q, err := e.h.StartOrQueue(ctx, id, m, TurnOptions{}); err != nil || q == nil {
+			t.Fatal(err)
+		}
+	}
+	// The held turn ends only once its engine is released: let the first
+	// held one end by interrupting it; "hold cut" then starts and holds.
+	if err := e.h.Interrupt(id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the queued held turn to start", func() bool { return len(qa.messages()) == 3 && e.h.IsRunning(id) })
+	if got := qa.messages(); got[2] != "hold cut" {
+		t.Fatalf("first server ran %q", got)
+	}
+	// The first server is abandoned here: its turn never ends, nothing
+	// of it is shut down before the second one opens the same state.
+	qb := newQueueEngine()
+	cfg := e.cfg
+	cfg.Engines = []engine.Engine{qb}
+	cfg.ResumeQueues = true
+	h2, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h2.Shutdown(context.Background()) })
+	waitFor(t, "the second server to drain the queue", func() bool {
+		l, _ := h2.Queue(id)
+		return len(l) == 0 && len(qb.messages()) == 2 && !h2.IsRunning(id)
+	})
+	if got := qb.messages(); !slices.Equal(got, []string{"after one", "after two"}) {
+		t.Fatalf("second server ran %q, want the two queued prompts once each, in order", got)
+	}
+	evs := logEvents(t, e, h2, id)
+	cut := false
+	for i, ev := range evs {
+		if ev.Type == event.TypeSessionError && strings.Contains(ev.Error.Error, "cut") {
+			cut = i+1 < len(evs) && evs[i+1].Type == event.TypeProcessExit
+		}
+	}
+	if !cut {
+		t.Error("the cut turn is not reported (session:error then process:exit)")
+	}
+	if n, m := len(ofType(evs, event.TypeUserMessage)), len(ofType(evs, event.TypeProcessExit)); n != 5 || m != 5 {
+		t.Errorf("%d user:message and %d process:exit, want 5 of each (every turn ended once)", n, m)
+	}
+}
