@@ -23,7 +23,10 @@
 //	POST   /api/harness/session/{id}/merge   {strategy?, message?, into?} → 200 {merged, commit, into} | 409 {error, conflicts?} | 422
 //	DELETE /api/harness/session/{id}     ?force=1 → 204 | 409
 //	GET    /api/harness/session/{id}/events  SSE: stored after Last-Event-ID / ?after=, then live
-//	POST   /api/harness/turn             {sessionId, message} → 200 SSE of the turn
+//	POST   /api/harness/turn             {sessionId, message, queue?} → 200 SSE of the turn | 409 busy | 202 {queued, promptId, position} (queue true, busy) | 422 | 429
+//	GET    /api/harness/session/{id}/queue               → 200 {prompts: [{promptId, message, queuedAt}]}
+//	PATCH  /api/harness/session/{id}/queue/{promptId}    {message?, position?} → 200 {prompts} | 404
+//	DELETE /api/harness/session/{id}/queue/{promptId}    → 204 | 404
 //	POST   /api/harness/interrupt        {sessionId} → 200 {interrupted} | 404
 //	POST   /api/harness/approval         {sessionId, requestId, decision, message?, updatedInput?} → 200 {resolved} | 404 | 409
 //	GET    /api/harness/personas         ?projectRoot= → 200 [persona]
@@ -53,6 +56,15 @@
 // untouched. DELETE removes the worktree and the branch; with unmerged
 // changes, 409 unless ?force=1. Such a session cannot be forked (422):
 // create another with base set to its branch.
+//
+// A session's prompt queue (issue 32): POST /turn with queue true on a
+// busy session queues the message (202; without queue a busy session is
+// 409, as the specification says). Queued prompts run in order, each as
+// its own turn, started by the core when the session's turn ends
+// (whichever door started it); the queue is stored with the session and
+// a server started again goes on with it (`harness serve`). At most 100
+// prompts (429) of at most 256 KiB (422). prompt:queued and
+// prompt:dequeued events say what happens in the session's stream.
 //
 // Every event goes out as "id: <seq>" and "data: <json>", flushed at
 // once; a ": heartbeat" comment every 15 s keeps proxies from timing the

@@ -37,11 +37,13 @@ func statusOf(err error) int {
 		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, errBadSeq),
 		errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort),
 		errors.Is(err, harness.ErrInvalidTurnOptions), errors.Is(err, trust.ErrInvalid),
-		errors.Is(err, harness.ErrInvalidIsolation):
+		errors.Is(err, harness.ErrInvalidIsolation), errors.Is(err, harness.ErrInvalidQueueEdit):
 		return http.StatusBadRequest
+	case errors.Is(err, harness.ErrQueueFull):
+		return http.StatusTooManyRequests
 	case errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrPersonaNotFound),
 		errors.Is(err, harness.ErrNotRunning), errors.Is(err, harness.ErrApprovalNotFound),
-		errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, trust.ErrNotFound):
+		errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, trust.ErrNotFound), errors.Is(err, harness.ErrPromptNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved), errors.Is(err, trust.ErrStale),
 		errors.Is(err, harness.ErrDirtyTarget), errors.Is(err, harness.ErrMergeConflict), errors.Is(err, harness.ErrUnmerged):
@@ -49,7 +51,7 @@ func statusOf(err error) int {
 	case errors.Is(err, harness.ErrInvalidMCPConfig), errors.Is(err, persona.ErrInvalidPersona), errors.Is(err, trust.ErrTooLarge),
 		errors.Is(err, harness.ErrNotGitRepo), errors.Is(err, harness.ErrBaseNotFound), errors.Is(err, harness.ErrNotIsolated),
 		errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported),
-		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore):
+		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore), errors.Is(err, harness.ErrMessageTooLarge):
 		// The session cannot do this: its MCP configuration is malformed,
 		// its engine lacks the control, or its project is too large for
 		// file checkpoints (a property of the project, not of the request:

@@ -159,6 +159,9 @@ func (g *Gateway) routes() *mux.Router {
 	route(http.MethodPost, "/session/{id}/rewind", g.rewindSession)
 	route(http.MethodGet, "/session/{id}/diff", g.sessionDiff)
 	route(http.MethodPost, "/session/{id}/merge", g.mergeSession)
+	route(http.MethodGet, "/session/{id}/queue", g.getQueue)
+	route(http.MethodPatch, "/session/{id}/queue/{promptId}", g.patchQueued)
+	route(http.MethodDelete, "/session/{id}/queue/{promptId}", g.deleteQueued)
 	route(http.MethodPost, "/approval", g.approval)
 	route(http.MethodGet, "/engines", g.engines)
 	route(http.MethodGet, "/roots", g.roots)
@@ -374,6 +377,16 @@ type turnRequest struct {
 	ToolsOverride            string   `json:"toolsOverride"`
 	DisallowedToolsOverride  []string `json:"disallowedToolsOverride"`
 	AutoApproveToolsOverride []string `json:"autoApproveToolsOverride"`
+	// Queue queues the message when the session is busy (202) instead
+	// of 409 (gateway/queue.go).
+	Queue bool `json:"queue"`
+}
+
+func (req turnRequest) options() harness.TurnOptions {
+	return harness.TurnOptions{
+		SystemPromptAppend: req.SystemPromptAppend, ToolsOverride: req.ToolsOverride,
+		DisallowedToolsOverride: req.DisallowedToolsOverride, AutoApproveToolsOverride: req.AutoApproveToolsOverride,
+	}
 }
 
 func (g *Gateway) turn(w http.ResponseWriter, r *http.Request) {
@@ -391,10 +404,11 @@ func (g *Gateway) turn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	t, err := g.h.StartTurnWith(r.Context(), req.SessionID, req.Message, harness.TurnOptions{
-		SystemPromptAppend: req.SystemPromptAppend, ToolsOverride: req.ToolsOverride,
-		DisallowedToolsOverride: req.DisallowedToolsOverride, AutoApproveToolsOverride: req.AutoApproveToolsOverride,
-	})
+	if req.Queue {
+		g.queueTurn(w, r, req)
+		return
+	}
+	t, err := g.h.StartTurnWith(r.Context(), req.SessionID, req.Message, req.options())
 	if err != nil {
 		g.writeError(w, r, err)
 		return

@@ -1,0 +1,76 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/chirality/harness"
+)
+
+// The session's prompt queue (harness.StartOrQueue): POST /turn with
+// queue true queues behind a running turn (202); these routes list, edit,
+// move and delete what is queued.
+
+type queueList struct {
+	Prompts []harness.QueuedPrompt `json:"prompts"`
+}
+
+type queueAnswer struct {
+	Queued   bool   `json:"queued"`
+	PromptID string `json:"promptId"`
+	Position int    `json:"position"`
+}
+
+// queueTurn is POST /turn with queue: the turn starts (its stream, as
+// without queue) or the message is queued (202).
+func (g *Gateway) queueTurn(w http.ResponseWriter, r *http.Request, req turnRequest) {
+	t, q, err := g.h.StartOrQueue(r.Context(), req.SessionID, req.Message, req.options())
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if q != nil {
+		writeJSON(w, http.StatusAccepted, queueAnswer{Queued: true, PromptID: q.PromptID, Position: q.Position})
+		return
+	}
+	g.stream(w, r, req.SessionID, t.StartSeq)
+}
+
+func (g *Gateway) getQueue(w http.ResponseWriter, r *http.Request) {
+	list, err := g.h.Queue(mux.Vars(r)["id"])
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, queueList{Prompts: list})
+}
+
+type queueEditRequest struct {
+	Message  *string `json:"message"`
+	Position *int    `json:"position"`
+}
+
+func (g *Gateway) patchQueued(w http.ResponseWriter, r *http.Request) {
+	var req queueEditRequest
+	if err := decodeBody(r, &req); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	v := mux.Vars(r)
+	list, err := g.h.EditQueued(v["id"], v["promptId"], harness.QueueEdit{Message: req.Message, Position: req.Position})
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, queueList{Prompts: list})
+}
+
+func (g *Gateway) deleteQueued(w http.ResponseWriter, r *http.Request) {
+	v := mux.Vars(r)
+	if err := g.h.DeleteQueued(v["id"], v["promptId"]); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
