@@ -157,6 +157,7 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 		AllowedTools: f.allowedTools, Logger: &logger,
 		Approvals: f.approvals, ApprovalTimeout: f.approvalTimeout, WarmTurns: f.warm, WarmIdle: f.warmIdle,
 		DefaultEngine: f.engine, Checkpoints: harness.CheckpointConfig{Off: f.noCheckpoints}, MCP: f.mcp.Config(),
+		ResumeQueues: true, // the server goes on with the prompt queues a previous one left (issue 32)
 	}
 	var cleanup []func()
 	defer func() {
