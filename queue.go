@@ -62,6 +62,18 @@ type Queued struct {
 // here only. It fails as StartTurnWith does, and with ErrQueueFull or
 // ErrMessageTooLarge.
 func (h *Harness) StartOrQueue(ctx context.Context, id, message string, o TurnOptions) (*Turn, *Queued, error) {
+	return h.startOrQueue(ctx, id, message, o, true)
+}
+
+// Enqueue queues message in session id's queue even when nothing runs
+// (the core then starts it as it starts every queued prompt). It fails
+// as StartOrQueue does.
+func (h *Harness) Enqueue(id, message string) (*Queued, error) {
+	_, q, err := h.startOrQueue(context.Background(), id, message, TurnOptions{}, false)
+	return q, err
+}
+
+func (h *Harness) startOrQueue(ctx context.Context, id, message string, o TurnOptions, start bool) (*Turn, *Queued, error) {
 	if strings.TrimSpace(message) == "" {
 		return nil, nil, ErrEmptyMessage
 	}
@@ -77,7 +89,7 @@ func (h *Harness) StartOrQueue(ctx context.Context, id, message string, o TurnOp
 	if err != nil {
 		return nil, nil, mapStoreErr(err)
 	}
-	if len(q.Prompts) == 0 && q.Started == nil {
+	if start && len(q.Prompts) == 0 && q.Started == nil {
 		t, err := h.StartTurnWith(ctx, id, message, o)
 		if !errors.Is(err, ErrBusy) {
 			return t, nil, err

@@ -727,6 +727,9 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 		ToolsOverride            string   `json:"toolsOverride"`
 		DisallowedToolsOverride  []string `json:"disallowedToolsOverride"`
 		AutoApproveToolsOverride []string `json:"autoApproveToolsOverride"`
+		// Queue (an extension, issue 32): on a busy thread the text is
+		// queued in the session's prompt queue instead of -32002.
+		Queue bool `json:"queue"`
 	}
 	if err := params(raw, &p); err != nil {
 		return nil, err
@@ -770,6 +773,11 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 	}
 
 	t.mu.Lock()
+	if t.turn != nil && p.Queue {
+		id := t.meta.SessionID
+		t.mu.Unlock()
+		return s.enqueue(id, text)
+	}
 	if t.turn != nil {
 		t.mu.Unlock()
 		return nil, errorf(CodeTurnBusy, "turn busy: thread "+t.meta.ThreadID+" has a turn running ("+t.turn.turn.TurnID+")")
@@ -787,9 +795,20 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 			return nil, err
 		}
 	}
-	ht, err := s.h.StartTurnWith(ctx, t.meta.SessionID, text, harness.TurnOptions{Persona: p.Agent, Model: model,
+	o := harness.TurnOptions{Persona: p.Agent, Model: model,
 		SystemPromptAppend: p.SystemPromptAppend, ToolsOverride: p.ToolsOverride,
-		DisallowedToolsOverride: p.DisallowedToolsOverride, AutoApproveToolsOverride: p.AutoApproveToolsOverride})
+		DisallowedToolsOverride: p.DisallowedToolsOverride, AutoApproveToolsOverride: p.AutoApproveToolsOverride}
+	var ht *harness.Turn
+	var err error
+	if p.Queue {
+		var q *harness.Queued
+		if ht, q, err = s.h.StartOrQueue(ctx, t.meta.SessionID, text, o); err == nil && q != nil {
+			t.mu.Unlock() // another door's turn runs: queued behind it
+			return queuedResult(q), nil
+		}
+	} else {
+		ht, err = s.h.StartTurnWith(ctx, t.meta.SessionID, text, o)
+	}
 	if err != nil {
 		t.mu.Unlock()
 		switch {
@@ -798,6 +817,8 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 		case errors.Is(err, harness.ErrPersonaNotFound), errors.Is(err, harness.ErrInvalidPersona):
 			return nil, errorf(CodeInvalidParams, "invalid params: agent: "+err.Error())
 		case errors.Is(err, harness.ErrWidens), errors.Is(err, harness.ErrInvalidTurnOptions):
+			return nil, errorf(CodeInvalidParams, "invalid params: "+clip(err.Error()))
+		case errors.Is(err, harness.ErrQueueFull), errors.Is(err, harness.ErrMessageTooLarge):
 			return nil, errorf(CodeInvalidParams, "invalid params: "+clip(err.Error()))
 		}
 		return nil, errorf(CodeInternalError, "internal error: the turn could not start: "+err.Error())
@@ -821,6 +842,23 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 	return deferred{result: map[string]any{"turnId": at.turn.TurnID}, then: func() {
 		go s.follow(t, at, ht)
 	}}, nil
+}
+
+// enqueue queues text in session id's prompt queue (turn.start with
+// queue on a busy thread).
+func (s *Server) enqueue(id, text string) (any, *Error) {
+	q, err := s.h.Enqueue(id, text)
+	switch {
+	case err == nil:
+		return queuedResult(q), nil
+	case errors.Is(err, harness.ErrQueueFull), errors.Is(err, harness.ErrMessageTooLarge):
+		return nil, errorf(CodeInvalidParams, "invalid params: "+clip(err.Error()))
+	}
+	return nil, errorf(CodeInternalError, "internal error: the text could not be queued: "+clip(err.Error()))
+}
+
+func queuedResult(q *harness.Queued) map[string]any {
+	return map[string]any{"queued": true, "promptId": q.PromptID, "position": q.Position}
 }
 
 func (s *Server) turnCancel(raw json.RawMessage) (any, *Error) {
