@@ -39,6 +39,13 @@ import {
   SessionListSchema,
   type SessionSummary,
   TurnRequestSchema,
+  type TurnRequest,
+  type QueuedAnswer,
+  QueuedAnswerSchema,
+  type QueuedPrompt,
+  QueueSchema,
+  type QueueEditRequest,
+  QueueEditRequestSchema,
   type TrustItem,
   TrustAcceptedSchema,
   type TrustList,
@@ -414,7 +421,49 @@ export class HarnessClient {
    * stream resumes from GET /session/{id}/events with Last-Event-ID.
    */
   async startTurn(sessionId: string, message: string, opts: StreamOptions & { turn?: TurnOptions } = {}): Promise<TurnStream> {
-    const body = TurnRequestSchema.parse({ sessionId, message, ...opts.turn });
+    const r = await this.postTurn(sessionId, { sessionId, message, ...opts.turn }, opts);
+    if ("queued" in r) throw new Error("harness: the gateway queued a turn that was not sent with queue");
+    return r;
+  }
+
+  /**
+   * POST /turn with queue: on a busy session the message is queued behind
+   * the running turn and what is queued, resolving to where
+   * ({queued: true, promptId, position}); the core runs it later as its
+   * own turn (follow it with sessionEvents). On an idle session the turn
+   * starts, resolving to its stream as startTurn does. Rejects with
+   * HarnessError 429 (the queue is full) or 422 (the message is too large).
+   */
+  async queueTurn(sessionId: string, message: string, opts: StreamOptions & { turn?: TurnOptions } = {}): Promise<TurnStream | QueuedAnswer> {
+    return this.postTurn(sessionId, { sessionId, message, ...opts.turn, queue: true }, opts);
+  }
+
+  /** GET /session/{id}/queue: the queued prompts, in the order they run. */
+  async getQueue(id: string, signal?: AbortSignal): Promise<QueuedPrompt[]> {
+    return QueueSchema.parse(await this.json("GET", `session/${encodeURIComponent(id)}/queue`, undefined, signal)).prompts;
+  }
+
+  /** PATCH /session/{id}/queue/{promptId}: edit a queued prompt's text
+   * and/or move it; resolves to the queue as it now is. Rejects with
+   * HarnessError 404 when it is not queued (any more). */
+  async editQueuedPrompt(id: string, promptId: string, edit: QueueEditRequest, signal?: AbortSignal): Promise<QueuedPrompt[]> {
+    const body = QueueEditRequestSchema.parse(edit);
+    return QueueSchema.parse(
+      await this.json("PATCH", `session/${encodeURIComponent(id)}/queue/${encodeURIComponent(promptId)}`, body, signal),
+    ).prompts;
+  }
+
+  /** DELETE /session/{id}/queue/{promptId}: the prompt never runs. Rejects
+   * with HarnessError 404 when it is not queued (any more). */
+  async deleteQueuedPrompt(id: string, promptId: string, signal?: AbortSignal): Promise<void> {
+    const req: { signal?: AbortSignal } = {};
+    if (signal) req.signal = signal;
+    const res = await this.request("DELETE", `session/${encodeURIComponent(id)}/queue/${encodeURIComponent(promptId)}`, req);
+    await res.body?.cancel();
+  }
+
+  private async postTurn(sessionId: string, req: TurnRequest, opts: StreamOptions): Promise<TurnStream | QueuedAnswer> {
+    const body = TurnRequestSchema.parse(req);
     const ctl = new AbortController();
     const unlink = linkSignals(opts.signal, ctl);
     let res: Response;
@@ -427,6 +476,10 @@ export class HarnessClient {
     } catch (err) {
       unlink();
       throw err;
+    }
+    if (res.status === 202) {
+      unlink();
+      return QueuedAnswerSchema.parse(await res.json());
     }
     const state: { lastSeq: number | undefined } = { lastSeq: undefined };
     const self = this;

@@ -154,8 +154,41 @@ export const TurnRequestSchema = z.object({
   toolsOverride: z.string().optional(),
   disallowedToolsOverride: z.array(z.string()).max(128).optional(),
   autoApproveToolsOverride: z.array(z.string()).max(128).optional(),
+  /** Queue the message when the session is busy (202) instead of 409. */
+  queue: z.boolean().optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
+
+/** POST /turn with queue on a busy session: where the message was queued
+ * (position 0 = next to run). */
+export const QueuedAnswerSchema = z.looseObject({
+  queued: z.literal(true),
+  promptId: z.string(),
+  position: z.number().int().min(0),
+});
+export type QueuedAnswer = z.infer<typeof QueuedAnswerSchema>;
+
+/** One prompt waiting in a session's queue. */
+export const QueuedPromptSchema = z.looseObject({
+  promptId: z.string(),
+  message: z.string(),
+  queuedAt: z.string(),
+});
+export type QueuedPrompt = z.infer<typeof QueuedPromptSchema>;
+
+/** GET /session/{id}/queue: the queued prompts, in the order they run. */
+export const QueueSchema = z.looseObject({
+  prompts: z.array(QueuedPromptSchema),
+});
+export type Queue = z.infer<typeof QueueSchema>;
+
+/** PATCH /session/{id}/queue/{promptId}: a new text and/or a new place
+ * (0 = next; past the end = last). */
+export const QueueEditRequestSchema = z.strictObject({
+  message: z.string().min(1).optional(),
+  position: z.number().int().min(0).optional(),
+});
+export type QueueEditRequest = z.infer<typeof QueueEditRequestSchema>;
 
 /** PATCH /session/{id}: what the next turns run with; a field left out is
  * kept, "" clears the session's choice (back to the persona's / server's). */
@@ -530,6 +563,25 @@ export const TrustRequiredEventSchema = z.looseObject({
   message: z.string(),
 });
 
+/** A prompt was queued behind the running turn (POST /turn with queue). */
+export const PromptQueuedEventSchema = z.looseObject({
+  type: z.literal("prompt:queued"),
+  ...base,
+  promptId: z.string(),
+  position: z.number().int(),
+  message: z.string(),
+});
+
+/** A prompt left the queue: started (the first event of its turn, before
+ * its user:message), deleted by a person, or failed to start (error). */
+export const PromptDequeuedEventSchema = z.looseObject({
+  type: z.literal("prompt:dequeued"),
+  ...base,
+  promptId: z.string(),
+  reason: z.string(),
+  error: z.string().optional(),
+});
+
 export const KnownEventSchema = z.discriminatedUnion("type", [
   UserMessageEventSchema,
   SessionInitEventSchema,
@@ -547,6 +599,8 @@ export const KnownEventSchema = z.discriminatedUnion("type", [
   SessionForkedEventSchema,
   SessionRewoundEventSchema,
   TrustRequiredEventSchema,
+  PromptQueuedEventSchema,
+  PromptDequeuedEventSchema,
 ]);
 
 export type UserMessageEvent = z.infer<typeof UserMessageEventSchema>;
@@ -565,6 +619,8 @@ export type ProcessExitEvent = z.infer<typeof ProcessExitEventSchema>;
 export type SessionForkedEvent = z.infer<typeof SessionForkedEventSchema>;
 export type SessionRewoundEvent = z.infer<typeof SessionRewoundEventSchema>;
 export type TrustRequiredEvent = z.infer<typeof TrustRequiredEventSchema>;
+export type PromptQueuedEvent = z.infer<typeof PromptQueuedEventSchema>;
+export type PromptDequeuedEvent = z.infer<typeof PromptDequeuedEventSchema>;
 export type KnownEvent = z.infer<typeof KnownEventSchema>;
 
 /** An event whose type this client does not know. It is kept, not dropped:
@@ -598,6 +654,8 @@ export const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set<HarnessEventType>(
   "session:forked",
   "session:rewound",
   "trust:required",
+  "prompt:queued",
+  "prompt:dequeued",
 ]);
 
 /** Thrown when a known event does not have the shape the contract gives it. */

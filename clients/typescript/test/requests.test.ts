@@ -140,3 +140,38 @@ test("a relative baseUrl outside a browser is refused with what to pass instead"
   await own.health();
   assert.deepEqual(seen, ["/api/harness/health"]);
 });
+
+test("queueTurn: 202 resolves to where the prompt was queued, 200 to the turn's stream; the queue routes", async () => {
+  const sent: { method: string; path: string; body: unknown }[] = [];
+  let busy = true;
+  const fakeFetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    const path = new URL(String(input)).pathname;
+    sent.push({ method: init?.method ?? "GET", path, body: init?.body ? JSON.parse(String(init.body)) : undefined });
+    if (path.endsWith("/turn")) {
+      if (busy) return Response.json({ queued: true, promptId: "p1", position: 0 }, { status: 202 });
+      const ev = { type: "process:exit", sessionId: "s1", seq: 1, code: 0 };
+      return new Response(`id: 1\ndata: ${JSON.stringify(ev)}\n\n`, { status: 200, headers: { "Content-Type": "text/event-stream" } });
+    }
+    if (init?.method === "DELETE") return new Response(null, { status: 204 });
+    return Response.json({ prompts: [{ promptId: "p1", message: "moved", queuedAt: "2026-11-26T00:00:00Z" }] });
+  }) as typeof fetch;
+  const c = new HarnessClient({ baseUrl: "http://gw.test", fetch: fakeFetch });
+
+  const q = await c.queueTurn("s1", "later");
+  assert.ok("queued" in q && q.queued && q.promptId === "p1" && q.position === 0);
+  busy = false;
+  const t = await c.queueTurn("s1", "now");
+  assert.ok(!("queued" in t));
+  const types: string[] = [];
+  for await (const ev of t) types.push(ev.type);
+  assert.deepEqual(types, ["process:exit"]);
+  assert.equal((await c.getQueue("s1"))[0]!.message, "moved");
+  assert.equal((await c.editQueuedPrompt("s1", "p1", { position: 0, message: "moved" }))[0]!.promptId, "p1");
+  await c.deleteQueuedPrompt("s1", "p1");
+  assert.deepEqual(
+    sent.map((r) => `${r.method} ${r.path}`),
+    ["POST /api/harness/turn", "POST /api/harness/turn", "GET /api/harness/session/s1/queue", "PATCH /api/harness/session/s1/queue/p1", "DELETE /api/harness/session/s1/queue/p1"],
+  );
+  assert.deepEqual(sent[0]!.body, { sessionId: "s1", message: "later", queue: true });
+  assert.deepEqual(sent[3]!.body, { position: 0, message: "moved" });
+});

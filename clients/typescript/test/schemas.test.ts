@@ -5,6 +5,9 @@ import {
   EventShapeError,
   SessionSchema,
   SessionSummarySchema,
+  QueuedAnswerSchema,
+  QueueSchema,
+  QueueEditRequestSchema,
   parseEvent,
   type HarnessEvent,
 } from "../src/schemas.js";
@@ -32,6 +35,9 @@ test("every known event type parses, with seq taken from the SSE id", () => {
       changes: [{ field: "auto_approve_tools", trusted: "(not set)", now: "Bash" }], message: "not honoured" },
     { type: "trust:required", sessionId: sid, kind: "session", rules: ["Bash"], message: "not honoured" },
     { type: "session:complete", sessionId: sid, costUsd: 0, usage: null, numTurns: 1, durationMs: 4, checkpoint: "uuid-1" },
+    { type: "prompt:queued", sessionId: sid, promptId: "p1", position: 0, message: "next" },
+    { type: "prompt:dequeued", sessionId: sid, promptId: "p1", reason: "started" },
+    { type: "prompt:dequeued", sessionId: sid, promptId: "p2", reason: "failed", error: "no engine" },
   ];
   samples.forEach((raw, i) => {
     const ev = parseEvent(raw, i + 1);
@@ -131,4 +137,14 @@ test("MCP server statuses parse on session:init and on a session; a malformed on
   });
   assert.equal(s.mcpServers?.[1]?.error, "spawn ENOENT");
   assert.throws(() => parseEvent({ type: "session:init", sessionId: sid, claudeSessionId: "c", model: "m", tools: [], mcpServers: [{ status: 1 }] }), EventShapeError);
+});
+
+test("the prompt queue's bodies parse, and a bad edit is refused before it is sent", () => {
+  assert.deepEqual(QueuedAnswerSchema.parse({ queued: true, promptId: "p1", position: 2 }), { queued: true, promptId: "p1", position: 2 });
+  assert.throws(() => QueuedAnswerSchema.parse({ queued: false, promptId: "p1", position: 0 }));
+  const q = QueueSchema.parse({ prompts: [{ promptId: "p1", message: "m", queuedAt: "2026-11-26T00:00:00Z" }] });
+  assert.equal(q.prompts[0]!.message, "m");
+  assert.throws(() => QueueEditRequestSchema.parse({ position: -1 }));
+  assert.throws(() => QueueEditRequestSchema.parse({ message: "" }));
+  assert.throws(() => QueueEditRequestSchema.parse({ other: 1 }));
 });
