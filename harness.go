@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chirality/harness/engine"
@@ -48,6 +49,7 @@ type Harness struct {
 	seen     map[string]bool            // project roots used by this process
 	locks    keylock.Map                // by session ID: see lockSession
 	qlocks   keylock.Map                // by session ID: its prompt queue (queue.go)
+	queueing atomic.Bool                // this Harness queues or resumes queues (queue.go)
 	closed   bool
 	wg       sync.WaitGroup // turn runners
 

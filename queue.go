@@ -74,6 +74,7 @@ func (h *Harness) Enqueue(id, message string) (*Queued, error) {
 }
 
 func (h *Harness) startOrQueue(ctx context.Context, id, message string, o TurnOptions, start bool) (*Turn, *Queued, error) {
+	h.queueing.Store(true)
 	if strings.TrimSpace(message) == "" {
 		return nil, nil, ErrEmptyMessage
 	}
@@ -247,8 +248,13 @@ func (r *runner) emitBeforeExit(ev event.Event) bool {
 }
 
 // kickQueue drains session id's queue on a goroutine of the Harness
-// (Shutdown waits for it). Nothing happens after Shutdown.
+// (Shutdown waits for it). Nothing happens after Shutdown, nor in a
+// Harness that never queued (a one-shot command's: it does not run a
+// server's queued prompts).
 func (h *Harness) kickQueue(id string) {
+	if !h.queueing.Load() {
+		return
+	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -324,6 +330,7 @@ func (h *Harness) drainQueue(id string) {
 // not end (it was killed mid-turn) is ended in the log first: a
 // session:error of kind process saying so, then its process:exit.
 func (h *Harness) resumeQueues() {
+	h.queueing.Store(true)
 	for _, id := range h.store.QueuedSessions(h.roots) {
 		if _, err := h.Session(id); err != nil {
 			continue
