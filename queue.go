@@ -75,11 +75,8 @@ func (h *Harness) Enqueue(id, message string) (*Queued, error) {
 
 func (h *Harness) startOrQueue(ctx context.Context, id, message string, o TurnOptions, start bool) (*Turn, *Queued, error) {
 	h.queueing.Store(true)
-	if strings.TrimSpace(message) == "" {
-		return nil, nil, ErrEmptyMessage
-	}
-	if len(message) > MaxQueuedMessage {
-		return nil, nil, fmt.Errorf("%w: %d bytes, at most %d", ErrMessageTooLarge, len(message), MaxQueuedMessage)
+	if err := checkQueued(message); err != nil {
+		return nil, nil, err
 	}
 	if _, err := h.Session(id); err != nil {
 		return nil, nil, err
@@ -114,19 +111,8 @@ func (h *Harness) startOrQueue(ctx context.Context, id, message string, o TurnOp
 
 // Queue returns the prompts queued in session id, in the order they run.
 func (h *Harness) Queue(id string) ([]QueuedPrompt, error) {
-	if _, err := h.Session(id); err != nil {
-		return nil, err
-	}
-	unlock := h.qlocks.Lock(id)
-	defer unlock()
-	q, err := h.store.LoadQueue(id)
-	if err != nil {
-		return nil, mapStoreErr(err)
-	}
-	if q.Prompts == nil {
-		q.Prompts = []QueuedPrompt{}
-	}
-	return q.Prompts, nil
+	q, err := h.withQueue(id, nil)
+	return q.Prompts, err
 }
 
 // QueueEdit changes a queued prompt: Message (when not nil) replaces its
@@ -137,75 +123,102 @@ type QueueEdit struct {
 	Position *int
 }
 
+// ErrInvalidQueueEdit: a queue edit that means nothing (a negative
+// position).
+var ErrInvalidQueueEdit = errors.New("invalid queue edit")
+
 // EditQueued applies e to prompt promptID of session id and returns the
 // queue as it now is. A prompt that is not queued (any more) is
 // ErrPromptNotFound.
 func (h *Harness) EditQueued(id, promptID string, e QueueEdit) ([]QueuedPrompt, error) {
 	if e.Message != nil {
-		if strings.TrimSpace(*e.Message) == "" {
-			return nil, ErrEmptyMessage
-		}
-		if len(*e.Message) > MaxQueuedMessage {
-			return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrMessageTooLarge, len(*e.Message), MaxQueuedMessage)
+		if err := checkQueued(*e.Message); err != nil {
+			return nil, err
 		}
 	}
 	if e.Position != nil && *e.Position < 0 {
 		return nil, fmt.Errorf("%w: position must be 0 or more", ErrInvalidQueueEdit)
 	}
-	if _, err := h.Session(id); err != nil {
-		return nil, err
-	}
-	unlock := h.qlocks.Lock(id)
-	defer unlock()
-	q, err := h.store.LoadQueue(id)
-	if err != nil {
-		return nil, mapStoreErr(err)
-	}
-	i := slices.IndexFunc(q.Prompts, func(p QueuedPrompt) bool { return p.PromptID == promptID })
-	if i < 0 {
-		return nil, fmt.Errorf("%w: %q", ErrPromptNotFound, promptID)
-	}
-	p := q.Prompts[i]
-	if e.Message != nil {
-		p.Message = *e.Message
-	}
-	q.Prompts[i] = p
-	if e.Position != nil {
-		q.Prompts = slices.Delete(q.Prompts, i, i+1)
-		to := min(*e.Position, len(q.Prompts))
-		q.Prompts = slices.Insert(q.Prompts, to, p)
-	}
-	if err := h.store.SaveQueue(id, q); err != nil {
-		return nil, mapStoreErr(err)
-	}
-	return q.Prompts, nil
+	q, err := h.withQueue(id, func(q *session.Queue) error {
+		i, err := indexOf(q, promptID)
+		if err != nil {
+			return err
+		}
+		p := q.Prompts[i]
+		if e.Message != nil {
+			p.Message = *e.Message
+		}
+		q.Prompts[i] = p
+		if e.Position != nil {
+			q.Prompts = slices.Delete(q.Prompts, i, i+1)
+			q.Prompts = slices.Insert(q.Prompts, min(*e.Position, len(q.Prompts)), p)
+		}
+		return nil
+	})
+	return q.Prompts, err
 }
-
-// ErrInvalidQueueEdit: a queue edit that means nothing (a negative
-// position).
-var ErrInvalidQueueEdit = errors.New("invalid queue edit")
 
 // DeleteQueued removes prompt promptID from session id's queue; it never
 // runs. A prompt that is not queued (any more) is ErrPromptNotFound.
 func (h *Harness) DeleteQueued(id, promptID string) error {
-	if _, err := h.Session(id); err != nil {
+	_, err := h.withQueue(id, func(q *session.Queue) error {
+		i, err := indexOf(q, promptID)
+		if err != nil {
+			return err
+		}
+		q.Prompts = slices.Delete(q.Prompts, i, i+1)
+		return nil
+	})
+	if err != nil {
 		return err
+	}
+	h.queueEvent(id, event.Event{Type: event.TypePromptDequeued, Dequeued: &event.PromptDequeued{PromptID: promptID, Reason: event.DequeuedDeleted}})
+	return nil
+}
+
+// withQueue loads session id's queue under its lock and, with change,
+// changes and saves it (nothing is saved when change fails). Prompts is
+// never nil.
+func (h *Harness) withQueue(id string, change func(*session.Queue) error) (session.Queue, error) {
+	if _, err := h.Session(id); err != nil {
+		return session.Queue{}, err
 	}
 	unlock := h.qlocks.Lock(id)
 	defer unlock()
 	q, err := h.store.LoadQueue(id)
 	if err != nil {
-		return mapStoreErr(err)
+		return session.Queue{}, mapStoreErr(err)
 	}
+	if change != nil {
+		if err := change(&q); err != nil {
+			return session.Queue{}, err
+		}
+		if err := h.store.SaveQueue(id, q); err != nil {
+			return session.Queue{}, mapStoreErr(err)
+		}
+	}
+	if q.Prompts == nil {
+		q.Prompts = []QueuedPrompt{}
+	}
+	return q, nil
+}
+
+func indexOf(q *session.Queue, promptID string) (int, error) {
 	i := slices.IndexFunc(q.Prompts, func(p QueuedPrompt) bool { return p.PromptID == promptID })
 	if i < 0 {
-		return fmt.Errorf("%w: %q", ErrPromptNotFound, promptID)
+		return 0, fmt.Errorf("%w: %q", ErrPromptNotFound, promptID)
 	}
-	q.Prompts = slices.Delete(q.Prompts, i, i+1)
-	if err := h.store.SaveQueue(id, q); err != nil {
-		return mapStoreErr(err)
+	return i, nil
+}
+
+// checkQueued checks a message for the queue: not blank, not too large.
+func checkQueued(message string) error {
+	if strings.TrimSpace(message) == "" {
+		return ErrEmptyMessage
 	}
-	h.queueEvent(id, event.Event{Type: event.TypePromptDequeued, Dequeued: &event.PromptDequeued{PromptID: promptID, Reason: event.DequeuedDeleted}})
+	if len(message) > MaxQueuedMessage {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrMessageTooLarge, len(message), MaxQueuedMessage)
+	}
 	return nil
 }
 

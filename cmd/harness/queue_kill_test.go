@@ -64,42 +64,13 @@ func TestServeQueueSurvivesSIGKILL(t *testing.T) {
 	}
 	start := func() (string, *exec.Cmd, chan error) {
 		t.Helper()
-		cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--root", root, "--state-dir", state,
-			"--engine", "anthropic", "--warm", "0", "--no-checkpoints")
-		cmd.Env = append(append(claudetest.ScratchEnv(t), api.Env()...), "HARNESS_TEST_MAIN=1")
-		var errOut syncBuffer
-		cmd.Stderr = &errOut
+		url, cmd, exited, errOut := startServeProcess(t, append(claudetest.ScratchEnv(t), api.Env()...),
+			"--addr", "127.0.0.1:0", "--root", root, "--state-dir", state, "--engine", "anthropic", "--warm", "0", "--no-checkpoints")
 		t.Cleanup(func() {
 			if t.Failed() {
 				t.Logf("server stderr:\n%s", errOut.String())
-				b, _ := os.ReadFile(filepath.Join(root, ".chirality", "logs", "harness.log"))
-				t.Logf("project log:\n%s", b)
 			}
 		})
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				cmd.Process.Kill()
-				<-exited
-			}
-		})
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil {
-			t.Fatalf("no ready line: %v\n%s", err, errOut.String())
-		}
-		go io.Copy(io.Discard, stdout)
-		url, ok := strings.CutPrefix(strings.TrimSpace(line), "harness: listening on ")
-		if !ok {
-			t.Fatalf("ready line %q", line)
-		}
 		return url, cmd, exited
 	}
 	post := func(url, body string) *http.Response {
@@ -186,4 +157,41 @@ func TestServeQueueSurvivesSIGKILL(t *testing.T) {
 	if count("user:message") != 3 || count("process:exit") != 3 {
 		t.Errorf("events %v: want 3 turns, each ended once", types)
 	}
+}
+
+// startServeProcess runs `harness serve ARGS…` as a real process (this
+// test binary as the command) with env, and returns its URL once it is
+// ready, the process, what Wait returned, and its stderr. The process is
+// killed at the end of the test if it still runs.
+func startServeProcess(t *testing.T, env []string, args ...string) (string, *exec.Cmd, chan error, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
+	cmd.Env = append(env, "HARNESS_TEST_MAIN=1")
+	errOut := &syncBuffer{}
+	cmd.Stderr = errOut
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no ready line: %v\n%s", err, errOut.String())
+	}
+	go io.Copy(io.Discard, stdout)
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "harness: listening on ")
+	if !ok {
+		t.Fatalf("ready line %q", line)
+	}
+	return url, cmd, exited, errOut
 }

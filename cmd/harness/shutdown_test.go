@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -76,35 +74,8 @@ func TestServeExitsWithStuckClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "serve", "--demo", "--addr", "127.0.0.1:0", "--root", root,
-		"--claude-bin", claudetest.FindCLI(t), "--shutdown-grace", grace.String(), "--warm", "0")
-	cmd.Env = append(claudetest.ScratchEnv(t), "HARNESS_TEST_MAIN=1", "XDG_STATE_HOME="+t.TempDir())
-	var errOut syncBuffer
-	cmd.Stderr = &errOut
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no ready line: %v\n%s", err, errOut.String())
-	}
-	go io.Copy(io.Discard, stdout)
-	url, ok := strings.CutPrefix(strings.TrimSpace(line), "harness: listening on ")
-	if !ok {
-		t.Fatalf("ready line %q", line)
-	}
+	url, cmd, exited, errOut := startServeProcess(t, append(claudetest.ScratchEnv(t), "XDG_STATE_HOME="+t.TempDir()),
+		"--demo", "--addr", "127.0.0.1:0", "--root", root, "--claude-bin", claudetest.FindCLI(t), "--shutdown-grace", grace.String(), "--warm", "0")
 	addr := strings.TrimPrefix(url, "http://")
 
 	resp, err := http.Post(url+"/api/harness/session/create", "application/json", strings.NewReader(`{"projectRoot":"`+root+`","mode":"workbench"}`))
