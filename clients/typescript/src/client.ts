@@ -691,3 +691,9 @@ export const startTurn = (o: ClientOptions, sessionId: string, message: string, 
   new HarnessClient(o).startTurn(sessionId, message, s);
 export const sessionEvents = (o: ClientOptions, sessionId: string, s?: SessionEventsOptions) =>
   new HarnessClient(o).sessionEvents(sessionId, s);
+export const queueTurn = (o: ClientOptions, sessionId: string, message: string, s?: StreamOptions) =>
+  new HarnessClient(o).queueTurn(sessionId, message, s);
+export const getQueue = (o: ClientOptions, id: string) => new HarnessClient(o).getQueue(id);
+export const editQueuedPrompt = (o: ClientOptions, id: string, promptId: string, edit: QueueEditRequest) =>
+  new HarnessClient(o).editQueuedPrompt(id, promptId, edit);
+export const deleteQueuedPrompt = (o: ClientOptions, id: string, promptId: string) => new HarnessClient(o).deleteQueuedPrompt(id, promptId);
