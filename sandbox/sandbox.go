@@ -358,3 +358,43 @@ func runEntry(args []string) int {
 	fmt.Fprintf(os.Stderr, "harness %s: exec %s: %v\n", Entry, bin, err)
 	return 126
 }
+
+// Home is the HOME a child with env gets: its last HOME= entry, else
+// this process's home ("" when there is none).
+func Home(env []string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], "HOME="); ok {
+			return v
+		}
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// Getenv is the value of key in env (its last entry), else this
+// process's.
+func Getenv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return os.Getenv(key)
+}
+
+// InHome returns the paths rel under home, in Spec.Writable's form (a
+// directory ends in a separator); none when home is "".
+func InHome(home string, rel ...string) []string {
+	if home == "" {
+		return nil
+	}
+	out := make([]string, 0, len(rel))
+	for _, r := range rel {
+		p := filepath.Join(home, r)
+		if strings.HasSuffix(r, "/") {
+			p += string(filepath.Separator)
+		}
+		out = append(out, p)
+	}
+	return out
+}
