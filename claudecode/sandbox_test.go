@@ -10,7 +10,6 @@ import (
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/event"
-	"github.com/chirality/harness/internal/protect"
 )
 
 // TestRealCLISandboxEscapes: the real CLI, every tool call allowed
@@ -59,7 +58,7 @@ func TestRealCLISandboxEscapes(t *testing.T) {
 		claudetest.ToolUse("toolu_write_inside", "Write", map[string]any{"file_path": filepath.Join(r.cwd, "src", "w.txt"), "content": "w\n"}),
 	)
 	r.api.Script(claudetest.Reply{Blocks: blocks}, claudetest.TextReply("done"))
-	evs, err := r.turn("s-sandbox", "escape", claudecode.TurnOpts{AllowedTools: []string{"Bash", "Write"}, Sandbox: true, Protected: protect.Paths(r.cwd)})
+	evs, err := r.turn("s-sandbox", "escape", claudecode.TurnOpts{AllowedTools: []string{"Bash", "Write"}, Sandbox: true})
 	if err != nil {
 		t.Fatalf("turn failed: %v", err)
 	}

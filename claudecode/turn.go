@@ -687,24 +687,19 @@ func writeMCPFile(dir string, cfg *mcpconfig.Config) (string, error) {
 }
 
 // sandbox wraps cmd in the kernel sandbox: the CLI may write its state
-// under HOME (~/.claude/, ~/.claude.json and its backups, or
-// CLAUDE_CONFIG_DIR) besides the workdir and its private TMPDIR.
+// under HOME (~/.claude/, ~/.claude.json, ~/.cache/, ~/.local/state/,
+// ~/.local/share/claude/, or CLAUDE_CONFIG_DIR) besides the workdir and
+// its private TMPDIR.
 func (t *Turn) sandbox(cmd *exec.Cmd) error {
-	cwd := t.opts.Cwd
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
 	home := sandbox.Home(cmd.Env)
 	writable := sandbox.InHome(home, ".claude/", ".claude.json", ".cache/", ".local/state/", ".local/share/claude/")
 	if d := sandbox.Getenv(cmd.Env, "CLAUDE_CONFIG_DIR"); d != "" {
 		writable = append(writable, d+string(filepath.Separator))
 	}
-	sb, err := sandbox.Wrap(sandbox.Spec{Workdir: cwd, Protected: t.opts.Protected, Writable: writable}, cmd.Args)
+	sb, err := sandbox.Apply(cmd, sandbox.Spec{Protected: t.opts.Protected, Writable: writable})
 	if err != nil {
 		return fmt.Errorf("claudecode: %w", err)
 	}
-	cmd.Path, cmd.Args, cmd.Err = sb.Argv[0], sb.Argv, nil
-	cmd.Env = append(cmd.Env, sb.Env...)
 	t.sandboxed = sb
 	return nil
 }

@@ -43,6 +43,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/chirality/harness/internal/protect"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
@@ -86,7 +87,8 @@ type Spec struct {
 	// Workdir is the session's directory: writable except Protected.
 	Workdir string
 	// Protected are paths under Workdir that stay read-only
-	// (internal/protect's form: absolute, a directory ends in a separator).
+	// (internal/protect's form: absolute, a directory ends in a
+	// separator); nil = protect.Paths(Workdir).
 	Protected []string
 	// Writable are directories or files wholly writable (an engine's
 	// state directories); missing ones are created when they end in a
@@ -146,6 +148,9 @@ func WrapWith(exe string, spec Spec, argv []string) (*Cmd, error) {
 	}
 	if real, err := filepath.EvalSymlinks(wd); err == nil {
 		wd = real
+	}
+	if spec.Protected == nil {
+		spec.Protected = protect.Paths(wd)
 	}
 	for _, w := range spec.Writable {
 		if w == "" {
@@ -397,4 +402,31 @@ func InHome(home string, rel ...string) []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// Apply rewrites cmd (not started yet; its Env set) to run through the
+// sandbox entry with spec, and adds the private TMPDIR to its
+// environment. Spec.Workdir "" is cmd.Dir (else the current directory).
+// Close the result once the child has exited.
+func Apply(cmd *exec.Cmd, spec Spec) (*Cmd, error) {
+	if spec.Workdir == "" {
+		spec.Workdir = cmd.Dir
+	}
+	if spec.Workdir == "" {
+		spec.Workdir, _ = os.Getwd()
+	}
+	argv := slices.Clone(cmd.Args)
+	if len(argv) > 0 && cmd.Path != "" {
+		argv[0] = cmd.Path // the command as found, not as named
+	}
+	sb, err := Wrap(spec, argv)
+	if err != nil {
+		return nil, err
+	}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Path, cmd.Args, cmd.Err = sb.Argv[0], sb.Argv, nil
+	cmd.Env = append(cmd.Env, sb.Env...)
+	return sb, nil
 }
