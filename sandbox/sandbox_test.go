@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 
 // project makes a workdir with protected entries, a source dir, a file at
 // the top, a symlink planted to point outside, and a directory outside.
-func project(t *testing.T) (wd, outside string) {
+func project(t testing.TB) (wd, outside string) {
 	t.Helper()
 	root := t.TempDir()
 	wd = filepath.Join(root, "proj")
