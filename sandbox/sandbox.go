@@ -152,6 +152,7 @@ func WrapWith(exe string, spec Spec, argv []string) (*Cmd, error) {
 	if spec.Protected == nil {
 		spec.Protected = protect.Paths(wd)
 	}
+	var writable []string
 	for _, w := range spec.Writable {
 		if w == "" {
 			continue
@@ -160,7 +161,12 @@ func WrapWith(exe string, spec Spec, argv []string) (*Cmd, error) {
 		if within(p, wd) {
 			return nil, fmt.Errorf("sandbox: writable path %s contains the workdir %s", w, wd)
 		}
+		if slices.ContainsFunc(spec.Protected, func(q string) bool { return within(p, q) || within(q, p) }) {
+			continue // a state dir inside the project (HOME = the workdir) never unprotects
+		}
+		writable = append(writable, w)
 	}
+	spec.Writable = writable
 	tmp, err := os.MkdirTemp("", "harness-sandbox-")
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: temporary directory: %w", err)

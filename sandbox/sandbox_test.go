@@ -139,3 +139,19 @@ func TestEntryFailsClosed(t *testing.T) {
 		t.Errorf("err %v, output %q: the command ran", err, out)
 	}
 }
+
+// A writable state dir that is, or holds, a protected path (HOME is the
+// workdir) is left out: .claude/settings.json stays read-only.
+func TestWritableNeverUnprotects(t *testing.T) {
+	wd, _ := project(t)
+	c, err := sandbox.Wrap(sandbox.Spec{Workdir: wd, Writable: []string{filepath.Join(wd, ".claude") + "/"}}, []string{"sh", "-c", "echo x > .claude/settings.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd.Dir = wd
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "ermission denied") {
+		t.Errorf("err %v, output %q: want a permission error", err, out)
+	}
+}
