@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,4 +63,12 @@ func between(s, from, to string) string {
 	_, after, _ := strings.Cut(s, from)
 	v, _, _ := strings.Cut(after, to)
 	return v
+}
+
+// A kernel without Landlock refuses a sandboxed turn: 503, like a missing
+// agent binary (the server's machine lacks it, not the request).
+func TestSandboxUnavailableIs503(t *testing.T) {
+	if got := statusOf(fmt.Errorf("turn: %w", harness.ErrSandboxUnavailable)); got != 503 {
+		t.Errorf("statusOf = %d, want 503", got)
+	}
 }

@@ -62,6 +62,10 @@ var ErrNoEntry = errors.New("sandbox: this program has no sandbox entry (its mai
 
 var entry atomic.Bool
 
+// getABI asks the kernel for its Landlock ABI (a variable: tests stand in
+// a kernel without Landlock).
+var getABI = ll.LandlockGetABIVersion
+
 // Main runs the sandbox entry when the process was started as one
 // (os.Args[1] == Entry) and never returns then; otherwise it records
 // that this program can be re-executed as the entry and returns. Call it
@@ -75,7 +79,7 @@ func Main() {
 
 // Available reports the kernel's Landlock ABI version, or ErrUnavailable.
 func Available() (int, error) {
-	abi, err := ll.LandlockGetABIVersion()
+	abi, err := getABI()
 	if err != nil || abi < 1 {
 		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

@@ -155,3 +155,17 @@ func TestWritableNeverUnprotects(t *testing.T) {
 		t.Errorf("err %v, output %q: want a permission error", err, out)
 	}
 }
+
+// A kernel without Landlock: asking for the sandbox is ErrUnavailable,
+// never a command that would run unsandboxed.
+func TestNoLandlockRefuses(t *testing.T) {
+	wd, _ := project(t)
+	defer sandbox.NoLandlock()()
+	c, err := sandbox.Wrap(sandbox.Spec{Workdir: wd}, []string{"true"})
+	if !errors.Is(err, sandbox.ErrUnavailable) || c != nil {
+		t.Errorf("Wrap = %v, %v; want ErrUnavailable", c, err)
+	}
+	if _, err := sandbox.Available(); !errors.Is(err, sandbox.ErrUnavailable) {
+		t.Errorf("Available: %v", err)
+	}
+}
