@@ -48,6 +48,11 @@ type TurnOpts struct {
 	AddDirs        []string
 	// MaxTurns bounds the agentic loop (0 = DefaultMaxTurns).
 	MaxTurns int
+	// Sandbox runs the CLI in the kernel sandbox (package sandbox): it
+	// and its tools write only Cwd minus Protected, the CLI's state under
+	// HOME and a private TMPDIR.
+	Sandbox   bool
+	Protected []string
 	// NoPartialMessages turns off token streaming: text then arrives a
 	// block at a time.
 	NoPartialMessages bool

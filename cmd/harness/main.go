@@ -14,6 +14,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/persona"
+	"github.com/chirality/harness/sandbox"
 	"github.com/chirality/harness/session"
 )
 
@@ -21,6 +22,9 @@ import (
 func init() { cobra.EnableCommandSorting = false }
 
 func main() {
+	// `harness __sandbox … -- CMD` confines itself and execs CMD; it is
+	// handled before anything else is set up, so it stays cheap.
+	sandbox.Main()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
