@@ -12,13 +12,18 @@ import (
 // start: a sandboxed session never runs unsandboxed.
 var ErrSandboxUnavailable = sandbox.ErrUnavailable
 
-// sandboxRequest marks req sandboxed when the session or the server asks
-// for it, after checking the kernel can: the engine then starts its
-// agent through the sandbox entry (package sandbox). A worktree
-// session's own protected paths are added to the project root's.
+// sandboxRequest marks req sandboxed when the session, the server or the
+// trust record asks for it, after checking the kernel can: the engine
+// then starts its agent through the sandbox entry (package sandbox). A
+// worktree session's own protected paths are added to the project
+// root's. The session file is the agent's to write, so a sandbox a person
+// chose is kept in the trust record too, and the file cannot take it back
+// (nor can an unreadable record: then the file's word stands).
 func (h *Harness) sandboxRequest(s *session.Session, req *engine.Request) error {
 	if !s.Sandbox && !h.cfg.Sandbox {
-		return nil
+		if g, _ := h.trust.Session(s.ProjectRoot, s.ID); g == nil || !g.Sandbox {
+			return nil
+		}
 	}
 	if _, err := sandbox.Available(); err != nil {
 		return err

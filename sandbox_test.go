@@ -50,3 +50,35 @@ func TestSandboxSessionRequest(t *testing.T) {
 		}
 	}
 }
+
+// The session file is the agent's to write: a sandbox a person chose is
+// kept in the trust record, so a file edited to drop it (by an agent in
+// another, unsandboxed session, say) still runs sandboxed, also after a
+// restart.
+func TestSandboxSurvivesTheSessionFile(t *testing.T) {
+	se := &scriptEngine{}
+	e := newTestEnv(t, func(c *Config) { c.Engines = []engine.Engine{se}; c.DefaultEngine = "script" })
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Sandbox: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := session.FilePath(e.root, s.ID)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.NewReplacer(`"sandbox": true`, `"sandbox": false`, `"sandbox":true`, `"sandbox":false`).Replace(string(b))
+	if edited == string(b) {
+		t.Fatalf("no sandbox field to edit in %s", b)
+	}
+	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.turn(s.ID, "one")
+	se.mu.Lock()
+	reqs := slices.Clone(se.reqs)
+	se.mu.Unlock()
+	if len(reqs) != 1 || !reqs[0].Sandbox {
+		t.Fatalf("the turn after the file dropped sandbox ran unsandboxed: %+v", reqs)
+	}
+}
