@@ -284,6 +284,57 @@ type mapper struct {
 	// a subagent's): session:complete's Checkpoint, what
 	// --resume-session-at takes.
 	lastAssistant string
+
+	// interned holds the short strings every line repeats (frame and
+	// event types, the session id, a subagent's parent id), by their raw
+	// JSON body; last, what each field had on the line before: see str.
+	interned map[string]string
+	last     [lastFields]string
+}
+
+// The fields whose last value mapper.last keeps.
+const (
+	lastType = iota
+	lastSubtype
+	lastSessionID
+	lastParent
+	lastEventType
+	lastDeltaType
+	lastFields
+)
+
+// Bounds of mapper.interned: a turn's lines repeat a few dozen short
+// strings; anything else is decoded afresh each time.
+const (
+	maxInterned      = 64
+	maxInternedBytes = 128
+)
+
+// str is stringValue for the short strings every line repeats: after
+// the first time, the same raw bytes give the same string without
+// allocating one per line. last is the field's value on the line before
+// (most lines repeat it); the others are looked up in m.interned. Only
+// strings without escapes are kept, so the raw body is the value.
+func (m *mapper) str(raw []byte, last *string) (string, error) {
+	if len(raw) < 2 || len(raw) > maxInternedBytes+2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return stringValue(raw)
+	}
+	body := raw[1 : len(raw)-1]
+	if len(body) > 0 && string(body) == *last {
+		return *last, nil
+	}
+	if s, ok := m.interned[string(body)]; ok {
+		*last = s
+		return s, nil
+	}
+	s, err := stringValue(raw)
+	if err == nil && s == string(body) {
+		if len(m.interned) < maxInterned {
+			m.interned[s] = s
+		}
+		*last = s
+	}
+	return s, err
 }
 
 type blockKey struct {
@@ -303,6 +354,7 @@ func newMapper(sessionID string) *mapper {
 		started:   map[string]struct{}{},
 		streamed:  map[string]struct{}{},
 		current:   map[string]string{},
+		interned:  make(map[string]string, maxInterned),
 	}
 }
 
@@ -313,28 +365,34 @@ func (m *mapper) feed(line []byte, emit func(event.Event)) (Frame, error) {
 	var event, message []byte
 	var resultLine bool
 	var uuid string
+	var uuidRaw []byte
 	err := eachField(line, func(key, value []byte) bool {
 		var err error
 		switch {
 		case keyIs(key, "type"):
-			f.Type, err = stringValue(value)
+			f.Type, err = m.str(value, &m.last[lastType])
 		case keyIs(key, "subtype"):
-			f.Subtype, err = stringValue(value)
+			f.Subtype, err = m.str(value, &m.last[lastSubtype])
 		case keyIs(key, "session_id"):
-			f.SessionID, err = stringValue(value)
+			f.SessionID, err = m.str(value, &m.last[lastSessionID])
 		case keyIs(key, "parent_tool_use_id"):
-			f.ParentToolUseID, err = stringValue(value)
+			f.ParentToolUseID, err = m.str(value, &m.last[lastParent])
 		case keyIs(key, "event"):
 			event = value
 		case keyIs(key, "message"):
 			message = value
 		case keyIs(key, "uuid"):
-			uuid, err = stringValue(value)
+			// Every line has its own uuid and only an assistant
+			// frame's is kept: check it now, decode it then.
+			uuidRaw, err = value, checkString(value)
 		}
 		return err == nil
 	})
 	if err != nil {
 		return Frame{}, err
+	}
+	if f.Type == "assistant" && uuidRaw != nil {
+		uuid, _ = stringValue(uuidRaw) // checked above
 	}
 	switch f.Type {
 	case "stream_event":
@@ -381,7 +439,7 @@ func (m *mapper) streamEvent(f *Frame, raw []byte, emit func(event.Event)) error
 		var err error
 		switch {
 		case keyIs(key, "type"):
-			typ, err = stringValue(value)
+			typ, err = m.str(value, &m.last[lastEventType])
 		case keyIs(key, "index"):
 			index, err = intValue(value)
 		case keyIs(key, "delta"):
@@ -440,7 +498,7 @@ func (m *mapper) blockDelta(parent string, index int, raw []byte, emit func(even
 		var err error
 		switch {
 		case keyIs(key, "type"):
-			typ, err = stringValue(value)
+			typ, err = m.str(value, &m.last[lastDeltaType])
 		case keyIs(key, "text"), keyIs(key, "thinking"):
 			text = value
 		case keyIs(key, "partial_json"):

@@ -98,3 +98,92 @@ func FuzzTextValue(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRepeatedStrings checks the decoder's reuse of the strings lines
+// repeat (frame and event types, the session id): raw values a and b go,
+// on alternating lines, into a frame's session_id and into a delta's
+// type. Each line of the stream must decode as it does alone, in a fresh
+// decoder (no state carried from the lines before changes it), and as
+// encoding/json decodes it when encoding/json accepts it.
+func FuzzRepeatedStrings(f *testing.F) {
+	for _, s := range [][2]string{
+		{`"s1"`, `"s1"`},
+		{`"s1"`, `"s2"`},
+		{`"text_delta"`, `"text\u005fdelta"`},
+		{`"text\u005fdelta"`, `"text_delta"`},
+		{"\"raw \xff\"", "\"raw \xfe\""},
+		{`""`, `null`},
+		{`"a\"b"`, `"a\\"`},
+		{`1`, `"x"`},
+	} {
+		f.Add([]byte(s[0]), []byte(s[1]))
+	}
+	type result struct {
+		sid   string
+		err   bool
+		delta bool
+	}
+	decode := func(in []byte) []result {
+		var rs []result
+		d := claudecode.NewDecoder(bytes.NewReader(in), claudecode.DecoderOptions{
+			SessionID:   "fz",
+			OnFrame:     func(fr claudecode.Frame) { rs = append(rs, result{sid: fr.SessionID}) },
+			OnLineError: func(*claudecode.LineError) { rs = append(rs, result{err: true}) },
+		})
+		for d.Next() {
+			if d.Event().Type == event.TypeChatDelta && len(rs) > 0 {
+				rs[len(rs)-1].delta = true
+			}
+		}
+		return rs
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		if bytes.ContainsAny(a, "\n\r") || bytes.ContainsAny(b, "\n\r") {
+			return // a newline splits the line
+		}
+		sidLine := func(raw []byte) []byte {
+			l := append([]byte(`{"type":"stream_event","session_id":`), raw...)
+			return append(l, `,"event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"t"}}}`...)
+		}
+		typLine := func(raw []byte) []byte {
+			l := append([]byte(`{"type":"stream_event","session_id":"s","event":{"type":"content_block_delta","index":0,"delta":{"type":`), raw...)
+			return append(l, `,"text":"t"}}}`...)
+		}
+		var lines [][]byte
+		var in []byte
+		for _, raw := range [][]byte{a, b, a, b} {
+			for _, l := range [][]byte{sidLine(raw), typLine(raw)} {
+				lines = append(lines, l)
+				in = append(append(in, l...), '\n')
+			}
+		}
+		streamed := decode(in)
+		if len(streamed) != len(lines) {
+			t.Fatalf("%d lines, %d frames or errors: %+v", len(lines), len(streamed), streamed)
+		}
+		for i, l := range lines {
+			alone := decode(l)
+			if len(alone) != 1 || alone[0] != streamed[i] {
+				t.Fatalf("line %d %q: in the stream %+v, alone %+v", i, l, streamed[i], alone)
+			}
+			var ref struct {
+				SessionID *string `json:"session_id"`
+				Event     struct {
+					Delta struct {
+						Type *string `json:"type"`
+					} `json:"delta"`
+				} `json:"event"`
+			}
+			if json.Unmarshal(l, &ref) != nil {
+				continue // what the decoder does with it is the fresh decoder's
+			}
+			want := result{delta: ref.Event.Delta.Type != nil && *ref.Event.Delta.Type == "text_delta"}
+			if ref.SessionID != nil {
+				want.sid = *ref.SessionID
+			}
+			if streamed[i] != want {
+				t.Fatalf("line %d %q: decoder %+v, encoding/json %+v", i, l, streamed[i], want)
+			}
+		}
+	})
+}

@@ -104,10 +104,26 @@ func skipNumber(b []byte, i int) (int, error) {
 }
 
 // skipString returns the index just past the string starting at b[i]=='"'.
-// It jumps from quote to quote; a quote preceded by an odd run of
-// backslashes is escaped.
+// Most strings on a line are keys and short values: their first bytes
+// are looked at one by one (a backslash skips the byte it escapes).
+// Beyond shortString bytes it jumps from quote to quote; a quote
+// preceded by an odd run of backslashes is escaped.
 func skipString(b []byte, i int) (int, error) {
 	j := i + 1
+	end := min(len(b), j+shortString)
+	for j < end {
+		switch b[j] {
+		case '"':
+			return j + 1, nil
+		case '\\':
+			j += 2
+		default:
+			j++
+		}
+	}
+	if j >= len(b) {
+		return len(b), errSyntax
+	}
 	for {
 		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
@@ -124,6 +140,10 @@ func skipString(b []byte, i int) (int, error) {
 		j++
 	}
 }
+
+// shortString is how many bytes of a string skipString looks at one by
+// one before it searches for the closing quote.
+const shortString = 32
 
 func skipContainer(b []byte, i, depth int) (int, error) {
 	open := b[i]
@@ -287,6 +307,26 @@ func stringValue(raw []byte) (string, error) {
 		out = replaceInvalidUTF8(nil, out)
 	}
 	return string(out), nil
+}
+
+// checkString reports the error stringValue would return for raw,
+// without decoding it when it needs no unescaping.
+func checkString(raw []byte) error {
+	if len(raw) == 4 && string(raw) == "null" {
+		return nil
+	}
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return errSyntax
+	}
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		if !validPlain(body) {
+			return errSyntax
+		}
+		return nil
+	}
+	_, err := stringValue(raw)
+	return err
 }
 
 // replaceInvalidUTF8 appends src to dst with every byte that is not part
