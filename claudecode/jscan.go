@@ -243,6 +243,54 @@ func trailing(b []byte, i int) error {
 	return nil
 }
 
+// errStopWalk, returned by a walkObject member function, ends the walk
+// there; the caller takes it for success.
+var errStopWalk = errors.New("stop")
+
+// walkObject walks the object starting at b[i]=='{' as skipContainer
+// skips it, and returns the index just past it. For every member it calls
+// member with the raw key (as eachField gives it) and the index where the
+// value starts (after white space); member returns the index just past
+// the value (skipValueDepth(b, vs, d) when it only wants to skip it, d
+// the object's own depth as skipContainer counts it: 0 for a line) or an
+// error that ends the walk.
+func walkObject(b []byte, i int, member func(key []byte, vs int) (int, error)) (int, error) {
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return i, errSyntax
+		}
+		ks := i
+		var err error
+		if i, err = skipString(b, i); err != nil {
+			return i, err
+		}
+		key := b[ks+1 : i-1]
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != ':' {
+			return i, errSyntax
+		}
+		if i, err = member(key, skipSpace(b, i+1)); err != nil {
+			return i, err
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return i, errSyntax
+		}
+		if b[i] == '}' {
+			return i + 1, nil
+		}
+		if b[i] != ',' {
+			return i, errSyntax
+		}
+		i++
+	}
+}
+
 // eachElement calls fn with every raw element of the array in b.
 func eachElement(b []byte, fn func(value []byte) bool) error {
 	i := skipSpace(b, 0)
