@@ -2,7 +2,9 @@ package claudecode
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -104,14 +106,24 @@ func skipNumber(b []byte, i int) (int, error) {
 }
 
 // skipString returns the index just past the string starting at b[i]=='"'.
-// Most strings on a line are keys and short values: their first bytes
-// are looked at one by one (a backslash skips the byte it escapes).
-// Beyond shortString bytes it jumps from quote to quote; a quote
-// preceded by an odd run of backslashes is escaped.
+// Most strings on a line are keys and short values (ids, types): their
+// first shortString bytes are looked at eight at a time for a quote or a
+// backslash (a backslash skips the byte it escapes). Beyond, it jumps
+// from quote to quote; a quote preceded by an odd run of backslashes is
+// escaped.
 func skipString(b []byte, i int) (int, error) {
 	j := i + 1
 	end := min(len(b), j+shortString)
 	for j < end {
+		if j+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[j:])
+			m := hasByte(x, '"') | hasByte(x, '\\')
+			if m == 0 {
+				j += 8
+				continue
+			}
+			j += bits.TrailingZeros64(m) / 8
+		}
 		switch b[j] {
 		case '"':
 			return j + 1, nil
@@ -141,9 +153,18 @@ func skipString(b []byte, i int) (int, error) {
 	}
 }
 
-// shortString is how many bytes of a string skipString looks at one by
-// one before it searches for the closing quote.
-const shortString = 32
+// shortString is how many bytes of a string skipString looks at eight
+// at a time before it searches for the closing quote.
+const shortString = 64
+
+// hasByte has the high bit set in the lowest byte of x equal to c (and
+// maybe in higher ones after it): the classic "has zero byte" test on
+// x^c, whose lowest flagged byte is exact.
+func hasByte(x uint64, c byte) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	y := x ^ (lo * uint64(c))
+	return (y - lo) &^ y & hi
+}
 
 func skipContainer(b []byte, i, depth int) (int, error) {
 	open := b[i]
