@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/lazyre"
 	"github.com/chirality/harness/internal/procgroup"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/turns"
@@ -116,7 +116,7 @@ var _ engine.Engine = (*Engine)(nil)
 // ErrConfig is wrapped by NewEngine's errors.
 var ErrConfig = errors.New("acp: bad engine config")
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+var nameRE = lazyre.New(`^[a-z0-9][a-z0-9._-]*$`)
 
 // NewEngine checks cfg and returns an engine; it starts nothing until a
 // turn.
