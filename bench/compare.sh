@@ -10,6 +10,8 @@
 #   SIDES="harness sdk bare naive" bench/compare.sh   # also the naive Go baseline
 #   ROUNDS=20 DELTAS=1000 bench/compare.sh       # a smaller transcript
 #   HARNESS=/tmp/harness-old bench/compare.sh    # benchmark a given binary, no build
+#   BASE=/tmp/harness-old bench/compare.sh       # also side "base": that binary, run
+#                                                # interleaved with this tree's build
 #
 # What it does:
 #   1. builds bench/out/{harness,claude-replay,gentranscript,rusage,noreap,naivejson};
@@ -53,6 +55,9 @@ OUT=$ROOT/bench/out
 RES=$OUT/results
 RUNS=${RUNS:-5}
 SIDES=${SIDES:-harness sdk bare}
+if [ -n "${BASE:-}" ]; then
+	case " $SIDES " in *" base "*) ;; *) SIDES="$SIDES base" ;; esac
+fi
 ROUNDS=${ROUNDS:-200}
 DELTAS=${DELTAS:-1000}
 MESSAGE=${MESSAGE:-go}
@@ -120,6 +125,7 @@ run() {
 	local -a cmd
 	case $side in
 	harness) cmd=("$HARNESS" turn --json --claude-bin "$CLAUDE" --cwd "$CWD" "$MESSAGE") ;;
+	base) cmd=("$BASE" turn --json --claude-bin "$CLAUDE" --cwd "$CWD" "$MESSAGE") ;;
 	sdk) cmd=(node "$ROOT/bench/ts-sdk/query.mjs" --claude-bin "$CLAUDE" --cwd "$CWD" "$MESSAGE") ;;
 	bare) cmd=("$OUT/naivejson" -bare -claude-bin "$CLAUDE") ;;
 	naive) cmd=("$OUT/naivejson" -claude-bin "$CLAUDE") ;;
@@ -140,7 +146,7 @@ for side in $SIDES; do
 		exit 1
 	fi
 	case $side in
-	harness) log "  harness printed $(wc -l <"$RES/warmup-harness.out") events (kept in $RES/warmup-harness.out)" ;;
+	harness | base) log "  $side printed $(wc -l <"$RES/warmup-$side.out") events (kept in $RES/warmup-$side.out)" ;;
 	sdk)
 		n=$(grep -o '"messages":[0-9]*' "$RES/warmup-sdk.out" | cut -d: -f2)
 		log "  sdk consumed $n messages (transcript: $LINES lines)"
