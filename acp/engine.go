@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/lazyre"
 	"github.com/chirality/harness/internal/procgroup"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/turns"
@@ -119,7 +119,7 @@ var _ engine.Engine = (*Engine)(nil)
 // ErrConfig is wrapped by NewEngine's errors.
 var ErrConfig = errors.New("acp: bad engine config")
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+var nameRE = lazyre.New(`^[a-z0-9][a-z0-9._-]*$`)
 
 // NewEngine checks cfg and returns an engine; it starts nothing until a
 // turn.

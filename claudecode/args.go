@@ -3,13 +3,13 @@ package claudecode
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/lazyre"
 	"github.com/chirality/harness/mcpconfig"
 )
 
@@ -102,9 +102,9 @@ type TurnOpts struct {
 }
 
 var (
-	uuidPattern           = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-	settingSourcesPattern = regexp.MustCompile(`^(user|project|local)(,(user|project|local))*$`)
-	tokenPattern          = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@\[\]()*, -]*$`)
+	uuidPattern           = lazyre.New(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	settingSourcesPattern = lazyre.New(`^(user|project|local)(,(user|project|local))*$`)
+	tokenPattern          = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._:/@\[\]()*, -]*$`)
 )
 
 // Validate reports the first option the CLI would misread. Values are
