@@ -65,6 +65,8 @@ bench: build cli
 fuzz:
 	go test ./claudecode -run '^$$' -fuzz FuzzDecoder -fuzztime 60s
 	go test ./claudecode -run '^$$' -fuzz FuzzTextValue -fuzztime 60s
+	go test ./claudecode -run '^$$' -fuzz FuzzStreamEventLine -fuzztime 60s
+	go test ./claudecode -run '^$$' -fuzz FuzzRepeatedStrings -fuzztime 60s
 	go test ./permrule -run '^$$' -fuzz FuzzRuleNamesProgram -fuzztime 60s
 	go test ./permrule -run '^$$' -fuzz FuzzShellAgainstBash -fuzztime 60s
 	go test ./checkpoint -run '^$$' -fuzz FuzzPatches -fuzztime 60s

@@ -114,6 +114,10 @@ type Config struct {
 	Approvals       bool
 	ApprovalTimeout time.Duration
 
+	// Sandbox runs every session's agent in the kernel sandbox, whatever
+	// the session says (see sandbox.go; `harness serve --sandbox`).
+	Sandbox bool
+
 	// WarmTurns is how many agents may exist started ahead for a
 	// session's next message, counting those starting, waiting and being
 	// stopped (0 = warm turns off; `harness serve` defaults to 2). WarmIdle bounds each one's wait (0 =

@@ -377,6 +377,9 @@ type SessionSpec struct {
 	// Base ("" = the project's HEAD); "" runs it in the project root.
 	// See worktrees.go.
 	Isolation, Base, Branch string
+	// Sandbox runs every turn's agent in the kernel sandbox (see
+	// sandbox.go); Config.Sandbox does so for every session.
+	Sandbox bool
 }
 
 // NewSession makes a session from spec. It fails with ErrInvalidMode,
@@ -426,6 +429,7 @@ func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
 		return nil, err
 	}
 	tmpl.ProjectRoot, tmpl.Persona, tmpl.Mode, tmpl.Engine, tmpl.Model, tmpl.Title = root, spec.Persona, spec.Mode, name, spec.Model, titleOf(spec.Title)
+	tmpl.Sandbox = spec.Sandbox
 	s, err := h.store.Add(tmpl)
 	if err != nil {
 		h.unisolate(&tmpl)

@@ -60,6 +60,11 @@ func (h *Harness) choose(s *session.Session, p *persona.Persona) {
 	if err := h.trust.ChoosePersona(s.ProjectRoot, p); err != nil {
 		h.projectLog(s.ProjectRoot).Error().Str("sessionId", s.ID).Err(err).Msg("trust record: the persona could not be recorded")
 	}
+	if s.Sandbox {
+		if err := h.trust.ChooseSandbox(s.ProjectRoot, s.ID); err != nil {
+			h.projectLog(s.ProjectRoot).Error().Str("sessionId", s.ID).Err(err).Msg("trust record: the sandbox could not be recorded")
+		}
+	}
 }
 
 // loadPersona is persona.Load restricted to the grants a person trusted

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -17,9 +16,11 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/lazyre"
 	"github.com/chirality/harness/internal/procgroup"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/turns"
+	"github.com/chirality/harness/sandbox"
 )
 
 // Kind is the engine kind of every ACP engine (engine.Status.Kind).
@@ -118,7 +119,7 @@ var _ engine.Engine = (*Engine)(nil)
 // ErrConfig is wrapped by NewEngine's errors.
 var ErrConfig = errors.New("acp: bad engine config")
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+var nameRE = lazyre.New(`^[a-z0-9][a-z0-9._-]*$`)
 
 // NewEngine checks cfg and returns an engine; it starts nothing until a
 // turn.
@@ -296,7 +297,11 @@ func (e *Engine) startTurn(ctx context.Context, req engine.Request, forkOnly boo
 		return nil, err
 	}
 	p := e.procs[req.SessionKey]
-	if p != nil && !p.alive() {
+	var stale *proc
+	if p != nil && p.alive() && (p.sandboxed != nil) != req.Sandbox {
+		stale = p // started with the other sandbox setting: never reused
+	}
+	if p != nil && (!p.alive() || stale != nil) {
 		delete(e.procs, req.SessionKey)
 		p = nil
 	}
@@ -305,6 +310,9 @@ func (e *Engine) startTurn(ctx context.Context, req engine.Request, forkOnly boo
 	}
 	e.mu.Unlock()
 
+	if stale != nil {
+		stale.stop()
+	}
 	if p == nil {
 		bin, err := e.binary()
 		if err != nil {
@@ -315,7 +323,11 @@ func (e *Engine) startTurn(ctx context.Context, req engine.Request, forkOnly boo
 		if e.cfg.MCPEnv != nil {
 			env = e.cfg.MCPEnv(env, req)
 		}
-		p, err = spawn(e, req.SessionKey, bin, env, req.Cwd, t.log)
+		var box *sandbox.Spec
+		if req.Sandbox {
+			box = &sandbox.Spec{Protected: req.Protected, Writable: stateDirs(env)}
+		}
+		p, err = spawn(e, req.SessionKey, bin, env, req.Cwd, box, t.log)
 		if err != nil {
 			e.removeTurn(t)
 			return nil, fmt.Errorf("acp: start %s: %w", e.cfg.Name, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/chirality/harness/internal/procgroup"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/stderrtail"
+	"github.com/chirality/harness/sandbox"
 )
 
 // ProtocolVersion is the ACP version the client speaks.
@@ -49,6 +50,11 @@ type proc struct {
 
 	stderr *stderrtail.Tail // scrubbed of the agent's secret values
 
+	// sandboxed: the agent runs in the kernel sandbox (its private TMPDIR
+	// removed once it is reaped); a turn that asks otherwise does not
+	// reuse it.
+	sandboxed *sandbox.Cmd
+
 	// session state
 	initialized bool
 	info        agentInfo
@@ -78,13 +84,21 @@ type agentInfo struct {
 
 // spawn starts the agent in its own process group with its three pipes
 // and the ACP connection on stdio.
-func spawn(e *Engine, key, bin string, env []string, cwd string, log zerolog.Logger) (*proc, error) {
+func spawn(e *Engine, key, bin string, env []string, cwd string, box *sandbox.Spec, log zerolog.Logger) (*proc, error) {
 	cmd := exec.Command(bin, e.cfg.Command[1:]...)
 	cmd.Env = env
 	cmd.Dir = cwd
 	procgroup.Set(cmd)
+	var sb *sandbox.Cmd
+	if box != nil {
+		var err error
+		if sb, err = sandbox.Apply(cmd, *box); err != nil {
+			return nil, err
+		}
+	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
+		_ = sb.Close()
 		return nil, err
 	}
 	outR, outW, err := os.Pipe()
@@ -105,13 +119,14 @@ func spawn(e *Engine, key, bin string, env []string, cwd string, log zerolog.Log
 		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
 			f.Close()
 		}
+		_ = sb.Close()
 		return nil, err
 	}
 	inR.Close()
 	outW.Close()
 	errW.Close()
 	p := &proc{
-		e: e, key: key, log: log, cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stdout: outR,
+		e: e, key: key, log: log, cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stdout: outR, sandboxed: sb,
 		exited: make(chan struct{}), gone: make(chan struct{}), stderr: stderrtail.New(secrets.SecretValues(env)),
 	}
 	var w io.Writer = inW
@@ -137,6 +152,7 @@ func spawn(e *Engine, key, bin string, env []string, cwd string, log zerolog.Log
 // after grace).
 func (p *proc) reap(errR *os.File, stderrDone chan struct{}, grace time.Duration) {
 	_ = p.cmd.Wait()
+	_ = p.sandboxed.Close()
 	code, sig := procgroup.ExitStatus(p.cmd.ProcessState)
 	p.ps.Store(&exitState{code, sig})
 	_ = procgroup.Signal(p.pid, procgroup.Kill) // the tools it started, if any are left

@@ -9,10 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chirality/harness/internal/lazyre"
 )
 
 // Dir is the store's directory, relative to the project root: a bare git
@@ -582,7 +583,7 @@ func be32(b []byte) uint32 {
 }
 
 // validID is a full git object id (SHA-1 or SHA-256), lower-case hex.
-var validID = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
+var validID = lazyre.New(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
 
 // checkID fails with ErrUnknownSnapshot unless id is a tree in the store.
 func (s *Store) checkID(ctx context.Context, id string) error {

@@ -3,13 +3,13 @@ package claudecode
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/lazyre"
 	"github.com/chirality/harness/mcpconfig"
 )
 
@@ -48,6 +48,11 @@ type TurnOpts struct {
 	AddDirs        []string
 	// MaxTurns bounds the agentic loop (0 = DefaultMaxTurns).
 	MaxTurns int
+	// Sandbox runs the CLI in the kernel sandbox (package sandbox): it
+	// and its tools write only Cwd minus Protected, the CLI's state under
+	// HOME and a private TMPDIR.
+	Sandbox   bool
+	Protected []string
 	// NoPartialMessages turns off token streaming: text then arrives a
 	// block at a time.
 	NoPartialMessages bool
@@ -97,9 +102,9 @@ type TurnOpts struct {
 }
 
 var (
-	uuidPattern           = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-	settingSourcesPattern = regexp.MustCompile(`^(user|project|local)(,(user|project|local))*$`)
-	tokenPattern          = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@\[\]()*, -]*$`)
+	uuidPattern           = lazyre.New(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	settingSourcesPattern = lazyre.New(`^(user|project|local)(,(user|project|local))*$`)
+	tokenPattern          = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._:/@\[\]()*, -]*$`)
 )
 
 // Validate reports the first option the CLI would misread. Values are

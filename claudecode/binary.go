@@ -6,11 +6,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/lazyre"
 	"github.com/chirality/harness/internal/secrets"
 )
 
@@ -36,7 +36,7 @@ func FindBinary(explicit string) (string, error) {
 		Install: "`make cli` in a harness checkout, or `npm install @anthropic-ai/claude-code@" + TestedCLIVersion + "`"})
 }
 
-var versionPattern = regexp.MustCompile(`\d+\.\d+\.\d+[0-9A-Za-z.+-]*`)
+var versionPattern = lazyre.New(`\d+\.\d+\.\d+[0-9A-Za-z.+-]*`)
 
 // CLIVersion runs `bin --version` (for at most 10 s) and returns the
 // version number it prints ("2.1.329").

@@ -284,6 +284,57 @@ type mapper struct {
 	// a subagent's): session:complete's Checkpoint, what
 	// --resume-session-at takes.
 	lastAssistant string
+
+	// interned holds the short strings every line repeats (frame and
+	// event types, the session id, a subagent's parent id), by their raw
+	// JSON body; last, what each field had on the line before: see str.
+	interned map[string]string
+	last     [lastFields]string
+}
+
+// The fields whose last value mapper.last keeps.
+const (
+	lastType = iota
+	lastSubtype
+	lastSessionID
+	lastParent
+	lastEventType
+	lastDeltaType
+	lastFields
+)
+
+// Bounds of mapper.interned: a turn's lines repeat a few dozen short
+// strings; anything else is decoded afresh each time.
+const (
+	maxInterned      = 64
+	maxInternedBytes = 128
+)
+
+// str is stringValue for the short strings every line repeats: after
+// the first time, the same raw bytes give the same string without
+// allocating one per line. last is the field's value on the line before
+// (most lines repeat it); the others are looked up in m.interned. Only
+// strings without escapes are kept, so the raw body is the value.
+func (m *mapper) str(raw []byte, last *string) (string, error) {
+	if len(raw) < 2 || len(raw) > maxInternedBytes+2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return stringValue(raw)
+	}
+	body := raw[1 : len(raw)-1]
+	if len(body) > 0 && string(body) == *last {
+		return *last, nil
+	}
+	if s, ok := m.interned[string(body)]; ok {
+		*last = s
+		return s, nil
+	}
+	s, err := stringValue(raw)
+	if err == nil && s == string(body) {
+		if len(m.interned) < maxInterned {
+			m.interned[s] = s
+		}
+		*last = s
+	}
+	return s, err
 }
 
 type blockKey struct {
@@ -303,6 +354,7 @@ func newMapper(sessionID string) *mapper {
 		started:   map[string]struct{}{},
 		streamed:  map[string]struct{}{},
 		current:   map[string]string{},
+		interned:  make(map[string]string, maxInterned),
 	}
 }
 
@@ -313,33 +365,47 @@ func (m *mapper) feed(line []byte, emit func(event.Event)) (Frame, error) {
 	var event, message []byte
 	var resultLine bool
 	var uuid string
-	err := eachField(line, func(key, value []byte) bool {
+	var uuidRaw []byte
+	// ev holds what the walk found in the event member when it is an
+	// object (the hot path: every stream_event line), so the event and
+	// its delta are not walked a second and a third time.
+	var ev eventFields
+	evWalked := false
+	err := m.walkLine(line, &ev, &evWalked, func(key, value []byte) bool {
 		var err error
 		switch {
 		case keyIs(key, "type"):
-			f.Type, err = stringValue(value)
+			f.Type, err = m.str(value, &m.last[lastType])
 		case keyIs(key, "subtype"):
-			f.Subtype, err = stringValue(value)
+			f.Subtype, err = m.str(value, &m.last[lastSubtype])
 		case keyIs(key, "session_id"):
-			f.SessionID, err = stringValue(value)
+			f.SessionID, err = m.str(value, &m.last[lastSessionID])
 		case keyIs(key, "parent_tool_use_id"):
-			f.ParentToolUseID, err = stringValue(value)
+			f.ParentToolUseID, err = m.str(value, &m.last[lastParent])
 		case keyIs(key, "event"):
 			event = value
 		case keyIs(key, "message"):
 			message = value
 		case keyIs(key, "uuid"):
-			uuid, err = stringValue(value)
+			// Every line has its own uuid and only an assistant
+			// frame's is kept: check it now, decode it then.
+			uuidRaw, err = value, checkString(value)
 		}
 		return err == nil
 	})
 	if err != nil {
 		return Frame{}, err
 	}
+	if f.Type == "assistant" && uuidRaw != nil {
+		uuid, _ = stringValue(uuidRaw) // checked above
+	}
 	switch f.Type {
 	case "stream_event":
 		if event == nil {
 			return f, nil
+		}
+		if evWalked {
+			return f, m.applyEvent(&f, &ev, emit)
 		}
 		return f, m.streamEvent(&f, event, emit)
 	case "system":
@@ -373,35 +439,139 @@ func (m *mapper) event(t event.Type, parent string) event.Event {
 	return event.Event{Type: t, SessionID: m.sessionID, ParentToolUseID: parent}
 }
 
-func (m *mapper) streamEvent(f *Frame, raw []byte, emit func(event.Event)) error {
-	var typ string
-	var index int
-	var delta, block, message []byte
-	err := eachField(raw, func(key, value []byte) bool {
+// eventFields is what streamEvent reads of a stream_event's event.
+type eventFields struct {
+	typ                   string
+	index                 int
+	delta, block, message []byte
+	// deltaWalked: delta is an object whose members are in d.
+	deltaWalked bool
+	d           deltaFields
+}
+
+// deltaFields is what blockDelta reads of a content_block_delta's delta.
+type deltaFields struct {
+	typ           string
+	text, partial []byte
+}
+
+// eventField reads one member of an event into ev. It reports false on
+// the first member it cannot read, after which no other member is read.
+func (m *mapper) eventField(ev *eventFields, key, value []byte) bool {
+	var err error
+	switch {
+	case keyIs(key, "type"):
+		ev.typ, err = m.str(value, &m.last[lastEventType])
+	case keyIs(key, "index"):
+		ev.index, err = intValue(value)
+	case keyIs(key, "delta"):
+		ev.delta, ev.deltaWalked = value, false
+	case keyIs(key, "content_block"):
+		ev.block = value
+	case keyIs(key, "message"):
+		ev.message = value
+	}
+	return err == nil
+}
+
+// deltaField reads one member of a delta into d, like eventField.
+func (m *mapper) deltaField(d *deltaFields, key, value []byte) bool {
+	var err error
+	switch {
+	case keyIs(key, "type"):
+		d.typ, err = m.str(value, &m.last[lastDeltaType])
+	case keyIs(key, "text"), keyIs(key, "thinking"):
+		d.text = value
+	case keyIs(key, "partial_json"):
+		d.partial = value
+	}
+	return err == nil
+}
+
+// walkLine is eachField(line, fn) that also reads, in the same walk, the
+// members of an "event" member that is an object, and of its "delta"
+// member, into ev (*walked: the last "event" member was such an object),
+// as streamEvent and blockDelta would read them from the event's raw
+// bytes: each stops reading at the first member it cannot read, and
+// the line is still walked, and checked, to its end.
+func (m *mapper) walkLine(line []byte, ev *eventFields, walked *bool, fn func(key, value []byte) bool) error {
+	i := skipSpace(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return errSyntax
+	}
+	end, err := walkObject(line, i, func(key []byte, vs int) (int, error) {
+		var i int
 		var err error
-		switch {
-		case keyIs(key, "type"):
-			typ, err = stringValue(value)
-		case keyIs(key, "index"):
-			index, err = intValue(value)
-		case keyIs(key, "delta"):
-			delta = value
-		case keyIs(key, "content_block"):
-			block = value
-		case keyIs(key, "message"):
-			message = value
+		if keyIs(key, "event") && vs < len(line) && line[vs] == '{' {
+			*ev, *walked = eventFields{}, true
+			reading := true
+			i, err = walkObject(line, vs, func(key []byte, vs int) (int, error) {
+				if reading && keyIs(key, "delta") && vs < len(line) && line[vs] == '{' {
+					ev.d, ev.deltaWalked = deltaFields{}, false
+					dReading := true
+					end, err := walkObject(line, vs, func(key []byte, vs int) (int, error) {
+						end, err := skipValueDepth(line, vs, 2)
+						if err == nil && dReading {
+							dReading = m.deltaField(&ev.d, key, line[vs:end])
+						}
+						return end, err
+					})
+					if err == nil {
+						reading = m.eventField(ev, key, line[vs:end])
+						ev.deltaWalked = true
+					}
+					return end, err
+				}
+				end, err := skipValueDepth(line, vs, 1)
+				if err == nil && reading {
+					reading = m.eventField(ev, key, line[vs:end])
+				}
+				return end, err
+			})
+		} else {
+			if keyIs(key, "event") {
+				*walked = false
+			}
+			i, err = skipValueDepth(line, vs, 0)
 		}
-		return err == nil
+		if err != nil {
+			return i, err
+		}
+		if !fn(key, line[vs:i]) {
+			return i, errStopWalk
+		}
+		return i, nil
 	})
+	switch {
+	case err == errStopWalk:
+		return nil
+	case err != nil:
+		return err
+	}
+	return trailing(line, end)
+}
+
+func (m *mapper) streamEvent(f *Frame, raw []byte, emit func(event.Event)) error {
+	var ev eventFields
+	err := eachField(raw, func(key, value []byte) bool { return m.eventField(&ev, key, value) })
 	if err != nil {
 		return err
 	}
+	return m.applyEvent(f, &ev, emit)
+}
+
+// applyEvent maps a stream_event's event, read into ev.
+func (m *mapper) applyEvent(f *Frame, ev *eventFields, emit func(event.Event)) error {
+	typ, index, delta, block, message := ev.typ, ev.index, ev.delta, ev.block, ev.message
 	f.Subtype = typ
 	parent := f.ParentToolUseID
 	switch typ {
 	case "content_block_delta":
 		if delta == nil {
 			return nil
+		}
+		if ev.deltaWalked {
+			return m.applyDelta(parent, index, &ev.d, emit)
 		}
 		return m.blockDelta(parent, index, delta, emit)
 	case "content_block_start":
@@ -434,23 +604,17 @@ func (m *mapper) streamEvent(f *Frame, raw []byte, emit func(event.Event)) error
 }
 
 func (m *mapper) blockDelta(parent string, index int, raw []byte, emit func(event.Event)) error {
-	var typ string
-	var text, partial []byte
-	err := eachField(raw, func(key, value []byte) bool {
-		var err error
-		switch {
-		case keyIs(key, "type"):
-			typ, err = stringValue(value)
-		case keyIs(key, "text"), keyIs(key, "thinking"):
-			text = value
-		case keyIs(key, "partial_json"):
-			partial = value
-		}
-		return err == nil
-	})
+	var d deltaFields
+	err := eachField(raw, func(key, value []byte) bool { return m.deltaField(&d, key, value) })
 	if err != nil {
 		return err
 	}
+	return m.applyDelta(parent, index, &d, emit)
+}
+
+// applyDelta maps a content_block_delta's delta, read into d.
+func (m *mapper) applyDelta(parent string, index int, d *deltaFields, emit func(event.Event)) error {
+	typ, text, partial := d.typ, d.text, d.partial
 	switch typ {
 	case "text_delta", "thinking_delta":
 		if text == nil {

@@ -121,6 +121,9 @@ func OptsFor(req engine.Request) (TurnOpts, error) {
 		opts.Approver = req.Approver
 	}
 	opts.SettingSources = "user"
+	if req.Sandbox {
+		opts.Sandbox, opts.Protected = true, protect.Or(req.Protected, req.Cwd)
+	}
 	if req.PermissionMode != "bypassPermissions" {
 		opts.Settings = ProtectSettings(protect.Or(req.Protected, req.Cwd))
 	}

@@ -2,7 +2,9 @@ package claudecode
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -104,10 +106,36 @@ func skipNumber(b []byte, i int) (int, error) {
 }
 
 // skipString returns the index just past the string starting at b[i]=='"'.
-// It jumps from quote to quote; a quote preceded by an odd run of
-// backslashes is escaped.
+// Most strings on a line are keys and short values (ids, types): their
+// first shortString bytes are looked at eight at a time for a quote or a
+// backslash (a backslash skips the byte it escapes). Beyond, it jumps
+// from quote to quote; a quote preceded by an odd run of backslashes is
+// escaped.
 func skipString(b []byte, i int) (int, error) {
 	j := i + 1
+	end := min(len(b), j+shortString)
+	for j < end {
+		if j+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[j:])
+			m := hasByte(x, '"') | hasByte(x, '\\')
+			if m == 0 {
+				j += 8
+				continue
+			}
+			j += bits.TrailingZeros64(m) / 8
+		}
+		switch b[j] {
+		case '"':
+			return j + 1, nil
+		case '\\':
+			j += 2
+		default:
+			j++
+		}
+	}
+	if j >= len(b) {
+		return len(b), errSyntax
+	}
 	for {
 		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
@@ -123,6 +151,19 @@ func skipString(b []byte, i int) (int, error) {
 		}
 		j++
 	}
+}
+
+// shortString is how many bytes of a string skipString looks at eight
+// at a time before it searches for the closing quote.
+const shortString = 64
+
+// hasByte has the high bit set in the lowest byte of x equal to c (and
+// maybe in higher ones after it): the classic "has zero byte" test on
+// x^c, whose lowest flagged byte is exact.
+func hasByte(x uint64, c byte) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	y := x ^ (lo * uint64(c))
+	return (y - lo) &^ y & hi
 }
 
 func skipContainer(b []byte, i, depth int) (int, error) {
@@ -223,6 +264,54 @@ func trailing(b []byte, i int) error {
 	return nil
 }
 
+// errStopWalk, returned by a walkObject member function, ends the walk
+// there; the caller takes it for success.
+var errStopWalk = errors.New("stop")
+
+// walkObject walks the object starting at b[i]=='{' as skipContainer
+// skips it, and returns the index just past it. For every member it calls
+// member with the raw key (as eachField gives it) and the index where the
+// value starts (after white space); member returns the index just past
+// the value (skipValueDepth(b, vs, d) when it only wants to skip it, d
+// the object's own depth as skipContainer counts it: 0 for a line) or an
+// error that ends the walk.
+func walkObject(b []byte, i int, member func(key []byte, vs int) (int, error)) (int, error) {
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return i, errSyntax
+		}
+		ks := i
+		var err error
+		if i, err = skipString(b, i); err != nil {
+			return i, err
+		}
+		key := b[ks+1 : i-1]
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != ':' {
+			return i, errSyntax
+		}
+		if i, err = member(key, skipSpace(b, i+1)); err != nil {
+			return i, err
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return i, errSyntax
+		}
+		if b[i] == '}' {
+			return i + 1, nil
+		}
+		if b[i] != ',' {
+			return i, errSyntax
+		}
+		i++
+	}
+}
+
 // eachElement calls fn with every raw element of the array in b.
 func eachElement(b []byte, fn func(value []byte) bool) error {
 	i := skipSpace(b, 0)
@@ -287,6 +376,26 @@ func stringValue(raw []byte) (string, error) {
 		out = replaceInvalidUTF8(nil, out)
 	}
 	return string(out), nil
+}
+
+// checkString reports the error stringValue would return for raw,
+// without decoding it when it needs no unescaping.
+func checkString(raw []byte) error {
+	if len(raw) == 4 && string(raw) == "null" {
+		return nil
+	}
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return errSyntax
+	}
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		if !validPlain(body) {
+			return errSyntax
+		}
+		return nil
+	}
+	_, err := stringValue(raw)
+	return err
 }
 
 // replaceInvalidUTF8 appends src to dst with every byte that is not part

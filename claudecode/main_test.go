@@ -14,12 +14,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/sandbox"
 )
 
 // The test binary doubles as a fake claude: run with CLAUDETEST_REPLAY it
 // plays a transcript, with CLAUDECODE_TEST_CHILD it misbehaves in one of
 // the ways a child can (see fakeChild).
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	claudetest.RunReplayerIfRequested()
 	if mode := os.Getenv("CLAUDECODE_TEST_CHILD"); mode != "" {
 		os.Exit(fakeChild(mode))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/chirality/harness/internal/stderrtail"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/mcpconfig"
+	"github.com/chirality/harness/sandbox"
 	"github.com/rs/zerolog"
 )
 
@@ -67,7 +69,8 @@ type Turn struct {
 	exitSig   string
 	waitErr   error
 	tail      *stderrtail.Tail
-	mcpFile   string // the private --mcp-config file, removed when the child has exited
+	mcpFile   string       // the private --mcp-config file, removed when the child has exited
+	sandboxed *sandbox.Cmd // the sandbox's private TMPDIR, removed when the child has exited
 
 	approvals       context.Context // asked approvals wait on it; cancelled when stdout ends
 	approvalsCancel context.CancelFunc
@@ -191,12 +194,20 @@ func (t *Turn) spawn(ctx context.Context) error {
 	cmd := exec.Command(t.bin, t.args...)
 	cmd.Dir = t.opts.Cwd
 	cmd.Env = append(secrets.FilterEnv(t.m.cfg.Env, t.m.cfg.AllowEnv), t.opts.Env...)
+	if t.opts.Sandbox {
+		if err := t.sandbox(cmd); err != nil {
+			closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
+			t.removeMCPFile()
+			return err
+		}
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
 	procgroup.Set(cmd)
 	t.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
 		t.removeMCPFile()
+		_ = t.sandboxed.Close()
 		return t.m.errorf("claudecode: start %s: %v", t.bin, err)
 	}
 	closeAll(stdinR, stdoutW, stderrW) // the child has its copies
@@ -326,6 +337,7 @@ func (t *Turn) wait() {
 	defer t.wg.Done()
 	t.waitErr = t.cmd.Wait()
 	t.removeMCPFile()
+	_ = t.sandboxed.Close()
 	t.exitCode, t.exitSig = procgroup.ExitStatus(t.cmd.ProcessState)
 	_ = procgroup.Signal(t.pid, procgroup.Kill)
 	close(t.exited)
@@ -672,6 +684,24 @@ func writeMCPFile(dir string, cfg *mcpconfig.Config) (string, error) {
 		return "", fmt.Errorf("claudecode: MCP config file: %w", err)
 	}
 	return f.Name(), nil
+}
+
+// sandbox wraps cmd in the kernel sandbox: the CLI may write its state
+// under HOME (~/.claude/, ~/.claude.json, ~/.cache/, ~/.local/state/,
+// ~/.local/share/claude/, or CLAUDE_CONFIG_DIR) besides the workdir and
+// its private TMPDIR.
+func (t *Turn) sandbox(cmd *exec.Cmd) error {
+	home := sandbox.Home(cmd.Env)
+	writable := sandbox.InHome(home, ".claude/", ".claude.json", ".cache/", ".local/state/", ".local/share/claude/")
+	if d := sandbox.Getenv(cmd.Env, "CLAUDE_CONFIG_DIR"); d != "" {
+		writable = append(writable, d+string(filepath.Separator))
+	}
+	sb, err := sandbox.Apply(cmd, sandbox.Spec{Protected: t.opts.Protected, Writable: writable})
+	if err != nil {
+		return fmt.Errorf("claudecode: %w", err)
+	}
+	t.sandboxed = sb
+	return nil
 }
 
 func (t *Turn) removeMCPFile() {

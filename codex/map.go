@@ -2,12 +2,12 @@ package codex
 
 import (
 	"encoding/json"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/lazyre"
 )
 
 // Tool names the UI sees for Codex's items.
@@ -165,7 +165,7 @@ func (m *mapper) handle(msg Message) (done bool, err error) {
 }
 
 // reconnectCount reads "3/5" in Codex's "Reconnecting... 3/5 (…)".
-var reconnectCount = regexp.MustCompile(`(\d+)/(\d+)`)
+var reconnectCount = lazyre.New(`(\d+)/(\d+)`)
 
 // retry maps an error notification that Codex will retry
 // ({"error":{"message":"Reconnecting... waiting for network",

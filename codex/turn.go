@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +21,7 @@ import (
 	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/internal/stderrtail"
+	"github.com/chirality/harness/sandbox"
 )
 
 // Turn is one Codex turn: its child, its stream of events. Next, Event
@@ -74,6 +77,20 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 	t.stderr = stderrtail.New(secrets.SecretValues(env))
 	cmd.Dir = t.req.Cwd
 	procgroup.Set(cmd)
+	var sb *sandbox.Cmd
+	if t.req.Sandbox {
+		// Codex writes its threads, logs and caches under $CODEX_HOME
+		// (~/.codex); its own sandbox, if any, runs inside this one.
+		home := sandbox.Getenv(env, "CODEX_HOME")
+		if home == "" {
+			home = filepath.Join(sandbox.Home(env), ".codex")
+		}
+		var err error
+		if sb, err = sandbox.Apply(cmd, sandbox.Spec{Protected: t.req.Protected,
+			Writable: append(sandbox.InHome(sandbox.Home(env), ".cache/"), home+string(filepath.Separator))}); err != nil {
+			return fmt.Errorf("codex: %w", err)
+		}
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -87,6 +104,7 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 		return err
 	}
 	if err := cmd.Start(); err != nil {
+		_ = sb.Close()
 		return err
 	}
 	t.cmd, t.stdin, t.pid = cmd, stdin, cmd.Process.Pid
@@ -94,6 +112,7 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 	go func() {
 		t.stderr.Read(stderr, t.log, "codex stderr") // drained before Wait
 		_ = cmd.Wait()
+		_ = sb.Close()
 		code, sig := procgroup.ExitStatus(cmd.ProcessState)
 		t.ps.Store(&exitState{code, sig})
 		close(t.exited)

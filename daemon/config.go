@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/lazyre"
 	"github.com/chirality/harness/irc"
 )
 
@@ -294,7 +294,7 @@ func (a *AgentConfig) line(key string) int {
 	return a.Line
 }
 
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+var yamlLineRE = lazyre.New(`line (\d+)`)
 
 func yamlErrLine(err error) int {
 	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
@@ -382,7 +382,7 @@ func yamlErrLineOr(err error, def int) int {
 	return def
 }
 
-var serverNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,15}$`)
+var serverNameRE = lazyre.New(`^[A-Za-z][A-Za-z0-9_]{0,15}$`)
 
 func (v *validator) server(s *ServerConfig, n *yaml.Node) {
 	lines := keyLines(n)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	neturl "net/url"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/chirality/harness/internal/lazyre"
 	"github.com/chirality/harness/ipc"
 	"github.com/chirality/harness/irc"
 	"github.com/chirality/harness/runner"
@@ -418,7 +418,7 @@ func MentionPrompt(m irc.Message) string {
 // mentionPromptRE finds the channel in a MentionPrompt. Channel names
 // and nicks may hold ']' but no space, so the name runs to the last "] <"
 // before the first space.
-var mentionPromptRE = regexp.MustCompile(`^\[IRC @mention in (\S+)\] <`)
+var mentionPromptRE = lazyre.New(`^\[IRC @mention in (\S+)\] <`)
 
 // mentionSender is the sender of a MentionPrompt; "" for any other
 // prompt.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/chirality/harness/internal/atomicfile"
@@ -15,7 +16,10 @@ import (
 //go:embed skills/SKILL.md.tmpl
 var skillTemplate string
 
-var skillTmpl = template.Must(template.New("SKILL.md").Parse(skillTemplate))
+// skillTmpl is parsed on first use, not when the binary starts (issue 35).
+var skillTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("SKILL.md").Parse(skillTemplate))
+})
 
 // SkillName is the skill's directory name.
 const SkillName = "irc-channel"
@@ -53,7 +57,7 @@ func RenderSkill(cfg *Config, a AgentConfig) (string, error) {
 		note = "Run the commands with your shell tool; `harness` is on your PATH. If your tool asks for approval, the daemon allows `harness channel …`."
 	}
 	var b bytes.Buffer
-	err := skillTmpl.Execute(&b, map[string]any{
+	err := skillTmpl().Execute(&b, map[string]any{
 		"IRCNick": cfg.IRCNick(a), "Channels": strings.Join(a.Channels, ", "),
 		"Relayed": true, "Note": note,
 	})

@@ -156,6 +156,14 @@ type Request struct {
 	// engine starts its agent so that it asks before such a write, or
 	// denies it where nobody is asked (see each engine's package doc).
 	Protected []string
+	// Sandbox: the agent's process and everything it starts run in the
+	// kernel sandbox (package sandbox): they may write only the workdir
+	// (Cwd, minus Protected), the agent's own state directories and a
+	// private temporary directory. An engine that cannot sandbox its
+	// agent, or a kernel without Landlock, refuses the turn with an error
+	// wrapping sandbox.ErrUnavailable (or ErrUnsupported): never an
+	// unsandboxed run.
+	Sandbox bool
 	// Approver, when set, is asked before a tool runs that no rule
 	// allows; nil means nothing asks (what no rule allows is denied).
 	Approver Approver

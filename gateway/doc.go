@@ -11,7 +11,7 @@
 // Routes (openapi.json, served at /api/harness/openapi.json, has the
 // shapes; TestOpenAPIMatchesRoutes keeps it and the router equal):
 //
-//	POST   /api/harness/session/create   {projectRoot, persona, mode, engine?, model?, title?, isolation?, base?, branch?} → 201 {session, pendingApprovals, permissionMode} | 422
+//	POST   /api/harness/session/create   {projectRoot, persona, mode, engine?, model?, title?, isolation?, base?, branch?, sandbox?} → 201 {session, pendingApprovals, permissionMode} | 422
 //	GET    /api/harness/session/list     ?projectRoot= → 200 [SessionSummary]
 //	GET    /api/harness/session/{id}     → 200 {session, pendingApprovals, permissionMode}
 //	PATCH  /api/harness/session/{id}     {title?, persona?, model?, permissionMode?, effort?} → 200 {session, …}
@@ -65,6 +65,13 @@
 // a server started again goes on with it (`harness serve`). At most 100
 // prompts (429) of at most 256 KiB (422). prompt:queued and
 // prompt:dequeued events say what happens in the session's stream.
+//
+// A session created with sandbox true (or any session of a server run
+// with --sandbox) runs its agent in the kernel sandbox (package sandbox):
+// the agent and everything it starts may write only the session's
+// workdir minus its protected paths, the agent's own state directories
+// and a private temporary directory. A turn on a kernel without Landlock
+// fails with 503 (harness.ErrSandboxUnavailable), never unsandboxed.
 //
 // Every event goes out as "id: <seq>" and "data: <json>", flushed at
 // once; a ": heartbeat" comment every 15 s keeps proxies from timing the

@@ -59,7 +59,8 @@ func statusOf(err error) int {
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, harness.ErrClosed), errors.Is(err, sse.ErrTooManyStreams), errors.Is(err, engine.ErrBinaryNotFound),
 		errors.Is(err, checkpoint.ErrNoGit),
-		errors.Is(err, engine.ErrUnavailable), errors.Is(err, engine.ErrBinaryNotFound):
+		errors.Is(err, engine.ErrUnavailable), errors.Is(err, engine.ErrBinaryNotFound),
+		errors.Is(err, harness.ErrSandboxUnavailable):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

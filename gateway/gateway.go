@@ -255,6 +255,9 @@ type createRequest struct {
 	Isolation string `json:"isolation,omitempty"`
 	Base      string `json:"base,omitempty"`
 	Branch    string `json:"branch,omitempty"`
+	// Sandbox runs every turn's agent in the kernel sandbox (503 at a
+	// turn's start on a kernel without Landlock).
+	Sandbox bool `json:"sandbox,omitempty"`
 }
 
 func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
@@ -268,7 +271,7 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 		p = *req.Persona
 	}
 	s, err := g.h.NewSession(harness.SessionSpec{ProjectRoot: req.ProjectRoot, Persona: p, Mode: req.Mode,
-		Engine: req.Engine, Model: req.Model, Title: req.Title, Isolation: req.Isolation, Base: req.Base, Branch: req.Branch})
+		Engine: req.Engine, Model: req.Model, Title: req.Title, Isolation: req.Isolation, Base: req.Base, Branch: req.Branch, Sandbox: req.Sandbox})
 	if err != nil {
 		g.writeError(w, r, err)
 		return

@@ -1,8 +1,9 @@
 package irc
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/chirality/harness/internal/lazyre"
 )
 
 // PlainText renders a model's markdown answer as plain text for IRC,
@@ -55,20 +56,20 @@ func PlainText(md string) string {
 }
 
 var (
-	hrRE        = regexp.MustCompile(`^(?:\*[ \t]*){3,}$|^(?:-[ \t]*){3,}$|^(?:_[ \t]*){3,}$`)
-	tableRuleRE = regexp.MustCompile(`^\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?$`)
-	headingRE   = regexp.MustCompile(`^ {0,3}#{1,6}[ \t]+(.*)$`)
-	bulletRE    = regexp.MustCompile(`^([ \t]*)[*+-][ \t]+(.*)$`)
-	imageRE     = regexp.MustCompile(`!\[([^\]]*)\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
-	linkRE      = regexp.MustCompile(`\[([^\]]+)\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
-	commentRE   = regexp.MustCompile(`<!--.*?-->`)
+	hrRE        = lazyre.New(`^(?:\*[ \t]*){3,}$|^(?:-[ \t]*){3,}$|^(?:_[ \t]*){3,}$`)
+	tableRuleRE = lazyre.New(`^\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?$`)
+	headingRE   = lazyre.New(`^ {0,3}#{1,6}[ \t]+(.*)$`)
+	bulletRE    = lazyre.New(`^([ \t]*)[*+-][ \t]+(.*)$`)
+	imageRE     = lazyre.New(`!\[([^\]]*)\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	linkRE      = lazyre.New(`\[([^\]]+)\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	commentRE   = lazyre.New(`<!--.*?-->`)
 	// emphasis: the marker opens before a non-space and closes after one,
 	// and is not inside a word (so snake_case and 2*3*4 stay)
-	strongRE = regexp.MustCompile(`(^|[^\w*])\*\*([^\s*](?:[^*]*[^\s*])?)\*\*($|[^\w*])`)
-	strong_  = regexp.MustCompile(`(^|[^\w_])__([^\s_](?:[^_]*[^\s_])?)__($|[^\w_])`)
-	emRE     = regexp.MustCompile(`(^|[^\w*])\*([^\s*](?:[^*]*[^\s*])?)\*($|[^\w*])`)
-	em_      = regexp.MustCompile(`(^|[^\w_])_([^\s_](?:[^_]*[^\s_])?)_($|[^\w_])`)
-	strikeRE = regexp.MustCompile(`~~([^\s~](?:[^~]*[^\s~])?)~~`)
+	strongRE = lazyre.New(`(^|[^\w*])\*\*([^\s*](?:[^*]*[^\s*])?)\*\*($|[^\w*])`)
+	strong_  = lazyre.New(`(^|[^\w_])__([^\s_](?:[^_]*[^\s_])?)__($|[^\w_])`)
+	emRE     = lazyre.New(`(^|[^\w*])\*([^\s*](?:[^*]*[^\s*])?)\*($|[^\w*])`)
+	em_      = lazyre.New(`(^|[^\w_])_([^\s_](?:[^_]*[^\s_])?)_($|[^\w_])`)
+	strikeRE = lazyre.New(`~~([^\s~](?:[^~]*[^\s~])?)~~`)
 )
 
 // fenceOpen is the fence a line opens (``` or ~~~, any longer run), or "".
@@ -138,7 +139,7 @@ func spans(s string) string {
 		}
 		return p[1] + " (" + p[2] + ")"
 	})
-	for _, re := range []*regexp.Regexp{strongRE, strong_, emRE, em_} {
+	for _, re := range []*lazyre.Regexp{strongRE, strong_, emRE, em_} {
 		// twice: adjacent spans share the character between them
 		s = re.ReplaceAllString(s, "$1$2$3")
 		s = re.ReplaceAllString(s, "$1$2$3")

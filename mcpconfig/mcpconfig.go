@@ -45,10 +45,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/chirality/harness/internal/lazyre"
 )
 
 // FileName is the project's configuration file, at the project root.
@@ -140,7 +141,7 @@ type Config struct {
 	Servers []Server
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var nameRE = lazyre.New(`^[A-Za-z0-9_-]{1,64}$`)
 
 // ValidName reports whether name can name a server.
 func ValidName(name string) bool {
@@ -343,7 +344,7 @@ func Select(base *Config, names []string, inline []Server, source string) (*Conf
 	return Merge(sel, &Config{Servers: inline}), nil
 }
 
-var varRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+var varRE = lazyre.New(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
 // Expand returns a copy of c with `${VAR}` and `${VAR:-default}` replaced
 // in command, args, env and header values and url, looking variables up

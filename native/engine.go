@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/atomicfile"
+	"github.com/chirality/harness/internal/lazyre"
 	"github.com/chirality/harness/internal/turns"
 	"github.com/chirality/harness/permrule"
 	"github.com/chirality/harness/tool"
@@ -150,7 +150,7 @@ func toolsFor(req engine.Request) []Tool {
 	return out
 }
 
-var convPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var convPattern = lazyre.New(`^[A-Za-z0-9_-]{1,64}$`)
 
 // StartTurn runs one Prompt for req on a goroutine of the engine. It fails
 // with engine.ErrBusy, engine.ErrClosed, or engine.ErrUnavailable when no

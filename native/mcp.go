@@ -21,6 +21,7 @@ import (
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/mcpconfig"
 	"github.com/chirality/harness/permrule"
+	"github.com/chirality/harness/sandbox"
 )
 
 // MCPStartTimeout bounds the start of each MCP server (connect, initialize
@@ -46,6 +47,7 @@ type mcpClients struct {
 	sessions []*mcp.ClientSession
 	tools    []Tool
 	status   []event.MCPServerStatus
+	boxes    []*sandbox.Cmd // sandboxed stdio servers' private TMPDIRs, removed at close
 }
 
 // startMCP connects to every server of cfg at once, each within
@@ -59,6 +61,7 @@ func startMCP(ctx context.Context, cfg *mcpconfig.Config, req engine.Request) *m
 	type result struct {
 		cs    *mcp.ClientSession
 		tools []Tool
+		box   *sandbox.Cmd
 		err   error
 	}
 	results := make([]result, len(cfg.Servers))
@@ -67,8 +70,8 @@ func startMCP(ctx context.Context, cfg *mcpconfig.Config, req engine.Request) *m
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cs, tools, err := connectMCP(ctx, s, req)
-			results[i] = result{cs, tools, err}
+			cs, tools, box, err := connectMCP(ctx, s, req)
+			results[i] = result{cs, tools, box, err}
 		}()
 	}
 	wg.Wait()
@@ -79,13 +82,24 @@ func startMCP(ctx context.Context, cfg *mcpconfig.Config, req engine.Request) *m
 			continue
 		}
 		c.sessions = append(c.sessions, r.cs)
+		c.boxes = append(c.boxes, r.box)
 		c.tools = append(c.tools, r.tools...)
 		c.status = append(c.status, event.MCPServerStatus{Name: s.Name, Status: "connected"})
 	}
 	return c
 }
 
-func connectMCP(ctx context.Context, s mcpconfig.Server, req engine.Request) (*mcp.ClientSession, []Tool, error) {
+// connectMCP starts (stdio) or reaches server s and lists its tools. A
+// sandboxed turn's stdio server runs in the kernel sandbox, as an
+// agent's would (its private TMPDIR is returned to be removed once it
+// has exited); one that cannot be sandboxed fails.
+func connectMCP(ctx context.Context, s mcpconfig.Server, req engine.Request) (_ *mcp.ClientSession, _ []Tool, box *sandbox.Cmd, err error) {
+	defer func() {
+		if err != nil {
+			_ = box.Close()
+			box = nil
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, MCPStartTimeout)
 	defer cancel()
 	var transport mcp.Transport
@@ -97,6 +111,11 @@ func connectMCP(ctx context.Context, s mcpconfig.Server, req engine.Request) (*m
 		for _, k := range sortedKeys(s.Env) {
 			cmd.Env = append(cmd.Env, k+"="+s.Env[k])
 		}
+		if req.Sandbox {
+			if box, err = sandbox.Apply(cmd, sandbox.Spec{Protected: req.Protected}); err != nil {
+				return nil, nil, nil, err
+			}
+		}
 		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: mcpCloseGrace}
 	case mcpconfig.HTTP, mcpconfig.SSE:
 		client := &http.Client{Transport: headerTransport{headers: s.Headers, base: http.DefaultTransport}}
@@ -106,18 +125,18 @@ func connectMCP(ctx context.Context, s mcpconfig.Server, req engine.Request) (*m
 			transport = &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: client}
 		}
 	default:
-		return nil, nil, fmt.Errorf("unknown MCP server type %q", s.Type)
+		return nil, nil, box, fmt.Errorf("unknown MCP server type %q", s.Type)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "harness", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start: %w", err)
+		return nil, nil, box, fmt.Errorf("start: %w", err)
 	}
 	var tools []Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			_ = cs.Close()
-			return nil, nil, fmt.Errorf("tools/list: %w", err)
+			return nil, nil, box, fmt.Errorf("tools/list: %w", err)
 		}
 		schema, err := json.Marshal(t.InputSchema)
 		if err != nil || t.InputSchema == nil {
@@ -125,7 +144,7 @@ func connectMCP(ctx context.Context, s mcpconfig.Server, req engine.Request) (*m
 		}
 		tools = append(tools, &mcpTool{cs: cs, name: mcpconfig.ToolName(s.Name, t.Name), tool: t.Name, desc: t.Description, schema: schema, req: req})
 	}
-	return cs, tools, nil
+	return cs, tools, box, nil
 }
 
 // close ends every server (stdio children: stdin closed, then killed
@@ -140,6 +159,9 @@ func (c *mcpClients) close() {
 		}()
 	}
 	wg.Wait()
+	for _, b := range c.boxes {
+		_ = b.Close()
+	}
 }
 
 type headerTransport struct {

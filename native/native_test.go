@@ -13,10 +13,17 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/chirality/harness/sandbox"
+
 	"github.com/chirality/harness/claudecode/claudetest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The test binary is also the sandbox entry sandboxed MCP servers start
+// through.
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	goleak.VerifyTestMain(m)
+}
 
 // fakeTool records its calls and answers out, or fails with err.
 type fakeTool struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/lazyre"
 	"github.com/chirality/harness/mcpconfig"
 )
 
@@ -128,7 +128,7 @@ func cloneList(s []string) []string {
 // driver's, which are the CLI's.
 var PermissionModes = engine.PermissionModes
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var idPattern = lazyre.New(`^[A-Za-z0-9_-]+$`)
 
 // ValidID reports whether id is an acceptable persona ID:
 // ^[A-Za-z0-9_-]+$.
@@ -220,7 +220,7 @@ func splitFrontmatter(file, text string) (front, body string, has bool, err erro
 // the file: the opening "---" is line 1.
 const frontmatterLineOffset = 1
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLineRE = lazyre.New(`^yaml: line (\d+): (.*)$`)
 
 func decodeFrontmatter(file, front string, p *Persona) error {
 	var doc yaml.Node

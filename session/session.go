@@ -108,6 +108,9 @@ type Session struct {
 	Branch     string
 	Base       string
 	BaseCommit string
+	// Sandbox: every turn's agent runs in the kernel sandbox (package
+	// sandbox), chosen at creation.
+	Sandbox bool
 }
 
 // IsolationWorktree is Session.Isolation for a session in a git worktree.
@@ -165,6 +168,7 @@ type wireSession struct {
 	Branch          string                  `json:"branch,omitempty"`
 	Base            string                  `json:"base,omitempty"`
 	BaseCommit      string                  `json:"baseCommit,omitempty"`
+	Sandbox         bool                    `json:"sandbox,omitempty"`
 }
 
 func nullable(s string) *string {
@@ -201,6 +205,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Branch:          s.Branch,
 		Base:            s.Base,
 		BaseCommit:      s.BaseCommit,
+		Sandbox:         s.Sandbox,
 	})
 }
 
@@ -220,7 +225,7 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 	*s = Session{ID: w.ID, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, ProjectRoot: w.ProjectRoot, Mode: w.Mode,
 		Engine: w.Engine, EngineSessionID: w.EngineSessionID, Model: w.Model, PermissionMode: w.PermissionMode, Effort: w.Effort,
 		Pending: w.Pending, PromptHash: w.PromptHash, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD, MCPServers: w.MCPServers,
-		Isolation: w.Isolation, Workdir: w.Workdir, Branch: w.Branch, Base: w.Base, BaseCommit: w.BaseCommit}
+		Isolation: w.Isolation, Workdir: w.Workdir, Branch: w.Branch, Base: w.Base, BaseCommit: w.BaseCommit, Sandbox: w.Sandbox}
 	if w.Persona != nil {
 		s.Persona = *w.Persona
 	}

@@ -68,6 +68,9 @@ type SessionGrants struct {
 	Persona        string   `json:"persona,omitempty"`
 	PermissionMode string   `json:"permissionMode,omitempty"`
 	Engine         string   `json:"engine,omitempty"`
+	// Sandbox: a person ran this session in the kernel sandbox. Kept
+	// once set: the session file's word cannot take it back.
+	Sandbox bool `json:"sandbox,omitempty"`
 }
 
 // PersonaTrust is a persona file as a person last trusted it: the hash
@@ -260,6 +263,16 @@ func (s *Store) Choose(root, id, personaID, mode, engine string) error {
 	return s.Update(root, func(r *Record) error {
 		g := r.session(id)
 		g.Chosen, g.Persona, g.PermissionMode, g.Engine = true, personaID, mode, engine
+		return nil
+	})
+}
+
+// ChooseSandbox records that a person ran session id of root in the
+// kernel sandbox (Harness.NewSession with Sandbox): every later turn is
+// sandboxed whatever the session file says.
+func (s *Store) ChooseSandbox(root, id string) error {
+	return s.Update(root, func(r *Record) error {
+		r.session(id).Sandbox = true
 		return nil
 	})
 }

@@ -1,11 +1,11 @@
 package tui
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 
 	"charm.land/lipgloss/v2"
+	"github.com/chirality/harness/internal/lazyre"
 )
 
 // Theme is the TUI's palette. Bubble Tea downsamples it to what the
@@ -25,10 +25,10 @@ func (t Theme) style(fg string) lipgloss.Style {
 }
 
 var (
-	reLink    = regexp.MustCompile(`\[([^\]]+)\]\(([^)\s]+)\)`)
-	reOrdered = regexp.MustCompile(`^(\s*)(\d+)\.\s+(.*)$`)
-	reBullet  = regexp.MustCompile(`^(\s*)[-*]\s+(.*)$`)
-	reHeading = regexp.MustCompile(`^(#{1,6})\s+(.*)$`)
+	reLink    = lazyre.New(`\[([^\]]+)\]\(([^)\s]+)\)`)
+	reOrdered = lazyre.New(`^(\s*)(\d+)\.\s+(.*)$`)
+	reBullet  = lazyre.New(`^(\s*)[-*]\s+(.*)$`)
+	reHeading = lazyre.New(`^(#{1,6})\s+(.*)$`)
 )
 
 // RenderMarkdown renders md as terminal lines, per the TUI's table:

@@ -6,6 +6,12 @@
 //
 //	naivejson [-file bench/out/transcript.ndjson]
 //	naivejson -claude-bin bench/out/claude-replay   (CLAUDETEST_REPLAY set)
+//	naivejson -bare -claude-bin bench/out/claude-replay
+//
+// With -bare it decodes nothing: it reads the stream line by line from the
+// pipe into nothing (bufio.Reader.ReadSlice, no copy), looking only for
+// the result line to close stdin. That is the floor of any consumer of
+// the same stream: compare.sh's "bare" side.
 //
 // With -file it parses the file directly. With -claude-bin it does what a
 // driver does end to end: starts the stand-in claude, sends a user message
@@ -18,6 +24,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -32,6 +39,7 @@ import (
 func main() {
 	file := flag.String("file", "bench/out/transcript.ndjson", "transcript to parse")
 	claudeBin := flag.String("claude-bin", "", "run this stand-in claude and parse its stdout instead of -file")
+	bare := flag.Bool("bare", false, "decode nothing: read the lines into nothing (the floor)")
 	flag.Parse()
 
 	start := time.Now()
@@ -63,7 +71,26 @@ func main() {
 	br := bufio.NewReaderSize(src, 64<<10)
 	lines := 0
 	types := map[string]int{}
-	for {
+	for *bare {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 && !errors.Is(err, bufio.ErrBufferFull) {
+			lines++
+			// A quote inside a JSON string is escaped, so this unescaped
+			// member can only be the result frame's own type.
+			if stdin != nil && bytes.Contains(line, []byte(`"type":"result"`)) {
+				types["result"]++
+				stdin.Close()
+				stdin = nil
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			check(err)
+		}
+	}
+	for !*bare {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
 			var m map[string]any

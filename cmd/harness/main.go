@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/internal/lazyre"
 	"github.com/chirality/harness/persona"
+	"github.com/chirality/harness/sandbox"
 	"github.com/chirality/harness/session"
 )
 
@@ -21,6 +22,9 @@ import (
 func init() { cobra.EnableCommandSorting = false }
 
 func main() {
+	// `harness __sandbox … -- CMD` confines itself and execs CMD; it is
+	// handled before anything else is set up, so it stays cheap.
+	sandbox.Main()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -253,7 +257,7 @@ func exitWith(status int) error {
 
 // singleDashLong is a long flag written with one dash (-addr, -json=x), as
 // Go's flag package, which harness used before cobra, took them.
-var singleDashLong = regexp.MustCompile(`^-[a-zA-Z][a-zA-Z0-9-]+(=.*)?$`)
+var singleDashLong = lazyre.New(`^-[a-zA-Z][a-zA-Z0-9-]+(=.*)?$`)
 
 // normalizeArgs keeps the command lines that worked before the CLI moved
 // to cobra: a long flag with one dash before any "--" gets its second.

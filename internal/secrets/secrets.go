@@ -37,8 +37,9 @@
 package secrets
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/chirality/harness/internal/lazyre"
 )
 
 // What is withheld, by name. Names are compared in upper case and split
@@ -70,7 +71,7 @@ var (
 // variable is called: Anthropic and OpenAI keys, GitHub tokens (classic
 // and fine-grained), GitLab and npm tokens, Slack tokens, AWS access key
 // ids, PEM private keys, and URLs with a password (scheme://user:pass@).
-var secretValue = regexp.MustCompile(`^(sk-ant-[A-Za-z0-9_-]{8,}|sk-proj-[A-Za-z0-9_-]{16,}|` +
+var secretValue = lazyre.New(`^(sk-ant-[A-Za-z0-9_-]{8,}|sk-proj-[A-Za-z0-9_-]{16,}|` +
 	`gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,}|npm_[A-Za-z0-9]{30,}|` +
 	`xox[abprs]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[A-Z0-9]{16}|-----BEGIN [A-Z ]*PRIVATE KEY-----)` +
 	`|^[a-zA-Z][a-zA-Z0-9+.-]*://[^/@\s:]*:[^/@\s]+@`)

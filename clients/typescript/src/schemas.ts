@@ -59,6 +59,8 @@ export const SessionSchema = z.looseObject({
   branch: z.string().optional(),
   base: z.string().optional(),
   baseCommit: z.string().optional(),
+  /** True when the session's agent runs in the kernel sandbox. */
+  sandbox: z.boolean().optional(),
 });
 export type Session = z.infer<typeof SessionSchema>;
 
@@ -143,6 +145,9 @@ export const CreateSessionRequestSchema = z.object({
   isolation: z.literal("worktree").optional(),
   base: z.string().min(1).optional(),
   branch: z.string().min(1).optional(),
+  /** Run every turn's agent in the kernel sandbox (Landlock); a turn on a
+   * kernel without it fails with 503. */
+  sandbox: z.boolean().optional(),
 });
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 

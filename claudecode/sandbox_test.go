@@ -1,0 +1,63 @@
+package claudecode_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/sandbox/sandboxtest"
+)
+
+// TestRealCLISandboxEscapes: the real CLI, every tool call allowed by
+// rule, sandboxed. The model tries to write outside the workdir in every
+// way it can, with Bash and with Write; only the kernel stands in the
+// way, and each attempt comes back as a permission error in tool:result
+// while a write inside the workdir still works.
+func TestRealCLISandboxEscapes(t *testing.T) {
+	r := newRealCLI(t)
+	sc := sandboxtest.New(t, r.cwd, r.home)
+	var blocks []claudetest.Block
+	var denied []string
+	for i, c := range sc.Escapes(t) {
+		id := fmt.Sprintf("toolu_escape%d", i)
+		denied = append(denied, id)
+		blocks = append(blocks, claudetest.ToolUse(id, "Bash", map[string]any{"command": c, "description": id}))
+	}
+	denied = append(denied, "toolu_write_abs", "toolu_write_chirality")
+	blocks = append(blocks,
+		claudetest.ToolUse("toolu_write_abs", "Write", map[string]any{"file_path": filepath.Join(sc.Outside, "written"), "content": "x\n"}),
+		claudetest.ToolUse("toolu_write_chirality", "Write", map[string]any{"file_path": filepath.Join(r.cwd, ".chirality", "w"), "content": "x\n"}),
+		claudetest.ToolUse("toolu_inside", "Bash", map[string]any{"command": sandboxtest.Inside, "description": "inside"}),
+		claudetest.ToolUse("toolu_write_inside", "Write", map[string]any{"file_path": filepath.Join(r.cwd, "src", "w.txt"), "content": "w\n"}),
+	)
+	r.api.Script(claudetest.Reply{Blocks: blocks}, claudetest.TextReply("done"))
+	evs, err := r.turn("s-sandbox", "escape", claudecode.TurnOpts{AllowedTools: []string{"Bash", "Write"}, Sandbox: true})
+	if err != nil {
+		t.Fatalf("turn failed: %v", err)
+	}
+	results := map[string]*event.ToolResult{}
+	for _, e := range ofType(evs, event.TypeToolResult) {
+		results[e.ToolResult.ToolUseID] = e.ToolResult
+	}
+	for _, id := range denied {
+		if res := results[id]; res == nil || !res.IsError || !sandboxtest.Denied(res.Content) {
+			t.Errorf("%s: tool:result %+v, want a permission error", id, res)
+		}
+	}
+	for _, id := range []string{"toolu_inside", "toolu_write_inside"} {
+		if res := results[id]; res == nil || res.IsError {
+			t.Errorf("%s: tool:result %+v, want success", id, res)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.cwd, "src", "w.txt")); string(b) != "w\n" {
+		t.Errorf("src/w.txt = %q, want the Write tool's content", b)
+	}
+	if _, err := os.Stat(filepath.Join(r.cwd, ".chirality", "w")); err == nil {
+		t.Error(".chirality/w was written")
+	}
+	sc.Check(t)
+}
