@@ -66,6 +66,46 @@ type proc struct {
 	turn     *Turn
 	idleT    *time.Timer
 	stopOnce sync.Once
+
+	// inbound is the context the SDK hands every handler call: it ends
+	// once the notifications the agent sent before it went away have all
+	// been handled (the SDK drains its queue after Done, then cancels
+	// it). Kept from the first call.
+	inbound atomic.Pointer[context.Context]
+}
+
+// drainGrace bounds how long a turn whose agent went away waits for the
+// agent's last notifications to be handled.
+const drainGrace = 2 * time.Second
+
+// drained waits (at most drainGrace) until every notification the agent
+// sent before its connection closed has been handled, so an update
+// written just before a crash reaches the turn before its session:error.
+// The SDK's Done comes first and the queue drains after it; its handler
+// context ends when the drain is over. If no notification was handled
+// yet, a first one may still be queued: it is given a moment to arrive.
+func (p *proc) drained() {
+	deadline := time.NewTimer(drainGrace)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		if c := p.inbound.Load(); c != nil {
+			select {
+			case <-(*c).Done():
+			case <-deadline.C:
+			}
+			return
+		}
+		if i >= 40 { // 200 ms with no handler call: nothing was queued
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return
+		}
+	}
 }
 
 type exitState struct {
@@ -247,6 +287,9 @@ func (p *proc) current() *Turn {
 // handle serves the agent's requests and notifications (the SDK calls
 // it: notifications in order on one goroutine, each request on its own).
 func (p *proc) handle(ctx context.Context, method string, params json.RawMessage) (any, *sdk.RequestError) {
+	if p.inbound.Load() == nil {
+		p.inbound.CompareAndSwap(nil, &ctx)
+	}
 	switch method {
 	case sdk.ClientMethodSessionUpdate:
 		n, err := DecodeUpdate(params)

@@ -428,12 +428,14 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 	}()
 	r := <-resCh
 	if r.err != nil {
+		gone := !p.alive()
 		select {
 		case <-p.conn.Done():
-			return nil, t.fail(event.ErrorProcess, t.e.cfg.Name+" exited before the turn completed"), ""
+			gone = true
 		default:
 		}
-		if !p.alive() {
+		if gone {
+			p.drained() // what it said before it went is the turn's, before the error
 			return nil, t.fail(event.ErrorProcess, t.e.cfg.Name+" exited before the turn completed"), ""
 		}
 		return nil, t.fail(event.ErrorAPI, "session/prompt: "+rpcMessage(r.err)), ""
