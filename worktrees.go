@@ -163,7 +163,7 @@ func mapWorktreeErr(err error) error {
 		return fmt.Errorf("%w: %w", ErrNotGitRepo, err)
 	case errors.Is(err, worktree.ErrNoBase):
 		return fmt.Errorf("%w: %w", ErrBaseNotFound, err)
-	case errors.Is(err, worktree.ErrBadBranch), errors.Is(err, worktree.ErrBadStrategy):
+	case errors.Is(err, worktree.ErrBadBranch), errors.Is(err, worktree.ErrBadStrategy), errors.Is(err, worktree.ErrBadMessage):
 		return fmt.Errorf("%w: %w", ErrInvalidIsolation, err)
 	case errors.Is(err, worktree.ErrDirty):
 		return fmt.Errorf("%w: %w", ErrDirtyTarget, err)

@@ -24,6 +24,10 @@ import (
 // DefaultTimeout bounds one git command.
 const DefaultTimeout = 2 * time.Minute
 
+// MaxMessage bounds a merge's commit message (it is passed to git as an
+// argument, and an argument is limited to 128 KiB).
+const MaxMessage = 64 << 10
+
 // maxOutput bounds what is kept of one git command's standard output.
 const maxOutput = 64 << 20
 
@@ -46,6 +50,8 @@ var (
 	ErrUnmerged = errors.New("unmerged changes")
 	// ErrBadStrategy: the strategy is not squash, merge or rebase.
 	ErrBadStrategy = errors.New("invalid merge strategy: want squash, merge or rebase")
+	// ErrBadMessage: the commit message is over MaxMessage or holds a NUL.
+	ErrBadMessage = errors.New("invalid commit message")
 )
 
 // ConflictError names the paths a merge conflicts on.

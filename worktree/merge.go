@@ -57,6 +57,11 @@ func (m *Manager) Merge(ctx context.Context, o MergeOptions) (*MergeResult, erro
 	default:
 		return nil, fmt.Errorf("%w (got %q)", ErrBadStrategy, o.Strategy)
 	}
+	// the message goes to git as an argument: bounded, and no NUL (which
+	// no argument can hold), refused before anything is written
+	if len(o.Message) > MaxMessage || strings.ContainsRune(o.Message, 0) {
+		return nil, fmt.Errorf("%w: %d bytes (at most %d, no NUL)", ErrBadMessage, len(o.Message), MaxMessage)
+	}
 	unlock := m.locks.Lock(o.Top)
 	defer unlock()
 	into := o.Into

@@ -173,8 +173,18 @@ func TestMergeRefusesDirtyTarget(t *testing.T) {
 	if gitT(t, root, "rev-parse", "main") != head || read(t, filepath.Join(root, "a.txt")) != "local edit\n" {
 		t.Fatal("target touched")
 	}
-	// Into a branch not checked out: allowed, the main tree untouched.
 	gitT(t, root, "branch", "other")
+	// A message over MaxMessage or with a NUL (git takes it as an
+	// argument) is refused before anything is committed or merged.
+	for _, msg := range []string{strings.Repeat("m", MaxMessage+1), "a\x00b"} {
+		if _, err := m.Merge(ctx, MergeOptions{Top: root, Dir: a.Dir, Branch: a.Branch, Into: "other", Message: msg}); !errors.Is(err, ErrBadMessage) {
+			t.Fatalf("message of %d bytes: err = %v, want ErrBadMessage", len(msg), err)
+		}
+	}
+	if gitT(t, root, "rev-parse", "other") != head || gitT(t, root, "rev-parse", a.Branch) != head {
+		t.Fatal("a refused message still committed or merged")
+	}
+	// Into a branch not checked out: allowed, the main tree untouched.
 	res, err := m.Merge(ctx, MergeOptions{Top: root, Dir: a.Dir, Branch: a.Branch, Into: "other", Strategy: Merge})
 	if err != nil || res.Into != "other" {
 		t.Fatalf("into other: %v %+v", err, res)
