@@ -15,6 +15,7 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/atomicfile"
+	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/session"
 )
@@ -575,7 +576,9 @@ func (h *Harness) appendEvent(id string, ev event.Event) error {
 	if ev.Time == 0 {
 		ev.Time = time.Now().UnixMilli() // stamped once, stored: every reader and replay sees this time
 	}
-	if _, err := elog.Append(ev.AppendJSON(nil)); err != nil {
+	// scrubbed as a turn's events are (runner.emitLocked): a queued
+	// prompt's text, say, may hold a secret
+	if _, err := elog.Append(secrets.ScrubJSON(ev.AppendJSON(nil))); err != nil {
 		return err
 	}
 	return elog.Sync()

@@ -291,3 +291,23 @@ func TestQueueSurvivesAbandonedServer(t *testing.T) {
 		t.Errorf("%d user:message and %d process:exit, want 5 of each (every turn ended once)", n, m)
 	}
 }
+
+// An event the core stores outside a turn (the queue's, a fork's, a
+// rewind's) is scrubbed as a turn's events are: a queued prompt holding a
+// key in a known format is stored redacted.
+func TestEventsOutsideATurnAreScrubbed(t *testing.T) {
+	e, _, id := queueEnv(t)
+	const key = "sk-ant-api03-OutsideATurnSecretValue0123456789"
+	ev := event.Event{Type: event.TypePromptQueued, Queued: &event.PromptQueued{PromptID: "p1", Message: "use " + key}}
+	if err := e.h.appendEvent(id, ev); err != nil {
+		t.Fatal(err)
+	}
+	evs := logEvents(t, e, e.h, id)
+	last := evs[len(evs)-1]
+	if last.Type != event.TypePromptQueued || last.Queued == nil || !strings.HasPrefix(last.Queued.Message, "use ") {
+		t.Fatalf("last stored event %+v, want the prompt:queued", last)
+	}
+	if strings.Contains(last.Queued.Message, key) {
+		t.Fatalf("stored unscrubbed: %q", last.Queued.Message)
+	}
+}
