@@ -3,6 +3,8 @@ package session
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +16,35 @@ import (
 // directory (StateDir): <projectRoot>/.chirality/sessions/<id>.d/queue.json.
 // It goes with the session when the session is deleted.
 const QueueFile = "queue.json"
+
+// MaxQueueFile bounds what LoadQueue reads: the file is in the project,
+// where anything may write it. The core's own queues stay far below it
+// (100 prompts of 256 KiB, each byte at most 6 in JSON); a larger file is
+// ErrCorrupt, not read.
+const MaxQueueFile = 160 << 20
+
+// errTooLarge: a file over the bound readBounded was given.
+var errTooLarge = errors.New("file too large")
+
+// readBounded is os.ReadFile refusing (errTooLarge) a file of more than
+// max bytes, before reading it and while reading it.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if fi.Size() > max {
+		return nil, errTooLarge
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		return nil, errTooLarge
+	}
+	return data, err
+}
 
 // QueuedPrompt is one prompt waiting in a session's queue.
 type QueuedPrompt struct {
@@ -49,9 +80,12 @@ func (st *Store) LoadQueue(id string) (Queue, error) {
 		return Queue{}, err
 	}
 	path := QueuePath(s.ProjectRoot, id)
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, MaxQueueFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Queue{}, nil
+	}
+	if errors.Is(err, errTooLarge) {
+		return Queue{}, &Error{ID: id, Path: path, Err: fmt.Errorf("%w: larger than %d bytes", ErrCorrupt, MaxQueueFile)}
 	}
 	if err != nil {
 		return Queue{}, &Error{ID: id, Path: path, Err: err}

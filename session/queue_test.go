@@ -3,7 +3,9 @@ package session
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -62,5 +64,31 @@ func TestQueueStoredWithSession(t *testing.T) {
 	}
 	if _, err := os.Stat(QueuePath(root, s.ID)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("deleted session left its queue: %v", err)
+	}
+}
+
+// The queue file is in the project, where an agent may write it: one over
+// MaxQueueFile is reported corrupt without being read (a sparse file
+// here, so the test writes nothing of that size).
+func TestLoadQueueRefusesAHugeFile(t *testing.T) {
+	st := newStore(t)
+	s, err := st.Create(t.TempDir(), "", "workbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := QueuePath(s.ProjectRoot, s.ID)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxQueueFile + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := st.LoadQueue(s.ID); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("LoadQueue of a %d-byte file = %v, want ErrCorrupt for its size", MaxQueueFile+1, err)
 	}
 }
