@@ -44,6 +44,8 @@ var (
 	ErrCorrupt = errors.New("trust record is corrupt")
 	// ErrTooLarge: a grant would take the record past its limits.
 	ErrTooLarge = errors.New("trust record is full")
+	// ErrLocked: another process held the record's lock too long.
+	ErrLocked = errors.New("trust record is locked")
 )
 
 // Record is what a person granted in one project.
