@@ -58,7 +58,7 @@ func statusOf(err error) int {
 		// not 413, which is about the request's body).
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, harness.ErrClosed), errors.Is(err, sse.ErrTooManyStreams), errors.Is(err, engine.ErrBinaryNotFound),
-		errors.Is(err, checkpoint.ErrNoGit),
+		errors.Is(err, checkpoint.ErrNoGit), errors.Is(err, trust.ErrLocked),
 		errors.Is(err, engine.ErrUnavailable), errors.Is(err, engine.ErrBinaryNotFound),
 		errors.Is(err, harness.ErrSandboxUnavailable):
 		return http.StatusServiceUnavailable

@@ -28,6 +28,7 @@ import (
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/httpguard"
+	"github.com/chirality/harness/trust"
 )
 
 // The gateway runs the real, pinned Claude Code CLI against the fake
@@ -569,7 +570,7 @@ func TestStatusOf(t *testing.T) {
 		{harness.ErrSeqNotFound, 404}, {errBadSeq, 400}, {harness.ErrUnsupported, 422}, {engine.ErrUnsupported, 422},
 		{harness.ErrInvalidEffort, 400}, {harness.ErrInvalidPermissionMode, 400},
 		{checkpoint.ErrTooLarge, 422}, {&checkpoint.LimitError{Limit: "files", Have: 9, Max: 8}, 422}, {checkpoint.ErrUnsafeStore, 422},
-		{checkpoint.ErrNoGit, 503},
+		{checkpoint.ErrNoGit, 503}, {trust.ErrLocked, 503},
 	}
 	for _, c := range cases {
 		if got := statusOf(errors.Join(errors.New("ctx"), c.err)); got != c.want {
