@@ -73,8 +73,13 @@ func Builtin() []Config {
 // the servers the session sends (what the core let through: project
 // servers a person trusted, the harness's own), never a cloned
 // repository's .mcp.json (issue 29).
+//
+// And promptSuggestions false: the adapter (0.101.0) otherwise asks the
+// model, after every turn, for a predicted next prompt ("[SUGGESTION
+// MODE: …]"), a second paid request per turn that the harness never
+// shows, racing the next turn's own request at the model API.
 func ClaudeACPSessionMeta(req engine.Request) map[string]any {
-	opts := map[string]any{"settingSources": []string{"user"}, "strictMcpConfig": true}
+	opts := map[string]any{"settingSources": []string{"user"}, "strictMcpConfig": true, "promptSuggestions": false}
 	if req.PermissionMode != "bypassPermissions" {
 		opts["allowDangerouslySkipPermissions"] = false
 		opts["settings"] = map[string]any{"permissions": map[string]any{

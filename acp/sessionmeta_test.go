@@ -29,6 +29,9 @@ func TestClaudeACPSessionMeta(t *testing.T) {
 		if v, ok := opts["allowDangerouslySkipPermissions"]; !ok || v != false || opts["strictMcpConfig"] != true {
 			t.Errorf("mode %q: _meta = %v", mode, m)
 		}
+		if opts["promptSuggestions"] != false {
+			t.Errorf("mode %q: promptSuggestions %v, want false", mode, opts["promptSuggestions"])
+		}
 		if src := opts["settingSources"]; !reflect.DeepEqual(src, []string{"user"}) {
 			t.Errorf("mode %q: settingSources %v", mode, src)
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/chirality/harness"
@@ -41,9 +42,17 @@ func TestTurnOptionsOnAnACPAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var prompts []string
+	suggestions := 0
+	var mu sync.Mutex // the adapter's requests may overlap
 	s.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
 		if len(r.Tools) == 0 {
 			return claudetest.TextReply("A title")
+		}
+		if strings.HasPrefix(r.LastUserText(), "[SUGGESTION MODE") {
+			suggestions++ // the adapter's predicted next prompt: off (ClaudeACPSessionMeta)
+			return claudetest.TextReply("")
 		}
 		if n := len(r.Messages); n > 0 && len(r.Messages[n-1].Content) > 0 && r.Messages[n-1].Content[0].Type == "tool_result" {
 			return claudetest.TextReply("done")
@@ -88,7 +97,10 @@ func TestTurnOptionsOnAnACPAgent(t *testing.T) {
 	if exists("two.txt") {
 		t.Error("autoApproveToolsOverride []: the call ran anyway")
 	}
-	if p := prompts[len(prompts)-1]; !strings.Contains(p, "CODEWORD-EXTRA") {
+	mu.Lock()
+	p := prompts[len(prompts)-1]
+	mu.Unlock()
+	if !strings.Contains(p, "CODEWORD-EXTRA") {
 		t.Errorf("the appended prompt is not in the turn's prompt: %q", p)
 	}
 	turn("please make three.txt", map[string]any{"toolsOverride": "Read"})
@@ -98,5 +110,10 @@ func TestTurnOptionsOnAnACPAgent(t *testing.T) {
 	turn("please make four.txt", nil)
 	if !exists("four.txt") {
 		t.Error("the next turn (the persona's again) could not run Bash")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if suggestions != 0 {
+		t.Errorf("the adapter asked the model for %d prompt suggestions; the session _meta turns them off", suggestions)
 	}
 }
