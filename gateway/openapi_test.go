@@ -94,3 +94,44 @@ func validateResponse(t *testing.T, req *http.Request, resp *http.Response) {
 		t.Errorf("%s %s → %d does not match openapi.json: %v", req.Method, req.URL.Path, resp.StatusCode, err)
 	}
 }
+
+// TestOpenAPIIsGenerated fails when openapi.json is not what the route
+// table and the Go types make: run go generate ./gateway.
+func TestOpenAPIIsGenerated(t *testing.T) {
+	doc, err := GenerateOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(doc, openAPI) {
+		t.Fatal("gateway/openapi.json is stale: run `go generate ./gateway` and commit it")
+	}
+}
+
+// TestRoutesAreDocumented: every route the router has is an operation of
+// the document and the other way round (both come from routeTable).
+func TestRoutesAreDocumented(t *testing.T) {
+	router, err := loadSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, rt := range routeTable {
+		key := rt.Method + " " + rt.Path
+		if seen[key] {
+			t.Errorf("%s: twice in routeTable", key)
+		}
+		seen[key] = true
+		if rt.Serve == nil || rt.Op.ID == "" || rt.Op.Summary == "" {
+			t.Errorf("%s: no handler, operation ID or summary", key)
+		}
+		req, _ := http.NewRequest(rt.Method, "http://127.0.0.1:8787"+APIPrefix+strings.ReplaceAll(strings.ReplaceAll(rt.Path, "{id}", "0b6c1a38-5d3e-4f4c-9a51-3f1e2b7c8d90"), "{promptId}", "p1"), nil)
+		route, _, err := router.FindRoute(req)
+		if err != nil {
+			t.Errorf("%s: not in openapi.json: %v", key, err)
+			continue
+		}
+		if route.Operation.OperationID != rt.Op.ID {
+			t.Errorf("%s: openapi.json names it %q, routeTable %q", key, route.Operation.OperationID, rt.Op.ID)
+		}
+	}
+}
