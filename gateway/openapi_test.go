@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/chirality/harness/gateway/internal/zodgen"
 )
 
 // The OpenAPI document is checked by an independent validator
@@ -133,5 +136,22 @@ func TestRoutesAreDocumented(t *testing.T) {
 		if route.Operation.OperationID != rt.Op.ID {
 			t.Errorf("%s: openapi.json names it %q, routeTable %q", key, route.Operation.OperationID, rt.Op.ID)
 		}
+	}
+}
+
+// TestTypeScriptSchemasAreGenerated fails when the TypeScript client's
+// generated zod schemas are not what openapi.json makes: run go generate
+// ./gateway.
+func TestTypeScriptSchemasAreGenerated(t *testing.T) {
+	want, err := zodgen.Generate(openAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../clients/typescript/src/generated.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("clients/typescript/src/generated.ts is stale: run `go generate ./gateway` and commit it")
 	}
 }
