@@ -269,7 +269,7 @@ type ApprovalResolved struct {
 type ToolStart struct {
 	ToolUseID string          `json:"toolUseId"`
 	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input" oa:"object"`
+	Input     json.RawMessage `json:"input" oa:"object,nullable"`
 }
 
 // ToolResult is the payload of tool:result; Content is flattened to text.
@@ -284,7 +284,7 @@ type SessionComplete struct {
 	// CostUSD is the CLI's total_cost_usd for the turn's process.
 	CostUSD float64 `json:"costUsd"`
 	// Usage is the CLI's usage object, as sent.
-	Usage      json.RawMessage `json:"usage" oa:"object"`
+	Usage      json.RawMessage `json:"usage" oa:"object,nullable"`
 	NumTurns   int             `json:"numTurns"`
 	DurationMS int64           `json:"durationMs"`
 	// Checkpoint is the engine's opaque position in its conversation
@@ -412,7 +412,7 @@ func (r *SessionRetry) Summary() string {
 // the wire form has "signal": null (004: signal: string | null).
 type ProcessExit struct {
 	Code   int    `json:"code"`
-	Signal string `json:"signal,omitempty" oa:"nullable" doc:"process:exit: the signal that ended the process, null when none"`
+	Signal string `json:"signal,omitempty" oa:"required,nullable" doc:"process:exit: the signal that ended the process, null when none"`
 }
 
 // MarshalJSON writes the flat wire form. It is hand-written because it is

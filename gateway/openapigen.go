@@ -103,6 +103,8 @@ var components = []component{
 	{Name: "Persona", Type: reflect.TypeFor[harness.PersonaInfo]()},
 	{Name: "Health", Type: reflect.TypeFor[healthJSON]()},
 	{Name: "Event", Description: eventDescription},
+	{Name: "KnownEvent", Description: "An event of a type this version knows, each type with its own fields (the per-type schemas below)."},
+	{Name: "SessionErrorKind", Enum: errorKinds()},
 	{Name: "ApprovalRequested", Type: reflect.TypeFor[event.ApprovalRequested]()},
 	{Name: "ApprovalRequest", Type: reflect.TypeFor[approvalRequest](), Closed: true, Request: true},
 	{Name: "PatchSessionRequest", Type: reflect.TypeFor[patchRequest](), Closed: true, Request: true, MinProps: 1,
@@ -154,6 +156,13 @@ func GenerateOpenAPI() ([]byte, error) {
 		}
 		schemas[c.Name] = s
 	}
+	for _, p := range eventPayloads {
+		s, err := typedEventSchema(rf, p.Type, p.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("event %s: %w", p.Type, err)
+		}
+		schemas[eventName(p.Type)] = s
+	}
 	paths := map[string]map[string]any{}
 	for _, rt := range routeTable {
 		op, err := operationDoc(rf, rt.Op)
@@ -198,6 +207,11 @@ func componentSchema(rf *reflector, c component) (*schema, error) {
 	switch {
 	case c.Name == "Event":
 		s, err = eventSchema(rf)
+	case c.Name == "KnownEvent":
+		s = &schema{Discriminator: &discriminator{PropertyName: "type"}}
+		for _, p := range eventPayloads {
+			s.OneOf = append(s.OneOf, &schema{Ref: "#/components/schemas/" + eventName(p.Type)})
+		}
 	case c.Type == nil:
 		s = &schema{Type: "string", Enum: c.Enum}
 	case c.Wire != nil:
@@ -296,7 +310,7 @@ func eventSchema(rf *reflector) (*schema, error) {
 
 // eventHead is what every event's wire form has besides its payload.
 type eventHead struct {
-	Seq             int64  `json:"seq" oa:"min=1" doc:""`
+	Seq             int64  `json:"seq" oa:"min=1"`
 	Type            string `json:"type"`
 	SessionID       string `json:"sessionId"`
 	ParentToolUseID string `json:"parentToolUseId,omitempty"`
@@ -306,14 +320,80 @@ type eventHead struct {
 
 // enumTypes are the Go string types whose values the document lists.
 var enumTypes = map[reflect.Type]func() []string{
-	reflect.TypeFor[event.ErrorKind](): func() []string {
-		out := make([]string, 0, len(event.ErrorKinds))
-		for _, k := range event.ErrorKinds {
-			out = append(out, string(k))
-		}
-		return out
-	},
+	reflect.TypeFor[event.ErrorKind](): errorKinds,
+}
+
+func errorKinds() []string {
+	out := make([]string, 0, len(event.ErrorKinds))
+	for _, k := range event.ErrorKinds {
+		out = append(out, string(k))
+	}
+	return out
 }
 
 // eventDescription is the Event schema's description.
 const eventDescription = "A UI event: the discriminated union on `type`. Every event has `seq` (its place in the session's event log, also the SSE id) and `sessionId` (the harness session). A turn ends with exactly one process:exit. A session:error of kind resume_not_found is followed by a fresh session:init in the same turn. Every turn starts with user:message, or, for a turn run from the session's queue, with prompt:dequeued (reason started) just before it. prompt:queued (promptId, position, message) says a prompt was queued behind the running turn; prompt:dequeued (promptId, reason: started, deleted, or failed with error) says it left the queue; neither ends anything. approval:requested asks a person whether a tool may run (answer with POST /approval); approval:resolved says how it was decided. session:retry says the engine is retrying the model API after a failed request (attempt of maxRetries, in delayMs, error; apiErrorStatus when the API answered); it may come any number of times and ends nothing. session:forked is the first event of a fork's own after the records copied from its source (from: the source session, atSeq: where it was cut, 0 = all of it); session:rewound says a rewind happened (toTurn, files: the paths restored, conversation: whether the conversation was cut); both stand outside any turn. session:complete may carry checkpoint, the engine's opaque position in its conversation. trust:required says what a turn does not honour until a person trusts it (after user:message, before session:init; it ends nothing): kind persona (path: the persona file, name: its ID, hash, changes: each widened grant with what was trusted and what the file says now; the turn runs with the trusted grants), mcp (name: a project .mcp.json server, hash: its definition's; not started, and session:init lists it with status untrusted) or session (path: the session file, rules and changes: what it says that no person gave the session; not honoured); message says it in a sentence. A person trusts with POST /trust."
+
+// eventPayloads is each event type with its payload's Go type (the
+// pointer field of event.Event it fills; nil for the events that carry
+// text), in the order of event.Types. A new event type is one entry here.
+var eventPayloads = []struct {
+	Type    event.Type
+	Payload reflect.Type
+}{
+	{event.TypeUserMessage, nil},
+	{event.TypeSessionInit, reflect.TypeFor[event.SessionInit]()},
+	{event.TypeChatDelta, nil},
+	{event.TypeThinkingDelta, nil},
+	{event.TypeChatComplete, nil},
+	{event.TypeToolStart, reflect.TypeFor[event.ToolStart]()},
+	{event.TypeToolResult, reflect.TypeFor[event.ToolResult]()},
+	{event.TypeSessionComplete, reflect.TypeFor[event.SessionComplete]()},
+	{event.TypeSessionError, reflect.TypeFor[event.SessionError]()},
+	{event.TypeSessionRetry, reflect.TypeFor[event.SessionRetry]()},
+	{event.TypeProcessExit, reflect.TypeFor[event.ProcessExit]()},
+	{event.TypeApprovalRequested, reflect.TypeFor[event.ApprovalRequested]()},
+	{event.TypeApprovalResolved, reflect.TypeFor[event.ApprovalResolved]()},
+	{event.TypeSessionForked, reflect.TypeFor[event.SessionForked]()},
+	{event.TypeSessionRewound, reflect.TypeFor[event.SessionRewound]()},
+	{event.TypeTrustRequired, reflect.TypeFor[event.TrustRequired]()},
+	{event.TypePromptQueued, reflect.TypeFor[event.PromptQueued]()},
+	{event.TypePromptDequeued, reflect.TypeFor[event.PromptDequeued]()},
+}
+
+// eventName is the component name of events of type t: "chat:delta" →
+// ChatDeltaEvent.
+func eventName(t event.Type) string {
+	var b strings.Builder
+	for _, part := range strings.FieldsFunc(string(t), func(r rune) bool { return r == ':' || r == '_' }) {
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String() + "Event"
+}
+
+// typedEventSchema is the schema of one event type: the head (text
+// required for the text events, absent for the others), type the one
+// value, the payload's fields with their own required list.
+func typedEventSchema(rf *reflector, t event.Type, payload reflect.Type) (*schema, error) {
+	s, err := rf.inline(reflect.TypeFor[eventHead](), false)
+	if err != nil {
+		return nil, err
+	}
+	s.Properties["type"] = &schema{Type: "string", Enum: []string{string(t)}}
+	s.Properties["seq"].Description = "its place in the session's event log (also the SSE id); absent on an event not yet stored"
+	s.Required = []string{"type", "sessionId"}
+	if payload == nil {
+		s.Required = append(s.Required, "text")
+		return s, nil
+	}
+	delete(s.Properties, "text")
+	p, err := rf.inline(payload, false)
+	if err != nil {
+		return nil, err
+	}
+	for name, q := range p.Properties {
+		s.Properties[name] = q
+	}
+	s.Required = append(s.Required, p.Required...)
+	return s, nil
+}

@@ -49,6 +49,12 @@ type schema struct {
 	AdditionalProperties *bool              `json:"additionalProperties,omitempty"`
 	Required             []string           `json:"required,omitempty"`
 	Properties           map[string]*schema `json:"properties,omitempty"`
+	OneOf                []*schema          `json:"oneOf,omitempty"`
+	Discriminator        *discriminator     `json:"discriminator,omitempty"`
+}
+
+type discriminator struct {
+	PropertyName string `json:"propertyName"`
 }
 
 // reflector turns Go types into schemas; a type named in names becomes a

@@ -27,6 +27,67 @@ export const ApprovalRequestedSchema = z.looseObject({
 });
 export type ApprovalRequested = z.infer<typeof ApprovalRequestedSchema>;
 
+export const ApprovalRequestedEventSchema = z.looseObject({
+  expiresAt: z.string(),
+  input: z.record(z.string(), z.unknown()),
+  parentToolUseId: z.string().optional(),
+  requestId: z.string(),
+  /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
+  rule: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** the agent's own proposals for an "always allow" (Claude's permission_suggestions), or null: information only, never stored */
+  suggestions: z.unknown(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  toolName: z.string(),
+  toolUseId: z.string(),
+  type: z.literal("approval:requested"),
+});
+export type ApprovalRequestedEvent = z.infer<typeof ApprovalRequestedEventSchema>;
+
+export const ApprovalResolvedEventSchema = z.looseObject({
+  by: z.union([z.enum(["user", "rule", "timeout", "interrupt", "shutdown"]), z.string()]),
+  decision: z.union([z.enum(["allow", "deny"]), z.string()]),
+  message: z.string().optional(),
+  parentToolUseId: z.string().optional(),
+  requestId: z.string(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("approval:resolved"),
+});
+export type ApprovalResolvedEvent = z.infer<typeof ApprovalResolvedEventSchema>;
+
+export const ChatCompleteEventSchema = z.looseObject({
+  parentToolUseId: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** user:message, chat:delta, thinking:delta, chat:complete */
+  text: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("chat:complete"),
+});
+export type ChatCompleteEvent = z.infer<typeof ChatCompleteEventSchema>;
+
+export const ChatDeltaEventSchema = z.looseObject({
+  parentToolUseId: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** user:message, chat:delta, thinking:delta, chat:complete */
+  text: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("chat:delta"),
+});
+export type ChatDeltaEvent = z.infer<typeof ChatDeltaEventSchema>;
+
 export const ModeSchema = z.enum(["workbench", "pipeline", "direct"]);
 export type Mode = z.infer<typeof ModeSchema>;
 
@@ -38,7 +99,7 @@ export const CreateSessionRequestSchema = z.object({
   /** engine to run the session on (claude-code, anthropic, …; GET /engines). Default: the persona's engine:, else the server's default */
   engine: z.string().optional(),
   /** worktree: run the session in a git worktree of its own, on a new branch, outside the project's tree (422 when the project is not in a git repository) */
-  isolation: z.enum(["worktree"]).optional(),
+  isolation: z.literal("worktree").optional(),
   mode: ModeSchema,
   /** model for this session (default: the persona's, else the engine's) */
   model: z.string().optional(),
@@ -89,7 +150,7 @@ export const EventSchema = z.looseObject({
   atSeq: z.number().int().min(0).optional(),
   /** session:retry: the retry's number, from 1 */
   attempt: z.number().int().min(1).optional(),
-  by: z.enum(["user", "rule", "timeout", "interrupt", "shutdown"]).optional(),
+  by: z.union([z.enum(["user", "rule", "timeout", "interrupt", "shutdown"]), z.string()]).optional(),
   /** trust:required: the grants that widened */
   changes: z.array(TrustChangeSchema).optional(),
   /** session:complete: the engine's position in its conversation after the turn */
@@ -102,7 +163,7 @@ export const EventSchema = z.looseObject({
   conversation: z.boolean().optional(),
   costUsd: z.number().optional(),
   cwd: z.string().optional(),
-  decision: z.enum(["allow", "deny"]).optional(),
+  decision: z.union([z.enum(["allow", "deny"]), z.string()]).optional(),
   /** session:retry: the wait before the request is sent again */
   delayMs: z.number().int().min(0).optional(),
   durationMs: z.number().int().optional(),
@@ -117,9 +178,9 @@ export const EventSchema = z.looseObject({
   from: z.string().optional(),
   /** trust:required: what POST /trust accepts */
   hash: z.string().optional(),
-  input: z.record(z.string(), z.unknown()).optional(),
+  input: z.record(z.string(), z.unknown()).nullable().optional(),
   isError: z.boolean().optional(),
-  kind: z.enum(["interrupted", "max_turns", "max_budget", "api_error", "not_logged_in", "resume_not_found", "execution", "killed", "process", "start", "persona", "mcp", "session"]).optional(),
+  kind: z.union([z.enum(["interrupted", "max_turns", "max_budget", "api_error", "not_logged_in", "resume_not_found", "execution", "killed", "process", "start", "persona", "mcp", "session"]), z.string()]).optional(),
   /** session:retry: the engine's limit, 0 when it does not say */
   maxRetries: z.number().int().min(0).optional(),
   mcpServers: z.array(z.looseObject({
@@ -141,7 +202,7 @@ export const EventSchema = z.looseObject({
   /** prompt:queued, prompt:dequeued */
   promptId: z.string().optional(),
   /** prompt:dequeued */
-  reason: z.enum(["started", "deleted", "failed"]).optional(),
+  reason: z.union([z.enum(["started", "deleted", "failed"]), z.string()]).optional(),
   requestId: z.string().optional(),
   /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
   rule: z.string().optional(),
@@ -164,14 +225,14 @@ export const EventSchema = z.looseObject({
   toolName: z.string().optional(),
   toolUseId: z.string().optional(),
   tools: z.array(z.string()).optional(),
-  type: z.enum(["user:message", "session:init", "chat:delta", "thinking:delta", "chat:complete", "tool:start", "tool:result", "session:complete", "session:error", "session:retry", "process:exit", "approval:requested", "approval:resolved", "session:forked", "session:rewound", "trust:required", "prompt:queued", "prompt:dequeued"]),
-  usage: z.record(z.string(), z.unknown()).optional(),
+  type: z.union([z.enum(["user:message", "session:init", "chat:delta", "thinking:delta", "chat:complete", "tool:start", "tool:result", "session:complete", "session:error", "session:retry", "process:exit", "approval:requested", "approval:resolved", "session:forked", "session:rewound", "trust:required", "prompt:queued", "prompt:dequeued"]), z.string()]),
+  usage: z.record(z.string(), z.unknown()).nullable().optional(),
 });
 export type Event = z.infer<typeof EventSchema>;
 
 export const FileChangeSchema = z.looseObject({
   /** what happened to the file since the snapshot (a rewind undoes it) */
-  op: z.enum(["added", "modified", "deleted"]),
+  op: z.union([z.enum(["added", "modified", "deleted"]), z.string()]),
   /** a unified diff from the snapshot to the file now (preview only; absent for binary files) */
   patch: z.string().optional(),
   /** relative to the project root, with / */
@@ -198,6 +259,261 @@ export const InterruptRequestSchema = z.object({
   sessionId: z.string(),
 });
 export type InterruptRequest = z.infer<typeof InterruptRequestSchema>;
+
+export const UserMessageEventSchema = z.looseObject({
+  parentToolUseId: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** user:message, chat:delta, thinking:delta, chat:complete */
+  text: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("user:message"),
+});
+export type UserMessageEvent = z.infer<typeof UserMessageEventSchema>;
+
+export const SessionInitEventSchema = z.looseObject({
+  claudeSessionId: z.string(),
+  cliVersion: z.string().optional(),
+  cwd: z.string().optional(),
+  engine: z.string().optional(),
+  engineSessionId: z.string().optional(),
+  mcpServers: z.array(z.looseObject({
+    error: z.string().optional(),
+    name: z.string(),
+    /** connected, failed or pending (or the agent's own word) */
+    status: z.string(),
+  })).optional(),
+  model: z.string(),
+  parentToolUseId: z.string().optional(),
+  permissionMode: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  tools: z.array(z.string()),
+  type: z.literal("session:init"),
+});
+export type SessionInitEvent = z.infer<typeof SessionInitEventSchema>;
+
+export const ThinkingDeltaEventSchema = z.looseObject({
+  parentToolUseId: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** user:message, chat:delta, thinking:delta, chat:complete */
+  text: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("thinking:delta"),
+});
+export type ThinkingDeltaEvent = z.infer<typeof ThinkingDeltaEventSchema>;
+
+export const ToolStartEventSchema = z.looseObject({
+  input: z.record(z.string(), z.unknown()).nullable(),
+  name: z.string(),
+  parentToolUseId: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  toolUseId: z.string(),
+  type: z.literal("tool:start"),
+});
+export type ToolStartEvent = z.infer<typeof ToolStartEventSchema>;
+
+export const ToolResultEventSchema = z.looseObject({
+  content: z.string(),
+  isError: z.boolean(),
+  parentToolUseId: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  toolUseId: z.string(),
+  type: z.literal("tool:result"),
+});
+export type ToolResultEvent = z.infer<typeof ToolResultEventSchema>;
+
+export const SessionCompleteEventSchema = z.looseObject({
+  /** session:complete: the engine's position in its conversation after the turn */
+  checkpoint: z.string().optional(),
+  costUsd: z.number(),
+  durationMs: z.number().int(),
+  numTurns: z.number().int(),
+  parentToolUseId: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("session:complete"),
+  usage: z.record(z.string(), z.unknown()).nullable(),
+});
+export type SessionCompleteEvent = z.infer<typeof SessionCompleteEventSchema>;
+
+export const SessionErrorEventSchema = z.looseObject({
+  apiErrorStatus: z.number().int().optional(),
+  costUsd: z.number().optional(),
+  error: z.string(),
+  exitCode: z.number().int().optional(),
+  kind: z.union([z.enum(["interrupted", "max_turns", "max_budget", "api_error", "not_logged_in", "resume_not_found", "execution", "killed", "process", "start"]), z.string()]),
+  parentToolUseId: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  stderrTail: z.string().optional(),
+  subtype: z.string().optional(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("session:error"),
+});
+export type SessionErrorEvent = z.infer<typeof SessionErrorEventSchema>;
+
+export const SessionRetryEventSchema = z.looseObject({
+  apiErrorStatus: z.number().int().optional(),
+  /** session:retry: the retry's number, from 1 */
+  attempt: z.number().int().min(1),
+  /** session:retry: the wait before the request is sent again */
+  delayMs: z.number().int().min(0),
+  error: z.string(),
+  /** session:retry: the engine's limit, 0 when it does not say */
+  maxRetries: z.number().int().min(0),
+  parentToolUseId: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("session:retry"),
+});
+export type SessionRetryEvent = z.infer<typeof SessionRetryEventSchema>;
+
+export const ProcessExitEventSchema = z.looseObject({
+  code: z.number().int(),
+  parentToolUseId: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** process:exit: the signal that ended the process, null when none */
+  signal: z.string().nullable(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("process:exit"),
+});
+export type ProcessExitEvent = z.infer<typeof ProcessExitEventSchema>;
+
+export const SessionForkedEventSchema = z.looseObject({
+  /** session:forked: the seq the fork was cut at, 0 = the whole conversation */
+  atSeq: z.number().int().min(0),
+  /** session:forked: the source session */
+  from: z.string(),
+  parentToolUseId: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("session:forked"),
+});
+export type SessionForkedEvent = z.infer<typeof SessionForkedEventSchema>;
+
+export const SessionRewoundEventSchema = z.looseObject({
+  /** session:rewound: the conversation was cut */
+  conversation: z.boolean(),
+  /** session:rewound: the project paths restored */
+  files: z.array(z.string()).nullable(),
+  parentToolUseId: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  /** session:rewound: the user:message seq of the first turn undone */
+  toTurn: z.number().int().min(1),
+  type: z.literal("session:rewound"),
+});
+export type SessionRewoundEvent = z.infer<typeof SessionRewoundEventSchema>;
+
+export const TrustRequiredEventSchema = z.looseObject({
+  /** trust:required: the grants that widened */
+  changes: z.array(TrustChangeSchema).optional(),
+  /** trust:required: what POST /trust accepts */
+  hash: z.string().optional(),
+  kind: z.union([z.enum(["persona", "mcp", "session"]), z.string()]),
+  message: z.string(),
+  name: z.string().optional(),
+  parentToolUseId: z.string().optional(),
+  /** trust:required: the persona or session file */
+  path: z.string().optional(),
+  /** trust:required (session): the session file's rules no person gave */
+  rules: z.array(z.string()).optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("trust:required"),
+});
+export type TrustRequiredEvent = z.infer<typeof TrustRequiredEventSchema>;
+
+export const PromptQueuedEventSchema = z.looseObject({
+  message: z.string(),
+  parentToolUseId: z.string().optional(),
+  /** prompt:queued */
+  position: z.number().int(),
+  /** prompt:queued, prompt:dequeued */
+  promptId: z.string(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("prompt:queued"),
+});
+export type PromptQueuedEvent = z.infer<typeof PromptQueuedEventSchema>;
+
+export const PromptDequeuedEventSchema = z.looseObject({
+  error: z.string().optional(),
+  parentToolUseId: z.string().optional(),
+  promptId: z.string(),
+  /** prompt:dequeued */
+  reason: z.union([z.enum(["started", "deleted", "failed"]), z.string()]),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  sessionId: z.string(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  type: z.literal("prompt:dequeued"),
+});
+export type PromptDequeuedEvent = z.infer<typeof PromptDequeuedEventSchema>;
+
+/** An event of a type this version knows, each type with its own fields (the per-type schemas below). */
+export const KnownEventSchema = z.discriminatedUnion("type", [
+  UserMessageEventSchema,
+  SessionInitEventSchema,
+  ChatDeltaEventSchema,
+  ThinkingDeltaEventSchema,
+  ChatCompleteEventSchema,
+  ToolStartEventSchema,
+  ToolResultEventSchema,
+  SessionCompleteEventSchema,
+  SessionErrorEventSchema,
+  SessionRetryEventSchema,
+  ProcessExitEventSchema,
+  ApprovalRequestedEventSchema,
+  ApprovalResolvedEventSchema,
+  SessionForkedEventSchema,
+  SessionRewoundEventSchema,
+  TrustRequiredEventSchema,
+  PromptQueuedEventSchema,
+  PromptDequeuedEventSchema,
+]);
+export type KnownEvent = z.infer<typeof KnownEventSchema>;
 
 export const MergeConflictSchema = z.looseObject({
   /** the conflicting paths; the target branch and the project's tree are untouched */
@@ -344,7 +660,7 @@ export const SessionSchema = z.looseObject({
   engineSessionId: z.string().optional(),
   id: z.string(),
   /** present for a session in a git worktree of its own */
-  isolation: z.enum(["worktree"]).optional(),
+  isolation: z.literal("worktree").optional(),
   /** each MCP server the session's last turn was given, as that turn's session:init reported it */
   mcpServers: z.array(z.looseObject({
     error: z.string().optional(),
@@ -387,7 +703,7 @@ export const SessionDiffSchema = z.looseObject({
     deletions: z.number().int(),
     /** relative to the repository's top */
     path: z.string(),
-    status: z.enum(["added", "modified", "deleted", "typechange"]),
+    status: z.union([z.enum(["added", "modified", "deleted", "typechange"]), z.string()]),
   })),
   /** unified diff since the base (committed, uncommitted and untracked changes), cut at 4 MiB */
   patch: z.string(),
@@ -404,6 +720,9 @@ export const SessionEnvelopeSchema = z.looseObject({
   session: SessionSchema,
 });
 export type SessionEnvelope = z.infer<typeof SessionEnvelopeSchema>;
+
+export const SessionErrorKindSchema = z.enum(["interrupted", "max_turns", "max_budget", "api_error", "not_logged_in", "resume_not_found", "execution", "killed", "process", "start"]);
+export type SessionErrorKind = z.infer<typeof SessionErrorKindSchema>;
 
 export const SessionSummarySchema = z.looseObject({
   claudeSessionId: z.string().nullable(),
@@ -428,7 +747,7 @@ export const TrustItemSchema = z.looseObject({
   definition: z.string().optional(),
   /** the file's or definition's hash now: what POST /trust names */
   hash: z.string(),
-  kind: z.enum(["persona", "mcp"]),
+  kind: z.union([z.enum(["persona", "mcp"]), z.string()]),
   /** the persona ID or the server name */
   name: z.string(),
   /** the persona file */
@@ -440,7 +759,7 @@ export type TrustItem = z.infer<typeof TrustItemSchema>;
 export const TrustRequestSchema = z.looseObject({
   /** the hash the person was shown */
   hash: z.string(),
-  kind: z.enum(["persona", "mcp"]),
+  kind: z.union([z.enum(["persona", "mcp"]), z.string()]),
   /** the persona ID or the server name (name or path is required) */
   name: z.string().optional(),
   /** the persona file */

@@ -31,6 +31,10 @@ type Schema struct {
 	AdditionalProperties *bool              `json:"additionalProperties"`
 	Required             []string           `json:"required"`
 	Properties           map[string]*Schema `json:"properties"`
+	OneOf                []*Schema          `json:"oneOf"`
+	Discriminator        *struct {
+		PropertyName string `json:"propertyName"`
+	} `json:"discriminator"`
 }
 
 // Header is the generated file's first lines.
@@ -91,7 +95,7 @@ func Generate(doc []byte) ([]byte, error) {
 		s := all[n]
 		b.WriteString("\n")
 		comment(&b, "", s.Description)
-		fmt.Fprintf(&b, "export const %sSchema = %s;\n", n, expr(s, ""))
+		fmt.Fprintf(&b, "export const %sSchema = %s;\n", n, expr(s, "", false))
 		fmt.Fprintf(&b, "export type %s = z.infer<typeof %sSchema>;\n", n, n)
 	}
 	return []byte(b.String()), nil
@@ -105,6 +109,9 @@ func refs(s *Schema, out []string) []string {
 		out = append(out, refName(s.Ref))
 	}
 	out = refs(s.Items, out)
+	for _, o := range s.OneOf {
+		out = refs(o, out)
+	}
 	for _, k := range sortedKeys(s.Properties) {
 		out = refs(s.Properties[k], out)
 	}
@@ -134,16 +141,31 @@ func types(s *Schema) (main string, nullable bool) {
 	return main, nullable
 }
 
-// expr is the zod expression of s; indent is the current line's.
-func expr(s *Schema, indent string) string {
+// expr is the zod expression of s; indent is the current line's. open
+// says s is read from the gateway inside a loose object: an enum then
+// takes any other string too (a value a newer gateway sends).
+func expr(s *Schema, indent string, open bool) string {
 	if s.Ref != "" {
 		return refName(s.Ref) + "Schema"
+	}
+	if len(s.OneOf) > 0 && s.Discriminator != nil {
+		alts := make([]string, len(s.OneOf))
+		for i, o := range s.OneOf {
+			alts[i] = indent + "  " + expr(o, indent+"  ", open) + ",\n"
+		}
+		return "z.discriminatedUnion(" + strconv.Quote(s.Discriminator.PropertyName) + ", [\n" + strings.Join(alts, "") + indent + "])"
 	}
 	t, nullable := types(s)
 	var e string
 	switch t {
 	case "string":
 		switch {
+		case s.Const != nil:
+			e = "z.literal(" + strconv.Quote(fmt.Sprint(s.Const)) + ")"
+		case len(s.Enum) == 1:
+			e = "z.literal(" + strconv.Quote(s.Enum[0]) + ")"
+		case len(s.Enum) > 0 && open:
+			e = "z.union([z.enum([" + quoteAll(s.Enum) + "]), z.string()])"
 		case len(s.Enum) > 0:
 			e = "z.enum([" + quoteAll(s.Enum) + "])"
 		default:
@@ -175,7 +197,7 @@ func expr(s *Schema, indent string) string {
 			e = fmt.Sprintf("z.literal(%t)", c)
 		}
 	case "array":
-		e = "z.array(" + expr(s.Items, indent) + ")"
+		e = "z.array(" + expr(s.Items, indent, open) + ")"
 		if s.MaxItems != nil {
 			e += fmt.Sprintf(".max(%d)", *s.MaxItems)
 		}
@@ -194,9 +216,9 @@ func object(s *Schema, indent string) string {
 	if len(s.Properties) == 0 {
 		return "z.record(z.string(), z.unknown())"
 	}
-	ctor := "z.looseObject"
+	ctor, open := "z.looseObject", true
 	if s.AdditionalProperties != nil && !*s.AdditionalProperties {
-		ctor = "z.object"
+		ctor, open = "z.object", false
 	}
 	required := map[string]bool{}
 	for _, r := range s.Required {
@@ -208,7 +230,7 @@ func object(s *Schema, indent string) string {
 	for _, k := range sortedKeys(s.Properties) {
 		p := s.Properties[k]
 		comment(&b, inner, p.Description)
-		e := expr(p, inner)
+		e := expr(p, inner, open)
 		if !required[k] {
 			e += ".optional()"
 		}
