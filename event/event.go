@@ -127,7 +127,7 @@ type Event struct {
 // /api/harness/trust, `harness trust accept`); Message says it in a
 // sentence.
 type TrustRequired struct {
-	Kind    string        `json:"kind" oa:"enum=persona|mcp|session"`
+	Kind    string        `json:"kind" oa:"enum=persona|mcp|session,open"`
 	Name    string        `json:"name,omitempty"`
 	Path    string        `json:"path,omitempty" doc:"trust:required: the persona or session file"`
 	Hash    string        `json:"hash,omitempty" doc:"trust:required: what POST /trust accepts"`
@@ -155,7 +155,7 @@ const (
 // the queue for Reason (started, deleted, failed).
 type PromptDequeued struct {
 	PromptID string `json:"promptId"`
-	Reason   string `json:"reason" oa:"enum=started|deleted|failed" doc:"prompt:dequeued"`
+	Reason   string `json:"reason" oa:"enum=started|deleted|failed,open" doc:"prompt:dequeued"`
 	Error    string `json:"error,omitempty"`
 }
 
@@ -260,7 +260,7 @@ type ApprovalResolved struct {
 	RequestID string `json:"requestId"`
 	// Decision is DecisionAllow or DecisionDeny; By says who decided.
 	Decision string `json:"decision" oa:"enum=allow|deny"`
-	By       string `json:"by" oa:"enum=user|rule|timeout|interrupt|shutdown"`
+	By       string `json:"by" oa:"enum=user|rule|timeout|interrupt|shutdown,open"`
 	Message  string `json:"message,omitempty"`
 }
 
@@ -321,7 +321,7 @@ var ErrorKinds = []ErrorKind{
 type SessionError struct {
 	// Error is a one-line human-readable description.
 	Error string    `json:"error"`
-	Kind  ErrorKind `json:"kind"`
+	Kind  ErrorKind `json:"kind" oa:"open"`
 	// Subtype is the CLI result's subtype, when a result arrived.
 	Subtype string `json:"subtype,omitempty"`
 	// APIErrorStatus is the HTTP status of an API error, when known.
@@ -412,7 +412,7 @@ func (r *SessionRetry) Summary() string {
 // the wire form has "signal": null (004: signal: string | null).
 type ProcessExit struct {
 	Code   int    `json:"code"`
-	Signal string `json:"signal,omitempty" oa:"required,nullable" doc:"process:exit: the signal that ended the process, null when none"`
+	Signal string `json:"signal,omitempty" oa:"nullable" doc:"process:exit: the signal that ended the process, null when none"`
 }
 
 // MarshalJSON writes the flat wire form. It is hand-written because it is

@@ -108,7 +108,7 @@ func (g *Gateway) listTurns(w http.ResponseWriter, r *http.Request) {
 // patch, cut by the checkpoint store's bounds).
 type changeJSON struct {
 	Path      string `json:"path" doc:"relative to the project root, with /"`
-	Op        string `json:"op" oa:"enum=added|modified|deleted" doc:"what happened to the file since the snapshot (a rewind undoes it)"`
+	Op        string `json:"op" oa:"enum=added|modified|deleted,open" doc:"what happened to the file since the snapshot (a rewind undoes it)"`
 	Patch     string `json:"patch,omitempty" doc:"a unified diff from the snapshot to the file now (preview only; absent for binary files)"`
 	Truncated bool   `json:"truncated,omitempty" doc:"the patch was cut to the gateway's limit"`
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
 	"github.com/chirality/harness/trust"
+	"github.com/chirality/harness/worktree"
 )
 
 //go:generate go run ./internal/genapi
@@ -97,6 +98,7 @@ var components = []component{
 	{Name: "CreateSessionRequest", Type: reflect.TypeFor[createRequest](), Closed: true, Request: true},
 	{Name: "TurnRequest", Type: reflect.TypeFor[turnRequest](), Closed: true, Request: true},
 	{Name: "InterruptRequest", Type: reflect.TypeFor[interruptRequest](), Closed: true, Request: true},
+	{Name: "MCPServerStatus", Type: reflect.TypeFor[event.MCPServerStatus]()},
 	{Name: "Session", Type: reflect.TypeFor[session.Session](), Wire: reflect.TypeFor[session.Wire]()},
 	{Name: "SessionEnvelope", Type: reflect.TypeFor[envelopeJSON]()},
 	{Name: "SessionSummary", Type: reflect.TypeFor[harness.SessionSummary]()},
@@ -119,7 +121,10 @@ var components = []component{
 	{Name: "RewindResult", Type: reflect.TypeFor[rewindJSON]()},
 	{Name: "TrustChange", Type: reflect.TypeFor[event.TrustChange](), Also: []reflect.Type{reflect.TypeFor[trust.Change]()}},
 	{Name: "TrustItem", Type: reflect.TypeFor[trust.Item]()},
+	{Name: "TrustList", Type: reflect.TypeFor[trustListJSON]()},
+	{Name: "TrustAccepted", Type: reflect.TypeFor[trustAcceptedJSON]()},
 	{Name: "TrustRequest", Type: reflect.TypeFor[trustRequest](), Request: true},
+	{Name: "WorktreeFileChange", Type: reflect.TypeFor[worktree.FileChange]()},
 	{Name: "SessionDiff", Type: reflect.TypeFor[harness.Diff]()},
 	{Name: "MergeRequest", Type: reflect.TypeFor[mergeRequest](), Closed: true, Request: true},
 	{Name: "MergeResult", Type: reflect.TypeFor[harness.MergeResult]()},
@@ -292,7 +297,7 @@ func eventSchema(rf *reflector) (*schema, error) {
 	for _, t := range event.Types {
 		types = append(types, string(t))
 	}
-	s.Properties["type"].Enum = types
+	s.Properties.m["type"].Enum = types
 	et := reflect.TypeFor[event.Event]()
 	for i := range et.NumField() {
 		f := et.Field(i)
@@ -379,20 +384,20 @@ func typedEventSchema(rf *reflector, t event.Type, payload reflect.Type) (*schem
 	if err != nil {
 		return nil, err
 	}
-	s.Properties["type"] = &schema{Type: "string", Enum: []string{string(t)}}
-	s.Properties["seq"].Description = "its place in the session's event log (also the SSE id); absent on an event not yet stored"
+	s.Properties.set("type", &schema{Type: "string", Enum: []string{string(t)}})
+	s.Properties.m["seq"].Description = "its place in the session's event log (also the SSE id); absent on an event not yet stored"
 	s.Required = []string{"type", "sessionId"}
 	if payload == nil {
 		s.Required = append(s.Required, "text")
 		return s, nil
 	}
-	delete(s.Properties, "text")
+	s.Properties.remove("text")
 	p, err := rf.inline(payload, false)
 	if err != nil {
 		return nil, err
 	}
-	for name, q := range p.Properties {
-		s.Properties[name] = q
+	for _, name := range p.Properties.keys {
+		s.Properties.set(name, p.Properties.m[name])
 	}
 	s.Required = append(s.Required, p.Required...)
 	return s, nil

@@ -1,10 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,8 @@ import (
 //	optional     the field may be absent although it has no omitempty
 //	nullable     the value may be null (a pointer field always may)
 //	enum=a|b     the values it takes
+//	open         the enum's list may grow: a client takes other values too
+//	             (x-extensible-enum)
 //	ref=Name     the value is the named component (an enum of namedEnums)
 //	format=uuid  (date-time, int64, …)
 //	min=N max=N minLength=N maxLength=N maxItems=N  bounds
@@ -32,25 +35,79 @@ import (
 
 // schema is one OpenAPI 3.1 schema object (the subset the gateway uses).
 type schema struct {
-	Ref                  string             `json:"$ref,omitempty"`
-	Type                 any                `json:"type,omitempty"` // a string, or [type, "null"]
-	Format               string             `json:"format,omitempty"`
-	Description          string             `json:"description,omitempty"`
-	Enum                 []string           `json:"enum,omitempty"`
-	Const                any                `json:"const,omitempty"`
-	Pattern              string             `json:"pattern,omitempty"`
-	Minimum              *int64             `json:"minimum,omitempty"`
-	Maximum              *int64             `json:"maximum,omitempty"`
-	MinLength            *int64             `json:"minLength,omitempty"`
-	MaxLength            *int64             `json:"maxLength,omitempty"`
-	MaxItems             *int64             `json:"maxItems,omitempty"`
-	MinProperties        *int64             `json:"minProperties,omitempty"`
-	Items                *schema            `json:"items,omitempty"`
-	AdditionalProperties *bool              `json:"additionalProperties,omitempty"`
-	Required             []string           `json:"required,omitempty"`
-	Properties           map[string]*schema `json:"properties,omitempty"`
-	OneOf                []*schema          `json:"oneOf,omitempty"`
-	Discriminator        *discriminator     `json:"discriminator,omitempty"`
+	Ref                  string         `json:"$ref,omitempty"`
+	Type                 any            `json:"type,omitempty"` // a string, or [type, "null"]
+	Format               string         `json:"format,omitempty"`
+	Description          string         `json:"description,omitempty"`
+	Enum                 []string       `json:"enum,omitempty"`
+	Extensible           bool           `json:"x-extensible-enum,omitempty"`
+	Const                any            `json:"const,omitempty"`
+	Pattern              string         `json:"pattern,omitempty"`
+	Minimum              *int64         `json:"minimum,omitempty"`
+	Maximum              *int64         `json:"maximum,omitempty"`
+	MinLength            *int64         `json:"minLength,omitempty"`
+	MaxLength            *int64         `json:"maxLength,omitempty"`
+	MaxItems             *int64         `json:"maxItems,omitempty"`
+	MinProperties        *int64         `json:"minProperties,omitempty"`
+	Items                *schema        `json:"items,omitempty"`
+	AdditionalProperties *bool          `json:"additionalProperties,omitempty"`
+	Required             []string       `json:"required,omitempty"`
+	Properties           *props         `json:"properties,omitempty"`
+	OneOf                []*schema      `json:"oneOf,omitempty"`
+	Discriminator        *discriminator `json:"discriminator,omitempty"`
+}
+
+// props are an object's properties in the order of the Go fields (the
+// order encoding/json writes them, and the generated clients keep).
+type props struct {
+	keys []string
+	m    map[string]*schema
+}
+
+func (p *props) set(name string, s *schema) {
+	if p.m == nil {
+		p.m = map[string]*schema{}
+	}
+	if _, ok := p.m[name]; !ok {
+		p.keys = append(p.keys, name)
+	}
+	p.m[name] = s
+}
+
+func (p *props) remove(name string) {
+	delete(p.m, name)
+	p.keys = slices.DeleteFunc(p.keys, func(k string) bool { return k == name })
+}
+
+// MarshalJSON writes the properties in order.
+func (p *props) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, k := range p.keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		kb, err := marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		vb, err := marshal(p.m[k])
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, kb...), ':'), vb...)
+	}
+	return append(b, '}'), nil
+}
+
+// marshal is json.Marshal without HTML escapes (descriptions say <seq>).
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 type discriminator struct {
@@ -118,7 +175,7 @@ func (rf *reflector) inline(t reflect.Type, request bool) (*schema, error) {
 
 // object is the schema of struct type t: one property per JSON field.
 func (rf *reflector) object(t reflect.Type, request bool) (*schema, error) {
-	s := &schema{Type: "object", Properties: map[string]*schema{}}
+	s := &schema{Type: "object", Properties: &props{}}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, omitempty, ok := jsonName(f)
@@ -129,7 +186,7 @@ func (rf *reflector) object(t reflect.Type, request bool) (*schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", t, f.Name, err)
 		}
-		s.Properties[name] = p
+		s.Properties.set(name, p)
 		if required {
 			s.Required = append(s.Required, name)
 		}
@@ -208,6 +265,9 @@ func (o oaOpts) apply(p *schema) error {
 		switch k {
 		case "required", "optional", "nullable", "ref", "object", "any":
 			continue
+		case "open":
+			p.Extensible = true
+			continue
 		case "enum":
 			p.Enum = strings.Split(v, "|")
 			continue
@@ -251,10 +311,11 @@ func (o oaOpts) apply(p *schema) error {
 // merge adds src's properties to dst (the flat event union): a name
 // already there keeps its schema, with the enums of both.
 func merge(dst, src *schema) {
-	for name, p := range src.Properties {
-		q, ok := dst.Properties[name]
-		if !ok {
-			dst.Properties[name] = p
+	for _, name := range src.Properties.keys {
+		p := src.Properties.m[name]
+		q := dst.Properties.m[name]
+		if q == nil {
+			dst.Properties.set(name, p)
 			continue
 		}
 		if len(q.Enum) > 0 && len(p.Enum) > 0 {
@@ -277,13 +338,4 @@ func contains(list []string, v string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -163,7 +163,7 @@ func (m *Manager) checkNewBranch(ctx context.Context, top, branch string) error 
 type FileChange struct {
 	Path string `json:"path" doc:"relative to the repository's top"`
 	// Status is added, modified, deleted or typechange.
-	Status    string `json:"status" oa:"enum=added|modified|deleted|typechange"`
+	Status    string `json:"status" oa:"enum=added|modified|deleted|typechange,open"`
 	Additions int    `json:"additions"`
 	Deletions int    `json:"deletions"`
 	// Binary is true when git counts no lines (additions and deletions 0).

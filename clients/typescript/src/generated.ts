@@ -3,118 +3,123 @@
 
 import * as z from "zod";
 
-export const ApprovalRequestSchema = z.object({
+export const ApprovalRequestSchema = z.strictObject({
+  sessionId: z.string(),
+  requestId: z.string(),
   decision: z.enum(["allow", "deny", "always"]),
   /** what the model sees when denied */
   message: z.string().optional(),
-  requestId: z.string(),
-  sessionId: z.string(),
   /** replaces the tool's input when allowed */
   updatedInput: z.record(z.string(), z.unknown()).optional(),
 });
 export type ApprovalRequest = z.infer<typeof ApprovalRequestSchema>;
 
 export const ApprovalRequestedSchema = z.looseObject({
-  expiresAt: z.string(),
-  input: z.record(z.string(), z.unknown()),
   requestId: z.string(),
-  /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
-  rule: z.string().optional(),
+  toolUseId: z.string(),
+  toolName: z.string(),
+  input: z.record(z.string(), z.unknown()),
   /** the agent's own proposals for an "always allow" (Claude's permission_suggestions), or null: information only, never stored */
   suggestions: z.unknown(),
-  toolName: z.string(),
-  toolUseId: z.string(),
+  /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
+  rule: z.string().optional(),
+  expiresAt: z.string(),
 });
 export type ApprovalRequested = z.infer<typeof ApprovalRequestedSchema>;
 
 export const ApprovalRequestedEventSchema = z.looseObject({
-  expiresAt: z.string(),
-  input: z.record(z.string(), z.unknown()),
-  parentToolUseId: z.string().optional(),
-  requestId: z.string(),
-  /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
-  rule: z.string().optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("approval:requested"),
   sessionId: z.string(),
-  /** the agent's own proposals for an "always allow" (Claude's permission_suggestions), or null: information only, never stored */
-  suggestions: z.unknown(),
+  parentToolUseId: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
-  toolName: z.string(),
+  requestId: z.string(),
   toolUseId: z.string(),
-  type: z.literal("approval:requested"),
+  toolName: z.string(),
+  input: z.record(z.string(), z.unknown()),
+  /** the agent's own proposals for an "always allow" (Claude's permission_suggestions), or null: information only, never stored */
+  suggestions: z.unknown(),
+  /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
+  rule: z.string().optional(),
+  expiresAt: z.string(),
 });
 export type ApprovalRequestedEvent = z.infer<typeof ApprovalRequestedEventSchema>;
 
 export const ApprovalResolvedEventSchema = z.looseObject({
-  by: z.union([z.enum(["user", "rule", "timeout", "interrupt", "shutdown"]), z.string()]),
-  decision: z.union([z.enum(["allow", "deny"]), z.string()]),
-  message: z.string().optional(),
-  parentToolUseId: z.string().optional(),
-  requestId: z.string(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("approval:resolved"),
   sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
-  type: z.literal("approval:resolved"),
+  requestId: z.string(),
+  decision: z.enum(["allow", "deny"]),
+  by: z.union([z.enum(["user", "rule", "timeout", "interrupt", "shutdown"]), z.string()]),
+  message: z.string().optional(),
 });
 export type ApprovalResolvedEvent = z.infer<typeof ApprovalResolvedEventSchema>;
 
 export const ChatCompleteEventSchema = z.looseObject({
-  parentToolUseId: z.string().optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("chat:complete"),
   sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
   /** user:message, chat:delta, thinking:delta, chat:complete */
   text: z.string(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
-  type: z.literal("chat:complete"),
 });
 export type ChatCompleteEvent = z.infer<typeof ChatCompleteEventSchema>;
 
 export const ChatDeltaEventSchema = z.looseObject({
-  parentToolUseId: z.string().optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("chat:delta"),
   sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
   /** user:message, chat:delta, thinking:delta, chat:complete */
   text: z.string(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
-  type: z.literal("chat:delta"),
 });
 export type ChatDeltaEvent = z.infer<typeof ChatDeltaEventSchema>;
 
 export const ModeSchema = z.enum(["workbench", "pipeline", "direct"]);
 export type Mode = z.infer<typeof ModeSchema>;
 
-export const CreateSessionRequestSchema = z.object({
+export const CreateSessionRequestSchema = z.strictObject({
+  /** absolute; must resolve inside an allowed root */
+  projectRoot: z.string(),
+  persona: z.string().regex(new RegExp("^[A-Za-z0-9_-]+$")).nullable().optional(),
+  mode: ModeSchema,
+  /** engine to run the session on (claude-code, anthropic, …; GET /engines). Default: the persona's engine:, else the server's default */
+  engine: z.string().optional(),
+  /** model for this session (default: the persona's, else the engine's) */
+  model: z.string().optional(),
+  /** the session's name (default: its first message) */
+  title: z.string().optional(),
+  /** worktree: run the session in a git worktree of its own, on a new branch, outside the project's tree (422 when the project is not in a git repository) */
+  isolation: z.literal("worktree").optional(),
   /** with isolation worktree: the branch, tag, commit or remote ref (origin/main, not fetched) the session's branch starts at (default: the project's HEAD; 422 when it is no commit) */
   base: z.string().optional(),
   /** with isolation worktree: the new branch's name (default: harness/<first 8 of the session id>) */
   branch: z.string().optional(),
-  /** engine to run the session on (claude-code, anthropic, …; GET /engines). Default: the persona's engine:, else the server's default */
-  engine: z.string().optional(),
-  /** worktree: run the session in a git worktree of its own, on a new branch, outside the project's tree (422 when the project is not in a git repository) */
-  isolation: z.literal("worktree").optional(),
-  mode: ModeSchema,
-  /** model for this session (default: the persona's, else the engine's) */
-  model: z.string().optional(),
-  persona: z.string().regex(new RegExp("^[A-Za-z0-9_-]+$")).nullable().optional(),
-  /** absolute; must resolve inside an allowed root */
-  projectRoot: z.string(),
   /** run every turn's agent in the kernel sandbox (Landlock): it and what it starts write only the workdir (not its protected paths), its own state directories and a private temporary directory; a turn on a kernel without Landlock fails with 503, never unsandboxed */
   sandbox: z.boolean().optional(),
-  /** the session's name (default: its first message) */
-  title: z.string().optional(),
 });
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 
 export const EngineStatusSchema = z.looseObject({
+  name: z.string(),
+  kind: z.string(),
   available: z.boolean(),
+  /** what is missing and how to get it */
+  reason: z.string().optional(),
+  version: z.string().optional(),
   /** the conversation controls this engine supports */
   controls: z.looseObject({
     /** POST /session/{id}/fork works */
@@ -122,11 +127,6 @@ export const EngineStatusSchema = z.looseObject({
     /** POST /session/{id}/rewind with conversation:true works (files can be rewound on every engine) */
     rewind: z.boolean(),
   }).optional(),
-  kind: z.string(),
-  name: z.string(),
-  /** what is missing and how to get it */
-  reason: z.string().optional(),
-  version: z.string().optional(),
 });
 export type EngineStatus = z.infer<typeof EngineStatusSchema>;
 
@@ -135,360 +135,358 @@ export const ErrorSchema = z.looseObject({
 });
 export type Error = z.infer<typeof ErrorSchema>;
 
+export const MCPServerStatusSchema = z.looseObject({
+  name: z.string(),
+  /** connected, failed or pending (or the agent's own word) */
+  status: z.string(),
+  error: z.string().optional(),
+});
+export type MCPServerStatus = z.infer<typeof MCPServerStatusSchema>;
+
 export const TrustChangeSchema = z.looseObject({
   /** the frontmatter key (tools, disallowed_tools, auto_approve_tools, permission_mode, engine, mcp_servers) or the session field (persona, permissionMode, engine) */
   field: z.string(),
-  now: z.string(),
   trusted: z.string(),
+  now: z.string(),
 });
 export type TrustChange = z.infer<typeof TrustChangeSchema>;
 
 /** A UI event: the discriminated union on `type`. Every event has `seq` (its place in the session's event log, also the SSE id) and `sessionId` (the harness session). A turn ends with exactly one process:exit. A session:error of kind resume_not_found is followed by a fresh session:init in the same turn. Every turn starts with user:message, or, for a turn run from the session's queue, with prompt:dequeued (reason started) just before it. prompt:queued (promptId, position, message) says a prompt was queued behind the running turn; prompt:dequeued (promptId, reason: started, deleted, or failed with error) says it left the queue; neither ends anything. approval:requested asks a person whether a tool may run (answer with POST /approval); approval:resolved says how it was decided. session:retry says the engine is retrying the model API after a failed request (attempt of maxRetries, in delayMs, error; apiErrorStatus when the API answered); it may come any number of times and ends nothing. session:forked is the first event of a fork's own after the records copied from its source (from: the source session, atSeq: where it was cut, 0 = all of it); session:rewound says a rewind happened (toTurn, files: the paths restored, conversation: whether the conversation was cut); both stand outside any turn. session:complete may carry checkpoint, the engine's opaque position in its conversation. trust:required says what a turn does not honour until a person trusts it (after user:message, before session:init; it ends nothing): kind persona (path: the persona file, name: its ID, hash, changes: each widened grant with what was trusted and what the file says now; the turn runs with the trusted grants), mcp (name: a project .mcp.json server, hash: its definition's; not started, and session:init lists it with status untrusted) or session (path: the session file, rules and changes: what it says that no person gave the session; not honoured); message says it in a sentence. A person trusts with POST /trust. */
 export const EventSchema = z.looseObject({
-  apiErrorStatus: z.number().int().optional(),
-  /** session:forked: the seq the fork was cut at, 0 = the whole conversation */
-  atSeq: z.number().int().min(0).optional(),
-  /** session:retry: the retry's number, from 1 */
-  attempt: z.number().int().min(1).optional(),
-  by: z.union([z.enum(["user", "rule", "timeout", "interrupt", "shutdown"]), z.string()]).optional(),
-  /** trust:required: the grants that widened */
-  changes: z.array(TrustChangeSchema).optional(),
-  /** session:complete: the engine's position in its conversation after the turn */
-  checkpoint: z.string().optional(),
-  claudeSessionId: z.string().optional(),
-  cliVersion: z.string().optional(),
-  code: z.number().int().optional(),
-  content: z.string().optional(),
-  /** session:rewound: the conversation was cut */
-  conversation: z.boolean().optional(),
-  costUsd: z.number().optional(),
-  cwd: z.string().optional(),
-  decision: z.union([z.enum(["allow", "deny"]), z.string()]).optional(),
-  /** session:retry: the wait before the request is sent again */
-  delayMs: z.number().int().min(0).optional(),
-  durationMs: z.number().int().optional(),
-  engine: z.string().optional(),
-  engineSessionId: z.string().optional(),
-  error: z.string().optional(),
-  exitCode: z.number().int().optional(),
-  expiresAt: z.string().optional(),
-  /** session:rewound: the project paths restored */
-  files: z.array(z.string()).nullable().optional(),
-  /** session:forked: the source session */
-  from: z.string().optional(),
-  /** trust:required: what POST /trust accepts */
-  hash: z.string().optional(),
-  input: z.record(z.string(), z.unknown()).nullable().optional(),
-  isError: z.boolean().optional(),
-  kind: z.union([z.enum(["interrupted", "max_turns", "max_budget", "api_error", "not_logged_in", "resume_not_found", "execution", "killed", "process", "start", "persona", "mcp", "session"]), z.string()]).optional(),
-  /** session:retry: the engine's limit, 0 when it does not say */
-  maxRetries: z.number().int().min(0).optional(),
-  mcpServers: z.array(z.looseObject({
-    error: z.string().optional(),
-    name: z.string(),
-    /** connected, failed or pending (or the agent's own word) */
-    status: z.string(),
-  })).optional(),
-  message: z.string().optional(),
-  model: z.string().optional(),
-  name: z.string().optional(),
-  numTurns: z.number().int().optional(),
-  parentToolUseId: z.string().optional(),
-  /** trust:required: the persona or session file */
-  path: z.string().optional(),
-  permissionMode: z.string().optional(),
-  /** prompt:queued */
-  position: z.number().int().optional(),
-  /** prompt:queued, prompt:dequeued */
-  promptId: z.string().optional(),
-  /** prompt:dequeued */
-  reason: z.union([z.enum(["started", "deleted", "failed"]), z.string()]).optional(),
-  requestId: z.string().optional(),
-  /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
-  rule: z.string().optional(),
-  /** trust:required (session): the session file's rules no person gave */
-  rules: z.array(z.string()).optional(),
   seq: z.number().int().min(1),
+  type: z.enum(["user:message", "session:init", "chat:delta", "thinking:delta", "chat:complete", "tool:start", "tool:result", "session:complete", "session:error", "session:retry", "process:exit", "approval:requested", "approval:resolved", "session:forked", "session:rewound", "trust:required", "prompt:queued", "prompt:dequeued"]),
   sessionId: z.string(),
-  /** process:exit: the signal that ended the process, null when none */
-  signal: z.string().nullable().optional(),
-  stderrTail: z.string().optional(),
-  subtype: z.string().optional(),
-  /** the agent's own proposals for an "always allow" (Claude's permission_suggestions), or null: information only, never stored */
-  suggestions: z.unknown().optional(),
+  parentToolUseId: z.string().optional(),
   /** user:message, chat:delta, thinking:delta, chat:complete */
   text: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
+  claudeSessionId: z.string().optional(),
+  model: z.string().optional(),
+  tools: z.array(z.string()).optional(),
+  cliVersion: z.string().optional(),
+  permissionMode: z.string().optional(),
+  cwd: z.string().optional(),
+  engine: z.string().optional(),
+  engineSessionId: z.string().optional(),
+  mcpServers: z.array(MCPServerStatusSchema).optional(),
+  toolUseId: z.string().optional(),
+  name: z.string().optional(),
+  input: z.record(z.string(), z.unknown()).nullable().optional(),
+  content: z.string().optional(),
+  isError: z.boolean().optional(),
+  costUsd: z.number().optional(),
+  usage: z.record(z.string(), z.unknown()).nullable().optional(),
+  numTurns: z.number().int().optional(),
+  durationMs: z.number().int().optional(),
+  /** session:complete: the engine's position in its conversation after the turn */
+  checkpoint: z.string().optional(),
+  error: z.string().optional(),
+  kind: z.union([z.enum(["interrupted", "max_turns", "max_budget", "api_error", "not_logged_in", "resume_not_found", "execution", "killed", "process", "start", "persona", "mcp", "session"]), z.string()]).optional(),
+  subtype: z.string().optional(),
+  apiErrorStatus: z.number().int().optional(),
+  exitCode: z.number().int().optional(),
+  stderrTail: z.string().optional(),
+  code: z.number().int().optional(),
+  /** process:exit: the signal that ended the process, null when none */
+  signal: z.string().nullable().optional(),
+  requestId: z.string().optional(),
+  toolName: z.string().optional(),
+  /** the agent's own proposals for an "always allow" (Claude's permission_suggestions), or null: information only, never stored */
+  suggestions: z.unknown().optional(),
+  /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
+  rule: z.string().optional(),
+  expiresAt: z.string().optional(),
+  decision: z.enum(["allow", "deny"]).optional(),
+  by: z.union([z.enum(["user", "rule", "timeout", "interrupt", "shutdown"]), z.string()]).optional(),
+  message: z.string().optional(),
+  /** session:retry: the retry's number, from 1 */
+  attempt: z.number().int().min(1).optional(),
+  /** session:retry: the engine's limit, 0 when it does not say */
+  maxRetries: z.number().int().min(0).optional(),
+  /** session:retry: the wait before the request is sent again */
+  delayMs: z.number().int().min(0).optional(),
+  /** session:forked: the source session */
+  from: z.string().optional(),
+  /** session:forked: the seq the fork was cut at, 0 = the whole conversation */
+  atSeq: z.number().int().min(0).optional(),
   /** session:rewound: the user:message seq of the first turn undone */
   toTurn: z.number().int().min(1).optional(),
-  toolName: z.string().optional(),
-  toolUseId: z.string().optional(),
-  tools: z.array(z.string()).optional(),
-  type: z.union([z.enum(["user:message", "session:init", "chat:delta", "thinking:delta", "chat:complete", "tool:start", "tool:result", "session:complete", "session:error", "session:retry", "process:exit", "approval:requested", "approval:resolved", "session:forked", "session:rewound", "trust:required", "prompt:queued", "prompt:dequeued"]), z.string()]),
-  usage: z.record(z.string(), z.unknown()).nullable().optional(),
+  /** session:rewound: the project paths restored */
+  files: z.array(z.string()).nullable().optional(),
+  /** session:rewound: the conversation was cut */
+  conversation: z.boolean().optional(),
+  /** trust:required: the persona or session file */
+  path: z.string().optional(),
+  /** trust:required: what POST /trust accepts */
+  hash: z.string().optional(),
+  /** trust:required: the grants that widened */
+  changes: z.array(TrustChangeSchema).optional(),
+  /** trust:required (session): the session file's rules no person gave */
+  rules: z.array(z.string()).optional(),
+  /** prompt:queued, prompt:dequeued */
+  promptId: z.string().optional(),
+  /** prompt:queued */
+  position: z.number().int().optional(),
+  /** prompt:dequeued */
+  reason: z.union([z.enum(["started", "deleted", "failed"]), z.string()]).optional(),
 });
 export type Event = z.infer<typeof EventSchema>;
 
 export const FileChangeSchema = z.looseObject({
+  /** relative to the project root, with / */
+  path: z.string(),
   /** what happened to the file since the snapshot (a rewind undoes it) */
   op: z.union([z.enum(["added", "modified", "deleted"]), z.string()]),
   /** a unified diff from the snapshot to the file now (preview only; absent for binary files) */
   patch: z.string().optional(),
-  /** relative to the project root, with / */
-  path: z.string(),
   /** the patch was cut to the gateway's limit */
   truncated: z.boolean().optional(),
 });
 export type FileChange = z.infer<typeof FileChangeSchema>;
 
-export const ForkRequestSchema = z.object({
+export const ForkRequestSchema = z.strictObject({
   /** keep the conversation up to and including the turn that holds the event of this seq; 0 or absent = all of it */
   atSeq: z.number().int().min(0).optional(),
 });
 export type ForkRequest = z.infer<typeof ForkRequestSchema>;
 
 export const HealthSchema = z.looseObject({
+  ok: z.boolean(),
   claudeVersion: z.string(),
   error: z.string().optional(),
-  ok: z.boolean(),
 });
 export type Health = z.infer<typeof HealthSchema>;
 
-export const InterruptRequestSchema = z.object({
+export const InterruptRequestSchema = z.strictObject({
   sessionId: z.string(),
 });
 export type InterruptRequest = z.infer<typeof InterruptRequestSchema>;
 
 export const UserMessageEventSchema = z.looseObject({
-  parentToolUseId: z.string().optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("user:message"),
   sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
   /** user:message, chat:delta, thinking:delta, chat:complete */
   text: z.string(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
-  type: z.literal("user:message"),
 });
 export type UserMessageEvent = z.infer<typeof UserMessageEventSchema>;
 
 export const SessionInitEventSchema = z.looseObject({
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  type: z.literal("session:init"),
+  sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
   claudeSessionId: z.string(),
+  model: z.string(),
+  tools: z.array(z.string()),
   cliVersion: z.string().optional(),
+  permissionMode: z.string().optional(),
   cwd: z.string().optional(),
   engine: z.string().optional(),
   engineSessionId: z.string().optional(),
-  mcpServers: z.array(z.looseObject({
-    error: z.string().optional(),
-    name: z.string(),
-    /** connected, failed or pending (or the agent's own word) */
-    status: z.string(),
-  })).optional(),
-  model: z.string(),
-  parentToolUseId: z.string().optional(),
-  permissionMode: z.string().optional(),
-  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
-  seq: z.number().int().min(1).optional(),
-  sessionId: z.string(),
-  /** when the event happened (Unix ms), stamped once as it is stored */
-  timestamp: z.number().int().optional(),
-  tools: z.array(z.string()),
-  type: z.literal("session:init"),
+  mcpServers: z.array(MCPServerStatusSchema).optional(),
 });
 export type SessionInitEvent = z.infer<typeof SessionInitEventSchema>;
 
 export const ThinkingDeltaEventSchema = z.looseObject({
-  parentToolUseId: z.string().optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("thinking:delta"),
   sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
   /** user:message, chat:delta, thinking:delta, chat:complete */
   text: z.string(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
-  type: z.literal("thinking:delta"),
 });
 export type ThinkingDeltaEvent = z.infer<typeof ThinkingDeltaEventSchema>;
 
 export const ToolStartEventSchema = z.looseObject({
-  input: z.record(z.string(), z.unknown()).nullable(),
-  name: z.string(),
-  parentToolUseId: z.string().optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("tool:start"),
   sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
   toolUseId: z.string(),
-  type: z.literal("tool:start"),
+  name: z.string(),
+  input: z.record(z.string(), z.unknown()).nullable(),
 });
 export type ToolStartEvent = z.infer<typeof ToolStartEventSchema>;
 
 export const ToolResultEventSchema = z.looseObject({
-  content: z.string(),
-  isError: z.boolean(),
-  parentToolUseId: z.string().optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("tool:result"),
   sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
   toolUseId: z.string(),
-  type: z.literal("tool:result"),
+  content: z.string(),
+  isError: z.boolean(),
 });
 export type ToolResultEvent = z.infer<typeof ToolResultEventSchema>;
 
 export const SessionCompleteEventSchema = z.looseObject({
-  /** session:complete: the engine's position in its conversation after the turn */
-  checkpoint: z.string().optional(),
-  costUsd: z.number(),
-  durationMs: z.number().int(),
-  numTurns: z.number().int(),
-  parentToolUseId: z.string().optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("session:complete"),
   sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
-  type: z.literal("session:complete"),
+  costUsd: z.number(),
   usage: z.record(z.string(), z.unknown()).nullable(),
+  numTurns: z.number().int(),
+  durationMs: z.number().int(),
+  /** session:complete: the engine's position in its conversation after the turn */
+  checkpoint: z.string().optional(),
 });
 export type SessionCompleteEvent = z.infer<typeof SessionCompleteEventSchema>;
 
 export const SessionErrorEventSchema = z.looseObject({
-  apiErrorStatus: z.number().int().optional(),
-  costUsd: z.number().optional(),
-  error: z.string(),
-  exitCode: z.number().int().optional(),
-  kind: z.union([z.enum(["interrupted", "max_turns", "max_budget", "api_error", "not_logged_in", "resume_not_found", "execution", "killed", "process", "start"]), z.string()]),
-  parentToolUseId: z.string().optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("session:error"),
   sessionId: z.string(),
-  stderrTail: z.string().optional(),
-  subtype: z.string().optional(),
+  parentToolUseId: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
-  type: z.literal("session:error"),
+  error: z.string(),
+  kind: z.union([z.enum(["interrupted", "max_turns", "max_budget", "api_error", "not_logged_in", "resume_not_found", "execution", "killed", "process", "start"]), z.string()]),
+  subtype: z.string().optional(),
+  apiErrorStatus: z.number().int().optional(),
+  exitCode: z.number().int().optional(),
+  stderrTail: z.string().optional(),
+  costUsd: z.number().optional(),
 });
 export type SessionErrorEvent = z.infer<typeof SessionErrorEventSchema>;
 
 export const SessionRetryEventSchema = z.looseObject({
-  apiErrorStatus: z.number().int().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  type: z.literal("session:retry"),
+  sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
   /** session:retry: the retry's number, from 1 */
   attempt: z.number().int().min(1),
+  /** session:retry: the engine's limit, 0 when it does not say */
+  maxRetries: z.number().int().min(0),
   /** session:retry: the wait before the request is sent again */
   delayMs: z.number().int().min(0),
   error: z.string(),
-  /** session:retry: the engine's limit, 0 when it does not say */
-  maxRetries: z.number().int().min(0),
-  parentToolUseId: z.string().optional(),
-  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
-  seq: z.number().int().min(1).optional(),
-  sessionId: z.string(),
-  /** when the event happened (Unix ms), stamped once as it is stored */
-  timestamp: z.number().int().optional(),
-  type: z.literal("session:retry"),
+  apiErrorStatus: z.number().int().optional(),
 });
 export type SessionRetryEvent = z.infer<typeof SessionRetryEventSchema>;
 
 export const ProcessExitEventSchema = z.looseObject({
-  code: z.number().int(),
-  parentToolUseId: z.string().optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("process:exit"),
   sessionId: z.string(),
-  /** process:exit: the signal that ended the process, null when none */
-  signal: z.string().nullable(),
+  parentToolUseId: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
-  type: z.literal("process:exit"),
+  code: z.number().int(),
+  /** process:exit: the signal that ended the process, null when none */
+  signal: z.string().nullable().optional(),
 });
 export type ProcessExitEvent = z.infer<typeof ProcessExitEventSchema>;
 
 export const SessionForkedEventSchema = z.looseObject({
-  /** session:forked: the seq the fork was cut at, 0 = the whole conversation */
-  atSeq: z.number().int().min(0),
-  /** session:forked: the source session */
-  from: z.string(),
-  parentToolUseId: z.string().optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("session:forked"),
   sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
-  type: z.literal("session:forked"),
+  /** session:forked: the source session */
+  from: z.string(),
+  /** session:forked: the seq the fork was cut at, 0 = the whole conversation */
+  atSeq: z.number().int().min(0),
 });
 export type SessionForkedEvent = z.infer<typeof SessionForkedEventSchema>;
 
 export const SessionRewoundEventSchema = z.looseObject({
-  /** session:rewound: the conversation was cut */
-  conversation: z.boolean(),
-  /** session:rewound: the project paths restored */
-  files: z.array(z.string()).nullable(),
-  parentToolUseId: z.string().optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("session:rewound"),
   sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
   /** session:rewound: the user:message seq of the first turn undone */
   toTurn: z.number().int().min(1),
-  type: z.literal("session:rewound"),
+  /** session:rewound: the project paths restored */
+  files: z.array(z.string()).nullable(),
+  /** session:rewound: the conversation was cut */
+  conversation: z.boolean(),
 });
 export type SessionRewoundEvent = z.infer<typeof SessionRewoundEventSchema>;
 
 export const TrustRequiredEventSchema = z.looseObject({
-  /** trust:required: the grants that widened */
-  changes: z.array(TrustChangeSchema).optional(),
-  /** trust:required: what POST /trust accepts */
-  hash: z.string().optional(),
-  kind: z.union([z.enum(["persona", "mcp", "session"]), z.string()]),
-  message: z.string(),
-  name: z.string().optional(),
-  parentToolUseId: z.string().optional(),
-  /** trust:required: the persona or session file */
-  path: z.string().optional(),
-  /** trust:required (session): the session file's rules no person gave */
-  rules: z.array(z.string()).optional(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("trust:required"),
   sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
-  type: z.literal("trust:required"),
+  kind: z.union([z.enum(["persona", "mcp", "session"]), z.string()]),
+  name: z.string().optional(),
+  /** trust:required: the persona or session file */
+  path: z.string().optional(),
+  /** trust:required: what POST /trust accepts */
+  hash: z.string().optional(),
+  /** trust:required: the grants that widened */
+  changes: z.array(TrustChangeSchema).optional(),
+  /** trust:required (session): the session file's rules no person gave */
+  rules: z.array(z.string()).optional(),
+  message: z.string(),
 });
 export type TrustRequiredEvent = z.infer<typeof TrustRequiredEventSchema>;
 
 export const PromptQueuedEventSchema = z.looseObject({
-  message: z.string(),
-  parentToolUseId: z.string().optional(),
-  /** prompt:queued */
-  position: z.number().int(),
-  /** prompt:queued, prompt:dequeued */
-  promptId: z.string(),
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
+  type: z.literal("prompt:queued"),
   sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
-  type: z.literal("prompt:queued"),
+  /** prompt:queued, prompt:dequeued */
+  promptId: z.string(),
+  /** prompt:queued */
+  position: z.number().int(),
+  message: z.string(),
 });
 export type PromptQueuedEvent = z.infer<typeof PromptQueuedEventSchema>;
 
 export const PromptDequeuedEventSchema = z.looseObject({
-  error: z.string().optional(),
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  type: z.literal("prompt:dequeued"),
+  sessionId: z.string(),
   parentToolUseId: z.string().optional(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
   promptId: z.string(),
   /** prompt:dequeued */
   reason: z.union([z.enum(["started", "deleted", "failed"]), z.string()]),
-  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
-  seq: z.number().int().min(1).optional(),
-  sessionId: z.string(),
-  /** when the event happened (Unix ms), stamped once as it is stored */
-  timestamp: z.number().int().optional(),
-  type: z.literal("prompt:dequeued"),
+  error: z.string().optional(),
 });
 export type PromptDequeuedEvent = z.infer<typeof PromptDequeuedEventSchema>;
 
@@ -516,71 +514,71 @@ export const KnownEventSchema = z.discriminatedUnion("type", [
 export type KnownEvent = z.infer<typeof KnownEventSchema>;
 
 export const MergeConflictSchema = z.looseObject({
-  /** the conflicting paths; the target branch and the project's tree are untouched */
-  conflicts: z.array(z.string()).optional(),
   error: z.string(),
   merged: z.boolean().optional(),
+  /** the conflicting paths; the target branch and the project's tree are untouched */
+  conflicts: z.array(z.string()).optional(),
 });
 export type MergeConflict = z.infer<typeof MergeConflictSchema>;
 
-export const MergeRequestSchema = z.object({
-  /** target branch (default: the branch the project has checked out) */
-  into: z.string().optional(),
-  /** commit message of the merge (or squash), and of the commit of the session's uncommitted changes; at most 64 KiB, no NUL (400) */
-  message: z.string().max(65536).optional(),
+export const MergeRequestSchema = z.strictObject({
   /** default squash */
   strategy: z.enum(["squash", "merge", "rebase"]).optional(),
+  /** commit message of the merge (or squash), and of the commit of the session's uncommitted changes; at most 64 KiB, no NUL (400) */
+  message: z.string().max(65536).optional(),
+  /** target branch (default: the branch the project has checked out) */
+  into: z.string().optional(),
 });
 export type MergeRequest = z.infer<typeof MergeRequestSchema>;
 
 export const MergeResultSchema = z.looseObject({
+  merged: z.boolean(),
   /** the target's new tip */
   commit: z.string(),
   into: z.string(),
-  merged: z.boolean(),
 });
 export type MergeResult = z.infer<typeof MergeResultSchema>;
 
 /** What the session's next turns run with; a field left out is kept. A change made while a turn runs applies from the next turn. Where an engine cannot take a change inside one conversation the harness does the nearest honest thing (see the README: a new persona's instructions on a resumed Claude Code conversation come with the next message). */
-export const PatchSessionRequestSchema = z.object({
-  /** reasoning effort for engines that take one (low, medium, high, …; "" = the engine's default) */
-  effort: z.string().optional(),
+export const PatchSessionRequestSchema = z.strictObject({
+  title: z.string().optional(),
+  /** a persona ID, or "" for none */
+  persona: z.string().optional(),
   /** the model of the next turns ("" = the persona's or the engine's default) */
   model: z.string().optional(),
   /** default, acceptEdits, plan, dontAsk, bypassPermissions (the last only where the server allows it), or "" for the server's / persona's */
   permissionMode: z.string().optional(),
-  /** a persona ID, or "" for none */
-  persona: z.string().optional(),
-  title: z.string().optional(),
+  /** reasoning effort for engines that take one (low, medium, high, …; "" = the engine's default) */
+  effort: z.string().optional(),
 });
 export type PatchSessionRequest = z.infer<typeof PatchSessionRequestSchema>;
 
 export const PersonaSchema = z.looseObject({
-  description: z.string(),
-  /** set when the persona file cannot be used */
-  error: z.string().optional(),
   id: z.string(),
+  description: z.string(),
+  tools: z.array(z.string()),
   model: z.string(),
   permissionMode: z.string(),
   sourceFile: z.string(),
-  tools: z.array(z.string()),
+  /** set when the persona file cannot be used */
+  error: z.string().optional(),
 });
 export type Persona = z.infer<typeof PersonaSchema>;
 
-export const QueuedPromptSchema = z.object({
-  message: z.string(),
+export const QueuedPromptSchema = z.looseObject({
   promptId: z.string(),
+  message: z.string(),
   queuedAt: z.string(),
 });
 export type QueuedPrompt = z.infer<typeof QueuedPromptSchema>;
 
 /** A session's queued prompts, in the order they run */
-export const QueueSchema = z.object({
+export const QueueSchema = z.looseObject({
   prompts: z.array(QueuedPromptSchema),
 });
 export type Queue = z.infer<typeof QueueSchema>;
 
-export const QueueEditRequestSchema = z.object({
+export const QueueEditRequestSchema = z.strictObject({
   /** the prompt's new text */
   message: z.string().min(1).optional(),
   /** move it here (0 = next; past the end = last) */
@@ -588,123 +586,121 @@ export const QueueEditRequestSchema = z.object({
 });
 export type QueueEditRequest = z.infer<typeof QueueEditRequestSchema>;
 
-export const QueuedAnswerSchema = z.object({
+export const QueuedAnswerSchema = z.looseObject({
+  queued: z.literal(true),
+  promptId: z.string(),
   /** 0 = next to run */
   position: z.number().int().min(0),
-  promptId: z.string(),
-  queued: z.literal(true),
 });
 export type QueuedAnswer = z.infer<typeof QueuedAnswerSchema>;
 
 export const TurnInfoSchema = z.looseObject({
+  /** the seq of the user:message that opened the turn (toTurn of a rewind) */
+  seq: z.number().int(),
+  /** the user's message */
+  text: z.string(),
   /** the engine reported a position after this turn: a fork or rewind can cut the conversation right after it (a rewind to a later turn cuts after the last such turn before it) */
   checkpoint: z.boolean(),
   /** a snapshot of the project's files from before this turn exists */
   files: z.boolean(),
   /** a rewind undid this turn */
   rewound: z.boolean(),
-  /** the seq of the user:message that opened the turn (toTurn of a rewind) */
-  seq: z.number().int(),
-  /** the user's message */
-  text: z.string(),
 });
 export type TurnInfo = z.infer<typeof TurnInfoSchema>;
 
 export const RewindPreviewSchema = z.looseObject({
+  toTurn: z.number().int(),
+  turn: TurnInfoSchema.optional(),
   /** what rewinding the files would change back */
   files: z.array(FileChangeSchema),
   /** why the files cannot be rewound to this turn (no snapshot, project too large); files is then empty */
   filesError: z.string().optional(),
-  toTurn: z.number().int(),
-  turn: TurnInfoSchema.optional(),
 });
 export type RewindPreview = z.infer<typeof RewindPreviewSchema>;
 
-export const RewindRequestSchema = z.object({
-  /** cut the conversation there: the next turn continues from before it */
-  conversation: z.boolean().optional(),
-  /** restore the project's files as they were before that turn */
-  files: z.boolean().optional(),
+export const RewindRequestSchema = z.strictObject({
   /** the seq of the user:message of the turn to go back to: it and every later turn are undone */
   toTurn: z.number().int().min(1),
+  /** restore the project's files as they were before that turn */
+  files: z.boolean().optional(),
+  /** cut the conversation there: the next turn continues from before it */
+  conversation: z.boolean().optional(),
 });
 export type RewindRequest = z.infer<typeof RewindRequestSchema>;
 
 export const RewindResultSchema = z.looseObject({
-  /** the conversation was cut */
-  conversation: z.boolean(),
   /** the files restored */
   files: z.array(FileChangeSchema),
+  /** the conversation was cut */
+  conversation: z.boolean(),
 });
 export type RewindResult = z.infer<typeof RewindResultSchema>;
 
 export const RootsSchema = z.looseObject({
-  demo: z.boolean(),
   roots: z.array(z.string()),
+  demo: z.boolean(),
 });
 export type Roots = z.infer<typeof RootsSchema>;
 
 export const SessionSchema = z.looseObject({
+  schemaVersion: z.number().int(),
+  id: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  projectRoot: z.string(),
+  persona: z.string().nullable(),
+  mode: ModeSchema,
+  claudeSessionId: z.string().nullable(),
+  engine: z.string().optional(),
+  engineSessionId: z.string().optional(),
+  model: z.string().optional(),
+  /** the permission mode a switch chose for the next turns (absent: the server's and the persona's policy) */
+  permissionMode: z.string().optional(),
+  /** the reasoning effort a switch chose for the next turns (absent: the engine's default) */
+  effort: z.string().optional(),
+  /** a fork's or a rewind's cut, waiting for the session's next turn */
+  pending: z.looseObject({
+    resume: z.string().optional(),
+    resumeAt: z.string().optional(),
+    fork: z.boolean().optional(),
+  }).optional(),
+  promptHash: z.string().optional(),
+  title: z.string().optional(),
+  /** tool rules chosen with "always allow" in this session */
+  rules: z.array(z.string()).optional(),
+  costUsd: z.number().optional(),
+  /** each MCP server the session's last turn was given, as that turn's session:init reported it */
+  mcpServers: z.array(MCPServerStatusSchema).optional(),
+  /** present for a session in a git worktree of its own */
+  isolation: z.literal("worktree").optional(),
+  /** absolute directory the session's turns run in (its worktree) */
+  workdir: z.string().optional(),
+  /** the branch checked out in the worktree */
+  branch: z.string().optional(),
   /** the ref the branch started from, as named (the project's branch when none was) */
   base: z.string().optional(),
   /** the commit base named at creation */
   baseCommit: z.string().optional(),
-  /** the branch checked out in the worktree */
-  branch: z.string().optional(),
-  claudeSessionId: z.string().nullable(),
-  costUsd: z.number().optional(),
-  createdAt: z.string(),
-  /** the reasoning effort a switch chose for the next turns (absent: the engine's default) */
-  effort: z.string().optional(),
-  engine: z.string().optional(),
-  engineSessionId: z.string().optional(),
-  id: z.string(),
-  /** present for a session in a git worktree of its own */
-  isolation: z.literal("worktree").optional(),
-  /** each MCP server the session's last turn was given, as that turn's session:init reported it */
-  mcpServers: z.array(z.looseObject({
-    error: z.string().optional(),
-    name: z.string(),
-    /** connected, failed or pending (or the agent's own word) */
-    status: z.string(),
-  })).optional(),
-  mode: ModeSchema,
-  model: z.string().optional(),
-  /** a fork's or a rewind's cut, waiting for the session's next turn */
-  pending: z.looseObject({
-    fork: z.boolean().optional(),
-    resume: z.string().optional(),
-    resumeAt: z.string().optional(),
-  }).optional(),
-  /** the permission mode a switch chose for the next turns (absent: the server's and the persona's policy) */
-  permissionMode: z.string().optional(),
-  persona: z.string().nullable(),
-  projectRoot: z.string(),
-  promptHash: z.string().optional(),
-  /** tool rules chosen with "always allow" in this session */
-  rules: z.array(z.string()).optional(),
   /** present (true) when the session's agent runs in the kernel sandbox */
   sandbox: z.boolean().optional(),
-  schemaVersion: z.number().int(),
-  title: z.string().optional(),
-  updatedAt: z.string(),
-  /** absolute directory the session's turns run in (its worktree) */
-  workdir: z.string().optional(),
 });
 export type Session = z.infer<typeof SessionSchema>;
+
+export const WorktreeFileChangeSchema = z.looseObject({
+  /** relative to the repository's top */
+  path: z.string(),
+  status: z.union([z.enum(["added", "modified", "deleted", "typechange"]), z.string()]),
+  additions: z.number().int(),
+  deletions: z.number().int(),
+  /** git counts no lines for this file */
+  binary: z.boolean().optional(),
+});
+export type WorktreeFileChange = z.infer<typeof WorktreeFileChangeSchema>;
 
 export const SessionDiffSchema = z.looseObject({
   base: z.string(),
   branch: z.string(),
-  files: z.array(z.looseObject({
-    additions: z.number().int(),
-    /** git counts no lines for this file */
-    binary: z.boolean().optional(),
-    deletions: z.number().int(),
-    /** relative to the repository's top */
-    path: z.string(),
-    status: z.union([z.enum(["added", "modified", "deleted", "typechange"]), z.string()]),
-  })),
+  files: z.array(WorktreeFileChangeSchema),
   /** unified diff since the base (committed, uncommitted and untracked changes), cut at 4 MiB */
   patch: z.string(),
   /** the patch was cut */
@@ -713,11 +709,11 @@ export const SessionDiffSchema = z.looseObject({
 export type SessionDiff = z.infer<typeof SessionDiffSchema>;
 
 export const SessionEnvelopeSchema = z.looseObject({
+  session: SessionSchema,
   /** approval requests the session waits on now */
   pendingApprovals: z.array(ApprovalRequestedSchema),
   /** the permission mode the session's turns run in (server setting over persona over dontAsk) */
   permissionMode: z.string().optional(),
-  session: SessionSchema,
 });
 export type SessionEnvelope = z.infer<typeof SessionEnvelopeSchema>;
 
@@ -725,61 +721,73 @@ export const SessionErrorKindSchema = z.enum(["interrupted", "max_turns", "max_b
 export type SessionErrorKind = z.infer<typeof SessionErrorKindSchema>;
 
 export const SessionSummarySchema = z.looseObject({
-  claudeSessionId: z.string().nullable(),
-  costUsd: z.number(),
-  createdAt: z.string(),
-  engine: z.string(),
   id: z.string(),
-  mode: ModeSchema,
-  model: z.string().optional(),
-  pendingApprovals: z.number().int().min(0),
-  persona: z.string().nullable(),
-  projectRoot: z.string(),
-  running: z.boolean(),
-  title: z.string(),
+  createdAt: z.string(),
   updatedAt: z.string(),
+  projectRoot: z.string(),
+  persona: z.string().nullable(),
+  mode: ModeSchema,
+  claudeSessionId: z.string().nullable(),
+  engine: z.string(),
+  model: z.string().optional(),
+  title: z.string(),
+  costUsd: z.number(),
+  running: z.boolean(),
+  pendingApprovals: z.number().int().min(0),
 });
 export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
 export const TrustItemSchema = z.looseObject({
-  changes: z.array(TrustChangeSchema).optional(),
-  /** the server's command or URL (never its env or headers) */
-  definition: z.string().optional(),
-  /** the file's or definition's hash now: what POST /trust names */
-  hash: z.string(),
-  kind: z.union([z.enum(["persona", "mcp"]), z.string()]),
+  kind: z.enum(["persona", "mcp"]),
   /** the persona ID or the server name */
   name: z.string(),
   /** the persona file */
   path: z.string().optional(),
+  /** the file's or definition's hash now: what POST /trust names */
+  hash: z.string(),
+  changes: z.array(TrustChangeSchema).optional(),
+  /** the server's command or URL (never its env or headers) */
+  definition: z.string().optional(),
   reason: z.string(),
 });
 export type TrustItem = z.infer<typeof TrustItemSchema>;
 
+export const TrustAcceptedSchema = z.looseObject({
+  trusted: TrustItemSchema,
+});
+export type TrustAccepted = z.infer<typeof TrustAcceptedSchema>;
+
+export const TrustListSchema = z.looseObject({
+  items: z.array(TrustItemSchema),
+  /** the trust record could not be read: nothing in it is trusted */
+  recordError: z.string().optional(),
+});
+export type TrustList = z.infer<typeof TrustListSchema>;
+
 export const TrustRequestSchema = z.looseObject({
-  /** the hash the person was shown */
-  hash: z.string(),
-  kind: z.union([z.enum(["persona", "mcp"]), z.string()]),
+  projectRoot: z.string(),
+  kind: z.enum(["persona", "mcp"]),
   /** the persona ID or the server name (name or path is required) */
   name: z.string().optional(),
   /** the persona file */
   path: z.string().optional(),
-  projectRoot: z.string(),
+  /** the hash the person was shown */
+  hash: z.string(),
 });
 export type TrustRequest = z.infer<typeof TrustRequestSchema>;
 
-export const TurnRequestSchema = z.object({
-  /** 004 TurnOpts: this turn's only auto-approvals, each one of the persona's or the server's (else 403); [] approves nothing */
-  autoApproveToolsOverride: z.array(z.string()).max(128).optional(),
-  /** 004 TurnOpts: tools removed for this turn, besides the persona's (never replaces them) */
-  disallowedToolsOverride: z.array(z.string()).max(128).optional(),
-  message: z.string().min(1),
-  /** Extension (issue 32): when the session is busy, queue the message behind the running turn and what is queued (202) instead of 409; on an idle session with nothing queued the turn starts as without it. A queued prompt runs later as its own turn with the session's settings then (the per-turn options apply to a turn started now only). */
-  queue: z.boolean().optional(),
+export const TurnRequestSchema = z.strictObject({
   sessionId: z.string(),
+  message: z.string().min(1),
   /** 004 TurnOpts: added after the persona's system prompt, for this turn only */
   systemPromptAppend: z.string().max(32768).optional(),
   /** 004 TurnOpts: the tools that exist for this turn, --tools form ("Read,Grep"; "default" = the persona's). Narrows only: a name outside the persona's tools list is 403 */
   toolsOverride: z.string().optional(),
+  /** 004 TurnOpts: tools removed for this turn, besides the persona's (never replaces them) */
+  disallowedToolsOverride: z.array(z.string()).max(128).optional(),
+  /** 004 TurnOpts: this turn's only auto-approvals, each one of the persona's or the server's (else 403); [] approves nothing */
+  autoApproveToolsOverride: z.array(z.string()).max(128).optional(),
+  /** Extension (issue 32): when the session is busy, queue the message behind the running turn and what is queued (202) instead of 409; on an idle session with nothing queued the turn starts as without it. A queued prompt runs later as its own turn with the session's settings then (the per-turn options apply to a turn started now only). */
+  queue: z.boolean().optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;

@@ -1,12 +1,14 @@
 // Package zodgen writes the TypeScript client's zod schemas and types
 // (clients/typescript/src/generated.ts) from the gateway's OpenAPI
 // document: one schema and one type per component, in an order where each
-// comes after what it refers to. Objects are loose (a field a newer
-// gateway adds passes through) unless the document closes them; a field
-// the document does not require is optional.
+// comes after what it refers to. Objects the gateway sends are loose (a
+// field a newer gateway adds passes through); a closed request body is
+// strict. A field the document does not require is optional; an enum the
+// document marks x-extensible-enum takes other strings too.
 package zodgen
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -16,22 +18,23 @@ import (
 
 // Schema is the part of an OpenAPI schema object the generator reads.
 type Schema struct {
-	Ref                  string             `json:"$ref"`
-	Type                 json.RawMessage    `json:"type"`
-	Description          string             `json:"description"`
-	Enum                 []string           `json:"enum"`
-	Const                any                `json:"const"`
-	Pattern              string             `json:"pattern"`
-	Minimum              *int64             `json:"minimum"`
-	Maximum              *int64             `json:"maximum"`
-	MinLength            *int64             `json:"minLength"`
-	MaxLength            *int64             `json:"maxLength"`
-	MaxItems             *int64             `json:"maxItems"`
-	Items                *Schema            `json:"items"`
-	AdditionalProperties *bool              `json:"additionalProperties"`
-	Required             []string           `json:"required"`
-	Properties           map[string]*Schema `json:"properties"`
-	OneOf                []*Schema          `json:"oneOf"`
+	Ref                  string          `json:"$ref"`
+	Type                 json.RawMessage `json:"type"`
+	Description          string          `json:"description"`
+	Enum                 []string        `json:"enum"`
+	Extensible           bool            `json:"x-extensible-enum"`
+	Const                any             `json:"const"`
+	Pattern              string          `json:"pattern"`
+	Minimum              *int64          `json:"minimum"`
+	Maximum              *int64          `json:"maximum"`
+	MinLength            *int64          `json:"minLength"`
+	MaxLength            *int64          `json:"maxLength"`
+	MaxItems             *int64          `json:"maxItems"`
+	Items                *Schema         `json:"items"`
+	AdditionalProperties *bool           `json:"additionalProperties"`
+	Required             []string        `json:"required"`
+	Properties           Props           `json:"properties"`
+	OneOf                []*Schema       `json:"oneOf"`
 	Discriminator        *struct {
 		PropertyName string `json:"propertyName"`
 	} `json:"discriminator"`
@@ -47,6 +50,13 @@ import * as z from "zod";
 // Generate returns the TypeScript module for the OpenAPI document doc.
 func Generate(doc []byte) ([]byte, error) {
 	var d struct {
+		Paths map[string]map[string]struct {
+			RequestBody struct {
+				Content map[string]struct {
+					Schema Schema `json:"schema"`
+				} `json:"content"`
+			} `json:"requestBody"`
+		} `json:"paths"`
 		Components struct {
 			Schemas map[string]*Schema `json:"schemas"`
 		} `json:"components"`
@@ -55,6 +65,16 @@ func Generate(doc []byte) ([]byte, error) {
 		return nil, fmt.Errorf("zodgen: %w", err)
 	}
 	all := d.Components.Schemas
+	requests := map[string]bool{}
+	for _, ops := range d.Paths {
+		for _, op := range ops {
+			for _, c := range op.RequestBody.Content {
+				if c.Schema.Ref != "" {
+					requests[refName(c.Schema.Ref)] = true
+				}
+			}
+		}
+	}
 	var order []string
 	state := map[string]int{} // 1 visiting, 2 done
 	var visit func(name string) error
@@ -93,9 +113,10 @@ func Generate(doc []byte) ([]byte, error) {
 	b.WriteString(Header)
 	for _, n := range order {
 		s := all[n]
+		g := &gen{request: requests[n]}
 		b.WriteString("\n")
 		comment(&b, "", s.Description)
-		fmt.Fprintf(&b, "export const %sSchema = %s;\n", n, expr(s, "", false))
+		fmt.Fprintf(&b, "export const %sSchema = %s;\n", n, g.expr(s, ""))
 		fmt.Fprintf(&b, "export type %s = z.infer<typeof %sSchema>;\n", n, n)
 	}
 	return []byte(b.String()), nil
@@ -112,8 +133,8 @@ func refs(s *Schema, out []string) []string {
 	for _, o := range s.OneOf {
 		out = refs(o, out)
 	}
-	for _, k := range sortedKeys(s.Properties) {
-		out = refs(s.Properties[k], out)
+	for _, p := range s.Properties {
+		out = refs(p.Schema, out)
 	}
 	return out
 }
@@ -141,17 +162,25 @@ func types(s *Schema) (main string, nullable bool) {
 	return main, nullable
 }
 
-// expr is the zod expression of s; indent is the current line's. open
-// says s is read from the gateway inside a loose object: an enum then
-// takes any other string too (a value a newer gateway sends).
-func expr(s *Schema, indent string, open bool) string {
+// gen writes one component's schema.
+type gen struct {
+	// request: the component is a request body; closed, it is a
+	// strictObject (the gateway refuses unknown fields), while what the
+	// gateway sends is always loose.
+	request bool
+}
+
+// expr is the zod expression of s; indent is the current line's. An
+// extensible enum (x-extensible-enum) takes any other string too: a value
+// a newer gateway sends.
+func (g *gen) expr(s *Schema, indent string) string {
 	if s.Ref != "" {
 		return refName(s.Ref) + "Schema"
 	}
 	if len(s.OneOf) > 0 && s.Discriminator != nil {
 		alts := make([]string, len(s.OneOf))
 		for i, o := range s.OneOf {
-			alts[i] = indent + "  " + expr(o, indent+"  ", open) + ",\n"
+			alts[i] = indent + "  " + g.expr(o, indent+"  ") + ",\n"
 		}
 		return "z.discriminatedUnion(" + strconv.Quote(s.Discriminator.PropertyName) + ", [\n" + strings.Join(alts, "") + indent + "])"
 	}
@@ -164,7 +193,7 @@ func expr(s *Schema, indent string, open bool) string {
 			e = "z.literal(" + strconv.Quote(fmt.Sprint(s.Const)) + ")"
 		case len(s.Enum) == 1:
 			e = "z.literal(" + strconv.Quote(s.Enum[0]) + ")"
-		case len(s.Enum) > 0 && open:
+		case len(s.Enum) > 0 && s.Extensible:
 			e = "z.union([z.enum([" + quoteAll(s.Enum) + "]), z.string()])"
 		case len(s.Enum) > 0:
 			e = "z.enum([" + quoteAll(s.Enum) + "])"
@@ -197,12 +226,12 @@ func expr(s *Schema, indent string, open bool) string {
 			e = fmt.Sprintf("z.literal(%t)", c)
 		}
 	case "array":
-		e = "z.array(" + expr(s.Items, indent, open) + ")"
+		e = "z.array(" + g.expr(s.Items, indent) + ")"
 		if s.MaxItems != nil {
 			e += fmt.Sprintf(".max(%d)", *s.MaxItems)
 		}
 	case "object":
-		e = object(s, indent)
+		e = g.object(s, indent)
 	default:
 		e = "z.unknown()"
 	}
@@ -212,13 +241,13 @@ func expr(s *Schema, indent string, open bool) string {
 	return e
 }
 
-func object(s *Schema, indent string) string {
+func (g *gen) object(s *Schema, indent string) string {
 	if len(s.Properties) == 0 {
 		return "z.record(z.string(), z.unknown())"
 	}
-	ctor, open := "z.looseObject", true
-	if s.AdditionalProperties != nil && !*s.AdditionalProperties {
-		ctor, open = "z.object", false
+	ctor := "z.looseObject"
+	if g.request && s.AdditionalProperties != nil && !*s.AdditionalProperties {
+		ctor = "z.strictObject"
 	}
 	required := map[string]bool{}
 	for _, r := range s.Required {
@@ -227,10 +256,10 @@ func object(s *Schema, indent string) string {
 	inner := indent + "  "
 	var b strings.Builder
 	b.WriteString(ctor + "({\n")
-	for _, k := range sortedKeys(s.Properties) {
-		p := s.Properties[k]
+	for _, prop := range s.Properties {
+		p, k := prop.Schema, prop.Name
 		comment(&b, inner, p.Description)
-		e := expr(p, inner, open)
+		e := g.expr(p, inner)
 		if !required[k] {
 			e += ".optional()"
 		}
@@ -265,11 +294,35 @@ func quoteAll(list []string) string {
 	return strings.Join(q, ", ")
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// Props are an object's properties in the document's order (the Go
+// fields' order, which the generated schemas keep, and zod's parse with
+// them).
+type Props []Prop
+
+// Prop is one property.
+type Prop struct {
+	Name   string
+	Schema *Schema
+}
+
+// UnmarshalJSON reads the properties in order.
+func (p *Props) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // {
+		return err
 	}
-	sort.Strings(keys)
-	return keys
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := tok.(string)
+		var s Schema
+		if err := dec.Decode(&s); err != nil {
+			return err
+		}
+		*p = append(*p, Prop{Name: name, Schema: &s})
+	}
+	_, err := dec.Token() // }
+	return err
 }
