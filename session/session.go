@@ -111,8 +111,6 @@ type Session struct {
 	// Sandbox: every turn's agent runs in the kernel sandbox (package
 	// sandbox), chosen at creation.
 	Sandbox bool
-	// TokensTotal is the tokens the session's turns used so far.
-	TokensTotal int64
 }
 
 // IsolationWorktree is Session.Isolation for a session in a git worktree.
@@ -175,7 +173,6 @@ type wireSession struct {
 	Base            string                  `json:"base,omitempty" doc:"the ref the branch started from, as named (the project's branch when none was)"`
 	BaseCommit      string                  `json:"baseCommit,omitempty" doc:"the commit base named at creation"`
 	Sandbox         bool                    `json:"sandbox,omitempty" doc:"present (true) when the session's agent runs in the kernel sandbox"`
-	TokensTotal     int64                   `json:"tokensTotal,omitempty" oa:"min=0" doc:"the tokens the session's turns used so far"`
 }
 
 func nullable(s string) *string {
@@ -213,7 +210,6 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Base:            s.Base,
 		BaseCommit:      s.BaseCommit,
 		Sandbox:         s.Sandbox,
-		TokensTotal:     s.TokensTotal,
 	})
 }
 
@@ -233,7 +229,7 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 	*s = Session{ID: w.ID, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, ProjectRoot: w.ProjectRoot, Mode: w.Mode,
 		Engine: w.Engine, EngineSessionID: w.EngineSessionID, Model: w.Model, PermissionMode: w.PermissionMode, Effort: w.Effort,
 		Pending: w.Pending, PromptHash: w.PromptHash, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD, MCPServers: w.MCPServers,
-		Isolation: w.Isolation, Workdir: w.Workdir, Branch: w.Branch, Base: w.Base, BaseCommit: w.BaseCommit, Sandbox: w.Sandbox, TokensTotal: w.TokensTotal}
+		Isolation: w.Isolation, Workdir: w.Workdir, Branch: w.Branch, Base: w.Base, BaseCommit: w.BaseCommit, Sandbox: w.Sandbox}
 	if w.Persona != nil {
 		s.Persona = *w.Persona
 	}

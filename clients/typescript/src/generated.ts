@@ -683,8 +683,6 @@ export const SessionSchema = z.looseObject({
   baseCommit: z.string().optional(),
   /** present (true) when the session's agent runs in the kernel sandbox */
   sandbox: z.boolean().optional(),
-  /** the tokens the session's turns used so far */
-  tokensTotal: z.number().int().min(0).optional(),
 });
 export type Session = z.infer<typeof SessionSchema>;
 
