@@ -476,17 +476,6 @@ func (g *Gateway) personas(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, list)
 }
 
-func (g *Gateway) health(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
-	defer cancel()
-	v, err := g.h.CLIVersion(ctx)
-	body := map[string]any{"ok": err == nil, "claudeVersion": v}
-	if err != nil {
-		body["error"] = err.Error()
-	}
-	writeJSON(w, http.StatusOK, body)
-}
-
 func (g *Gateway) openapi(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(openAPI)

@@ -325,8 +325,13 @@ export const ErrorBodySchema = z.looseObject({ error: z.string() });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
 export const HealthSchema = z.looseObject({
+  /** the server's default engine is available */
   ok: z.boolean(),
   claudeVersion: z.string().optional(),
+  error: z.string().optional(),
+  defaultEngine: z.string().optional(),
+  /** every engine's availability, as GET /engines */
+  engines: z.array(EngineStatusSchema).optional(),
 });
 export type Health = z.infer<typeof HealthSchema>;
 
