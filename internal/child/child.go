@@ -104,12 +104,14 @@ func Start(cfg Config) (*Process, error) {
 	var ends [6]*os.File // stdin r/w, stdout r/w, stderr r/w
 	var err error
 	for i := 0; i < 6 && err == nil; i += 2 {
-		ends[i], ends[i+1], err = os.Pipe()
+		if ends[i], ends[i+1], err = os.Pipe(); err != nil {
+			err = fmt.Errorf("pipe: %w", err)
+		}
 	}
 	if err == nil {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = ends[0], ends[3], ends[5]
 		if err = cmd.Start(); err != nil {
-			err = fmt.Errorf("start %s: %w", cfg.Path, err)
+			err = &StartError{Path: cfg.Path, Err: err}
 		}
 	}
 	if err != nil {
@@ -126,6 +128,16 @@ func Start(cfg Config) (*Process, error) {
 	}
 	return started(cfg, cmd, box, ends[1], ends[2], ends[4]), nil
 }
+
+// StartError is a child that could not be started (the program not
+// found or not executable, its directory missing).
+type StartError struct {
+	Path string
+	Err  error
+}
+
+func (e *StartError) Error() string { return "start " + e.Path + ": " + e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
 
 func started(cfg Config, cmd *exec.Cmd, box *sandbox.Cmd, stdin, stdout, stderr *os.File) *Process {
 	p := &Process{
@@ -242,6 +254,9 @@ type Ladder struct {
 	// ladder there: the child was heard (it ended its turn) and is left
 	// to exit on its own.
 	Until <-chan struct{}
+	// OnSignal, if set, is called before each signal the ladder sends
+	// (to log it).
+	OnSignal func(os.Signal)
 }
 
 // Stop climbs the ladder and returns once the child is reaped, or
@@ -253,19 +268,25 @@ func (p *Process) Stop(l Ladder) error {
 			return p.stopped()
 		}
 	}
+	send := func(sig os.Signal) {
+		if l.OnSignal != nil {
+			l.OnSignal(sig)
+		}
+		_ = p.Signal(sig)
+	}
 	if l.InterruptGrace >= 0 {
-		_ = p.Signal(procgroup.Interrupt)
+		send(procgroup.Interrupt)
 		if p.wait(l.InterruptGrace, l.Until) {
 			return p.stopped()
 		}
 	}
 	if l.TerminateGrace >= 0 {
-		_ = p.Signal(procgroup.Terminate)
+		send(procgroup.Terminate)
 		if p.wait(l.TerminateGrace, nil) {
 			return nil
 		}
 	}
-	_ = p.Kill()
+	send(procgroup.Kill)
 	<-p.exited
 	return nil
 }

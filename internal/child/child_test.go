@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -56,13 +57,18 @@ func TestLadderKillsAChildThatIgnoresSignals(t *testing.T) {
 		t.Fatalf("child said %q", got)
 	}
 	var asked atomic.Bool
+	var sent []string
 	err := p.Stop(child.Ladder{Ask: func() { asked.Store(true) }, AskGrace: 10 * time.Millisecond,
-		InterruptGrace: 10 * time.Millisecond, TerminateGrace: 10 * time.Millisecond})
+		InterruptGrace: 10 * time.Millisecond, TerminateGrace: 10 * time.Millisecond,
+		OnSignal: func(s os.Signal) { sent = append(sent, s.String()) }})
 	if err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	if !asked.Load() {
 		t.Error("the ladder did not ask first")
+	}
+	if got := strings.Join(sent, ", "); got != "interrupt, terminated, killed" {
+		t.Errorf("signals sent: %s", got)
 	}
 	if code, sig := p.Wait(); code != -1 || sig != "SIGKILL" {
 		t.Errorf("exit = %d %q, want -1 SIGKILL", code, sig)
@@ -219,7 +225,8 @@ func TestWaitBoundsAStrayStderrHolder(t *testing.T) {
 // A program that cannot start is an error and leaves nothing behind.
 func TestStartFails(t *testing.T) {
 	_, err := child.Start(child.Config{Path: "/nonexistent/agent", Log: zerolog.Nop()})
-	if err == nil || !strings.Contains(err.Error(), "/nonexistent/agent") {
-		t.Fatalf("err = %v", err)
+	var se *child.StartError
+	if !errors.As(err, &se) || se.Path != "/nonexistent/agent" || !strings.Contains(err.Error(), "/nonexistent/agent") {
+		t.Fatalf("err = %v, want a *StartError", err)
 	}
 }
