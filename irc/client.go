@@ -246,7 +246,7 @@ var _ io.Writer = zerologWriter{}
 // next of the client's addresses (ircevent's addr is Config.Addr; the
 // list is tried in order); the wait and the dial end early when the
 // client is closed or ctx (the connection library's) ends.
-func (c *Client) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+func (c *Client) dial(ctx context.Context, network, _ string) (net.Conn, error) {
 	c.mu.Lock()
 	n := c.failures
 	c.failures++
@@ -269,7 +269,7 @@ func (c *Client) dial(ctx context.Context, network, addr string) (net.Conn, erro
 		}
 	}
 	c.mu.Lock()
-	addr = c.addrs[c.next%len(c.addrs)]
+	addr := c.addrs[c.next%len(c.addrs)]
 	c.next++
 	c.addr = addr
 	c.mu.Unlock()
