@@ -1,10 +1,10 @@
 package native
 
 import (
-	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,8 +32,12 @@ func TestEngineMCPServerChild(t *testing.T) {
 	f.api.Script(claudetest.TextReply("done"))
 	e := newEngine(f)
 	defer e.Shutdown(context.Background())
-	var logs syncBuffer
-	log := zerolog.New(&logs).Level(zerolog.DebugLevel)
+	logs, err := os.Create(filepath.Join(t.TempDir(), "log")) // (a file takes concurrent writes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	log := zerolog.New(logs).Level(zerolog.DebugLevel)
 	tr, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s1", Message: "hi", Cwd: t.TempDir(), StateDir: t.TempDir(),
 		MCP: mcptest.Config(srv), PermissionMode: "dontAsk", Logger: &log})
 	if err != nil {
@@ -51,28 +55,15 @@ func TestEngineMCPServerChild(t *testing.T) {
 	for procWithEnv(mark) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	out := logs.String()
+	b, err := os.ReadFile(logs.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(b)
 	if strings.Contains(out, secret) {
 		t.Errorf("the server's secret reached the log: %s", out)
 	}
 	if !strings.Contains(out, "token [REDACTED]") {
 		t.Errorf("the server's stderr line is not in the log: %s", out)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
