@@ -155,7 +155,6 @@ func (t *Turn) emit(ev event.Event) {
 // run drives the protocol and produces the stream.
 func (t *Turn) run() {
 	endErr := t.converse()
-	defer func() { t.s.End(endErr) }()
 	// Stop the child: close stdin, grace, then kill the group (the
 	// runner kills what is left of it once the child is reaped).
 	_ = t.proc.Stop(child.Ladder{Ask: func() { _ = t.proc.Stdin().Close() }, AskGrace: t.eng.cfg.StopGrace,
@@ -165,20 +164,12 @@ func (t *Turn) run() {
 	}
 	t.cancel()
 	t.approvals.Wait()
-	if endErr != nil {
-		var te *engine.TurnError
-		if errors.As(endErr, &te) {
-			se := &event.SessionError{Error: te.Message, Kind: te.Kind}
-			if te.Kind == event.ErrorProcess || te.Kind == event.ErrorStart {
-				c := code
-				se.ExitCode = &c
-				se.StderrTail = t.proc.StderrTail()
-			}
-			t.emit(event.Event{Type: event.TypeSessionError, Error: se})
-		}
+	end := engine.TurnEnd{Err: endErr, Code: code, Signal: signal, Release: func() { t.eng.remove(t) }}
+	var te *engine.TurnError
+	if errors.As(endErr, &te) {
+		end.Error = te.SessionError(code, t.proc.StderrTail)
 	}
-	t.eng.remove(t) // the key is free once process:exit is read
-	t.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(endErr == nil, code, signal)})
+	t.s.End(end.Report(t.emit))
 }
 
 func (t *Turn) endKind(def event.ErrorKind) event.ErrorKind {
