@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,10 +21,15 @@ import (
 
 	"github.com/chirality/harness/internal/child"
 	"github.com/chirality/harness/internal/stderrtail"
+	"github.com/chirality/harness/sandbox"
 )
 
-// Every goroutine a Process starts has ended once Wait returned.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// Every goroutine a Process starts has ended once Wait returned. The
+// test binary is also the sandbox entry sandboxed children start through.
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	goleak.VerifyTestMain(m)
+}
 
 func start(t *testing.T, script string, mod ...func(*child.Config)) *child.Process {
 	t.Helper()
@@ -228,5 +234,41 @@ func TestStartFails(t *testing.T) {
 	var se *child.StartError
 	if !errors.As(err, &se) || se.Path != "/nonexistent/agent" || !strings.Contains(err.Error(), "/nonexistent/agent") {
 		t.Fatalf("err = %v, want a *StartError", err)
+	}
+}
+
+// A sandboxed child (the re-exec through the sandbox entry) may write in
+// what its workdir holds and in its private TMPDIR, nowhere else; the TMPDIR is removed
+// once it was reaped.
+func TestSandboxedChild(t *testing.T) {
+	if _, err := sandbox.Available(); err != nil {
+		t.Fatal("this kernel cannot sandbox:", err)
+	}
+	work, outside := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(work, "src"), 0o755); err != nil { // (what is in the workdir is writable)
+		t.Fatal(err)
+	}
+	p := start(t, `echo "$TMPDIR"; echo in > src/in.txt && echo tmp > "$TMPDIR/t" && echo wrote; echo out > "$0/out.txt" 2>/dev/null || echo refused`,
+		func(c *child.Config) {
+			c.Args = append(c.Args, outside)
+			c.Dir = work
+			c.Sandbox = &sandbox.Spec{}
+		})
+	out, err := io.ReadAll(p.Stdout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := p.Wait(); code != 0 {
+		t.Fatalf("exit %d: %s (stderr %s)", code, out, p.StderrTail())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 3 || lines[1] != "wrote" || lines[2] != "refused" {
+		t.Fatalf("the sandboxed child said %q (stderr %q)", lines, p.StderrTail())
+	}
+	if _, err := os.Stat(lines[0]); !os.IsNotExist(err) || lines[0] == "" {
+		t.Errorf("private TMPDIR %q still there after Wait (%v)", lines[0], err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "out.txt")); !os.IsNotExist(err) {
+		t.Error("the child wrote outside its workdir")
 	}
 }
