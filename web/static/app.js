@@ -6,6 +6,7 @@
 import { Api, ApiError, eventsOf, sleep } from "./api.js";
 import { Transcript, truncateLines, toolSummary, formatCost, formatDuration, retrySummary, diffLines, markerText, mcpSummary, titleOf, errorHint } from "./transcript.js";
 import { renderMarkdown } from "./markdown.js";
+import { ConsoleNotifier } from "./notify.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "harness.token";
@@ -18,6 +19,7 @@ const MAX_RESULT_LINES = 100;
 
 let token = safeStorage(() => sessionStorage.getItem(TOKEN_KEY)) || "";
 const api = new Api(() => token);
+const notifier = new ConsoleNotifier({ open: (id) => (location.hash = `#s=${encodeURIComponent(id)}`) }); // notify.js
 
 const state = {
   sessions: [],
@@ -353,6 +355,7 @@ async function follow(sessionId, res, turn) {
           if (ctl.signal.aborted) return;
           insertLocalUsers(ev.seq);
           if (state.transcript.apply(ev)) progressed = true;
+          notifier.observe(ev, sessionId, state.current?.title || "");
           view.schedule();
           // A retried model API request shows in the status bar until
           // the next event of the turn.
@@ -442,6 +445,7 @@ async function openSession(id) {
   state.currentId = id;
   state.current = state.sessions.find((s) => s.id === id) || null;
   state.transcript = new Transcript();
+  notifier.opened();
   state.localUsers = loadLocalUsers(id).sort((a, b) => a.after - b.after);
   view.reset();
   if (location.hash !== `#s=${id}`) history.replaceState(null, "", `#s=${encodeURIComponent(id)}`);
@@ -479,6 +483,7 @@ async function send() {
   const text = input.value;
   const id = state.currentId;
   if (!id || !text.trim() || state.sending || busy()) return;
+  notifier.ask();
   state.sending = true;
   updateControls();
   try {
