@@ -191,7 +191,13 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /rewind", s.rewind)
 	mux.HandleFunc("GET /rewind", s.previewRewind)
 	mux.HandleFunc("POST /trust", s.trust)
+	mux.HandleFunc("GET /queue", s.getQueue) // queue.go
+	mux.HandleFunc("PATCH /queue/{promptId}", s.patchQueued)
+	mux.HandleFunc("DELETE /queue/{promptId}", s.deleteQueued)
 	s.handler = guard.Wrap(mux)
+	events, stop := s.h.Watch(0)
+	s.streams.Add(1)
+	go s.watchTurns(events, stop) // queue.go
 	return s, nil
 }
 
@@ -284,8 +290,12 @@ func statusOf(err error) int {
 	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved), errors.Is(err, trust.ErrStale):
 		return http.StatusConflict
 	case errors.Is(err, harness.ErrApprovalNotFound), errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrSeqNotFound),
-		errors.Is(err, harness.ErrPersonaNotFound), errors.Is(err, trust.ErrNotFound):
+		errors.Is(err, harness.ErrPersonaNotFound), errors.Is(err, trust.ErrNotFound), errors.Is(err, harness.ErrPromptNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, harness.ErrQueueFull):
+		return http.StatusTooManyRequests
+	case errors.Is(err, harness.ErrMessageTooLarge):
+		return http.StatusUnprocessableEntity
 	case errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported),
 		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore):
 		return http.StatusUnprocessableEntity
@@ -323,9 +333,14 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Content string `json:"content"`
+		Queue   bool   `json:"queue"` // queue.go: queue behind a running turn (202) instead of 409
 	}
 	if err := s.decode(w, r, &body); err != nil {
 		writeError(w, err)
+		return
+	}
+	if body.Queue {
+		s.promptOrQueue(w, r, body.Content)
 		return
 	}
 	if err := s.Prompt(r.Context(), body.Content); err != nil {
