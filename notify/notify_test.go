@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -95,7 +97,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // newHarness is a Harness on the real, pinned Claude Code CLI against
 // the fake Messages API, with approvals on when ask is set.
-func newHarness(t *testing.T, ask bool) (*harness.Harness, *claudetest.FakeAPI, string) {
+func newHarness(t testing.TB, ask bool) (*harness.Harness, *claudetest.FakeAPI, string) {
 	t.Helper()
 	bin := claudetest.FindCLI(t)
 	api, err := claudetest.NewFakeAPI()
@@ -407,5 +409,46 @@ func TestConfigRefusesBadURLs(t *testing.T) {
 			n.Close(context.Background())
 			t.Errorf("%+v accepted", c)
 		}
+	}
+}
+
+// The webhook body is documented as the Notification schema of the
+// gateway's OpenAPI document: the same fields, all required.
+func TestNotificationMatchesOpenAPI(t *testing.T) {
+	raw, err := os.ReadFile("../gateway/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Required   []string                   `json:"required"`
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, ok := doc.Components.Schemas["Notification"]
+	if !ok {
+		t.Fatal("openapi.json has no Notification schema")
+	}
+	b, _ := json.Marshal(Notification{})
+	var fields map[string]any
+	_ = json.Unmarshal(b, &fields)
+	var got, props []string
+	for k := range fields {
+		got = append(got, k)
+	}
+	for k := range schema.Properties {
+		props = append(props, k)
+	}
+	slices.Sort(got)
+	slices.Sort(props)
+	req := slices.Clone(schema.Required)
+	slices.Sort(req)
+	if !slices.Equal(got, props) || !slices.Equal(got, req) {
+		t.Errorf("Notification's fields %v; the schema's properties %v, required %v", got, props, req)
 	}
 }
