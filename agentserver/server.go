@@ -17,8 +17,11 @@
 //	GET  /rewind    ?turns=N | ?toTurn=S: what that rewind would undo (the files it would restore)
 //	POST /trust     {"kind": "persona|mcp", "name"?, "path"?, "hash"}: a person trusts what a trust
 //	                event showed → 200 {"trusted": {…}}; 409 it changed since, 404 no such thing
+//	GET  /queue     the prompts queued behind the running turn (POST /prompt with "queue": true
+//	                → 202 {queued, promptId, position}); PATCH /queue/{promptId} {message?, position?},
+//	                DELETE /queue/{promptId} edit, move or drop one (queue.go)
 //
-// (control.go has the details of the six before it: bodies, answers, errors.)
+// (control.go has the details of the six before the queue: bodies, answers, errors.)
 //
 // Events are JSON objects with "type" and "timestamp" (Unix ms, when the
 // event happened: stamped once as the session log stores it, so two

@@ -1,7 +1,7 @@
 // Package tui is `harness tui`: a conversation with an agent in the
 // terminal, a client of `harness agent serve` (GET /events?deltas=1,
 // POST /prompt, POST /cancel, POST /approval, and for the commands POST
-// /session, /fork and /rewind; package agentserver).
+// /session, /fork and /rewind, and /queue; package agentserver).
 //
 //	err := tui.Run(ctx, tui.Options{URL: "http://127.0.0.1:8788"})
 //
