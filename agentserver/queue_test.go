@@ -11,11 +11,13 @@ import (
 	"github.com/chirality/harness/engine"
 )
 
+// do sends method path with body (JSON for a POST or PATCH) and returns
+// the status and the answer.
 func (e *env) do(method, path, body string) (int, string) {
 	e.t.Helper()
 	req, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+e.token)
-	if body != "" {
+	if method == "POST" || method == "PATCH" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -9,32 +9,18 @@
 // changes nothing), so the test hides the tab through the page's own
 // document.hidden and visibilitychange, as the console reads them.
 
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import path from "node:path";
-import { demoServer, launch, newSession, watchErrors, artifacts } from "./serve.mjs";
+import { suite, newSession, watchErrors, artifacts } from "./serve.mjs";
 
 const T = 60_000;
-let server;
-let browser;
-const errors = [];
-
-before(async () => {
-  fs.mkdirSync(artifacts, { recursive: true });
-  server = await demoServer(["--permission-mode", "default"]);
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const S = suite(["--permission-mode", "default"]);
 
 test("a turn that ends in a hidden tab calls the person; a visible tab is not called", async () => {
-  const ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const ctx = await S.browser.newContext({ viewport: { width: 1200, height: 800 } });
   const page = await ctx.newPage();
-  watchErrors(page, errors);
+  watchErrors(page, S.errors);
   await page.addInitScript(() => {
     // Every notification the page makes, and whether the browser showed it.
     window.__shown = [];
@@ -55,15 +41,15 @@ test("a turn that ends in a hidden tab calls the person; a visible tab is not ca
       document.dispatchEvent(new Event("visibilitychange"));
     };
   });
-  const id = await newSession(server);
+  const id = await newSession(S.server);
   const cdp = await ctx.newCDPSession(page);
   const { targetInfo } = await cdp.send("Target.getTargetInfo");
   await cdp.send("Browser.grantPermissions", {
     permissions: ["notifications"],
-    origin: new URL(server.url).origin,
+    origin: new URL(S.server.url).origin,
     browserContextId: targetInfo.browserContextId,
   });
-  await page.goto(`${server.url}/#s=${encodeURIComponent(id)}`);
+  await page.goto(`${S.server.url}/#s=${encodeURIComponent(id)}`);
   assert.equal(await page.evaluate(() => Notification.permission), "granted");
   const input = page.getByTestId("message-input");
   await input.waitFor({ timeout: T });
@@ -106,6 +92,6 @@ test("a turn that ends in a hidden tab calls the person; a visible tab is not ca
   await page.getByTestId("cost-badge").nth(1).waitFor({ timeout: T });
   assert.deepEqual(await page.evaluate(() => window.__shown), []);
   assert.equal(await page.title(), base);
-  assert.deepEqual(errors, []);
+  assert.deepEqual(S.errors, []);
   await ctx.close();
 });

@@ -6,36 +6,21 @@
 // queued prompts run in their order, each as its own turn, the console
 // following them, and the panel empties.
 
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import path from "node:path";
-import { demoServer, launch, newSession, api, watchErrors, artifacts } from "./serve.mjs";
+import { suite, newSession, api, watchErrors, artifacts } from "./serve.mjs";
 
 const T = 60_000;
-let server;
-let browser;
-const errors = [];
-
-before(async () => {
-  fs.mkdirSync(artifacts, { recursive: true });
-  server = await demoServer(["--permission-mode", "default"]);
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
-
+const S = suite(["--permission-mode", "default"]);
 const texts = (page) => page.getByTestId("queued-text").allInnerTexts();
 
 test("prompts queued in the console run in the order a person left them", async () => {
-  const ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const ctx = await S.browser.newContext({ viewport: { width: 1200, height: 800 } });
   const page = await ctx.newPage();
-  watchErrors(page, errors);
-  const id = await newSession(server);
-  await page.goto(`${server.url}/#s=${encodeURIComponent(id)}`);
+  watchErrors(page, S.errors);
+  const id = await newSession(S.server);
+  await page.goto(`${S.server.url}/#s=${encodeURIComponent(id)}`);
   const input = page.getByTestId("message-input");
   await input.waitFor({ timeout: T });
 
@@ -73,7 +58,7 @@ test("prompts queued in the console run in the order a person left them", async 
   await page.screenshot({ path: path.join(artifacts, "queue-panel.png") });
 
   // The server holds what the panel shows.
-  const q = await api(server, `/session/${encodeURIComponent(id)}/queue`, undefined, "GET");
+  const q = await api(S.server, `/session/${encodeURIComponent(id)}/queue`, undefined, "GET");
   assert.equal(q.status, 200);
   assert.deepEqual(q.json.prompts.map((p) => p.message), ["alpha edited", "charlie prompt"]);
 
@@ -88,7 +73,7 @@ test("prompts queued in the console run in the order a person left them", async 
   // Each ran as a turn of its own, to its end.
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="cost-badge"]').length === 3, null, { timeout: T });
   await page.waitForFunction(() => document.querySelector('[data-testid="send"]')?.textContent === "Send", null, { timeout: T });
-  const after = await api(server, `/session/${encodeURIComponent(id)}/queue`, undefined, "GET");
+  const after = await api(S.server, `/session/${encodeURIComponent(id)}/queue`, undefined, "GET");
   assert.deepEqual(after.json.prompts, []);
 
   // A reload shows the same three turns, no phantom one from the queue's events.
@@ -96,6 +81,6 @@ test("prompts queued in the console run in the order a person left them", async 
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="cost-badge"]').length === 3, null, { timeout: T });
   assert.equal(await page.getByTestId("user-message").count(), 3);
   assert.ok(await page.getByTestId("interrupt").isHidden(), "nothing runs");
-  assert.deepEqual(errors, []);
+  assert.deepEqual(S.errors, []);
   await ctx.close();
 });

@@ -2,6 +2,7 @@
 // queue.test.mjs): a `harness serve --demo` of its own on a free port,
 // a headless Chromium, a session made through the API.
 
+import { before, after } from "node:test";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -77,4 +78,21 @@ export function watchErrors(page, errors) {
   page.on("console", (m) => {
     if (m.type() === "error" && !/status of 40[149]/.test(m.text())) errors.push(m.text());
   });
+}
+
+/** Registers a file's before and after hooks: a demo server with args
+ * and a browser, in the returned object once before has run, with the
+ * list its pages' errors go to. */
+export function suite(args = []) {
+  const s = { server: null, browser: null, errors: [] };
+  before(async () => {
+    fs.mkdirSync(artifacts, { recursive: true });
+    s.server = await demoServer(args);
+    s.browser = await launch();
+  });
+  after(async () => {
+    await s.browser?.close();
+    await s.server?.stop();
+  });
+  return s;
 }

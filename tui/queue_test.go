@@ -2,16 +2,12 @@ package tui
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/chirality/harness/claudecode/claudetest"
 )
 
 func TestParseQueueCommand(t *testing.T) {
@@ -119,45 +115,8 @@ func TestQueueKeysAndScreen(t *testing.T) {
 // /queue; once allowed, the turn ends and the queued prompts run in
 // their order, each shown as its own turn, and the queue lines go.
 func TestRealTerminalQueue(t *testing.T) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Fatal("tmux is needed for the real-terminal test (Debian: apt-get install tmux; .ci/run installs it)")
-	}
-	cli := claudetest.FindCLI(t)
-	bin := filepath.Join(t.TempDir(), "harness")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/harness").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	cwd, _ := filepath.EvalSymlinks(t.TempDir())
-	sock := filepath.Join(t.TempDir(), "tmux.sock")
-	errFile := filepath.Join(t.TempDir(), "stderr")
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			b, _ := os.ReadFile(errFile)
-			t.Fatalf("tmux %v: %v\n%s\nthe TUI's stderr:\n%s", args, err, out, b)
-		}
-		return string(out)
-	}
-	cmd := "HOME=" + t.TempDir() + " exec " + bin + " tui --demo --engine claude-code --claude-bin " + cli + " --cwd " + cwd + " 2>" + errFile
-	run("new-session", "-d", "-s", "t", "-x", "100", "-y", "200", cmd) // tall: the three turns stay on the screen
-	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
-	screen := func() string { return run("capture-pane", "-t", "t", "-p") }
-	waitFor := func(what string, ok func(string) bool) string {
-		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
-		for {
-			s := screen()
-			if ok(s) {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s on the screen:\n%s", what, s)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	// tall: the three turns stay on the screen
+	_, run, waitFor := demoTUI(t, 200, 90*time.Second)
 	has := func(sub ...string) func(string) bool {
 		return func(s string) bool {
 			for _, x := range sub {
