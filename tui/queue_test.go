@@ -7,7 +7,6 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-
 )
 
 func TestParseQueueCommand(t *testing.T) {
