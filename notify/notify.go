@@ -51,17 +51,17 @@ const (
 // Notification is what a sink delivers: the webhook's JSON body.
 type Notification struct {
 	// Type is the trigger (see the package documentation).
-	Type string `json:"type"`
+	Type string `json:"type" oa:"enum=approval:requested|trust:required|plan:ready|turn:completed|turn:failed|turn:interrupted|budget:hit|session:idle" doc:"The trigger: a person is needed (approval:requested, trust:required, plan:ready), a turn ended (turn:completed, turn:failed, turn:interrupted, budget:hit for max_budget), or no turn started for --notify-idle after the last one ended (session:idle)."`
 	// SessionID is the harness session.
 	SessionID string `json:"sessionId"`
 	// ProjectRoot is the session's project ("" when it is gone).
-	ProjectRoot string `json:"projectRoot"`
+	ProjectRoot string `json:"projectRoot" doc:"The session's project (\"\" when the session is gone)."`
 	// Title says what happened, in one line, with the session's title.
-	Title string `json:"title"`
+	Title string `json:"title" doc:"One line: what happened, then \" — \" and the session's title. At most 200 characters."`
 	// Link opens the session in the console ("" without Config.Link).
-	Link string `json:"link"`
+	Link string `json:"link" doc:"The session in the console: --notify-link (default http://ADDR/ of the server) + \"#s=\" + the session ID."`
 	// At is when the event happened (RFC 3339, UTC, milliseconds).
-	At string `json:"at"`
+	At string `json:"at" oa:"format=date-time" doc:"When the event happened (RFC 3339, UTC, milliseconds)."`
 }
 
 // Config configures New.
