@@ -320,3 +320,31 @@ type TurnError struct {
 }
 
 func (e *TurnError) Error() string { return "turn failed (" + string(e.Kind) + "): " + e.Message }
+
+// Steerer is a Turn that can take a person's message while it runs
+// (steering): the agent sees it at its next step of the turn (its next
+// model request), not as a turn of its own. Steer returns once the agent
+// has the message; it fails with ErrNotRunning when the turn is past
+// taking one (its end has begun) and with an error wrapping
+// ErrUnsupported when this turn's agent cannot take one (an ACP agent
+// that does not advertise steering).
+type Steerer interface {
+	Steer(ctx context.Context, message string) error
+}
+
+// SteerCapable is implemented by an engine whose turns are Steerers.
+// Steers reports whether they can take a message at all (false: every
+// Steer fails with ErrUnsupported); the core lists the engines that do
+// when a person steers a turn of one that does not.
+type SteerCapable interface {
+	Steers() bool
+}
+
+// Steers reports whether e's turns can be steered.
+func Steers(e Engine) bool {
+	s, ok := e.(SteerCapable)
+	return ok && s.Steers()
+}
+
+// ErrNotRunning: the turn is no longer running (Steerer.Steer).
+var ErrNotRunning = errors.New("engine: the turn is not running")
