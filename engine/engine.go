@@ -225,6 +225,9 @@ type Status struct {
 type Controls struct {
 	Fork   bool `json:"fork"`   // Request.Fork works
 	Rewind bool `json:"rewind"` // Request.ResumeAt works
+	// Steer: a running turn takes a message (Steerer; filled from
+	// SteerCapable by ControlsOf).
+	Steer bool `json:"steer"`
 }
 
 // Controller is implemented by engines that support any conversation
@@ -248,10 +251,12 @@ type Forker interface {
 
 // ControlsOf returns e's controls: what its Controls says, else none.
 func ControlsOf(e Engine) Controls {
-	if c, ok := e.(Controller); ok {
-		return c.Controls()
+	var c Controls
+	if ctl, ok := e.(Controller); ok {
+		c = ctl.Controls()
 	}
-	return Controls{}
+	c.Steer = Steers(e)
+	return c
 }
 
 // Errors engines return, for callers to branch on with errors.Is.
