@@ -46,6 +46,8 @@ import {
   QueueSchema,
   type QueueEditRequest,
   QueueEditRequestSchema,
+  SteerAnswerSchema,
+  SteerRequestSchema,
   type TrustItem,
   TrustAcceptedSchema,
   type TrustList,
@@ -462,6 +464,16 @@ export class HarnessClient {
     await res.body?.cancel();
   }
 
+  /** POST /session/{id}/steer: put message into the session's running
+   * turn, where its engine can take it; it becomes a user:message of that
+   * turn. Rejects with HarnessError 409 when no turn runs, 422 when the
+   * session's engine cannot steer (the message names the engines that
+   * can; GET /engines says controls.steer). */
+  async steer(id: string, message: string, signal?: AbortSignal): Promise<void> {
+    const body = SteerRequestSchema.parse({ message });
+    SteerAnswerSchema.parse(await this.json("POST", `session/${encodeURIComponent(id)}/steer`, body, signal));
+  }
+
   private async postTurn(sessionId: string, req: TurnRequest, opts: StreamOptions): Promise<TurnStream | QueuedAnswer> {
     const body = TurnRequestSchema.parse(req);
     const ctl = new AbortController();
@@ -697,3 +709,4 @@ export const getQueue = (o: ClientOptions, id: string) => new HarnessClient(o).g
 export const editQueuedPrompt = (o: ClientOptions, id: string, promptId: string, edit: QueueEditRequest) =>
   new HarnessClient(o).editQueuedPrompt(id, promptId, edit);
 export const deleteQueuedPrompt = (o: ClientOptions, id: string, promptId: string) => new HarnessClient(o).deleteQueuedPrompt(id, promptId);
+export const steer = (o: ClientOptions, id: string, message: string) => new HarnessClient(o).steer(id, message);

@@ -118,7 +118,7 @@ export const EngineStatusSchema = z.looseObject({
   /** The conversation controls the engine supports: forkSession, and
    * rewind with conversation: true (files rewind on every engine). Absent
    * from gateways older than them. */
-  controls: z.looseObject({ fork: z.boolean(), rewind: z.boolean() }).optional(),
+  controls: z.looseObject({ fork: z.boolean(), rewind: z.boolean(), steer: z.boolean().optional() }).optional(),
 });
 export type EngineStatus = z.infer<typeof EngineStatusSchema>;
 export const EngineListSchema = z.array(EngineStatusSchema);
@@ -194,6 +194,19 @@ export const QueueEditRequestSchema = z.strictObject({
   position: z.number().int().min(0).optional(),
 });
 export type QueueEditRequest = z.infer<typeof QueueEditRequestSchema>;
+
+/** POST /session/{id}/steer: a message for the running turn (at most
+ * 256 KiB). */
+export const SteerRequestSchema = z.strictObject({
+  message: z.string().min(1).max(262144),
+});
+export type SteerRequest = z.infer<typeof SteerRequestSchema>;
+
+/** POST /session/{id}/steer answered 200: the running turn has it. */
+export const SteerAnswerSchema = z.looseObject({
+  delivered: z.literal(true),
+});
+export type SteerAnswer = z.infer<typeof SteerAnswerSchema>;
 
 /** PATCH /session/{id}: what the next turns run with; a field left out is
  * kept, "" clears the session's choice (back to the persona's / server's). */
