@@ -163,6 +163,7 @@ func (g *Gateway) routes() *mux.Router {
 	route(http.MethodPatch, "/session/{id}/queue/{promptId}", g.patchQueued)
 	route(http.MethodDelete, "/session/{id}/queue/{promptId}", g.deleteQueued)
 	route(http.MethodPost, "/session/{id}/steer", g.steer)
+	route(http.MethodPost, "/session/{id}/plan", g.decidePlan)
 	route(http.MethodPost, "/approval", g.approval)
 	route(http.MethodGet, "/engines", g.engines)
 	route(http.MethodGet, "/roots", g.roots)
