@@ -62,3 +62,42 @@ func (s *Server) turnSteer(ctx context.Context, raw json.RawMessage) (any, *Erro
 		return nil, errorf(CodeInternalError, "internal error: "+serr.Error())
 	}
 }
+
+// plan.decide (an extension, issue 32): a person's decision on the plan
+// the thread's turn waits with (the plan.ready notification): approve
+// (mode default or acceptEdits: the agent goes on, the thread's next
+// turns run in it) or revise (feedback goes back; the agent keeps
+// planning). No plan waiting is -32004; a bad decision -32602.
+func (s *Server) planDecide(raw json.RawMessage) (any, *Error) {
+	t, err := s.thread(raw)
+	if err != nil {
+		return nil, err
+	}
+	var p struct {
+		Decision string `json:"decision"`
+		Mode     string `json:"mode"`
+		Feedback string `json:"feedback"`
+	}
+	if err := params(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := firstTooLong(tooLong("decision", p.Decision, MaxNameBytes), tooLong("mode", p.Mode, MaxNameBytes)); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	sid := t.meta.SessionID
+	t.mu.Unlock()
+	if sid == "" {
+		return nil, errorf(CodeApprovalMissing, "plan not found: thread "+t.meta.ThreadID+" has no plan waiting")
+	}
+	switch derr := s.h.DecidePlan(sid, harness.PlanDecision{Decision: p.Decision, Mode: p.Mode, Feedback: p.Feedback}); {
+	case derr == nil:
+		return map[string]any{"ok": true}, nil
+	case errors.Is(derr, harness.ErrNoPlan):
+		return nil, errorf(CodeApprovalMissing, "plan not found: thread "+t.meta.ThreadID+" has no plan waiting")
+	case errors.Is(derr, harness.ErrInvalidPlanDecision), errors.Is(derr, harness.ErrInvalidPermissionMode), errors.Is(derr, harness.ErrBypassRefused):
+		return nil, errorf(CodeInvalidParams, "invalid params: "+derr.Error())
+	default:
+		return nil, errorf(CodeInternalError, "internal error: "+derr.Error())
+	}
+}

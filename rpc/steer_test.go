@@ -73,3 +73,60 @@ func TestTurnSteer(t *testing.T) {
 		t.Fatalf("turn.steer after the turn: %s", m.raw)
 	}
 }
+
+// plan.decide (an extension) on Claude Code in plan mode: the turn's
+// ExitPlanMode arrives as plan.ready with the plan; revise sends the
+// feedback to the model, approve lets the agent go on; with no plan
+// waiting it is -32004.
+func TestPlanDecide(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	feedback := false
+	e.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		last := r.LastUserText()
+		switch {
+		case strings.Contains(last, "more tests"):
+			feedback = true
+			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("toolu_p2", "ExitPlanMode", map[string]any{"plan": "# plan 2"})}}
+		case strings.Contains(string(r.Body), "toolu_p2"):
+			return claudetest.TextReply("going on")
+		case strings.Contains(string(r.Body), "make a plan"):
+			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("toolu_p1", "ExitPlanMode", map[string]any{"plan": "# plan 1"})}}
+		}
+		return claudetest.TextReply("unrelated")
+	})
+	c := e.start(t)
+	defer c.close()
+	var created struct{ Thread Thread }
+	c.result(1, "thread.create", map[string]any{}, &created)
+	tid := created.Thread.ThreadID
+	c.result(2, "thread.update", map[string]any{"threadId": tid, "permissionMode": "plan"}, nil)
+	if m := c.call(3, "plan.decide", map[string]any{"threadId": tid, "decision": "approve"}); m.Error == nil || m.Error.Code != CodeApprovalMissing {
+		t.Fatalf("plan.decide with no plan: %s", m.raw)
+	}
+	c.result(4, "turn.start", map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "make a plan"}}}, nil)
+	ready := c.next("plan.ready", func(m msg) bool { return m.Method == "plan.ready" })
+	if ready.Params["plan"] != "# plan 1" {
+		t.Fatalf("plan.ready %s", ready.raw)
+	}
+	if m := c.call(5, "plan.decide", map[string]any{"threadId": tid, "decision": "revise"}); m.Error == nil || m.Error.Code != CodeInvalidParams {
+		t.Fatalf("revise without feedback: %s", m.raw)
+	}
+	c.result(6, "plan.decide", map[string]any{"threadId": tid, "decision": "revise", "feedback": "more tests"}, nil)
+	ready = c.next("the second plan.ready", func(m msg) bool { return m.Method == "plan.ready" })
+	if ready.Params["plan"] != "# plan 2" {
+		t.Fatalf("second plan.ready %s", ready.raw)
+	}
+	c.result(7, "plan.decide", map[string]any{"threadId": tid, "decision": "approve", "mode": "acceptEdits"}, nil)
+	end := c.next("the turn to end", func(m msg) bool { return m.Method == "turn.completed" || m.Method == "turn.error" })
+	if end.Method != "turn.completed" {
+		t.Fatalf("turn ended %s", end.raw)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !feedback {
+		t.Error("the revise's feedback never reached the model")
+	}
+}
