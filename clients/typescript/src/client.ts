@@ -47,6 +47,8 @@ import {
   type QueueEditRequest,
   QueueEditRequestSchema,
   SteerAnswerSchema,
+  type PlanDecision,
+  PlanDecisionSchema,
   SteerRequestSchema,
   type TrustItem,
   TrustAcceptedSchema,
@@ -474,6 +476,14 @@ export class HarnessClient {
     SteerAnswerSchema.parse(await this.json("POST", `session/${encodeURIComponent(id)}/steer`, body, signal));
   }
 
+  /** POST /session/{id}/plan: decide the plan the session's turn waits
+   * with (a plan:ready event). Rejects with HarnessError 409 when no plan
+   * waits, 400 for a bad decision. */
+  async decidePlan(id: string, decision: PlanDecision, signal?: AbortSignal): Promise<void> {
+    const body = PlanDecisionSchema.parse(decision);
+    await this.json("POST", `session/${encodeURIComponent(id)}/plan`, body, signal);
+  }
+
   private async postTurn(sessionId: string, req: TurnRequest, opts: StreamOptions): Promise<TurnStream | QueuedAnswer> {
     const body = TurnRequestSchema.parse(req);
     const ctl = new AbortController();
@@ -710,3 +720,4 @@ export const editQueuedPrompt = (o: ClientOptions, id: string, promptId: string,
   new HarnessClient(o).editQueuedPrompt(id, promptId, edit);
 export const deleteQueuedPrompt = (o: ClientOptions, id: string, promptId: string) => new HarnessClient(o).deleteQueuedPrompt(id, promptId);
 export const steer = (o: ClientOptions, id: string, message: string) => new HarnessClient(o).steer(id, message);
+export const decidePlan = (o: ClientOptions, id: string, decision: PlanDecision) => new HarnessClient(o).decidePlan(id, decision);

@@ -202,6 +202,15 @@ export const SteerRequestSchema = z.strictObject({
 });
 export type SteerRequest = z.infer<typeof SteerRequestSchema>;
 
+/** POST /session/{id}/plan: approve (mode: what the agent and the next
+ * turns run in, default "default") or revise (feedback required). */
+export const PlanDecisionSchema = z.strictObject({
+  decision: z.enum(["approve", "revise"]),
+  mode: z.enum(["default", "acceptEdits"]).optional(),
+  feedback: z.string().min(1).max(65536).optional(),
+});
+export type PlanDecision = z.infer<typeof PlanDecisionSchema>;
+
 /** POST /session/{id}/steer answered 200: the running turn has it. */
 export const SteerAnswerSchema = z.looseObject({
   delivered: z.literal(true),
@@ -600,6 +609,29 @@ export const PromptDequeuedEventSchema = z.looseObject({
   error: z.string().optional(),
 });
 
+/** An agent ended a plan and waits for a person (POST
+ * /session/{id}/plan, decidePlan): plan is markdown. */
+export const PlanReadyEventSchema = z.looseObject({
+  type: z.literal("plan:ready"),
+  ...base,
+  planId: z.string(),
+  plan: z.string(),
+  toolUseId: z.string().optional(),
+  expiresAt: z.string(),
+});
+
+/** What was decided on a plan: approve (mode) or revise (feedback); by
+ * user, timeout, interrupt or shutdown. */
+export const PlanResolvedEventSchema = z.looseObject({
+  type: z.literal("plan:resolved"),
+  ...base,
+  planId: z.string(),
+  decision: z.enum(["approve", "revise"]),
+  mode: z.string().optional(),
+  feedback: z.string().optional(),
+  by: z.string(),
+});
+
 export const KnownEventSchema = z.discriminatedUnion("type", [
   UserMessageEventSchema,
   SessionInitEventSchema,
@@ -619,6 +651,8 @@ export const KnownEventSchema = z.discriminatedUnion("type", [
   TrustRequiredEventSchema,
   PromptQueuedEventSchema,
   PromptDequeuedEventSchema,
+  PlanReadyEventSchema,
+  PlanResolvedEventSchema,
 ]);
 
 export type UserMessageEvent = z.infer<typeof UserMessageEventSchema>;
@@ -639,6 +673,8 @@ export type SessionRewoundEvent = z.infer<typeof SessionRewoundEventSchema>;
 export type TrustRequiredEvent = z.infer<typeof TrustRequiredEventSchema>;
 export type PromptQueuedEvent = z.infer<typeof PromptQueuedEventSchema>;
 export type PromptDequeuedEvent = z.infer<typeof PromptDequeuedEventSchema>;
+export type PlanReadyEvent = z.infer<typeof PlanReadyEventSchema>;
+export type PlanResolvedEvent = z.infer<typeof PlanResolvedEventSchema>;
 export type KnownEvent = z.infer<typeof KnownEventSchema>;
 
 /** An event whose type this client does not know. It is kept, not dropped:
@@ -674,6 +710,8 @@ export const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set<HarnessEventType>(
   "trust:required",
   "prompt:queued",
   "prompt:dequeued",
+  "plan:ready",
+  "plan:resolved",
 ]);
 
 /** Thrown when a known event does not have the shape the contract gives it. */
