@@ -69,7 +69,9 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 		case lastIsToolResult(req):
 			return demoSummary(req, opts)
 		case demoCommand(prompt) == DemoCommandPlan:
-			if !offers(req, "ExitPlanMode") {
+			// The CLI may defer ExitPlanMode (not in tools until searched
+			// for); it has it whenever it has Bash.
+			if !offers(req, "ExitPlanMode") && !offers(req, "Bash") {
 				return Reply{Blocks: []Block{Text("This engine offers me no plan tool (ExitPlanMode), so there is no plan to review here. " +
 					"Try `/demo plan` in permission mode plan on claude-code.")}, ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
 			}

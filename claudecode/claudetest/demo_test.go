@@ -164,11 +164,11 @@ func TestDemoPlan(t *testing.T) {
 		return respond(&claudetest.Request{Stream: true, Tools: tools,
 			Messages: []claudetest.Message{{Role: "user", Content: []claudetest.ContentBlock{{Type: "text", Text: "/demo plan"}}}}})
 	}
-	r := ask("Bash", "ExitPlanMode")
+	r := ask("Bash")
 	if n := len(r.Blocks); n != 2 || r.Blocks[1].Name != "ExitPlanMode" || r.Blocks[1].Input.(map[string]any)["plan"] != claudetest.DemoPlan {
 		t.Fatalf("blocks %+v", r.Blocks)
 	}
-	if r := ask("Bash"); len(r.Blocks) != 1 || r.Blocks[0].Kind != "text" {
+	if r := ask("bash"); len(r.Blocks) != 1 || r.Blocks[0].Kind != "text" {
 		t.Fatalf("without the tool: %+v", r.Blocks)
 	}
 }
