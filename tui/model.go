@@ -64,7 +64,7 @@ type Actions struct {
 	// DecidePlan answers the plan the turn waits with: approve (mode
 	// default or acceptEdits) or revise (feedback).
 	DecidePlan func(decision, mode, feedback string) tea.Cmd
-	Copy    func(string) tea.Cmd // OSC 52
+	Copy       func(string) tea.Cmd // OSC 52
 	// Switch changes what the next turns run with: what is "model",
 	// "persona" or "permissionMode" (the commands /model, /agent, /mode).
 	Switch func(what, name string) tea.Cmd
