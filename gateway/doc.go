@@ -66,6 +66,12 @@
 // prompts (429) of at most 256 KiB (422). prompt:queued and
 // prompt:dequeued events say what happens in the session's stream.
 //
+// POST /session/{id}/steer puts a message into the running turn where
+// the engine can take it (harness.Steer): 200, 409 when no turn runs,
+// 422 naming the engines that can. POST /session/{id}/plan decides the
+// plan a turn waits with (plan:ready): approve (mode) or revise
+// (feedback); 409 when no plan waits.
+//
 // A session created with sandbox true (or any session of a server run
 // with --sandbox) runs its agent in the kernel sandbox (package sandbox):
 // the agent and everything it starts may write only the session's
