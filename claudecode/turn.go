@@ -85,9 +85,10 @@ type Turn struct {
 	// its terminal event and the next cycle's session:init are dropped.
 	steerMu    sync.Mutex
 	owed       int
-	ended      bool // the turn's last result arrived: no more steers
-	dropEnd    int  // terminal events to drop (run's goroutine only)
-	dropInit   int  // session:init events to drop (run's goroutine only)
+	ended      bool         // the turn's last result arrived: no more steers
+	asking     atomic.Int32 // approval questions open (askApproval)
+	dropEnd    int          // terminal events to drop (run's goroutine only)
+	dropInit   int          // session:init events to drop (run's goroutine only)
 	resultOnce sync.Once
 	stopMu     sync.Mutex
 	stopLevel  int         // 0 none, 1 interrupt, 2 kill
@@ -465,7 +466,14 @@ func (t *Turn) Steer(ctx context.Context, message string) error {
 	t.steerMu.Unlock()
 	done := make(chan error, 1)
 	go func() {
-		err := t.stdin.sendSteer(message)
+		// With a question open, "now" would cut the cycle under it: the
+		// message waits for the answer ("later"), as claude-agent-acp's
+		// steering does.
+		priority := "now"
+		if t.asking.Load() > 0 {
+			priority = "later"
+		}
+		err := t.stdin.sendSteer(message, priority)
 		if err != nil { // never written: no cycle is owed for it
 			t.steerMu.Lock()
 			t.owed--
@@ -687,20 +695,20 @@ func (w *stdinWriter) sendUser(message string) error {
 	})
 }
 
-// sendSteer writes a user message for the running turn with priority
-// "now" (the Agent SDK's steering, as claude-agent-acp uses it): the CLI
-// cuts the cycle it is in (a running tool is aborted, the model's answer
-// so far kept), ends it with a result, and runs the message in a new
-// cycle of the same conversation. Without a priority, or with "later",
-// the message waits for the turn's end (verified on the pinned CLI
-// against the fake API).
-func (w *stdinWriter) sendSteer(message string) error {
+// sendSteer writes a user message for the running turn with a priority
+// (the Agent SDK's steering, as claude-agent-acp uses it): with "now" the
+// CLI cuts the cycle it is in (a running tool is aborted, the model's
+// answer so far kept), ends it with a result, and runs the message in a
+// new cycle of the same conversation; with "later" the message waits for
+// the cycle's end, then runs the same way (verified on the pinned CLI
+// against the fake API). Either way one more result comes (Turn.owed).
+func (w *stdinWriter) sendSteer(message, priority string) error {
 	return w.writeLine(map[string]any{
 		"type":               "user",
 		"message":            map[string]any{"role": "user", "content": message},
 		"parent_tool_use_id": nil,
 		"session_id":         "",
-		"priority":           "now",
+		"priority":           priority,
 	})
 }
 
