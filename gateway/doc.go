@@ -27,6 +27,8 @@
 //	GET    /api/harness/session/{id}/queue               → 200 {prompts: [{promptId, message, queuedAt}]}
 //	PATCH  /api/harness/session/{id}/queue/{promptId}    {message?, position?} → 200 {prompts} | 404
 //	DELETE /api/harness/session/{id}/queue/{promptId}    → 204 | 404
+//	POST   /api/harness/session/{id}/steer   {message} → 200 {delivered} | 409 no turn | 422 engine cannot steer
+//	POST   /api/harness/session/{id}/plan    {decision, mode?, feedback?} → 200 {decided} | 400 | 409 no plan waits
 //	POST   /api/harness/interrupt        {sessionId} → 200 {interrupted} | 404
 //	POST   /api/harness/approval         {sessionId, requestId, decision, message?, updatedInput?} → 200 {resolved} | 404 | 409
 //	GET    /api/harness/personas         ?projectRoot= → 200 [persona]
