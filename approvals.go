@@ -124,7 +124,9 @@ type approvals struct {
 	mu       sync.Mutex
 	byID     map[string]*pendingApproval
 	order    []string
-	closedBy string // set once the turn is ending: new questions are denied
+	closedBy string         // set once the turn is ending: new questions are denied
+	plans    []*pendingPlan // plan:ready questions (plan.go)
+	decideMu sync.Mutex     // one plan decision at a time (DecidePlan)
 }
 
 type pendingApproval struct {
@@ -141,6 +143,9 @@ var _ engine.Approver = (*approvals)(nil)
 
 // Ask implements engine.Approver.
 func (a *approvals) Ask(ctx context.Context, q engine.ApprovalRequest) engine.ApprovalDecision {
+	if q.ToolName == PlanTool {
+		return a.reviewPlan(ctx, q) // a plan's end is a person's review, not a tool's approval
+	}
 	rule := ruleFor(q)
 	a.mu.Lock()
 	if a.closedBy != "" {
@@ -247,6 +252,9 @@ func (a *approvals) closeAll(by string) {
 	}
 	for _, id := range a.order {
 		a.resolveLocked(a.byID[id], engine.ApprovalDecision{Message: msg}, by, msg)
+	}
+	for _, p := range a.plans {
+		_ = a.resolvePlanLocked(p, engine.ApprovalDecision{Message: msg}, event.PlanResolved{Decision: event.PlanRevise, Feedback: msg, By: by})
 	}
 }
 

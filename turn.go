@@ -506,6 +506,9 @@ type runner struct {
 	untrusted []event.MCPServerStatus // project MCP servers left out, for session:init
 
 	exited bool // the turn's process:exit is emitted; under emitMu
+
+	planMu     sync.Mutex
+	planInputs map[string]json.RawMessage // tool use id → input of the plan tool (plan.go)
 }
 
 func (r *runner) run(t engine.Turn) {
@@ -592,6 +595,9 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 				Str("model", ev.Init.Model).Strs("tools", ev.Init.Tools).Str("permissionMode", ev.Init.PermissionMode).Msg(logging.EventSessionInit)
 		case event.TypeToolStart:
 			r.tools[ev.ToolStart.ToolUseID] = ev.ToolStart.Name
+			if ev.ToolStart.Name == PlanTool {
+				r.notePlan(ev.ToolStart)
+			}
 			r.log.Info().Str("sessionId", r.s.ID).Str("toolName", ev.ToolStart.Name).
 				Str("inputSummary", logging.Truncate(string(ev.ToolStart.Input), 200)).Msg(logging.EventToolStart)
 		case event.TypeToolResult:

@@ -36,6 +36,7 @@ func Builtin() []Config {
 			Credentials: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
 			SessionMeta: ClaudeACPSessionMeta,
 			Fork:        true,
+			Steer:       true,
 		},
 		{
 			Name: Copilot, Command: []string{"copilot", "--acp", "--stdio"},

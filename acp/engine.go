@@ -92,6 +92,9 @@ type Config struct {
 	// pinned versions advertise. Not read from an engines file: another
 	// agent's fork is known after its first turn.
 	Fork bool
+	// Steer says the same of steering (InitializeResponse
+	// _meta.steering.supported: the agent takes _session/steering).
+	Steer bool
 }
 
 // Engine runs the turns of one ACP agent command. One agent process per
@@ -108,6 +111,7 @@ type Engine struct {
 	turns turns.Registry[*Turn]
 
 	forks atomic.Int32 // session/fork as the last initialize answer said: 0 unknown, 1 yes, 2 no
+	steer atomic.Int32 // steering, the same way
 
 	mu       sync.Mutex
 	versions map[string]string // Check's: binary path and mtime → version

@@ -106,6 +106,7 @@ type agentInfo struct {
 	Version     string
 	LoadSession bool
 	Fork        bool // session/fork advertised
+	Steer       bool // _session/steering advertised
 	MCP         sdk.McpCapabilities
 }
 

@@ -95,6 +95,13 @@ type initializeResult struct {
 		MCP sdk.McpCapabilities `json:"mcpCapabilities"`
 	} `json:"agentCapabilities"`
 	AgentInfo *implementation `json:"agentInfo"`
+	// Meta.Steering.Supported: the agent takes _session/steering
+	// (claude-agent-acp's steering extension).
+	Meta struct {
+		Steering struct {
+			Supported bool `json:"supported"`
+		} `json:"steering"`
+	} `json:"_meta"`
 }
 
 // forks reports whether the answer advertises session/fork.

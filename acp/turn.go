@@ -43,6 +43,7 @@ type Turn struct {
 	intrTimer   *time.Timer
 
 	approvals sync.WaitGroup
+	prompted  chan struct{} // closed once session/prompt is sent (Steer waits for it)
 	// forkOnly: the turn sets the session up (session/fork) and ends
 	// without a prompt (Engine.ForkNow).
 	forkOnly bool
@@ -50,7 +51,7 @@ type Turn struct {
 
 func newTurn(e *Engine, req engine.Request, log *zerolog.Logger) *Turn {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Turn{e: e, req: req, s: engine.NewStream(256), m: NewMapper(), ctx: ctx, cancel: cancel, start: time.Now()}
+	t := &Turn{e: e, req: req, s: engine.NewStream(256), m: NewMapper(), ctx: ctx, cancel: cancel, start: time.Now(), prompted: make(chan struct{})}
 	if req.MCP != nil {
 		names := make([]string, len(req.MCP.Servers))
 		for i, srv := range req.MCP.Servers {
@@ -302,6 +303,8 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 		p.info.Fork = ini.forks()
 		p.info.MCP = ini.AgentCapabilities.MCP
 		t.e.learnForks(p.info.Fork)
+		p.info.Steer = ini.Meta.Steering.Supported
+		t.e.learnSteer(p.info.Steer)
 		if ini.AgentInfo != nil {
 			p.info.Name, p.info.Version = ini.AgentInfo.Name, ini.AgentInfo.Version
 		}
@@ -404,6 +407,7 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 	}
 	t.prompting = true
 	t.mu.Unlock()
+	close(t.prompted)
 	p.prompted = true // sent once, never retried
 	p.setTurn(t)
 	resCh := make(chan struct {

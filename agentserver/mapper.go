@@ -45,6 +45,12 @@ type Event struct {
 	Hash      string              `json:"hash,omitempty"`
 	Changes   []event.TrustChange `json:"changes,omitempty"`
 	Rules     []string            `json:"rules,omitempty"`
+	// plan and plan_resolved (the core's plan:ready and plan:resolved):
+	// Plan is the plan's markdown; Mode and Feedback what was decided.
+	PlanID   string `json:"planId,omitempty"`
+	Plan     string `json:"plan,omitempty"`
+	Mode     string `json:"mode,omitempty"`
+	Feedback string `json:"feedback,omitempty"`
 }
 
 // Position is a place in the stream: after the event Index of the events
@@ -171,6 +177,13 @@ func (m *mapper) record(ev *event.Event, out []Event) []Event {
 	case event.TypeApprovalResolved:
 		r := ev.Resolved
 		out = append(out, Event{Type: "approval_resolved", RequestID: r.RequestID, Decision: r.Decision, By: r.By, Message: r.Message})
+	case event.TypePlanReady:
+		out = m.close(out)
+		pr := ev.PlanReady
+		out = append(out, Event{Type: "plan", PlanID: pr.PlanID, Plan: pr.Plan, ToolUseID: pr.ToolUseID, ExpiresAt: pr.ExpiresAt})
+	case event.TypePlanResolved:
+		r := ev.PlanResolved
+		out = append(out, Event{Type: "plan_resolved", PlanID: r.PlanID, Decision: r.Decision, Mode: r.Mode, Feedback: r.Feedback, By: r.By})
 	case event.TypeSessionRetry:
 		// The seed's states stay as they are: still thinking, and why.
 		out = append(out, Event{Type: "status", State: "thinking", Message: ev.Retry.Summary()})

@@ -9,6 +9,8 @@
 //	POST /cancel    → 200 {"cancelled":bool} (idle too)
 //	POST /approval  {"requestId": "…", "decision": "allow|deny|always", "message"?: "…"}
 //	                → 200 {"ok":true}; 404 unknown request, 409 already answered, 400 bad decision
+//	POST /plan      {"decision": "approve|revise", "mode"?: "default|acceptEdits", "feedback"?: "…"}
+//	                → 200 {"ok":true}; 409 no plan waits, 400 bad decision
 //	GET  /session   the session served: {sessionId, engine, persona, model, permissionMode, effort, title}
 //	POST /session   {"persona"?, "model"?, "permissionMode"?, "effort"?, "title"?}: the next turns run with them
 //	GET  /turns     the session's turns (for /rewind and /fork)
@@ -38,6 +40,9 @@
 //	approval    {requestId, toolUseId, tool, input, suggestions, expiresAt}
 //	            a tool waits for a person: answer with POST /approval
 //	approval_resolved {requestId, decision (allow|deny), by (user|rule|timeout|interrupt|shutdown), message?}
+//	plan        {planId, plan, toolUseId?, expiresAt}
+//	            the agent ended a plan (markdown) and waits: decide with POST /plan
+//	plan_resolved {planId, decision (approve|revise), mode?, feedback?, by (user|timeout|interrupt|shutdown)}
 //	session     {sessionId, from}     the server now serves session sessionId, a fork of from
 //	                                  (POST /fork); the events after it are the fork's
 //	rewound     {toTurn, files, conversation}
@@ -187,6 +192,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /prompt", s.prompt)
 	mux.HandleFunc("POST /cancel", s.cancel)
 	mux.HandleFunc("POST /approval", s.approval)
+	mux.HandleFunc("POST /plan", s.plan)
 	mux.HandleFunc("GET /session", s.getSession)
 	mux.HandleFunc("POST /session", s.updateSession)
 	mux.HandleFunc("GET /turns", s.turns)
@@ -288,9 +294,10 @@ func statusOf(err error) int {
 	case errors.Is(err, ErrBadBody), errors.Is(err, ErrBadPosition), errors.Is(err, harness.ErrEmptyMessage),
 		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, harness.ErrInvalidID), errors.Is(err, ErrNothingToRewind),
 		errors.Is(err, harness.ErrInvalidPersona), errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort),
-		errors.Is(err, trust.ErrInvalid):
+		errors.Is(err, trust.ErrInvalid), errors.Is(err, harness.ErrInvalidPlanDecision):
 		return http.StatusBadRequest
-	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved), errors.Is(err, trust.ErrStale):
+	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved), errors.Is(err, trust.ErrStale),
+		errors.Is(err, harness.ErrNoPlan):
 		return http.StatusConflict
 	case errors.Is(err, harness.ErrApprovalNotFound), errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrSeqNotFound),
 		errors.Is(err, harness.ErrPersonaNotFound), errors.Is(err, trust.ErrNotFound), errors.Is(err, harness.ErrPromptNotFound):
@@ -372,6 +379,19 @@ func (s *Server) approval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.h.Approve(s.SessionID(), body.RequestID, harness.ApprovalAnswer{Decision: body.Decision, Message: body.Message}); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
+	var body harness.PlanDecision
+	if err := s.decode(w, r, &body); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.h.DecidePlan(s.SessionID(), body); err != nil {
 		writeError(w, err)
 		return
 	}

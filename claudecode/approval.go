@@ -36,6 +36,8 @@ func (t *Turn) askApproval(raw []byte) {
 		t.stdin.refuse(raw)
 		return
 	}
+	t.asking.Add(1) // a steer meanwhile waits for the answer (Steer)
+	defer t.asking.Add(-1)
 	input := q.Request.Input
 	if len(input) == 0 || string(input) == "null" {
 		input = json.RawMessage(`{}`)

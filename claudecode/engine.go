@@ -56,6 +56,12 @@ func (e *Engine) Controls() engine.Controls { return engine.Controls{Fork: true,
 
 var _ engine.Controller = (*Engine)(nil)
 
+// Steers implements engine.SteerCapable: a turn's CLI reads streamed
+// input, and a user message written while it runs joins the turn.
+func (e *Engine) Steers() bool { return true }
+
+var _ engine.Steerer = (*Turn)(nil)
+
 // MessageFor is the message the CLI is given for req: req.Message, after
 // a preamble with the new system prompt when req.PromptChanged on a
 // resumed conversation. The CLI keeps a resumed conversation's first

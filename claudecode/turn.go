@@ -72,6 +72,18 @@ type Turn struct {
 	late            sync.WaitGroup // the message's writer and askApproval goroutines, joined when the stream ends
 	approver        atomic.Pointer[engine.Approver]
 
+	sent chan struct{} // the first message was written (or could not be)
+	// Steering (Steer): each steered message makes the CLI end the cycle
+	// it is in with a result of its own and run the message in a new one
+	// (new system/init, new result). owed counts the steers whose cycle
+	// has not begun; a result while one is owed is not the turn's end:
+	// its terminal event and the next cycle's session:init are dropped.
+	steerMu    sync.Mutex
+	owed       int
+	ended      bool         // the turn's last result arrived: no more steers
+	asking     atomic.Int32 // approval questions open (askApproval)
+	dropEnd    int          // terminal events to drop (run's goroutine only)
+	dropInit   int          // session:init events to drop (run's goroutine only)
 	resultOnce sync.Once
 	stopMu     sync.Mutex
 	stopLevel  int         // 0 none, 1 interrupt, 2 kill
@@ -104,6 +116,7 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 		readDone:  make(chan struct{}),
 		done:      make(chan struct{}),
 		secrets:   slices.Concat(m.withheld, added),
+		sent:      make(chan struct{}),
 	}
 	if opts.Approver != nil {
 		t.approver.Store(&opts.Approver)
@@ -152,6 +165,7 @@ func (t *Turn) send(message string) {
 	t.late.Add(1)
 	go func() {
 		defer t.late.Done()
+		defer close(t.sent)
 		if err := t.stdin.sendUser(message); err != nil {
 			t.log.Warn().Str("session", t.key).Err(err).Msg("could not write the prompt to the CLI")
 		}
@@ -212,7 +226,16 @@ func (t *Turn) spawn(ctx context.Context) error {
 // secret the process knows of, or a credential in a known format.
 func (t *Turn) run() {
 	for t.decoder.Next() {
-		t.emit(t.decoder.Event())
+		ev := t.decoder.Event()
+		switch {
+		case t.dropEnd > 0 && (ev.Type == event.TypeSessionComplete || ev.Type == event.TypeSessionError):
+			t.dropEnd--
+			continue
+		case t.dropInit > 0 && ev.Type == event.TypeSessionInit:
+			t.dropInit--
+			continue
+		}
+		t.emit(ev)
 	}
 	if err := t.decoder.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
 		t.log.Warn().Str("session", t.key).Err(err).Msg("reading the CLI's stdout failed")
@@ -327,7 +350,12 @@ func (t *Turn) watchContext(ctx context.Context) {
 func (t *Turn) onFrame(f Frame) {
 	switch f.Type {
 	case "result":
-		if f.ParentToolUseID == "" {
+		if f.ParentToolUseID == "" && t.steered() {
+			// The end of a cycle a steer cut: the turn goes on with
+			// the steered message.
+			t.dropEnd++
+			t.dropInit++
+		} else if f.ParentToolUseID == "" {
 			t.resultOnce.Do(func() {
 				close(t.gotResult)
 				// The turn is over: closing stdin lets the CLI exit.
@@ -368,6 +396,77 @@ func (t *Turn) exitAfterResult() {
 		t.log.Warn().Str("session", t.key).Msg("claude did not exit after its result; stopping it")
 		t.escalate(stopKill)
 	}
+}
+
+// Steer writes message to the running CLI as a user message of its
+// streamed input (engine.Steerer): the CLI takes it into the running
+// turn, so the model's next request carries it. It fails with
+// engine.ErrNotRunning once the turn's result has arrived (its stdin is
+// then closed) or before the child runs.
+func (t *Turn) Steer(ctx context.Context, message string) error {
+	if !t.running.Load() {
+		return engine.ErrNotRunning
+	}
+	select { // after the turn's own message, never before it
+	case <-t.sent:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	t.steerMu.Lock()
+	switch {
+	case t.ended:
+		t.steerMu.Unlock()
+		return engine.ErrNotRunning
+	case t.owed > 0:
+		// Two messages in one cut could start one cycle, and the turn
+		// would wait for a result that never comes.
+		t.steerMu.Unlock()
+		return fmt.Errorf("%w: the previous steered message has not reached the agent yet; try again", engine.ErrBusy)
+	}
+	t.owed++
+	t.steerMu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		// With a question open, "now" would cut the cycle under it: the
+		// message waits for the answer ("later"), as claude-agent-acp's
+		// steering does.
+		priority := "now"
+		if t.asking.Load() > 0 {
+			priority = "later"
+		}
+		err := t.stdin.sendSteer(message, priority)
+		if err != nil { // never written: no cycle is owed for it
+			t.steerMu.Lock()
+			t.owed--
+			t.steerMu.Unlock()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if errors.Is(err, os.ErrClosed) {
+			return engine.ErrNotRunning
+		}
+		return err
+	case <-ctx.Done():
+		// The write goes on (a child that reads nothing keeps it): it
+		// ends when stdin is closed with the turn.
+		return ctx.Err()
+	}
+}
+
+// steered is called at a top-level result: it reports whether a steer is
+// owed (the result ends the cycle the steer cut, not the turn), and
+// otherwise marks the turn ended, so no steer is written after its end.
+func (t *Turn) steered() bool {
+	t.steerMu.Lock()
+	defer t.steerMu.Unlock()
+	if t.owed > 0 && !t.ended {
+		t.owed--
+		return true
+	}
+	t.ended = true
+	return false
 }
 
 // Next advances to the next event, blocking until there is one. It returns
@@ -542,6 +641,23 @@ func (w *stdinWriter) sendUser(message string) error {
 		"message":            map[string]any{"role": "user", "content": message},
 		"parent_tool_use_id": nil,
 		"session_id":         "",
+	})
+}
+
+// sendSteer writes a user message for the running turn with a priority
+// (the Agent SDK's steering, as claude-agent-acp uses it): with "now" the
+// CLI cuts the cycle it is in (a running tool is aborted, the model's
+// answer so far kept), ends it with a result, and runs the message in a
+// new cycle of the same conversation; with "later" the message waits for
+// the cycle's end, then runs the same way (verified on the pinned CLI
+// against the fake API). Either way one more result comes (Turn.owed).
+func (w *stdinWriter) sendSteer(message, priority string) error {
+	return w.writeLine(map[string]any{
+		"type":               "user",
+		"message":            map[string]any{"role": "user", "content": message},
+		"parent_tool_use_id": nil,
+		"session_id":         "",
+		"priority":           priority,
 	})
 }
 

@@ -80,6 +80,10 @@ var (
 // turn (its lastTurnId), so both Request.Fork and Request.ResumeAt work.
 func (e *Engine) Controls() engine.Controls { return engine.Controls{Fork: true, Rewind: true} }
 
+// Steers implements engine.SteerCapable: turn/steer adds a message to a
+// running turn.
+func (e *Engine) Steers() bool { return true }
+
 // Name returns "codex".
 func (e *Engine) Name() string { return Name }
 

@@ -17,7 +17,7 @@ import (
 // of them fails here, before a turn misbehaves.
 var (
 	// schemaCalls are the methods the engine calls.
-	schemaCalls = []string{"initialize", "thread/start", "thread/resume", "thread/fork", "turn/start", "turn/interrupt"}
+	schemaCalls = []string{"initialize", "thread/start", "thread/resume", "thread/fork", "turn/start", "turn/interrupt", "turn/steer"}
 	// schemaResults are the results it reads, by the file the schema
 	// bundle keeps them in.
 	schemaResults = map[string]string{"thread/start": "v2/ThreadStartResponse.json", "thread/resume": "v2/ThreadResumeResponse.json",
@@ -33,6 +33,7 @@ var (
 		"thread/fork result thread*", "thread/fork result thread.id*", "thread/start result thread.id*",
 		"thread/resume result thread.id*", "turn/start result turn.id*", "turn/completed result turn.id*",
 		"turn/completed result turn.status*",
+		"turn/steer params threadId*", "turn/steer params expectedTurnId*", "turn/steer params input*",
 	}
 )
 

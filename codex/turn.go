@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -44,11 +45,12 @@ type Turn struct {
 	ctx         context.Context
 	cancel      context.CancelFunc
 	approvals   sync.WaitGroup
+	started     chan struct{} // closed once turn/start answered with the turn's id
 }
 
 func newTurn(e *Engine, req engine.Request) *Turn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Turn{eng: e, req: req, exited: make(chan struct{}), s: engine.NewStream(64), ctx: ctx, cancel: cancel}
+	return &Turn{eng: e, req: req, exited: make(chan struct{}), s: engine.NewStream(64), ctx: ctx, cancel: cancel, started: make(chan struct{})}
 }
 
 // Pid is the child's process id.
@@ -123,6 +125,47 @@ func (t *Turn) Interrupt() error {
 	}
 	return nil // else sent once turn/start answers
 }
+
+// Steer implements engine.Steerer with turn/steer: Codex adds message to
+// the running turn (expectedTurnId pins it to this one), and the model's
+// next request carries it. It waits for turn/start's answer first, and
+// for Codex's answer to the steer; a turn that ended, or that Codex no
+// longer runs, is engine.ErrNotRunning.
+func (t *Turn) Steer(ctx context.Context, message string) error {
+	select {
+	case <-t.started:
+	case <-t.s.Done():
+		return engine.ErrNotRunning
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	t.mu.Lock()
+	tid, th := t.turnID, t.threadID
+	t.mu.Unlock()
+	ch, err := t.peer.call("turn/steer", map[string]any{"threadId": th, "expectedTurnId": tid,
+		"input": []any{map[string]any{"type": "text", "text": message}}})
+	if err != nil {
+		return fmt.Errorf("%w: %w", engine.ErrNotRunning, err)
+	}
+	select {
+	case r, ok := <-ch:
+		switch {
+		case !ok:
+			return engine.ErrNotRunning
+		case r.Error != nil:
+			// No active turn, or another one than expected: this turn is
+			// over as far as Codex is concerned.
+			return fmt.Errorf("%w: codex: %s", engine.ErrNotRunning, r.Error.Message)
+		}
+		return nil
+	case <-t.s.Done():
+		return engine.ErrNotRunning
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var _ engine.Steerer = (*Turn)(nil)
 
 // Kill kills the child's process group now.
 func (t *Turn) Kill() error {
@@ -345,6 +388,7 @@ func (t *Turn) converse() error {
 			t.turnID = ts.Turn.ID
 			intr := t.interrupted
 			t.mu.Unlock()
+			close(t.started)
 			if intr {
 				_, _ = t.peer.call("turn/interrupt", map[string]any{"threadId": th.Thread.ID, "turnId": ts.Turn.ID})
 			}

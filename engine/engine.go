@@ -225,6 +225,9 @@ type Status struct {
 type Controls struct {
 	Fork   bool `json:"fork" doc:"POST /session/{id}/fork works"`                                                                   // Request.Fork works
 	Rewind bool `json:"rewind" doc:"POST /session/{id}/rewind with conversation:true works (files can be rewound on every engine)"` // Request.ResumeAt works
+	// Steer: a running turn takes a message (Steerer; filled from
+	// SteerCapable by ControlsOf).
+	Steer bool `json:"steer" doc:"POST /session/{id}/steer works: a running turn takes a message"`
 }
 
 // Controller is implemented by engines that support any conversation
@@ -248,10 +251,12 @@ type Forker interface {
 
 // ControlsOf returns e's controls: what its Controls says, else none.
 func ControlsOf(e Engine) Controls {
-	if c, ok := e.(Controller); ok {
-		return c.Controls()
+	var c Controls
+	if ctl, ok := e.(Controller); ok {
+		c = ctl.Controls()
 	}
-	return Controls{}
+	c.Steer = Steers(e)
+	return c
 }
 
 // Errors engines return, for callers to branch on with errors.Is.
@@ -320,3 +325,31 @@ type TurnError struct {
 }
 
 func (e *TurnError) Error() string { return "turn failed (" + string(e.Kind) + "): " + e.Message }
+
+// Steerer is a Turn that can take a person's message while it runs
+// (steering): the agent sees it at its next step of the turn (its next
+// model request), not as a turn of its own. Steer returns once the agent
+// has the message; it fails with ErrNotRunning when the turn is past
+// taking one (its end has begun) and with an error wrapping
+// ErrUnsupported when this turn's agent cannot take one (an ACP agent
+// that does not advertise steering).
+type Steerer interface {
+	Steer(ctx context.Context, message string) error
+}
+
+// SteerCapable is implemented by an engine whose turns are Steerers.
+// Steers reports whether they can take a message at all (false: every
+// Steer fails with ErrUnsupported); the core lists the engines that do
+// when a person steers a turn of one that does not.
+type SteerCapable interface {
+	Steers() bool
+}
+
+// Steers reports whether e's turns can be steered.
+func Steers(e Engine) bool {
+	s, ok := e.(SteerCapable)
+	return ok && s.Steers()
+}
+
+// ErrNotRunning: the turn is no longer running (Steerer.Steer).
+var ErrNotRunning = errors.New("engine: the turn is not running")

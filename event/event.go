@@ -53,6 +53,13 @@ const (
 	// person deleted it. Neither ends anything.
 	TypePromptQueued   Type = "prompt:queued"
 	TypePromptDequeued Type = "prompt:dequeued"
+	// Plan review events of the core (inside a turn): plan:ready says an
+	// agent ended a plan (Claude Code's ExitPlanMode) and waits for a
+	// person; plan:resolved says what was decided (approve: the agent
+	// goes on, the session's next turns run in Mode; revise: Feedback
+	// goes back and it keeps planning), or that nobody did in time.
+	TypePlanReady    Type = "plan:ready"
+	TypePlanResolved Type = "plan:resolved"
 )
 
 // Types are the event types a door may receive (the wire schema's enum of
@@ -82,6 +89,8 @@ var Types = []Type{
 //	trust:required    Trust
 //	prompt:queued     Queued
 //	prompt:dequeued   Dequeued
+//	plan:ready        PlanReady
+//	plan:resolved     PlanResolved
 //
 // user:message carries Text.
 //
@@ -111,6 +120,9 @@ type Event struct {
 	Trust      *TrustRequired
 	Queued     *PromptQueued
 	Dequeued   *PromptDequeued
+	// PlanReady and PlanResolved are the plan review's payloads.
+	PlanReady    *PlanReady
+	PlanResolved *PlanResolved
 
 	// Time is when the event happened, in Unix milliseconds: the core
 	// stamps it once, as it stores the event, so every reader and every
@@ -157,6 +169,34 @@ type PromptDequeued struct {
 	PromptID string `json:"promptId"`
 	Reason   string `json:"reason" oa:"enum=started|deleted|failed,open" doc:"prompt:dequeued"`
 	Error    string `json:"error,omitempty"`
+}
+
+// PlanReady is the payload of plan:ready: the agent's plan, as markdown,
+// waits for a person's decision (POST /session/{id}/plan) until
+// ExpiresAt (RFC 3339); ToolUseID is the tool use that ended the plan.
+type PlanReady struct {
+	PlanID    string `json:"planId"`
+	Plan      string `json:"plan"`
+	ToolUseID string `json:"toolUseId,omitempty"`
+	ExpiresAt string `json:"expiresAt"`
+}
+
+// Plan review decisions (PlanResolved.Decision).
+const (
+	PlanApprove = "approve"
+	PlanRevise  = "revise"
+)
+
+// PlanResolved is the payload of plan:resolved: Decision is PlanApprove
+// (Mode: what the session's next turns run in) or PlanRevise (Feedback
+// went back to the agent); By says who decided (ByUser, ByTimeout,
+// ByInterrupt, ByShutdown: only a person approves).
+type PlanResolved struct {
+	PlanID   string `json:"planId"`
+	Decision string `json:"decision"`
+	Mode     string `json:"mode,omitempty"`
+	Feedback string `json:"feedback,omitempty"`
+	By       string `json:"by"`
 }
 
 // TrustChange is one widened grant: the frontmatter key, what a person
@@ -465,6 +505,10 @@ func (e Event) AppendJSON(b []byte) []byte {
 		payload = e.Queued
 	case e.Dequeued != nil:
 		payload = e.Dequeued
+	case e.PlanReady != nil:
+		payload = e.PlanReady
+	case e.PlanResolved != nil:
+		payload = e.PlanResolved
 	case e.Exit != nil:
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(e.Exit.Code), 10)
@@ -546,6 +590,12 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	case TypePromptDequeued:
 		e.Dequeued = new(PromptDequeued)
 		target = e.Dequeued
+	case TypePlanReady:
+		e.PlanReady = new(PlanReady)
+		target = e.PlanReady
+	case TypePlanResolved:
+		e.PlanResolved = new(PlanResolved)
+		target = e.PlanResolved
 	default:
 		return nil
 	}

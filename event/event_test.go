@@ -33,6 +33,8 @@ func TestRoundTrip(t *testing.T) {
 		{Type: TypeTrustRequired, SessionID: "s", Trust: &TrustRequired{Kind: "rules", Rules: []string{"Bash"}, Message: "m"}},
 		{Type: TypePromptQueued, SessionID: "s", Queued: &PromptQueued{PromptID: "p1", Position: 2, Message: "next <one>"}},
 		{Type: TypePromptDequeued, SessionID: "s", Dequeued: &PromptDequeued{PromptID: "p1", Reason: DequeuedStarted}},
+		{Type: TypePlanReady, SessionID: "s", PlanReady: &PlanReady{PlanID: "pln_1", Plan: "# Plan\n1. edit", ToolUseID: "t1", ExpiresAt: "2026-11-26T03:00:00Z"}},
+		{Type: TypePlanResolved, SessionID: "s", PlanResolved: &PlanResolved{PlanID: "pln_1", Decision: PlanApprove, Mode: "acceptEdits", By: "user"}},
 		{Type: TypePromptDequeued, SessionID: "s", Dequeued: &PromptDequeued{PromptID: "p2", Reason: DequeuedFailed, Error: "no engine"}},
 	} {
 		b := ev.AppendJSON(nil)

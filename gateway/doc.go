@@ -28,6 +28,8 @@
 //	GET    /api/harness/session/{id}/queue               → 200 {prompts: [{promptId, message, queuedAt}]}
 //	PATCH  /api/harness/session/{id}/queue/{promptId}    {message?, position?} → 200 {prompts} | 404
 //	DELETE /api/harness/session/{id}/queue/{promptId}    → 204 | 404
+//	POST   /api/harness/session/{id}/steer   {message} → 200 {delivered} | 409 no turn | 422 engine cannot steer
+//	POST   /api/harness/session/{id}/plan    {decision, mode?, feedback?} → 200 {decided} | 400 | 409 no plan waits
 //	POST   /api/harness/interrupt        {sessionId} → 200 {interrupted} | 404
 //	POST   /api/harness/approval         {sessionId, requestId, decision, message?, updatedInput?} → 200 {resolved} | 404 | 409
 //	GET    /api/harness/personas         ?projectRoot= → 200 [persona]
@@ -66,6 +68,12 @@
 // a server started again goes on with it (`harness serve`). At most 100
 // prompts (429) of at most 256 KiB (422). prompt:queued and
 // prompt:dequeued events say what happens in the session's stream.
+//
+// POST /session/{id}/steer puts a message into the running turn where
+// the engine can take it (harness.Steer): 200, 409 when no turn runs,
+// 422 naming the engines that can. POST /session/{id}/plan decides the
+// plan a turn waits with (plan:ready): approve (mode) or revise
+// (feedback); 409 when no plan waits.
 //
 // A session created with sandbox true (or any session of a server run
 // with --sandbox) runs its agent in the kernel sandbox (package sandbox):

@@ -37,7 +37,8 @@ func statusOf(err error) int {
 		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, errBadSeq),
 		errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort),
 		errors.Is(err, harness.ErrInvalidTurnOptions), errors.Is(err, trust.ErrInvalid),
-		errors.Is(err, harness.ErrInvalidIsolation), errors.Is(err, harness.ErrInvalidQueueEdit):
+		errors.Is(err, harness.ErrInvalidIsolation), errors.Is(err, harness.ErrInvalidQueueEdit),
+		errors.Is(err, harness.ErrInvalidPlanDecision):
 		return http.StatusBadRequest
 	case errors.Is(err, harness.ErrQueueFull):
 		return http.StatusTooManyRequests
@@ -46,6 +47,7 @@ func statusOf(err error) int {
 		errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, trust.ErrNotFound), errors.Is(err, harness.ErrPromptNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved), errors.Is(err, trust.ErrStale),
+		errors.Is(err, harness.ErrNoTurnToSteer), errors.Is(err, harness.ErrNoPlan),
 		errors.Is(err, harness.ErrDirtyTarget), errors.Is(err, harness.ErrMergeConflict), errors.Is(err, harness.ErrUnmerged):
 		return http.StatusConflict
 	case errors.Is(err, harness.ErrInvalidMCPConfig), errors.Is(err, persona.ErrInvalidPersona), errors.Is(err, trust.ErrTooLarge),

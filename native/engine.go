@@ -214,6 +214,52 @@ type Turn struct {
 
 	stopMu   sync.Mutex
 	stopKind event.ErrorKind
+
+	// Steering: early holds what was steered before the loop started
+	// (its MCP servers starting); over is set when the loop returned.
+	steerMu sync.Mutex
+	loop    *Harness
+	early   []string
+	over    bool
+}
+
+var _ engine.Steerer = (*Turn)(nil)
+
+// Steers implements engine.SteerCapable: the loop takes a steered
+// message before its next model call.
+func (e *Engine) Steers() bool { return true }
+
+// Steer implements engine.Steerer: message joins the turn as the user's
+// words, sent with the loop's next model call (Harness.Steer). It fails
+// with engine.ErrNotRunning once the loop is ending.
+func (t *Turn) Steer(_ context.Context, message string) error {
+	t.steerMu.Lock()
+	defer t.steerMu.Unlock()
+	switch {
+	case t.over || t.ctx.Err() != nil:
+		return engine.ErrNotRunning
+	case t.loop == nil:
+		t.early = append(t.early, message)
+		return nil
+	}
+	if err := t.loop.Steer(message); err != nil {
+		return fmt.Errorf("%w: %w", engine.ErrNotRunning, err)
+	}
+	return nil
+}
+
+// startLoop hands h what was steered before it existed.
+func (t *Turn) startLoop(h *Harness) {
+	t.steerMu.Lock()
+	defer t.steerMu.Unlock()
+	t.loop, h.steers, t.early = h, t.early, nil
+}
+
+// endLoop refuses steers from now on.
+func (t *Turn) endLoop() {
+	t.steerMu.Lock()
+	defer t.steerMu.Unlock()
+	t.over = true
 }
 
 // Next implements engine.Turn; it also starts an approval's question
@@ -297,6 +343,7 @@ func (t *Turn) historyPath(conv string) string {
 func (t *Turn) run() {
 	defer t.e.wg.Done()
 	defer func() {
+		t.endLoop() // a turn that never looped takes no steer either
 		t.cancel()
 		t.asks.Wait() // a question still queued is dropped by Next (ctx is cancelled)
 		t.e.turns.Remove(t.req.SessionKey, t)
@@ -376,7 +423,9 @@ func (t *Turn) run() {
 	}})
 	hd := &handler{t: t}
 	h.handler = hd
+	t.startLoop(h)
 	err := h.Prompt(t.ctx, t.req.Message)
+	t.endLoop()
 	if serr := t.save(h, conv); serr != nil {
 		t.e.log.Error().Str("session", t.req.SessionKey).Err(serr).Msg("native history could not be saved")
 	}

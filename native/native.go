@@ -112,6 +112,11 @@ type Harness struct {
 	running bool
 	cancel  context.CancelFunc
 	history []anthropic.MessageParam
+	// steers are messages given to the running Prompt (Steer), sent
+	// before its next model call; ending is set once it has decided to
+	// return, so no steer is taken that no call would carry.
+	steers []string
+	ending bool
 }
 
 // NewHarness returns a Harness for config, tools and handler (nil =
@@ -178,12 +183,12 @@ func (h *Harness) Prompt(ctx context.Context, content string) error {
 		return ErrBusy
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	h.running, h.cancel = true, cancel
+	h.running, h.cancel, h.ending = true, cancel, false
 	h.mu.Unlock()
 	defer func() {
 		cancel()
 		h.mu.Lock()
-		h.running, h.cancel = false, nil
+		h.running, h.cancel, h.ending, h.steers = false, nil, true, nil
 		h.mu.Unlock()
 	}()
 
@@ -195,6 +200,7 @@ func (h *Harness) Prompt(ctx context.Context, content string) error {
 		if turn >= h.cfg.MaxTurns {
 			return fmt.Errorf("%w (%d model calls)", ErrMaxTurns, h.cfg.MaxTurns)
 		}
+		h.takeSteers()
 		msg, err := h.call(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -210,11 +216,57 @@ func (h *Harness) Prompt(ctx context.Context, content string) error {
 			}
 		}
 		if len(uses) == 0 {
+			if h.steered() {
+				continue // the model answers what was steered in meanwhile
+			}
 			return nil
 		}
 		h.appendUser(h.runTools(ctx, uses)...)
 		if ctx.Err() != nil {
 			return context.Canceled
+		}
+	}
+}
+
+// ErrNotRunning: Steer found no running Prompt (or one already ending).
+var ErrNotRunning = errors.New("native: no prompt is running")
+
+// Steer gives the running Prompt content as more of the user's words:
+// it goes to the model with the next call (after the results of the
+// tools running now), and a Prompt whose model has just answered calls
+// it again rather than returning. It fails with ErrNotRunning when no
+// Prompt runs or the running one is returning.
+func (h *Harness) Steer(content string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.running || h.ending {
+		return ErrNotRunning
+	}
+	h.steers = append(h.steers, content)
+	return nil
+}
+
+// steered reports whether steers wait for the next call; when none do,
+// the Prompt is ending from now on.
+func (h *Harness) steered() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.steers) == 0 {
+		h.ending = true
+	}
+	return len(h.steers) > 0
+}
+
+// takeSteers adds the waiting steers to the history as user text.
+func (h *Harness) takeSteers() {
+	h.mu.Lock()
+	steers := h.steers
+	h.steers = nil
+	h.mu.Unlock()
+	for _, s := range steers {
+		h.appendUser(anthropic.NewTextBlock(s))
+		if u, ok := h.handler.(UserHandler); ok {
+			u.OnUser(s)
 		}
 	}
 }

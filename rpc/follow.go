@@ -73,6 +73,7 @@ type follower struct {
 	textBuf, reasoningBuf strings.Builder
 	tools                 map[string]toolItem
 	approvals             map[string]string // requestId → itemId
+	plans                 map[string]string // planId → itemId
 	ended                 bool
 	noted                 bool                // the turn's place in the core is in meta.Turns
 	status                string              // completed or cancelled, once known
@@ -212,6 +213,23 @@ func (f *follower) apply(ev event.Event) {
 		f.s.mu.Unlock()
 		if ok {
 			f.completed(id, "approval", map[string]any{"requestId": r.RequestID, "decision": r.Decision, "by": r.By, "message": r.Message})
+		}
+	case event.TypePlanReady:
+		f.closeText()
+		f.closeReasoning()
+		pr := ev.PlanReady
+		id := newItemID()
+		if f.plans == nil {
+			f.plans = map[string]string{}
+		}
+		f.plans[pr.PlanID] = id
+		f.started(id, "plan", map[string]any{"planId": pr.PlanID, "plan": pr.Plan})
+		f.notify("plan.ready", map[string]any{"planId": pr.PlanID, "itemId": id, "plan": pr.Plan, "expiresAt": pr.ExpiresAt,
+			"options": []string{"approve", "revise"}})
+	case event.TypePlanResolved:
+		r := ev.PlanResolved
+		if id, ok := f.plans[r.PlanID]; ok {
+			f.completed(id, "plan", map[string]any{"planId": r.PlanID, "decision": r.Decision, "mode": r.Mode, "feedback": r.Feedback, "by": r.By})
 		}
 	case event.TypeSessionRetry:
 		r := ev.Retry

@@ -35,6 +35,14 @@ func DecodeEvent(data []byte) (Event, error) {
 		if ev.RequestID == "" || (ev.Decision != "allow" && ev.Decision != "deny") {
 			return ev, fmt.Errorf("%w: approval_resolved without requestId or with decision %q", ErrInvalidEvent, ev.Decision)
 		}
+	case "plan":
+		if ev.PlanID == "" {
+			return ev, fmt.Errorf("%w: plan without planId", ErrInvalidEvent)
+		}
+	case "plan_resolved":
+		if ev.PlanID == "" || (ev.Decision != "approve" && ev.Decision != "revise") {
+			return ev, fmt.Errorf("%w: plan_resolved without planId or with decision %q", ErrInvalidEvent, ev.Decision)
+		}
 	case "tool_call":
 		if ev.ID == "" || ev.Name == "" {
 			return ev, fmt.Errorf("%w: tool_call without id or name", ErrInvalidEvent)

@@ -61,7 +61,10 @@ type Actions struct {
 	Cancel func() tea.Cmd
 	// Approve answers approval request id: allow, deny or always.
 	Approve func(id, decision string) tea.Cmd
-	Copy    func(string) tea.Cmd // OSC 52
+	// DecidePlan answers the plan the turn waits with: approve (mode
+	// default or acceptEdits) or revise (feedback).
+	DecidePlan func(decision, mode, feedback string) tea.Cmd
+	Copy       func(string) tea.Cmd // OSC 52
 	// Switch changes what the next turns run with: what is "model",
 	// "persona" or "permissionMode" (the commands /model, /agent, /mode).
 	Switch func(what, name string) tea.Cmd
@@ -103,6 +106,7 @@ type Model struct {
 	help     bool
 	selected string         // text chosen for copying (the last assistant part)
 	asking   *part          // the approval card waiting for a, d or w
+	planning *part          // the plan card waiting for a, e or feedback and Enter
 	rewind   *Command       // a /rewind waiting for f, c or b
 	preview  string         // what it would undo, once known
 	stopping bool           // Ctrl+C sent during a turn
@@ -197,6 +201,23 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 			m.asking.decision, m.asking.by, m.asking.lines = "sent:"+decision, "", nil
 			m.asking = nil
 			return m.act.Approve(id, decision)
+		}
+	}
+	if m.planning != nil && m.act.DecidePlan != nil {
+		// a approve · e approve, accept edits (with an empty input);
+		// text and Enter: keep planning, with the text as feedback.
+		mode := map[string]string{"a": "default", "e": "acceptEdits"}[s]
+		text := strings.TrimSpace(string(m.input))
+		if (mode != "" && len(m.input) == 0) || (s == "enter" && text != "") {
+			p := m.planning
+			m.planning, p.lines = nil, nil
+			if mode != "" {
+				p.decision = "sent:approve"
+				return m.act.DecidePlan("approve", mode, "")
+			}
+			m.input = nil
+			p.decision = "sent:revise"
+			return m.act.DecidePlan("revise", "", text)
 		}
 	}
 	switch s {
@@ -345,6 +366,21 @@ func (m *Model) apply(ev Event) {
 				break
 			}
 		}
+	case "plan":
+		m.endStreaming()
+		p := &part{kind: "plan", id: ev.PlanID, text: ev.Plan}
+		m.parts = append(m.parts, p)
+		m.planning = p
+	case "plan_resolved":
+		for i := len(m.parts) - 1; i >= 0; i-- {
+			if p := m.parts[i]; p.kind == "plan" && p.id == ev.PlanID {
+				p.decision, p.by, p.name, p.lines = ev.Decision, ev.By, ev.Mode+ev.Feedback, nil
+				if m.planning == p {
+					m.planning = nil
+				}
+				break
+			}
+		}
 	case "session":
 		m.endStreaming()
 		m.parts = append(m.parts, &part{kind: "info", text: "Forked: this is now session " + ev.SessionID + ", a copy of " + ev.From})
@@ -355,7 +391,7 @@ func (m *Model) apply(ev Event) {
 		m.status, m.statusM = ev.State, ev.Message
 		if ev.State == "idle" || ev.State == "error" {
 			m.endStreaming()
-			m.asking = nil
+			m.asking, m.planning = nil, nil
 			if ev.State == "idle" && (ev.Message == "interrupted" || m.stopping) {
 				m.parts = append(m.parts, &part{kind: "note", text: "Interrupted"})
 			}
@@ -454,6 +490,8 @@ func (m *Model) render(p *part) []string {
 		}
 	case "approval":
 		lines = append(lines, m.approvalCard(p, w)...)
+	case "plan":
+		lines = append(lines, m.planCard(p, w)...)
 	case "note":
 		lines = append(lines, m.th.style(m.th.Status).Italic(true).Render("⏹ "+p.text))
 	case "info":
@@ -490,6 +528,31 @@ func (m *Model) approvalCard(p *part, w int) []string {
 	return strings.Split(box.Render(b.String()), "\n")
 }
 
+// planCard is a plan waiting for review in a box: the plan (markdown),
+// and the keys while it waits, or what was decided.
+func (m *Model) planCard(p *part, w int) []string {
+	var b strings.Builder
+	b.WriteString(m.th.style(m.th.ToolName).Bold(true).Render("▤ The agent has a plan") + "\n")
+	for _, l := range RenderMarkdown(p.text, m.th) {
+		b.WriteString(l + "\n")
+	}
+	switch {
+	case p.decision == "":
+		b.WriteString(m.th.style(m.th.Status).Render(planKeys))
+	case strings.HasPrefix(p.decision, "sent:"):
+		b.WriteString(m.th.style(m.th.Status).Render("deciding: " + strings.TrimPrefix(p.decision, "sent:") + "…"))
+	case p.decision == "approve":
+		b.WriteString(m.th.style(m.th.User).Render("✓ approved, goes on in " + p.name + " (" + p.by + ")"))
+	default:
+		b.WriteString(m.th.style(m.th.Error).Render("↺ back to planning (" + p.by + "): " + p.name))
+	}
+	box := lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(lipgloss.Color(m.th.Border)).Padding(0, 1).Width(max(10, w))
+	return strings.Split(box.Render(b.String()), "\n")
+}
+
+// planKeys says how a plan card is answered.
+const planKeys = "a approve · e approve, accept edits · or type what to change + Enter"
+
 func (m *Model) convLines() []string {
 	var all []string
 	for _, p := range m.parts {
@@ -509,6 +572,9 @@ func (m *Model) statusLine() string {
 	status := StatusLine(m.status, m.statusM)
 	if m.asking != nil {
 		status = "Waiting for your answer: " + m.asking.name + " (a allow · d deny · w always)"
+	}
+	if m.planning != nil {
+		status = "Plan ready: " + planKeys
 	}
 	if m.rewind != nil {
 		status = "Rewind " + turnsText(m.rewind.Turns) + m.preview + ": f files · c conversation · b both · Esc cancel"

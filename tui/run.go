@@ -9,7 +9,9 @@
 // with their results, reasoning, approval cards, an "Interrupted" mark),
 // a status line and an input box. Answers stream by their deltas; each
 // block's whole text then replaces what the deltas built. An approval
-// request is a card answered with a (allow), d (deny) or w (always). The
+// request is a card answered with a (allow), d (deny) or w (always); a
+// plan (plan review) a card answered with a (approve), e (approve, accept
+// edits) or feedback typed and Enter (keep planning). The
 // commands /model, /agent, /mode, /fork and /rewind (ParseCommand) control
 // the conversation; their results, and the server's session and rewound
 // events, show as notes in it. Events
@@ -75,7 +77,7 @@ func Run(ctx context.Context, opts Options) error {
 		logger.SetOutput(f)
 	}
 	c := &client{url: strings.TrimRight(opts.URL, "/"), token: opts.Token, http: &http.Client{}}
-	m := NewModel(DefaultTheme, Actions{Prompt: c.prompt, Cancel: c.cancel, Approve: c.approve, Copy: copyOSC52,
+	m := NewModel(DefaultTheme, Actions{Prompt: c.prompt, Cancel: c.cancel, Approve: c.approve, DecidePlan: c.decidePlan, Copy: copyOSC52,
 		Switch: c.switchTo, Fork: c.fork, Rewind: c.rewind, Preview: c.preview, Trust: c.trust,
 		Queue: c.queuePrompt, QueueList: c.queueList, QueueEdit: c.queueEdit, QueueDelete: c.queueDelete}, LoadHistory(opts.HistoryFile))
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
@@ -244,6 +246,13 @@ func (c *client) approve(id, decision string) tea.Cmd {
 	return func() tea.Msg {
 		b, _ := json.Marshal(map[string]string{"requestId": id, "decision": decision})
 		return c.post("/approval", "answer", b)
+	}
+}
+
+func (c *client) decidePlan(decision, mode, feedback string) tea.Cmd {
+	return func() tea.Msg {
+		b, _ := json.Marshal(map[string]string{"decision": decision, "mode": mode, "feedback": feedback})
+		return c.post("/plan", "decide the plan", b)
 	}
 }
 

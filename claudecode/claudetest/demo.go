@@ -42,6 +42,8 @@ var DemoAllowedTools = []string{"Bash(ls:*)"}
 // normally (see [DemoCommandError]):
 //
 //   - "/demo error": a 400 API error, on every request of that turn.
+//   - "/demo plan": a plan ended with ExitPlanMode (DemoPlan), when the
+//     request offers that tool.
 //
 // The CLI's own side requests (titles, quota probes) get a short answer.
 // Use it with FakeAPI.SetResponder.
@@ -66,6 +68,15 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 			return Reply{Status: 400, ErrorMessage: "demo: you asked for an error, so here is a 400 from the fake Messages API"}
 		case lastIsToolResult(req):
 			return demoSummary(req, opts)
+		case demoCommand(prompt) == DemoCommandPlan:
+			// The CLI may defer ExitPlanMode (not in tools until searched
+			// for); it has it whenever it has Bash.
+			if !offers(req, "ExitPlanMode") && !offers(req, "Bash") {
+				return Reply{Blocks: []Block{Text("This engine offers me no plan tool (ExitPlanMode), so there is no plan to review here. " +
+					"Try `/demo plan` in permission mode plan on claude-code.")}, ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
+			}
+			return Reply{Blocks: []Block{Text("Here is my plan.\n"), ToolUse("", "ExitPlanMode", map[string]any{"plan": DemoPlan})},
+				ChunkSize: 6, ChunkDelay: opts.ChunkDelay}
 		case strings.Contains(lower, "long"):
 			return demoLong(opts)
 		case strings.Contains(lower, "touch"):
@@ -108,6 +119,24 @@ func demoCommand(prompt string) string {
 		return ""
 	}
 	return "/demo " + strings.ToLower(f[1])
+}
+
+// DemoCommandPlan ("/demo plan") makes the demo model end a plan with
+// ExitPlanMode (DemoPlan): in permission mode plan, with approvals on,
+// the turn waits for a person's review (plan:ready).
+const DemoCommandPlan = "/demo plan"
+
+// DemoPlan is the plan "/demo plan" proposes.
+const DemoPlan = "## Demo plan\n\n1. Read `README.md`.\n2. Add a line to it.\n3. Run the tests."
+
+// offers reports whether the request offers the tool name.
+func offers(req *Request, name string) bool {
+	for _, t := range req.Tools {
+		if t == name {
+			return true
+		}
+	}
+	return false
 }
 
 // DemoTouchCommand is the shell command the demo model asks to run when

@@ -155,3 +155,20 @@ func TestCountListingEntries(t *testing.T) {
 		t.Errorf("CountListingEntries = %d, want 2", n)
 	}
 }
+
+// "/demo plan" ends a plan with ExitPlanMode when the request offers it,
+// and says why not otherwise.
+func TestDemoPlan(t *testing.T) {
+	respond := claudetest.DemoResponder(claudetest.DemoOptions{})
+	ask := func(tools ...string) claudetest.Reply {
+		return respond(&claudetest.Request{Stream: true, Tools: tools,
+			Messages: []claudetest.Message{{Role: "user", Content: []claudetest.ContentBlock{{Type: "text", Text: "/demo plan"}}}}})
+	}
+	r := ask("Bash")
+	if n := len(r.Blocks); n != 2 || r.Blocks[1].Name != "ExitPlanMode" || r.Blocks[1].Input.(map[string]any)["plan"] != claudetest.DemoPlan {
+		t.Fatalf("blocks %+v", r.Blocks)
+	}
+	if r := ask("bash"); len(r.Blocks) != 1 || r.Blocks[0].Kind != "text" {
+		t.Fatalf("without the tool: %+v", r.Blocks)
+	}
+}

@@ -8,6 +8,7 @@ import { Transcript, truncateLines, toolSummary, formatCost, formatDuration, ret
 import { renderMarkdown } from "./markdown.js";
 import { ConsoleNotifier } from "./notify.js";
 import { QueuePanel } from "./queue.js";
+import { planCard, updatePlanCard, decidePlan } from "./plan.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "harness.token";
@@ -203,6 +204,8 @@ class View {
     if (b.kind === "text") return el("div", { class: "md" });
     if (b.kind === "approval") return approvalCard(b);
     if (b.kind === "trust") return trustCard(b);
+    if (b.kind === "plan") return planCard(b, { el, toast, decide: (d) => decidePlan(api, state.currentId, d) });
+    if (b.kind === "steer") return el("div", { class: "steer-note", "data-testid": "steer-note", text: `Steered: ${b.text}` });
     if (b.kind === "thinking") {
       const d = el("details", { class: "thinking", "data-testid": "thinking-block", open: true });
       d.append(el("summary", { text: "Thinking" }), el("div", { class: "thinking-text" }));
@@ -233,6 +236,11 @@ class View {
       updateTrustCard(b, node);
       return;
     }
+    if (b.kind === "plan") {
+      updatePlanCard(b, node);
+      return;
+    }
+    if (b.kind === "steer") return;
     if (b.kind === "text") {
       node.innerHTML = renderMarkdown(b.text); // escaped by renderMarkdown
       return;
@@ -369,7 +377,7 @@ async function follow(sessionId, res, turn) {
             setStatus("streaming", "live");
             retrying = false;
           }
-          if (ev.type === "approval:requested" || ev.type === "approval:resolved" || ev.type === "process:exit") scheduleRefresh();
+          if (ev.type === "approval:requested" || ev.type === "approval:resolved" || ev.type === "plan:ready" || ev.type === "plan:resolved" || ev.type === "process:exit") scheduleRefresh();
           if (turn && ev.type === "process:exit") break;
         }
         clean = true;

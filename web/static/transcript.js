@@ -7,6 +7,8 @@
 
 let nextKey = 1;
 
+import { planBlock, planResolution } from "./plan.js";
+
 export class Transcript {
   constructor() {
     /** @type {Array<Turn>} */
@@ -71,6 +73,16 @@ export class Transcript {
     // seq names the turn for a rewind (toTurn) or a fork (atSeq).
     if (/^user[:.]/.test(ev.type)) {
       const text = typeof ev.text === "string" ? ev.text : typeof ev.message === "string" ? ev.message : null;
+      const open = this.turns[this.turns.length - 1];
+      if (text !== null && open && !open.exit && open.started && open.user !== null) {
+        // A message steered into the running turn: shown where it came.
+        const container = this.containerFor(open, undefined);
+        container.blocks.push(block("steer", { text }));
+        container.touch();
+        if (typeof ev.seq === "number") open.lastSeq = ev.seq;
+        this.dirty.add(open);
+        return true;
+      }
       if (text !== null) {
         const turn = this.addUser(text);
         if (typeof ev.seq === "number" && turn.userSeq === null) turn.userSeq = ev.seq;
@@ -158,6 +170,22 @@ export class Transcript {
         const b = turn.approvals.get(ev.requestId);
         if (b) {
           b.resolved = { decision: ev.decision, by: ev.by, message: ev.message ?? "" };
+          b.v++;
+          container.touch();
+        }
+        break;
+      }
+      case "plan:ready": {
+        const b = block("plan", planBlock(ev));
+        container.blocks.push(b);
+        turn.plans.set(b.planId, b);
+        container.touch();
+        break;
+      }
+      case "plan:resolved": {
+        const b = turn.plans.get(ev.planId);
+        if (b) {
+          b.resolved = planResolution(ev);
           b.v++;
           container.touch();
         }
@@ -277,6 +305,7 @@ function newTurn(user) {
     blocks: [],
     tools: new Map(),
     approvals: new Map(),
+    plans: new Map(),
     init: null,
     cost: null,
     error: null,

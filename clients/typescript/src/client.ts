@@ -46,6 +46,10 @@ import {
   QueueSchema,
   type QueueEditRequest,
   QueueEditRequestSchema,
+  SteerAnswerSchema,
+  type PlanDecision,
+  PlanDecisionSchema,
+  SteerRequestSchema,
   type TrustItem,
   TrustAcceptedSchema,
   type TrustList,
@@ -462,6 +466,24 @@ export class HarnessClient {
     await res.body?.cancel();
   }
 
+  /** POST /session/{id}/steer: put message into the session's running
+   * turn, where its engine can take it; it becomes a user:message of that
+   * turn. Rejects with HarnessError 409 when no turn runs, 422 when the
+   * session's engine cannot steer (the message names the engines that
+   * can; GET /engines says controls.steer). */
+  async steer(id: string, message: string, signal?: AbortSignal): Promise<void> {
+    const body = SteerRequestSchema.parse({ message });
+    SteerAnswerSchema.parse(await this.json("POST", `session/${encodeURIComponent(id)}/steer`, body, signal));
+  }
+
+  /** POST /session/{id}/plan: decide the plan the session's turn waits
+   * with (a plan:ready event). Rejects with HarnessError 409 when no plan
+   * waits, 400 for a bad decision. */
+  async decidePlan(id: string, decision: PlanDecision, signal?: AbortSignal): Promise<void> {
+    const body = PlanDecisionSchema.parse(decision);
+    await this.json("POST", `session/${encodeURIComponent(id)}/plan`, body, signal);
+  }
+
   private async postTurn(sessionId: string, req: TurnRequest, opts: StreamOptions): Promise<TurnStream | QueuedAnswer> {
     const body = TurnRequestSchema.parse(req);
     const ctl = new AbortController();
@@ -697,3 +719,5 @@ export const getQueue = (o: ClientOptions, id: string) => new HarnessClient(o).g
 export const editQueuedPrompt = (o: ClientOptions, id: string, promptId: string, edit: QueueEditRequest) =>
   new HarnessClient(o).editQueuedPrompt(id, promptId, edit);
 export const deleteQueuedPrompt = (o: ClientOptions, id: string, promptId: string) => new HarnessClient(o).deleteQueuedPrompt(id, promptId);
+export const steer = (o: ClientOptions, id: string, message: string) => new HarnessClient(o).steer(id, message);
+export const decidePlan = (o: ClientOptions, id: string, decision: PlanDecision) => new HarnessClient(o).decidePlan(id, decision);

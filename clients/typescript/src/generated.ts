@@ -126,6 +126,8 @@ export const EngineStatusSchema = z.looseObject({
     fork: z.boolean(),
     /** POST /session/{id}/rewind with conversation:true works (files can be rewound on every engine) */
     rewind: z.boolean(),
+    /** POST /session/{id}/steer works: a running turn takes a message */
+    steer: z.boolean(),
   }).optional(),
 });
 export type EngineStatus = z.infer<typeof EngineStatusSchema>;
@@ -230,6 +232,10 @@ export const EventSchema = z.looseObject({
   position: z.number().int().optional(),
   /** prompt:dequeued */
   reason: z.union([z.enum(["started", "deleted", "failed"]), z.string()]).optional(),
+  planId: z.string().optional(),
+  plan: z.string().optional(),
+  mode: z.string().optional(),
+  feedback: z.string().optional(),
 });
 export type Event = z.infer<typeof EventSchema>;
 
@@ -588,6 +594,22 @@ export const PersonaSchema = z.looseObject({
 });
 export type Persona = z.infer<typeof PersonaSchema>;
 
+export const PlanDecisionAnswerSchema = z.looseObject({
+  /** true: plan:resolved is in the log and the agent has the answer */
+  decided: z.boolean(),
+});
+export type PlanDecisionAnswer = z.infer<typeof PlanDecisionAnswerSchema>;
+
+/** A person's decision on a plan */
+export const PlanDecisionRequestSchema = z.strictObject({
+  decision: z.enum(["approve", "revise"]),
+  /** approve only: the permission mode the agent continues in and the session's next turns run in (default: default) */
+  mode: z.enum(["default", "acceptEdits"]).optional(),
+  /** revise only (required): what the agent is told to change */
+  feedback: z.string().max(65536).optional(),
+});
+export type PlanDecisionRequest = z.infer<typeof PlanDecisionRequestSchema>;
+
 export const QueuedPromptSchema = z.looseObject({
   promptId: z.string(),
   message: z.string(),
@@ -759,6 +781,19 @@ export const SessionSummarySchema = z.looseObject({
   pendingApprovals: z.number().int().min(0),
 });
 export type SessionSummary = z.infer<typeof SessionSummarySchema>;
+
+export const SteerAnswerSchema = z.looseObject({
+  /** true: the running turn has the message */
+  delivered: z.boolean(),
+});
+export type SteerAnswer = z.infer<typeof SteerAnswerSchema>;
+
+/** A message for the running turn */
+export const SteerRequestSchema = z.strictObject({
+  /** the person's words, at most 256 KiB */
+  message: z.string().min(1).max(262144),
+});
+export type SteerRequest = z.infer<typeof SteerRequestSchema>;
 
 export const TrustItemSchema = z.looseObject({
   kind: z.enum(["persona", "mcp"]),

@@ -4,7 +4,7 @@
 // fetch records the requests; no gateway is needed.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { HarnessClient } from "../src/index.js";
+import { HarnessClient, HarnessError, parseEvent } from "../src/index.js";
 
 const session = {
   id: "s1",
@@ -174,4 +174,40 @@ test("queueTurn: 202 resolves to where the prompt was queued, 200 to the turn's 
   );
   assert.deepEqual(sent[0]!.body, { sessionId: "s1", message: "later", queue: true });
   assert.deepEqual(sent[3]!.body, { position: 0, message: "moved" });
+});
+
+test("steer: POST /session/{id}/steer with the message; 409 and 422 reject with HarnessError", async () => {
+  const sent: { path: string; body: unknown }[] = [];
+  let status = 200;
+  const fakeFetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    sent.push({ path: new URL(String(input)).pathname, body: init?.body ? JSON.parse(String(init.body)) : undefined });
+    if (status !== 200) return Response.json({ error: "the still engine cannot take a message while a turn runs; engines that can: claude-code" }, { status });
+    return Response.json({ delivered: true });
+  }) as typeof fetch;
+  const c = new HarnessClient({ baseUrl: "http://gw.test", fetch: fakeFetch });
+  await c.steer("s1", "use tabs");
+  assert.deepEqual(sent[0], { path: "/api/harness/session/s1/steer", body: { message: "use tabs" } });
+  status = 422;
+  await assert.rejects(c.steer("s1", "x"), (e: unknown) => e instanceof HarnessError && e.status === 422 && /claude-code/.test(e.message));
+  status = 409;
+  await assert.rejects(c.steer("s1", "x"), (e: unknown) => e instanceof HarnessError && e.status === 409);
+  await assert.rejects(c.steer("s1", ""));
+});
+
+test("decidePlan: POST /session/{id}/plan with the decision; plan events parse", async () => {
+  const sent: { path: string; body: unknown }[] = [];
+  const fakeFetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    sent.push({ path: new URL(String(input)).pathname, body: init?.body ? JSON.parse(String(init.body)) : undefined });
+    return Response.json({ decided: true });
+  }) as typeof fetch;
+  const c = new HarnessClient({ baseUrl: "http://gw.test", fetch: fakeFetch });
+  await c.decidePlan("s1", { decision: "approve", mode: "acceptEdits" });
+  await c.decidePlan("s1", { decision: "revise", feedback: "smaller steps" });
+  assert.deepEqual(sent, [
+    { path: "/api/harness/session/s1/plan", body: { decision: "approve", mode: "acceptEdits" } },
+    { path: "/api/harness/session/s1/plan", body: { decision: "revise", feedback: "smaller steps" } },
+  ]);
+  await assert.rejects(c.decidePlan("s1", { decision: "approve", mode: "bypassPermissions" } as never));
+  const ev = parseEvent({ type: "plan:ready", sessionId: "s1", seq: 3, planId: "pln_1", plan: "# p", expiresAt: "2026-11-26T03:00:00Z" });
+  assert.equal(ev.type, "plan:ready");
 });

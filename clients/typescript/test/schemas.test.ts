@@ -38,6 +38,9 @@ test("every known event type parses, with seq taken from the SSE id", () => {
     { type: "prompt:queued", sessionId: sid, promptId: "p1", position: 0, message: "next" },
     { type: "prompt:dequeued", sessionId: sid, promptId: "p1", reason: "started" },
     { type: "prompt:dequeued", sessionId: sid, promptId: "p2", reason: "failed", error: "no engine" },
+    { type: "plan:ready", sessionId: sid, planId: "pln_1", plan: "# plan", toolUseId: "t1", expiresAt: "2026-11-26T03:00:00Z" },
+    { type: "plan:resolved", sessionId: sid, planId: "pln_1", decision: "approve", mode: "acceptEdits", by: "user" },
+    { type: "plan:resolved", sessionId: sid, planId: "pln_2", decision: "revise", feedback: "no", by: "timeout" },
   ];
   samples.forEach((raw, i) => {
     const ev = parseEvent(raw, i + 1);
