@@ -52,7 +52,9 @@ const (
 	// Event is that event; New and Done at once.
 	KindStatus Kind = "status"
 	// KindEnd is the end of a turn: New at its session:complete or
-	// session:error, Done at process:exit.
+	// session:error, Done at process:exit. What failed or was interrupted
+	// stays known until the next user:message (a log may hold a second
+	// process:exit for the same turn).
 	KindEnd Kind = "end"
 )
 
@@ -78,8 +80,10 @@ type Item struct {
 	// Seq is the seq given with the event of this update (AddSeq), OpenSeq
 	// the one given with the event that opened the item.
 	Seq, OpenSeq int64
-	// Event is the event of this update; for a text or reasoning block
-	// closed by another event, that other event. Not to be modified.
+	// Event is the event of this update, the pointer given to Add: valid
+	// as long as the caller keeps it, not to be modified. For a text or
+	// reasoning block closed by another event, that other event; nil for
+	// one closed by Flush.
 	Event *event.Event
 	// Parent is the parentToolUseId of the item's events: set when a
 	// subagent produced them.
@@ -235,7 +239,7 @@ func (f *Fold) AddSeq(seq int64, ev *event.Event) []Item {
 	case event.TypeProcessExit:
 		f.close(seq, ev)
 		f.endUpdate(seq, ev, true)
-		f.end, f.fail, f.interrupted, f.complete = nil, nil, nil, nil
+		f.end = nil // what failed stays known to a later end until a user:message
 	case event.TypeSessionForked, event.TypeSessionRewound, event.TypeTrustRequired:
 		f.close(seq, ev)
 		f.status(seq, ev)
@@ -249,7 +253,7 @@ func (f *Fold) AddSeq(seq int64, ev *event.Event) []Item {
 // does, and returns its last update (none when no block is open).
 func (f *Fold) Flush() []Item {
 	f.out = f.out[:0]
-	f.close(f.block.Seq, f.block.Event)
+	f.close(f.block.Seq, nil)
 	return f.out
 }
 

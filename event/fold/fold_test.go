@@ -162,7 +162,7 @@ func TestFold(t *testing.T) {
 			`2 end new outcome=interrupted error=interrupted seq=2/2`,
 			`2 end outcome=failed error=api_error seq=2/3`,
 			`2 end done outcome=failed error=api_error seq=2/4`,
-			`3 end new done outcome=failed seq=5/5`,
+			`3 end new done outcome=failed error=api_error seq=5/5`,
 		},
 	}}
 	for _, c := range cases {
