@@ -138,7 +138,7 @@ type Fold struct {
 	out  []Item
 	next int
 
-	block   Item // the open text or reasoning block (ID 0: none)
+	block   Item // the open text or reasoning block (ID 0: none); Seq: its last delta's
 	buf     strings.Builder
 	last    string // the turn's last top-level text block
 	hasLast bool
@@ -281,10 +281,10 @@ func (f *Fold) delta(seq int64, ev *event.Event, kind Kind) {
 	it := Item{Kind: kind, Seq: seq, Event: ev, Parent: ev.ParentToolUseID, Delta: ev.Text}
 	if f.block.ID == 0 {
 		it.ID, it.New, it.OpenSeq = f.id(), true, seq
-		f.block = Item{ID: it.ID, Kind: kind, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID}
+		f.block = Item{ID: it.ID, Kind: kind, Seq: seq, OpenSeq: seq, Parent: ev.ParentToolUseID}
 	} else {
 		it.ID, it.OpenSeq = f.block.ID, f.block.OpenSeq
-		f.block.Seq, f.block.Event = seq, ev
+		f.block.Seq = seq
 	}
 	f.buf.WriteString(ev.Text)
 	f.emit(it)

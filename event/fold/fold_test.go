@@ -261,3 +261,18 @@ func FuzzFold(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkFoldDelta: one streamed token through the fold (the hot path
+// of every door).
+func BenchmarkFoldDelta(b *testing.B) {
+	var f fold.Fold
+	ev := delta("a token ")
+	stop := complete("")
+	b.ReportAllocs()
+	for i := range b.N {
+		if i%1000 == 999 {
+			f.Add(&stop) // a block ends now and then, as in a turn
+		}
+		f.Add(&ev)
+	}
+}
