@@ -122,7 +122,7 @@ type mapper struct {
 
 // record appends the events ev makes to out and returns it.
 func (m *mapper) record(ev *event.Event, out []Event) []Event {
-	for _, it := range m.f.Add(ev) {
+	for _, it := range m.f.Add(ev).Items() {
 		out = m.item(&it, out)
 	}
 	return out
@@ -136,7 +136,11 @@ func (m *mapper) item(it *fold.Item, out []Event) []Event {
 	case fold.KindText, fold.KindReasoning:
 		if !it.Done {
 			if m.deltas {
-				out = append(out, Event{Type: string(it.Kind) + "_delta", Content: it.Delta})
+				typ := "text_delta"
+				if it.Kind == fold.KindReasoning {
+					typ = "reasoning_delta"
+				}
+				out = append(out, Event{Type: typ, Content: it.Delta})
 			}
 			break
 		}

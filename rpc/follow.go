@@ -115,14 +115,14 @@ func (f *follower) apply(ev event.Event) {
 	if f.ended {
 		return
 	}
-	for _, it := range f.fold.Add(&ev) {
+	for _, it := range f.fold.Add(&ev).Items() {
 		f.render(&it)
 	}
 }
 
 // flush ends the open assistant item, if any.
 func (f *follower) flush() {
-	for _, it := range f.fold.Flush() {
+	for _, it := range f.fold.Flush().Items() {
 		f.render(&it)
 	}
 }

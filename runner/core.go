@@ -703,7 +703,7 @@ type normalizer struct {
 }
 
 func (n *normalizer) flush(emit func(Message)) {
-	for _, it := range n.f.Flush() {
+	for _, it := range n.f.Flush().Items() {
 		n.item(&it, emit)
 	}
 	n.send(emit)
@@ -718,7 +718,7 @@ func (n *normalizer) send(emit func(Message)) {
 }
 
 func (n *normalizer) add(ev *event.Event, emit func(Message)) {
-	for _, it := range n.f.Add(ev) {
+	for _, it := range n.f.Add(ev).Items() {
 		n.item(&it, emit)
 	}
 }

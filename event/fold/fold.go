@@ -9,11 +9,11 @@
 //
 //	var f fold.Fold
 //	for _, ev := range events {
-//		for _, it := range f.Add(&ev) {
+//		for _, it := range f.Add(&ev).Items() {
 //			render(it) // it.New: first update; it.Done: last one
 //		}
 //	}
-//	for _, it := range f.Flush() { render(it) } // the block still open
+//	for _, it := range f.Flush().Items() { render(it) } // the block still open
 //
 // All folds a whole slice into the final state of each item.
 package fold
@@ -135,7 +135,6 @@ type End struct {
 // approvals not yet answered (forgotten at the next user:message) and the
 // turn's end so far.
 type Fold struct {
-	out  []Item
 	next int
 
 	block   Item // the open text or reasoning block (ID 0: none); Seq: its last delta's
@@ -170,91 +169,105 @@ type openEnd struct {
 	seq int64
 }
 
-// Add folds ev and returns the updates it makes, in order. The slice is
-// the Fold's own: it is valid until the next call.
-func (f *Fold) Add(ev *event.Event) []Item { return f.AddSeq(0, ev) }
+// Updates is what one event changes: at most two updates (of the block
+// it closes, then of its own item). It is a value, kept on the caller's
+// stack: the fold is on every door's hot path (one event per token).
+type Updates struct {
+	n     int
+	items [2]Item
+}
+
+// Items are the updates, in order.
+func (u Updates) Items() []Item { return u.items[:u.n] }
+
+// Add folds ev and returns the updates it makes:
+//
+//	for _, it := range f.Add(&ev).Items() { … }
+func (f *Fold) Add(ev *event.Event) Updates { return f.AddSeq(0, ev) }
 
 // AddSeq is Add for an event stored at seq: the items it updates carry it.
-func (f *Fold) AddSeq(seq int64, ev *event.Event) []Item {
-	f.out = f.out[:0]
+func (f *Fold) AddSeq(seq int64, ev *event.Event) (u Updates) {
+	f.addSeq(&u, seq, ev)
+	return u
+}
+
+func (f *Fold) addSeq(u *Updates, seq int64, ev *event.Event) {
 	switch ev.Type {
 	case event.TypeChatDelta:
-		f.delta(seq, ev, KindText)
+		f.delta(u, seq, ev, KindText)
 	case event.TypeThinkingDelta:
-		f.delta(seq, ev, KindReasoning)
+		f.delta(u, seq, ev, KindReasoning)
 	case event.TypeUserMessage:
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		f.reset()
-		f.emit(Item{ID: f.id(), Kind: KindUser, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev,
+		u.add(Item{ID: f.id(), Kind: KindUser, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev,
 			Parent: ev.ParentToolUseID, Text: ev.Text})
 	case event.TypeChatComplete:
 		wasText := f.block.Kind == KindText
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		if !wasText && ev.Text != "" {
 			repeat := f.hasLast && ev.Text == f.last
 			if ev.ParentToolUseID == "" {
 				f.last, f.hasLast = ev.Text, true
 			}
-			f.emit(Item{ID: f.id(), Kind: KindText, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev,
+			u.add(Item{ID: f.id(), Kind: KindText, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev,
 				Parent: ev.ParentToolUseID, Text: ev.Text, Whole: true, Repeat: repeat})
 		}
 	case event.TypeToolStart:
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		if ev.ToolStart != nil {
-			f.toolStart(seq, ev)
+			f.toolStart(u, seq, ev)
 		}
 	case event.TypeToolResult:
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		if ev.ToolResult != nil {
-			f.toolResult(seq, ev)
+			f.toolResult(u, seq, ev)
 		}
 	case event.TypeApprovalRequested:
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		if ev.Approval != nil {
-			f.approvalRequested(seq, ev)
+			f.approvalRequested(u, seq, ev)
 		}
 	case event.TypeApprovalResolved:
 		if ev.Resolved != nil {
-			f.approvalResolved(seq, ev)
+			f.approvalResolved(u, seq, ev)
 		}
 	case event.TypeSessionComplete:
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		if ev.Complete != nil {
 			f.complete = ev.Complete
-			f.endUpdate(seq, ev, false)
+			f.endUpdate(u, seq, ev, false)
 		}
 	case event.TypeSessionError:
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		switch {
 		case ev.Error == nil:
 		case ev.Error.Kind == event.ErrorResumeNotFound:
-			f.status(seq, ev)
+			f.status(u, seq, ev)
 		case ev.Error.Kind == event.ErrorInterrupted || ev.Error.Kind == event.ErrorKilled:
 			f.interrupted = ev.Error
-			f.endUpdate(seq, ev, false)
+			f.endUpdate(u, seq, ev, false)
 		default:
 			f.fail = ev.Error
-			f.endUpdate(seq, ev, false)
+			f.endUpdate(u, seq, ev, false)
 		}
 	case event.TypeProcessExit:
-		f.close(seq, ev)
-		f.endUpdate(seq, ev, true)
+		f.close(u, seq, ev)
+		f.endUpdate(u, seq, ev, true)
 		f.end = nil // what failed stays known to a later end until a user:message
 	case event.TypeSessionForked, event.TypeSessionRewound, event.TypeTrustRequired:
-		f.close(seq, ev)
-		f.status(seq, ev)
+		f.close(u, seq, ev)
+		f.status(u, seq, ev)
 	case event.TypeSessionInit, event.TypeSessionRetry, event.TypePromptQueued, event.TypePromptDequeued:
-		f.status(seq, ev)
+		f.status(u, seq, ev)
 	}
-	return f.out
 }
 
 // Flush closes the open text or reasoning block, as the end of the input
 // does, and returns its last update (none when no block is open).
-func (f *Fold) Flush() []Item {
-	f.out = f.out[:0]
-	f.close(f.block.Seq, nil)
-	return f.out
+func (f *Fold) Flush() (u Updates) {
+	f.close(&u, f.block.Seq, nil)
+	return u
 }
 
 func (f *Fold) id() int {
@@ -262,7 +275,10 @@ func (f *Fold) id() int {
 	return f.next
 }
 
-func (f *Fold) emit(it Item) { f.out = append(f.out, it) }
+func (u *Updates) add(it Item) {
+	u.items[u.n] = it
+	u.n++
+}
 
 // reset forgets what a turn left open: a new turn begins.
 func (f *Fold) reset() {
@@ -274,9 +290,9 @@ func (f *Fold) reset() {
 
 // delta adds a chat or thinking delta to the open block of its kind and
 // parent, closing another one first.
-func (f *Fold) delta(seq int64, ev *event.Event, kind Kind) {
+func (f *Fold) delta(u *Updates, seq int64, ev *event.Event, kind Kind) {
 	if f.block.ID != 0 && (f.block.Kind != kind || f.block.Parent != ev.ParentToolUseID) {
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 	}
 	it := Item{Kind: kind, Seq: seq, Event: ev, Parent: ev.ParentToolUseID, Delta: ev.Text}
 	if f.block.ID == 0 {
@@ -287,11 +303,11 @@ func (f *Fold) delta(seq int64, ev *event.Event, kind Kind) {
 		f.block.Seq = seq
 	}
 	f.buf.WriteString(ev.Text)
-	f.emit(it)
+	u.add(it)
 }
 
 // close ends the open block, if any, by ev.
-func (f *Fold) close(seq int64, ev *event.Event) {
+func (f *Fold) close(u *Updates, seq int64, ev *event.Event) {
 	if f.block.ID == 0 {
 		return
 	}
@@ -302,10 +318,10 @@ func (f *Fold) close(seq int64, ev *event.Event) {
 	}
 	f.block = Item{}
 	f.buf.Reset()
-	f.emit(b)
+	u.add(b)
 }
 
-func (f *Fold) toolStart(seq int64, ev *event.Event) {
+func (f *Fold) toolStart(u *Updates, seq int64, ev *event.Event) {
 	ts := ev.ToolStart
 	t := &Tool{ID: ts.ToolUseID, Name: ts.Name, Input: ts.Input, Start: ts}
 	id := f.id()
@@ -313,10 +329,10 @@ func (f *Fold) toolStart(seq int64, ev *event.Event) {
 		f.tools = map[string]*openTool{}
 	}
 	f.tools[ts.ToolUseID] = &openTool{id: id, seq: seq, t: t, parent: ev.ParentToolUseID}
-	f.emit(Item{ID: id, Kind: KindTool, New: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID, Tool: t})
+	u.add(Item{ID: id, Kind: KindTool, New: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID, Tool: t})
 }
 
-func (f *Fold) toolResult(seq int64, ev *event.Event) {
+func (f *Fold) toolResult(u *Updates, seq int64, ev *event.Event) {
 	r := ev.ToolResult
 	it := Item{Kind: KindTool, Done: true, Seq: seq, Event: ev, Parent: ev.ParentToolUseID}
 	if o, ok := f.tools[r.ToolUseID]; ok {
@@ -326,20 +342,20 @@ func (f *Fold) toolResult(seq int64, ev *event.Event) {
 		it.ID, it.New, it.OpenSeq, it.Tool = f.id(), true, seq, &Tool{ID: r.ToolUseID}
 	}
 	it.Tool.Result = r
-	f.emit(it)
+	u.add(it)
 }
 
-func (f *Fold) approvalRequested(seq int64, ev *event.Event) {
+func (f *Fold) approvalRequested(u *Updates, seq int64, ev *event.Event) {
 	a := &Approval{ID: ev.Approval.RequestID, Request: ev.Approval}
 	id := f.id()
 	if f.approvals == nil {
 		f.approvals = map[string]*openApproval{}
 	}
 	f.approvals[a.ID] = &openApproval{id: id, seq: seq, a: a, parent: ev.ParentToolUseID}
-	f.emit(Item{ID: id, Kind: KindApproval, New: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID, Approval: a})
+	u.add(Item{ID: id, Kind: KindApproval, New: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID, Approval: a})
 }
 
-func (f *Fold) approvalResolved(seq int64, ev *event.Event) {
+func (f *Fold) approvalResolved(u *Updates, seq int64, ev *event.Event) {
 	r := ev.Resolved
 	it := Item{Kind: KindApproval, Done: true, Seq: seq, Event: ev, Parent: ev.ParentToolUseID}
 	if o, ok := f.approvals[r.RequestID]; ok {
@@ -349,15 +365,15 @@ func (f *Fold) approvalResolved(seq int64, ev *event.Event) {
 		it.ID, it.New, it.OpenSeq, it.Approval = f.id(), true, seq, &Approval{ID: r.RequestID}
 	}
 	it.Approval.Resolved = r
-	f.emit(it)
+	u.add(it)
 }
 
-func (f *Fold) status(seq int64, ev *event.Event) {
-	f.emit(Item{ID: f.id(), Kind: KindStatus, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID})
+func (f *Fold) status(u *Updates, seq int64, ev *event.Event) {
+	u.add(Item{ID: f.id(), Kind: KindStatus, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID})
 }
 
 // endUpdate yields the turn's end as known so far; done at process:exit.
-func (f *Fold) endUpdate(seq int64, ev *event.Event, done bool) {
+func (f *Fold) endUpdate(u *Updates, seq int64, ev *event.Event, done bool) {
 	it := Item{Kind: KindEnd, Done: done, Seq: seq, Event: ev, Parent: ev.ParentToolUseID}
 	if f.end == nil {
 		f.end = &openEnd{id: f.id(), seq: seq}
@@ -376,7 +392,7 @@ func (f *Fold) endUpdate(seq int64, ev *event.Event, done bool) {
 		e.Outcome = Failed
 	}
 	it.End = e
-	f.emit(it)
+	u.add(it)
 }
 
 // All folds evs and returns each item in its final state (a block still
@@ -384,8 +400,8 @@ func (f *Fold) endUpdate(seq int64, ev *event.Event, done bool) {
 func All(evs []event.Event) []Item {
 	var f Fold
 	var items []Item
-	keep := func(up []Item) {
-		for _, it := range up {
+	keep := func(u Updates) {
+		for _, it := range u.Items() {
 			i := it.ID - 1
 			for len(items) <= i {
 				items = append(items, Item{})

@@ -77,11 +77,11 @@ func run(evs []event.Event) []string {
 	var f fold.Fold
 	var got []string
 	for i := range evs {
-		for _, it := range f.AddSeq(int64(i+1), &evs[i]) {
+		for _, it := range f.AddSeq(int64(i+1), &evs[i]).Items() {
 			got = append(got, show(it))
 		}
 	}
-	for _, it := range f.Flush() {
+	for _, it := range f.Flush().Items() {
 		got = append(got, show(it))
 	}
 	return got
@@ -253,9 +253,9 @@ func FuzzFold(f *testing.F) {
 			}
 		}
 		for i := range evs {
-			check(fo.Add(&evs[i]))
+			check(fo.Add(&evs[i]).Items())
 		}
-		check(fo.Flush())
+		check(fo.Flush().Items())
 		if n := len(fold.All(evs)); n != maxID {
 			t.Fatalf("All: %d items, the fold opened %d", n, maxID)
 		}
