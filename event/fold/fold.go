@@ -142,26 +142,13 @@ type Fold struct {
 	last    string // the turn's last top-level text block
 	hasLast bool
 
-	tools     map[string]*openTool
-	approvals map[string]*openApproval
+	// The tool calls and approvals not yet answered, as they opened, by
+	// toolUseId and requestId.
+	tools, approvals map[string]Item
 
 	end               *openEnd
 	fail, interrupted *event.SessionError
 	complete          *event.SessionComplete
-}
-
-type openTool struct {
-	id     int
-	seq    int64
-	t      *Tool
-	parent string
-}
-
-type openApproval struct {
-	id     int
-	seq    int64
-	a      *Approval
-	parent string
 }
 
 type openEnd struct {
@@ -324,22 +311,14 @@ func (f *Fold) close(u *Updates, seq int64, ev *event.Event) {
 func (f *Fold) toolStart(u *Updates, seq int64, ev *event.Event) {
 	ts := ev.ToolStart
 	t := &Tool{ID: ts.ToolUseID, Name: ts.Name, Input: ts.Input, Start: ts}
-	id := f.id()
-	if f.tools == nil {
-		f.tools = map[string]*openTool{}
-	}
-	f.tools[ts.ToolUseID] = &openTool{id: id, seq: seq, t: t, parent: ev.ParentToolUseID}
-	u.add(Item{ID: id, Kind: KindTool, New: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID, Tool: t})
+	u.add(f.open(&f.tools, ts.ToolUseID, Item{Kind: KindTool, Seq: seq, OpenSeq: seq, Event: ev, Tool: t}))
 }
 
 func (f *Fold) toolResult(u *Updates, seq int64, ev *event.Event) {
 	r := ev.ToolResult
-	it := Item{Kind: KindTool, Done: true, Seq: seq, Event: ev, Parent: ev.ParentToolUseID}
-	if o, ok := f.tools[r.ToolUseID]; ok {
-		delete(f.tools, r.ToolUseID)
-		it.ID, it.OpenSeq, it.Tool, it.Parent = o.id, o.seq, o.t, o.parent
-	} else {
-		it.ID, it.New, it.OpenSeq, it.Tool = f.id(), true, seq, &Tool{ID: r.ToolUseID}
+	it := f.answer(f.tools, r.ToolUseID, KindTool, seq, ev)
+	if it.Tool == nil {
+		it.Tool = &Tool{ID: r.ToolUseID}
 	}
 	it.Tool.Result = r
 	u.add(it)
@@ -347,25 +326,42 @@ func (f *Fold) toolResult(u *Updates, seq int64, ev *event.Event) {
 
 func (f *Fold) approvalRequested(u *Updates, seq int64, ev *event.Event) {
 	a := &Approval{ID: ev.Approval.RequestID, Request: ev.Approval}
-	id := f.id()
-	if f.approvals == nil {
-		f.approvals = map[string]*openApproval{}
-	}
-	f.approvals[a.ID] = &openApproval{id: id, seq: seq, a: a, parent: ev.ParentToolUseID}
-	u.add(Item{ID: id, Kind: KindApproval, New: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID, Approval: a})
+	u.add(f.open(&f.approvals, a.ID, Item{Kind: KindApproval, Seq: seq, OpenSeq: seq, Event: ev, Approval: a}))
 }
 
 func (f *Fold) approvalResolved(u *Updates, seq int64, ev *event.Event) {
 	r := ev.Resolved
-	it := Item{Kind: KindApproval, Done: true, Seq: seq, Event: ev, Parent: ev.ParentToolUseID}
-	if o, ok := f.approvals[r.RequestID]; ok {
-		delete(f.approvals, r.RequestID)
-		it.ID, it.OpenSeq, it.Approval, it.Parent = o.id, o.seq, o.a, o.parent
-	} else {
-		it.ID, it.New, it.OpenSeq, it.Approval = f.id(), true, seq, &Approval{ID: r.RequestID}
+	it := f.answer(f.approvals, r.RequestID, KindApproval, seq, ev)
+	if it.Approval == nil {
+		it.Approval = &Approval{ID: r.RequestID}
 	}
 	it.Approval.Resolved = r
 	u.add(it)
+}
+
+// open numbers it, a new item, and keeps it in *m under key until its
+// answer.
+func (f *Fold) open(m *map[string]Item, key string, it Item) Item {
+	it.ID, it.New, it.Parent = f.id(), true, it.Event.ParentToolUseID
+	if *m == nil {
+		*m = map[string]Item{}
+	}
+	(*m)[key] = it
+	return it
+}
+
+// answer is the last update of the item of kind open in m under key, or
+// of a new one when none is: the caller adds the answer to it.
+func (f *Fold) answer(m map[string]Item, key string, kind Kind, seq int64, ev *event.Event) Item {
+	it, ok := m[key]
+	if ok {
+		delete(m, key)
+		it.New = false
+	} else {
+		it = Item{ID: f.id(), Kind: kind, New: true, OpenSeq: seq, Parent: ev.ParentToolUseID}
+	}
+	it.Done, it.Seq, it.Event = true, seq, ev
+	return it
 }
 
 func (f *Fold) status(u *Updates, seq int64, ev *event.Event) {
