@@ -146,11 +146,10 @@ func (f *follower) render(it *fold.Item) {
 		if it.New {
 			f.started(id, "assistant_message", map[string]any{"kind": kind})
 		}
-		if !it.Whole && !it.Done {
-			f.delta(id, kind, it.Delta)
-		}
-		if it.Done {
+		if it.Done { // a block given whole (chat:complete) has no delta
 			f.completed(id, "assistant_message", map[string]any{"kind": kind, "text": it.Text})
+		} else {
+			f.delta(id, kind, it.Delta)
 		}
 	case fold.KindTool:
 		ti := f.tools[it.Tool.ID]
