@@ -122,8 +122,10 @@ type mapper struct {
 
 // record appends the events ev makes to out and returns it.
 func (m *mapper) record(ev *event.Event, out []Event) []Event {
-	for _, it := range m.f.Add(ev).Items() {
-		out = m.item(&it, out)
+	u := m.f.Add(ev)
+	items := u.Items()
+	for i := range items {
+		out = m.item(&items[i], out)
 	}
 	return out
 }

@@ -115,14 +115,16 @@ func (f *follower) apply(ev event.Event) {
 	if f.ended {
 		return
 	}
-	for _, it := range f.fold.Add(&ev).Items() {
+	u := f.fold.Add(&ev)
+	for _, it := range u.Items() {
 		f.render(&it)
 	}
 }
 
 // flush ends the open assistant item, if any.
 func (f *follower) flush() {
-	for _, it := range f.fold.Flush().Items() {
+	u := f.fold.Flush()
+	for _, it := range u.Items() {
 		f.render(&it)
 	}
 }

@@ -201,11 +201,13 @@ func printTranscript(w io.Writer, st *session.Store, id string) error {
 		if json.Unmarshal(rec.Event, &ev) != nil || ev.ParentToolUseID != "" {
 			continue // a subagent's: its result is its tool call's
 		}
-		for _, it := range f.Add(&ev).Items() {
+		u := f.Add(&ev)
+		for _, it := range u.Items() {
 			transcriptItem(w, &it)
 		}
 	}
-	for _, it := range f.Flush().Items() {
+	u := f.Flush()
+	for _, it := range u.Items() {
 		transcriptItem(w, &it)
 	}
 	return nil

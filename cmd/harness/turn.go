@@ -347,7 +347,8 @@ func (p *textPrinter) writeAnswer(s string) {
 }
 
 func (p *textPrinter) print(e event.Event) {
-	for _, it := range p.fold.Add(&e).Items() {
+	u := p.fold.Add(&e)
+	for _, it := range u.Items() {
 		p.item(&it)
 	}
 }

@@ -9,11 +9,13 @@
 //
 //	var f fold.Fold
 //	for _, ev := range events {
-//		for _, it := range f.Add(&ev).Items() {
+//		u := f.Add(&ev)
+//		for _, it := range u.Items() {
 //			render(it) // it.New: first update; it.Done: last one
 //		}
 //	}
-//	for _, it := range f.Flush().Items() { render(it) } // the block still open
+//	u := f.Flush() // the block still open
+//	for _, it := range u.Items() { render(it) }
 //
 // All folds a whole slice into the final state of each item.
 package fold
@@ -77,6 +79,10 @@ type Item struct {
 	// New is set on an item's first update, Done on its last (both on an
 	// item made whole by one event).
 	New, Done bool
+	// Whole marks a text block given whole by chat:complete (no deltas),
+	// Repeat one whose text is the turn's last text block again (the
+	// Claude Code CLI repeats its final answer at the end).
+	Whole, Repeat bool
 	// Seq is the seq given with the event of this update (AddSeq), OpenSeq
 	// the one given with the event that opened the item.
 	Seq, OpenSeq int64
@@ -93,10 +99,6 @@ type Item struct {
 	Text string
 	// Delta is what this update added to a text or reasoning block.
 	Delta string
-	// Whole marks a text block given whole by chat:complete (no deltas),
-	// Repeat one whose text is the turn's last text block again (the
-	// Claude Code CLI repeats its final answer at the end).
-	Whole, Repeat bool
 
 	Tool     *Tool
 	Approval *Approval
@@ -165,11 +167,12 @@ type Updates struct {
 }
 
 // Items are the updates, in order.
-func (u Updates) Items() []Item { return u.items[:u.n] }
+func (u *Updates) Items() []Item { return u.items[:u.n] }
 
 // Add folds ev and returns the updates it makes:
 //
-//	for _, it := range f.Add(&ev).Items() { … }
+//	u := f.Add(&ev)
+//	for _, it := range u.Items() { … }
 func (f *Fold) Add(ev *event.Event) Updates { return f.AddSeq(0, ev) }
 
 // AddSeq is Add for an event stored at seq: the items it updates carry it.
@@ -281,16 +284,17 @@ func (f *Fold) delta(u *Updates, seq int64, ev *event.Event, kind Kind) {
 	if f.block.ID != 0 && (f.block.Kind != kind || f.block.Parent != ev.ParentToolUseID) {
 		f.close(u, seq, ev)
 	}
-	it := Item{Kind: kind, Seq: seq, Event: ev, Parent: ev.ParentToolUseID, Delta: ev.Text}
-	if f.block.ID == 0 {
-		it.ID, it.New, it.OpenSeq = f.id(), true, seq
-		f.block = Item{ID: it.ID, Kind: kind, Seq: seq, OpenSeq: seq, Parent: ev.ParentToolUseID}
-	} else {
-		it.ID, it.OpenSeq = f.block.ID, f.block.OpenSeq
-		f.block.Seq = seq
+	isNew := f.block.ID == 0
+	if isNew {
+		f.block = Item{ID: f.id(), Kind: kind, OpenSeq: seq, Parent: ev.ParentToolUseID}
 	}
+	f.block.Seq = seq
 	f.buf.WriteString(ev.Text)
-	u.add(it)
+	// Written in place: this is the path of every token.
+	it := &u.items[u.n]
+	u.n++
+	it.ID, it.Kind, it.New, it.Seq, it.OpenSeq = f.block.ID, kind, isNew, seq, f.block.OpenSeq
+	it.Event, it.Parent, it.Delta = ev, f.block.Parent, ev.Text
 }
 
 // close ends the open block, if any, by ev.

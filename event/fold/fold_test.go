@@ -77,11 +77,13 @@ func run(evs []event.Event) []string {
 	var f fold.Fold
 	var got []string
 	for i := range evs {
-		for _, it := range f.AddSeq(int64(i+1), &evs[i]).Items() {
+		u := f.AddSeq(int64(i+1), &evs[i])
+		for _, it := range u.Items() {
 			got = append(got, show(it))
 		}
 	}
-	for _, it := range f.Flush().Items() {
+	u := f.Flush()
+	for _, it := range u.Items() {
 		got = append(got, show(it))
 	}
 	return got
@@ -253,9 +255,11 @@ func FuzzFold(f *testing.F) {
 			}
 		}
 		for i := range evs {
-			check(fo.Add(&evs[i]).Items())
+			u := fo.Add(&evs[i])
+			check(u.Items())
 		}
-		check(fo.Flush().Items())
+		u := fo.Flush()
+		check(u.Items())
 		if n := len(fold.All(evs)); n != maxID {
 			t.Fatalf("All: %d items, the fold opened %d", n, maxID)
 		}
