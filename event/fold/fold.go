@@ -319,12 +319,8 @@ func (f *Fold) toolStart(u *Updates, seq int64, ev *event.Event) {
 }
 
 func (f *Fold) toolResult(u *Updates, seq int64, ev *event.Event) {
-	r := ev.ToolResult
-	it := f.answer(f.tools, r.ToolUseID, KindTool, seq, ev)
-	if it.Tool == nil {
-		it.Tool = &Tool{ID: r.ToolUseID}
-	}
-	it.Tool.Result = r
+	it := f.answer(f.tools, ev.ToolResult.ToolUseID, KindTool, seq, ev)
+	it.Tool.Result = ev.ToolResult
 	u.add(it)
 }
 
@@ -334,12 +330,8 @@ func (f *Fold) approvalRequested(u *Updates, seq int64, ev *event.Event) {
 }
 
 func (f *Fold) approvalResolved(u *Updates, seq int64, ev *event.Event) {
-	r := ev.Resolved
-	it := f.answer(f.approvals, r.RequestID, KindApproval, seq, ev)
-	if it.Approval == nil {
-		it.Approval = &Approval{ID: r.RequestID}
-	}
-	it.Approval.Resolved = r
+	it := f.answer(f.approvals, ev.Resolved.RequestID, KindApproval, seq, ev)
+	it.Approval.Resolved = ev.Resolved
 	u.add(it)
 }
 
@@ -355,14 +347,18 @@ func (f *Fold) open(m *map[string]Item, key string, it Item) Item {
 }
 
 // answer is the last update of the item of kind open in m under key, or
-// of a new one when none is: the caller adds the answer to it.
+// of a new one, with an empty Tool or Approval, when none is: the caller
+// adds the answer to it.
 func (f *Fold) answer(m map[string]Item, key string, kind Kind, seq int64, ev *event.Event) Item {
 	it, ok := m[key]
-	if ok {
+	switch {
+	case ok:
 		delete(m, key)
 		it.New = false
-	} else {
-		it = Item{ID: f.id(), Kind: kind, New: true, OpenSeq: seq, Parent: ev.ParentToolUseID}
+	case kind == KindTool:
+		it = Item{ID: f.id(), Kind: kind, New: true, OpenSeq: seq, Parent: ev.ParentToolUseID, Tool: &Tool{ID: key}}
+	default:
+		it = Item{ID: f.id(), Kind: kind, New: true, OpenSeq: seq, Parent: ev.ParentToolUseID, Approval: &Approval{ID: key}}
 	}
 	it.Done, it.Seq, it.Event = true, seq, ev
 	return it
