@@ -546,6 +546,11 @@ type SessionSummary struct {
 	// PendingApprovals counts the questions it waits on.
 	Running          bool `json:"running"`
 	PendingApprovals int  `json:"pendingApprovals"`
+	// Isolation, Branch and Base are a worktree session's (see Session),
+	// absent otherwise: lists and boards show which branch each runs on.
+	Isolation string `json:"isolation,omitempty"`
+	Branch    string `json:"branch,omitempty"`
+	Base      string `json:"base,omitempty"`
 }
 
 func nullable(s string) *string {
@@ -593,6 +598,7 @@ func (h *Harness) ListSessions(projectRoot string) ([]SessionSummary, error) {
 				Persona: nullable(s.Persona), Mode: s.Mode, ClaudeSessionID: nullable(s.ClaudeSessionID),
 				Engine: h.sessionEngine(s), Model: s.Model, Title: s.Title, CostUSD: s.CostUSD,
 				Running: h.IsRunning(s.ID), PendingApprovals: len(h.PendingApprovals(s.ID)),
+				Isolation: s.Isolation, Branch: s.Branch, Base: s.Base,
 			})
 		}
 	}

@@ -6,6 +6,7 @@
 import { Api, ApiError, eventsOf, sleep } from "./api.js";
 import { Transcript, truncateLines, toolSummary, formatCost, formatDuration, retrySummary, diffLines, markerText, mcpSummary, titleOf, errorHint } from "./transcript.js";
 import { renderMarkdown } from "./markdown.js";
+import { Board } from "./board.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "harness.token";
@@ -1072,7 +1073,8 @@ async function createFromForm(e) {
   const btn = $("nf-create");
   btn.disabled = true;
   try {
-    const s = await api.createSession(root, persona, mode, engine);
+    const isolated = $("nf-worktree").checked;
+    const s = await api.createSession(root, persona, mode, engine, isolated ? { isolation: "worktree", base: $("nf-base").value.trim() } : {});
     safeStorage(() => localStorage.setItem(ROOT_KEY, root));
     $("new-form").hidden = true;
     await refreshSessions();
@@ -1240,6 +1242,16 @@ async function boot() {
   if (id) await openSession(id);
   else updateControls();
 }
+
+// The board (board.js): every session of a project side by side.
+const board = new Board({
+  api,
+  toast,
+  roots: () => [...new Set([...state.roots, ...state.sessions.map((s) => s.projectRoot)])].filter(Boolean),
+  open: (id) => (location.hash === `#s=${encodeURIComponent(id)}` ? openSession(id) : (location.hash = `#s=${encodeURIComponent(id)}`)),
+});
+$("board-button").addEventListener("click", () => (board.shown ? board.hide() : board.show(state.current?.projectRoot)));
+$("nf-worktree").addEventListener("change", () => ($("nf-base-label").hidden = !$("nf-worktree").checked));
 
 updateControls();
 boot();
