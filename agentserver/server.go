@@ -185,6 +185,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /cancel", s.cancel)
 	mux.HandleFunc("POST /approval", s.approval)
 	mux.HandleFunc("GET /session", s.getSession)
+	mux.HandleFunc("GET /sessions", s.listSessions)
 	mux.HandleFunc("POST /session", s.updateSession)
 	mux.HandleFunc("GET /turns", s.turns)
 	mux.HandleFunc("POST /fork", s.fork)

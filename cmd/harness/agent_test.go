@@ -173,6 +173,11 @@ func TestAgentServeAndTUIUsageErrors(t *testing.T) {
 		{[]string{"agent", "serve", "--cwd", cwd, "--mode", "bogus"}, `--mode "bogus"`},
 		{[]string{"agent", "serve", "--cwd", cwd, "--addr", "0.0.0.0:0"}, "--token"},
 		{[]string{"tui", "--cwd", cwd, "--engine", "foo"}, `--engine "foo": want one of`},
+		{[]string{"agent", "serve", "--cwd", cwd, "--isolation", "container"}, `--isolation "container": want worktree`},
+		{[]string{"agent", "serve", "--cwd", cwd, "--base", "main"}, "--base and --branch need --isolation worktree"},
+		{[]string{"agent", "serve", "--cwd", cwd, "--isolation", "worktree"}, "not in a git repository"},
+		{[]string{"agent", "serve", "--cwd", cwd, "--session", "8f0c6d3e-1f2a-4b5c-9d8e-7f6a5b4c3d2e", "--isolation", "worktree"}, "--isolation is for a new session"},
+		{[]string{"tui", "--cwd", cwd, "--isolation", "worktree"}, "not in a git repository"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(c.args, &out, &errOut)
