@@ -330,3 +330,23 @@ func (h *Harness) cleanWorktrees() {
 		}
 	}
 }
+
+// CommitSession commits worktree session id's uncommitted changes on its
+// branch with message ("" = a default) and returns the new commit, or ""
+// when there was nothing to commit. It fails with ErrBusy while a turn
+// runs. A runner that continues a worktree session's work in a new
+// session (a cleared or compacted conversation) commits the old one's
+// changes so the new session, based on its branch, starts with them.
+func (h *Harness) CommitSession(ctx context.Context, id, message string) (string, error) {
+	s, top, err := h.worktreeOf(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	release, err := h.reserve(id)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	c, err := h.gitwt().Commit(ctx, wtDir(s, top), message)
+	return c, mapWorktreeErr(err)
+}
