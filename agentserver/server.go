@@ -9,7 +9,10 @@
 //	POST /cancel    → 200 {"cancelled":bool} (idle too)
 //	POST /approval  {"requestId": "…", "decision": "allow|deny|always", "message"?: "…"}
 //	                → 200 {"ok":true}; 404 unknown request, 409 already answered, 400 bad decision
-//	GET  /session   the session served: {sessionId, engine, persona, model, permissionMode, effort, title}
+//	GET  /session   the session served: {sessionId, engine, persona, model, permissionMode, effort, title,
+//	                isolation?, workdir?, branch?, base?} (the last four a worktree session's)
+//	GET  /sessions  {"sessions": [{sessionId, title, engine, current, running, pendingApprovals,
+//	                isolation?, branch?, base?}]}: the served session's project's sessions
 //	POST /session   {"persona"?, "model"?, "permissionMode"?, "effort"?, "title"?}: the next turns run with them
 //	GET  /turns     the session's turns (for /rewind and /fork)
 //	POST /fork      {"atSeq"?}: fork the session; the server serves the fork from then on
