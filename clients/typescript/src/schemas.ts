@@ -78,6 +78,10 @@ export const SessionSummarySchema = z.looseObject({
   running: z.boolean().optional(),
   /** How many approval requests the session waits on. */
   pendingApprovals: z.number().int().optional(),
+  /** A worktree session's isolation ("worktree"), branch and base. */
+  isolation: z.string().optional(),
+  branch: z.string().optional(),
+  base: z.string().optional(),
 });
 export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
