@@ -2,11 +2,11 @@ package agentserver
 
 import (
 	"encoding/json"
-	"os/exec"
 	"testing"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/gittest"
 )
 
 // GET /sessions lists the project's sessions with the branch each
@@ -14,14 +14,7 @@ import (
 // /session shows the served session's worktree.
 func TestSessionsListsWorktreeBranches(t *testing.T) {
 	e := newEnv(t, engine.Anthropic, "")
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "hello.go"},
-		{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgSign=false", "commit", "-q", "-m", "base"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = e.root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	gittest.Init(t, e.root)
 	wt, err := e.h.NewSession(harness.SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: engine.Anthropic, Isolation: "worktree", Branch: "feature/x"})
 	if err != nil {
 		t.Fatal(err)

@@ -3,11 +3,11 @@ package runner_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/gittest"
 	"github.com/chirality/harness/runner"
 )
 
@@ -18,14 +18,7 @@ import (
 func TestCoreWorktreeCarriesWorkAcrossClear(t *testing.T) {
 	e := newEnv(t, "")
 	os.WriteFile(filepath.Join(e.root, "README.md"), []byte("# p\n"), 0o644)
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "README.md"},
-		{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgSign=false", "commit", "-q", "-m", "base"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = e.root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	gittest.Init(t, e.root)
 	c := e.core(engine.Anthropic, func(cfg *runner.Config) { cfg.Isolation, cfg.Base = "worktree", "main" })
 	r := record(c)
 	e.api.SetResponder(echo)

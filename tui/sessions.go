@@ -8,20 +8,12 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/chirality/harness/agentserver"
 )
 
 // SessionItem is one session of the agent server's GET /sessions.
-type SessionItem struct {
-	SessionID        string `json:"sessionId"`
-	Title            string `json:"title"`
-	Engine           string `json:"engine"`
-	Current          bool   `json:"current"`
-	Running          bool   `json:"running"`
-	PendingApprovals int    `json:"pendingApprovals"`
-	Isolation        string `json:"isolation"`
-	Branch           string `json:"branch"`
-	Base             string `json:"base"`
-}
+type SessionItem = agentserver.SessionItem
 
 // sessions is /sessions: GET /sessions, shown as a note.
 func (c *client) sessions() tea.Cmd {
@@ -35,8 +27,8 @@ func (c *client) sessions() tea.Cmd {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 		var list struct {
-			Sessions []SessionItem `json:"sessions"`
-			Error    string        `json:"error"`
+			agentserver.SessionList
+			Error string `json:"error"`
 		}
 		if jerr := json.Unmarshal(b, &list); resp.StatusCode != 200 || jerr != nil {
 			why := list.Error

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/internal/gittest"
 )
 
 // `agent serve --isolation worktree --base main --branch B` makes its
@@ -16,27 +16,13 @@ import (
 // project's tree, and says where; a base that does not exist is a usage
 // error naming it.
 func TestAgentServeIsolationWorktree(t *testing.T) {
-	api, err := claudetest.NewFakeAPI()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer api.Close()
-	t.Setenv("ANTHROPIC_BASE_URL", api.URL)
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-fake-for-tests")
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	fakeAPIEnv(t)
 	cwd, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(cwd, "README.md"), []byte("# p\n"), 0o644)
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "README.md"},
-		{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgSign=false", "commit", "-q", "-m", "base"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = cwd
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	gittest.Init(t, cwd)
 
 	var out, errOut strings.Builder
 	if code := run([]string{"agent", "serve", "--cwd", cwd, "--isolation", "worktree", "--base", "no-such-ref"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), `"no-such-ref" is not a commit`) {

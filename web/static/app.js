@@ -1247,6 +1247,7 @@ async function boot() {
 const board = new Board({
   api,
   toast,
+  el,
   roots: () => [...new Set([...state.roots, ...state.sessions.map((s) => s.projectRoot)])].filter(Boolean),
   open: (id) => (location.hash === `#s=${encodeURIComponent(id)}` ? openSession(id) : (location.hash = `#s=${encodeURIComponent(id)}`)),
 });

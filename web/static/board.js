@@ -14,19 +14,6 @@ import { ApiError, eventsOf, sleep } from "./api.js";
 
 const POLL_MS = 2500;
 
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") e.className = v;
-    else if (k === "text") e.textContent = v;
-    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
-    else e.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined) e.append(c);
-  return e;
-}
-
 /** The state a card shows, from what is known of a session. */
 export function boardState(c) {
   if (c.pending.size > 0 || c.summary.pendingApprovals > 0) return "waiting";
@@ -86,8 +73,11 @@ export class Board {
    * @param {(text: string, kind?: string) => void} o.toast
    * @param {() => string[]} o.roots  project roots the console knows
    * @param {(id: string) => void} o.open  opens a session in the console
+   * @param {(tag: string, attrs?: object, ...children: any[]) => HTMLElement} o.el
+   *   the console's element maker (text only through textContent)
    */
-  constructor({ api, toast, roots, open }) {
+  constructor({ api, toast, roots, open, el }) {
+    this.el = el;
     this.api = api;
     this.toast = toast;
     this.roots = roots;
@@ -111,9 +101,9 @@ export class Board {
 
   show(root) {
     const roots = this.roots();
-    this.pick.replaceChildren(...roots.map((r) => el("option", { value: r, text: r })));
+    this.pick.replaceChildren(...roots.map((r) => this.el("option", { value: r, text: r })));
     const want = root || this.root || roots[0] || "";
-    if (want && !roots.includes(want)) this.pick.prepend(el("option", { value: want, text: want }));
+    if (want && !roots.includes(want)) this.pick.prepend(this.el("option", { value: want, text: want }));
     this.pick.value = want;
     this.node.hidden = false;
     document.getElementById("app").classList.add("board-open");
@@ -243,30 +233,30 @@ export class Board {
     const s = c.summary;
     const st = boardState(c);
     if (!c.node) {
-      c.node = el("article", { class: "board-card", "data-testid": "board-card", "data-session": c.id });
+      c.node = this.el("article", { class: "board-card", "data-testid": "board-card", "data-session": c.id });
       this.grid.append(c.node);
     }
     c.node.dataset.state = st;
-    const title = el("h3", { class: "board-title", "data-testid": "board-title", title: s.title || "", text: s.title || "(untitled)" });
-    const badge = el("span", { class: `board-state ${st}`, "data-testid": "board-state", text: STATE_TEXT[st] || st });
-    const meta = el("div", { class: "board-meta" });
+    const title = this.el("h3", { class: "board-title", "data-testid": "board-title", title: s.title || "", text: s.title || "(untitled)" });
+    const badge = this.el("span", { class: `board-state ${st}`, "data-testid": "board-state", text: STATE_TEXT[st] || st });
+    const meta = this.el("div", { class: "board-meta" });
     if (s.isolation === "worktree") {
-      meta.append(el("span", { class: "board-branch", "data-testid": "board-branch", title: s.base ? `from ${s.base}` : "", text: s.branch || "" }));
+      meta.append(this.el("span", { class: "board-branch", "data-testid": "board-branch", title: s.base ? `from ${s.base}` : "", text: s.branch || "" }));
       let size = "…";
       if (c.size?.error) size = "diff unavailable";
       else if (c.size) size = c.size.files === 0 ? "no changes" : `${c.size.files} file${c.size.files === 1 ? "" : "s"} +${c.size.add} −${c.size.del}`;
-      meta.append(el("span", { class: "board-size", "data-testid": "board-diffsize", text: size }));
+      meta.append(this.el("span", { class: "board-size", "data-testid": "board-diffsize", text: size }));
     } else {
-      meta.append(el("span", { class: "board-branch none", text: "project tree (no worktree)" }));
+      meta.append(this.el("span", { class: "board-branch none", text: "project tree (no worktree)" }));
     }
-    meta.append(el("span", { class: "board-engine", text: s.engine || "" }));
-    const actions = el("div", { class: "row" });
+    meta.append(this.el("span", { class: "board-engine", text: s.engine || "" }));
+    const actions = this.el("div", { class: "row" });
     if (s.isolation === "worktree") {
-      actions.append(el("button", { type: "button", class: "btn", "data-testid": "board-diff-button", text: "Diff and merge", onclick: () => this.showDiff(c.id) }));
+      actions.append(this.el("button", { type: "button", class: "btn", "data-testid": "board-diff-button", text: "Diff and merge", onclick: () => this.showDiff(c.id) }));
     }
-    actions.append(el("button", { type: "button", class: "btn ghost", "data-testid": "board-open", text: "Open", onclick: () => this.openSession(c.id) }));
+    actions.append(this.el("button", { type: "button", class: "btn ghost", "data-testid": "board-open", text: "Open", onclick: () => this.openSession(c.id) }));
     c.node.classList.toggle("selected", this.diffId === c.id);
-    c.node.replaceChildren(el("div", { class: "board-card-head" }, title, badge), meta, actions);
+    c.node.replaceChildren(this.el("div", { class: "board-card-head" }, title, badge), meta, actions);
   }
 
   openSession(id) {
@@ -289,7 +279,7 @@ export class Board {
     const result = keepResult && this.diffId === id ? this.pane.querySelector("[data-testid=board-merge-result]") : null;
     if (this.diffId !== id) {
       this.pane.hidden = false;
-      this.pane.replaceChildren(el("p", { class: "hint", text: "Loading the diff…" }));
+      this.pane.replaceChildren(this.el("p", { class: "hint", text: "Loading the diff…" }));
     }
     this.diffId = id;
     this.pane.dataset.session = id;
@@ -300,62 +290,62 @@ export class Board {
     } catch (e) {
       if (this.diffId !== id) return;
       this.pane.hidden = false;
-      this.pane.replaceChildren(el("p", { class: "form-error", role: "alert", text: String(e.message || e) }));
+      this.pane.replaceChildren(this.el("p", { class: "form-error", role: "alert", text: String(e.message || e) }));
       return;
     }
     if (this.diffId !== id) return;
     c.size = diffSize(d);
     this.render(c);
-    const head = el(
+    const head = this.el(
       "div",
       { class: "board-diff-head" },
-      el("h3", { text: `${c.summary.title || id}` }),
-      el("span", { class: "board-branch", text: `${d.branch} ← ${d.base}` }),
-      el("button", { type: "button", class: "btn ghost", "data-testid": "board-diff-close", text: "Close", onclick: () => this.closeDiff() }),
+      this.el("h3", { text: `${c.summary.title || id}` }),
+      this.el("span", { class: "board-branch", text: `${d.branch} ← ${d.base}` }),
+      this.el("button", { type: "button", class: "btn ghost", "data-testid": "board-diff-close", text: "Close", onclick: () => this.closeDiff() }),
     );
-    const files = el("ul", { class: "board-files", "data-testid": "board-files" });
+    const files = this.el("ul", { class: "board-files", "data-testid": "board-files" });
     for (const f of d.files) {
       files.append(
-        el(
+        this.el(
           "li",
           { class: `board-file ${f.status}`, "data-testid": "board-file", "data-path": f.path },
-          el("span", { class: "board-file-status", text: f.status }),
-          el("span", { class: "board-file-path", text: f.path }),
-          f.binary ? el("span", { class: "board-file-bin", text: "binary" }) : el("span", { class: "board-file-num" }, el("span", { class: "add", text: `+${f.additions}` }), " ", el("span", { class: "del", text: `−${f.deletions}` })),
+          this.el("span", { class: "board-file-status", text: f.status }),
+          this.el("span", { class: "board-file-path", text: f.path }),
+          f.binary ? this.el("span", { class: "board-file-bin", text: "binary" }) : this.el("span", { class: "board-file-num" }, this.el("span", { class: "add", text: `+${f.additions}` }), " ", this.el("span", { class: "del", text: `−${f.deletions}` })),
         ),
       );
     }
-    if (d.files.length === 0) files.append(el("li", { class: "hint", text: "No changes since the base." }));
-    const patch = el("pre", { class: "board-patch", "data-testid": "board-patch" });
+    if (d.files.length === 0) files.append(this.el("li", { class: "hint", text: "No changes since the base." }));
+    const patch = this.el("pre", { class: "board-patch", "data-testid": "board-patch" });
     for (const line of d.patch.split("\n")) {
       let cls = "";
       if (line.startsWith("+++") || line.startsWith("---") || line.startsWith("diff ") || line.startsWith("index ")) cls = "meta";
       else if (line.startsWith("@@")) cls = "hunk";
       else if (line.startsWith("+")) cls = "add";
       else if (line.startsWith("-")) cls = "del";
-      patch.append(el("span", { class: cls, text: line + "\n" }));
+      patch.append(this.el("span", { class: cls, text: line + "\n" }));
     }
-    if (d.truncated) patch.append(el("span", { class: "meta", text: "… (patch cut: too long to show)\n" }));
+    if (d.truncated) patch.append(this.el("span", { class: "meta", text: "… (patch cut: too long to show)\n" }));
     this.pane.hidden = false;
     this.pane.replaceChildren(head, files, patch, this.mergeForm(c, d, result));
   }
 
   mergeForm(c, d, result) {
-    const strategy = el(
+    const strategy = this.el(
       "select",
       { "data-testid": "board-strategy" },
-      el("option", { value: "squash", text: "squash" }),
-      el("option", { value: "merge", text: "merge" }),
-      el("option", { value: "rebase", text: "rebase" }),
+      this.el("option", { value: "squash", text: "squash" }),
+      this.el("option", { value: "merge", text: "merge" }),
+      this.el("option", { value: "rebase", text: "rebase" }),
     );
-    const message = el("input", { "data-testid": "board-message", placeholder: `harness: ${c.summary.title || d.branch}`, autocomplete: "off", spellcheck: "false" });
-    const btn = el("button", { type: "submit", class: "btn primary", "data-testid": "board-merge", text: "Merge" });
-    const out = result || el("div", { class: "board-merge-result", "data-testid": "board-merge-result", role: "status" });
-    const form = el(
+    const message = this.el("input", { "data-testid": "board-message", placeholder: `harness: ${c.summary.title || d.branch}`, autocomplete: "off", spellcheck: "false" });
+    const btn = this.el("button", { type: "submit", class: "btn primary", "data-testid": "board-merge", text: "Merge" });
+    const out = result || this.el("div", { class: "board-merge-result", "data-testid": "board-merge-result", role: "status" });
+    const form = this.el(
       "form",
       { class: "board-merge-form", "data-testid": "board-merge-form" },
-      el("label", {}, "Strategy ", strategy),
-      el("label", { class: "grow" }, "Message ", message),
+      this.el("label", {}, "Strategy ", strategy),
+      this.el("label", { class: "grow" }, "Message ", message),
       btn,
       out,
     );
@@ -364,7 +354,7 @@ export class Board {
       e.preventDefault();
       btn.disabled = true;
       out.className = "board-merge-result";
-      out.replaceChildren(el("span", { text: "Merging…" }));
+      out.replaceChildren(this.el("span", { text: "Merging…" }));
       const body = { strategy: strategy.value };
       if (message.value.trim()) body.message = message.value.trim();
       try {
@@ -374,21 +364,21 @@ export class Board {
           out.className = "board-merge-result conflict";
           if (Array.isArray(j.conflicts) && j.conflicts.length > 0) {
             out.replaceChildren(
-              el("p", { text: "Not merged: these files conflict (the target branch and the project's tree are untouched)." }),
-              el("ul", { "data-testid": "board-conflicts" }, ...j.conflicts.map((p) => el("li", { "data-testid": "board-conflict", text: p }))),
+              this.el("p", { text: "Not merged: these files conflict (the target branch and the project's tree are untouched)." }),
+              this.el("ul", { "data-testid": "board-conflicts" }, ...j.conflicts.map((p) => this.el("li", { "data-testid": "board-conflict", text: p }))),
             );
           } else {
-            out.replaceChildren(el("p", { text: `Not merged: ${j.error || "conflict"}` }));
+            out.replaceChildren(this.el("p", { text: `Not merged: ${j.error || "conflict"}` }));
           }
           btn.disabled = false;
           return;
         }
         out.className = "board-merge-result ok";
-        out.replaceChildren(el("p", { text: `Merged into ${j.into} as ${String(j.commit).slice(0, 12)}.` }));
+        out.replaceChildren(this.el("p", { text: `Merged into ${j.into} as ${String(j.commit).slice(0, 12)}.` }));
         this.loadSize(c);
       } catch (err) {
         out.className = "board-merge-result conflict";
-        out.replaceChildren(el("p", { text: `Not merged: ${err.message || err}` }));
+        out.replaceChildren(this.el("p", { text: `Not merged: ${err.message || err}` }));
         btn.disabled = false;
       }
     });
