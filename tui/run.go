@@ -11,7 +11,8 @@
 // block's whole text then replaces what the deltas built. An approval
 // request is a card answered with a (allow), d (deny) or w (always). The
 // commands /model, /agent, /mode, /fork and /rewind (ParseCommand) control
-// the conversation; their results, and the server's session and rewound
+// the conversation, /sessions lists the project's sessions with each
+// worktree session's branch; their results, and the server's session and rewound
 // events, show as notes in it. Events
 // are decoded strictly (DecodeEvent); an invalid one is written to the log
 // file and skipped. The event stream reconnects by itself with back-off
