@@ -154,9 +154,13 @@ export class Board {
     try {
       list = await this.api.json("GET", `session/list?projectRoot=${encodeURIComponent(root)}`);
     } catch (e) {
-      if (root === this.root && !(e instanceof ApiError && e.status === 0)) this.toast(String(e.message || e));
+      // Once per distinct error, not at every poll.
+      const msg = String(e.message || e);
+      if (root === this.root && msg !== this.lastError && !(e instanceof ApiError && (e.status === 0 || e.status === 401))) this.toast(msg);
+      this.lastError = msg;
       return;
     }
+    this.lastError = "";
     if (root !== this.root || !this.ctl) return;
     const seen = new Set();
     for (const s of list) {
