@@ -70,12 +70,7 @@ func BenchmarkWorktreeSession(b *testing.B) {
 		}
 	})
 	b.Run("interleaved", func(b *testing.B) {
-		h, err := New(Config{Roots: []string{root}, StateDir: b.TempDir(), Engines: []engine.Engine{&scriptEngine{}},
-			Checkpoints: CheckpointConfig{Off: true}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer h.Shutdown(context.Background())
+		h := benchHarness(b, root)
 		dir := b.TempDir()
 		var floor, sess []time.Duration
 		for i := 0; b.Loop(); i++ {
@@ -109,12 +104,7 @@ func BenchmarkWorktreeSession(b *testing.B) {
 		b.ReportMetric(float64(median(sess).Microseconds())/1000, "p50-session-ms")
 	})
 	b.Run("session", func(b *testing.B) {
-		h, err := New(Config{Roots: []string{root}, StateDir: b.TempDir(), Engines: []engine.Engine{&scriptEngine{}},
-			Checkpoints: CheckpointConfig{Off: true}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer h.Shutdown(context.Background())
+		h := benchHarness(b, root)
 		for b.Loop() {
 			s, err := h.NewSession(SessionSpec{ProjectRoot: root, Mode: "direct", Isolation: session.IsolationWorktree})
 			if err != nil {
@@ -136,4 +126,17 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// benchHarness is a Harness on root with a scripted engine and no
+// checkpoints, shut down at the benchmark's end.
+func benchHarness(b *testing.B, root string) *Harness {
+	b.Helper()
+	h, err := New(Config{Roots: []string{root}, StateDir: b.TempDir(), Engines: []engine.Engine{&scriptEngine{}},
+		Checkpoints: CheckpointConfig{Off: true}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Shutdown(context.Background()) })
+	return h
 }
