@@ -547,6 +547,11 @@ type SessionSummary struct {
 	// PendingApprovals counts the questions it waits on.
 	Running          bool `json:"running"`
 	PendingApprovals int  `json:"pendingApprovals" oa:"min=0"`
+	// Isolation, Branch and Base are a worktree session's (see Session),
+	// absent otherwise: lists and boards show which branch each runs on.
+	Isolation string `json:"isolation,omitempty" oa:"enum=worktree" doc:"worktree: the session runs in a git worktree of its own"`
+	Branch    string `json:"branch,omitempty" doc:"a worktree session's branch"`
+	Base      string `json:"base,omitempty" doc:"what a worktree session's branch was made from"`
 }
 
 func nullable(s string) *string {
@@ -594,6 +599,7 @@ func (h *Harness) ListSessions(projectRoot string) ([]SessionSummary, error) {
 				Persona: nullable(s.Persona), Mode: s.Mode, ClaudeSessionID: nullable(s.ClaudeSessionID),
 				Engine: h.sessionEngine(s), Model: s.Model, Title: s.Title, CostUSD: s.CostUSD,
 				Running: h.IsRunning(s.ID), PendingApprovals: len(h.PendingApprovals(s.ID)),
+				Isolation: s.Isolation, Branch: s.Branch, Base: s.Base,
 			})
 		}
 	}

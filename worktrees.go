@@ -123,9 +123,9 @@ func (h *Harness) unisolate(tmpl *session.Session) {
 	}
 }
 
-// CheckWorktree checks, without writing anything, that a session with
-// isolation "worktree" from base ("" = HEAD) can be made in the project at
-// projectRoot: it fails as NewSession would (ErrInvalidRoot,
+// CheckWorktree checks, writing nothing but a remote base's fetched
+// remote-tracking ref, that a session with isolation "worktree" from base
+// ("" = HEAD) can be made in the project at projectRoot: it fails as NewSession would (ErrInvalidRoot,
 // ErrRootNotAllowed, ErrNotGitRepo, ErrBaseNotFound). For a door that
 // makes its session later (the JSON-RPC thread).
 func (h *Harness) CheckWorktree(ctx context.Context, projectRoot, base string) error {
@@ -190,6 +190,10 @@ func (h *Harness) newWorktree(ctx context.Context, root, id string, spec Session
 		Dir: filepath.Join(h.worktreeDir(), hex.EncodeToString(sum[:8]), id)})
 	if err != nil {
 		return session.Session{}, mapWorktreeErr(err)
+	}
+	if info.FetchError != "" {
+		h.projectLog(root).Warn().Str("sessionId", id).Str("base", info.Base).Str("baseCommit", info.BaseCommit).
+			Str("fetchError", info.FetchError).Msg("the remote base could not be fetched: the worktree starts from the remote-tracking ref as it was")
 	}
 	return session.Session{ID: id, Isolation: session.IsolationWorktree, Workdir: info.Workdir, Branch: info.Branch,
 		Base: info.Base, BaseCommit: info.BaseCommit}, nil
@@ -329,4 +333,24 @@ func (h *Harness) cleanWorktrees() {
 			ev.Msg("orphan worktree removed")
 		}
 	}
+}
+
+// CommitSession commits worktree session id's uncommitted changes on its
+// branch with message ("" = a default) and returns the new commit, or ""
+// when there was nothing to commit. It fails with ErrBusy while a turn
+// runs. A runner that continues a worktree session's work in a new
+// session (a cleared or compacted conversation) commits the old one's
+// changes so the new session, based on its branch, starts with them.
+func (h *Harness) CommitSession(ctx context.Context, id, message string) (string, error) {
+	s, top, err := h.worktreeOf(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	release, err := h.reserve(id)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	c, err := h.gitwt().Commit(ctx, wtDir(s, top), message)
+	return c, mapWorktreeErr(err)
 }

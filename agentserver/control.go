@@ -51,11 +51,17 @@ type SessionView struct {
 	PermissionMode string `json:"permissionMode"`
 	Effort         string `json:"effort"`
 	Title          string `json:"title"`
+	// Isolation ("worktree"), Workdir, Branch and Base are a worktree
+	// session's: where its turns run, on which branch, from which base.
+	Isolation string `json:"isolation,omitempty"`
+	Workdir   string `json:"workdir,omitempty"`
+	Branch    string `json:"branch,omitempty"`
+	Base      string `json:"base,omitempty"`
 }
 
 func viewOf(s *session.Session) SessionView {
 	return SessionView{SessionID: s.ID, Engine: s.Engine, Persona: s.Persona, Model: s.Model, PermissionMode: s.PermissionMode,
-		Effort: s.Effort, Title: s.Title}
+		Effort: s.Effort, Title: s.Title, Isolation: s.Isolation, Workdir: s.Workdir, Branch: s.Branch, Base: s.Base}
 }
 
 // MaxRewindTurns bounds POST /rewind's turns.

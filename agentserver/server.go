@@ -11,7 +11,10 @@
 //	                → 200 {"ok":true}; 404 unknown request, 409 already answered, 400 bad decision
 //	POST /plan      {"decision": "approve|revise", "mode"?: "default|acceptEdits", "feedback"?: "…"}
 //	                → 200 {"ok":true}; 409 no plan waits, 400 bad decision
-//	GET  /session   the session served: {sessionId, engine, persona, model, permissionMode, effort, title}
+//	GET  /session   the session served: {sessionId, engine, persona, model, permissionMode, effort, title,
+//	                isolation?, workdir?, branch?, base?} (the last four a worktree session's)
+//	GET  /sessions  {"sessions": [{sessionId, title, engine, current, running, pendingApprovals,
+//	                isolation?, branch?, base?}]}: the served session's project's sessions
 //	POST /session   {"persona"?, "model"?, "permissionMode"?, "effort"?, "title"?}: the next turns run with them
 //	GET  /turns     the session's turns (for /rewind and /fork)
 //	POST /fork      {"atSeq"?}: fork the session; the server serves the fork from then on
@@ -194,6 +197,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /approval", s.approval)
 	mux.HandleFunc("POST /plan", s.plan)
 	mux.HandleFunc("GET /session", s.getSession)
+	mux.HandleFunc("GET /sessions", s.listSessions)
 	mux.HandleFunc("POST /session", s.updateSession)
 	mux.HandleFunc("GET /turns", s.turns)
 	mux.HandleFunc("POST /fork", s.fork)

@@ -140,6 +140,15 @@ type AgentConfig struct {
 	// ACPCommand is the ACP agent's argv (agent: acp; default
 	// DefaultACPCommand).
 	ACPCommand Command `yaml:"acp_command"`
+	// Isolation "worktree" runs the agent's sessions each in a git
+	// worktree of its own, outside its directory, from Base ("" = the
+	// directory's HEAD; a remote ref such as origin/main is fetched
+	// first). Sandbox (sandbox: true) runs its engine in the kernel
+	// sandbox; a sandbox that is not a boolean stays a backend-specific
+	// field in Extra, as before. Extensions of spec 003 (issue 31).
+	Isolation string `yaml:"isolation"`
+	Base      string `yaml:"base"`
+	Sandbox   bool   `yaml:"-"`
 	// Extra holds the entry's other keys, as YAML decoded them: spec
 	// 003's backend-specific fields, passed through to the runner (the
 	// daemon's NewAgent gets the AgentConfig; CoreAgent uses none and
@@ -151,7 +160,7 @@ type AgentConfig struct {
 }
 
 // agentKeys are the fields of an agents[] entry the daemon knows.
-var agentKeys = []string{"nick", "agent", "directory", "channels", "model", "thinking", "tags", "acp_command"}
+var agentKeys = []string{"nick", "agent", "directory", "channels", "model", "thinking", "tags", "acp_command", "isolation", "base"}
 
 // ConfigError is a problem in agents.yaml, with the line it is on.
 type ConfigError struct {
@@ -479,6 +488,19 @@ func (v *validator) agent(a *AgentConfig, field, server string) {
 	}
 	if a.Directory == "" {
 		v.add(a.Line, field+".directory", "missing")
+	}
+	if sb, ok := a.Extra["sandbox"].(bool); ok {
+		a.Sandbox = sb
+		delete(a.Extra, "sandbox")
+		if len(a.Extra) == 0 {
+			a.Extra = nil
+		}
+	}
+	switch {
+	case a.Isolation != "" && a.Isolation != "worktree":
+		v.add(a.line("isolation"), field+".isolation", fmt.Sprintf("%q: want worktree (or leave it out)", a.Isolation))
+	case a.Isolation == "" && a.Base != "":
+		v.add(a.line("base"), field+".base", "only with isolation: worktree")
 	}
 	if len(a.Channels) == 0 {
 		v.add(a.line("channels"), field+".channels", "at least one channel")

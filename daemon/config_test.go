@@ -105,6 +105,8 @@ func TestConfigValidation(t *testing.T) {
 		{"acp command not a list of strings", "server: {}\nagents:\n  - nick: a\n    agent: acp\n    acp_command: {a: b}\n    directory: /x\n    channels: ['#c']\n", 5, "a command is a list of strings"},
 		{"command without acp", agent("    acp_command: x\n"), 7, "only for agent: acp"},
 		{"thinking", agent("    thinking: extreme\n"), 7, "not one of low, medium, high"},
+		{"isolation", agent("    isolation: container\n"), 7, `agents[0].isolation: "container": want worktree`},
+		{"base without isolation", agent("    base: main\n"), 7, "agents[0].base: only with isolation: worktree"},
 		{"agent not a mapping", "server: {}\nagents:\n  - alice\n", 3, "must be a mapping"},
 		{"supervisor thinking", "supervisor:\n  thinking: max\n" + agent(""), 2, "supervisor.thinking"},
 		{"supervisor kind", "supervisor:\n  agent: gpt\n" + agent(""), 2, "supervisor.agent"},
@@ -278,5 +280,23 @@ func TestACPSupervisorBuilds(t *testing.T) {
 	engines := a.(coreAgent).hs[1].EngineNames()
 	if !slices.Contains(engines, "acp-supervisor") {
 		t.Fatalf("the supervisor's Harness has engines %v", engines)
+	}
+}
+
+// isolation, base and sandbox (a boolean) per agent: parsed as written,
+// not passed on as backend-specific extras (a sandbox that is not a
+// boolean still is: TestConfigDefaults).
+func TestConfigIsolation(t *testing.T) {
+	c, err := ParseConfig([]byte("server: {name: lab}\nagents:\n  - nick: alice\n    agent: claude\n    directory: /x\n    channels: ['#dev']\n"+
+		"    isolation: worktree\n    base: origin/main\n    sandbox: true\n  - nick: bob\n    agent: codex\n    directory: /x\n    channels: ['#dev']\n"), "agents.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := c.Agents[0], c.Agents[1]
+	if a.Isolation != "worktree" || a.Base != "origin/main" || !a.Sandbox || len(a.Extra) != 0 {
+		t.Errorf("alice: isolation %q base %q sandbox %v extra %v", a.Isolation, a.Base, a.Sandbox, a.Extra)
+	}
+	if b.Isolation != "" || b.Base != "" || b.Sandbox {
+		t.Errorf("bob: isolation %q base %q sandbox %v", b.Isolation, b.Base, b.Sandbox)
 	}
 }

@@ -144,7 +144,8 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 		Roots: []string{dir}, StateDir: o.StateDir, ChildEnv: childEnv,
 		AllowedTools: []string{SkillTool}, Engines: append(builtin(childEnv), custom...), Aliases: engines.Aliases,
 		DefaultEngine: eng, Logger: logger, NoProjectLogs: false,
-		Effort: a.Effort(), // each engine maps it (engine.EffortLevels)
+		Effort:  a.Effort(), // each engine maps it (engine.EffortLevels)
+		Sandbox: a.Sandbox,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent %s: %w", a.Nick, err)
@@ -153,7 +154,8 @@ func CoreAgent(cfg *Config, a AgentConfig, o CoreOptions, hooks Hooks, logger *z
 	if timeout <= 0 {
 		timeout = 30 * time.Minute
 	}
-	core, err := runner.New(runner.Config{Harness: h, ProjectRoot: dir, Engine: eng, Model: a.Model, TurnTimeout: timeout, Logger: logger})
+	core, err := runner.New(runner.Config{Harness: h, ProjectRoot: dir, Engine: eng, Model: a.Model, TurnTimeout: timeout, Logger: logger,
+		Isolation: a.Isolation, Base: a.Base})
 	if err != nil {
 		_ = h.Shutdown(context.Background())
 		return nil, nil, err

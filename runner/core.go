@@ -57,6 +57,12 @@ type Config struct {
 	Persona string
 	// Mode is workbench, pipeline or direct ("" = pipeline).
 	Mode string
+	// Isolation "worktree" makes each session the runner starts in a git
+	// worktree of its own (harness.SessionSpec), from Base ("" = the
+	// project's HEAD). A session that replaces another (clear, compact)
+	// starts from the old one's branch, its changes committed there
+	// first, so the work carries over.
+	Isolation, Base string
 	// TurnTimeout ends a turn that runs longer (0 = none). A timed-out
 	// turn is a crash: OnExit(non-zero), so the owner's recovery runs.
 	TurnTimeout time.Duration
@@ -222,7 +228,8 @@ func New(cfg Config) (*Core, error) {
 		cfg.StopGrace = DefaultStopGrace
 	}
 	c := &Core{cfg: cfg, h: cfg.Harness, log: zerolog.Nop(), sessionID: cfg.ResumeSession,
-		spec: harness.SessionSpec{ProjectRoot: cfg.ProjectRoot, Persona: cfg.Persona, Mode: cfg.Mode, Engine: cfg.Engine, Model: cfg.Model}}
+		spec: harness.SessionSpec{ProjectRoot: cfg.ProjectRoot, Persona: cfg.Persona, Mode: cfg.Mode, Engine: cfg.Engine, Model: cfg.Model,
+			Isolation: cfg.Isolation, Base: cfg.Base}}
 	if cfg.Logger != nil {
 		c.log = *cfg.Logger
 	}
@@ -347,7 +354,11 @@ func (c *Core) startableLocked() error {
 // not wait on the disk) and makes it the runner's, with carry for the
 // next prompt.
 func (c *Core) switchSession(carry string) (old, sid string, err error) {
-	s, err := c.h.NewSession(c.spec)
+	spec, err := c.nextSpec()
+	var s *session.Session
+	if err == nil {
+		s, err = c.h.NewSession(spec)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
@@ -355,6 +366,29 @@ func (c *Core) switchSession(carry string) (old, sid string, err error) {
 	}
 	old, c.sessionID, c.carry = c.sessionID, s.ID, carry
 	return old, s.ID, nil
+}
+
+// nextSpec is the spec of a session that replaces the current one: for a
+// worktree session, based on its branch once its changes are committed.
+func (c *Core) nextSpec() (harness.SessionSpec, error) {
+	spec := c.spec
+	c.mu.Lock()
+	cur := c.sessionID
+	c.mu.Unlock()
+	if spec.Isolation == "" || cur == "" {
+		return spec, nil
+	}
+	s, err := c.h.Session(cur)
+	if err != nil || s.Isolation == "" {
+		return spec, nil // gone, or not isolated: start from the configured base
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := c.h.CommitSession(ctx, cur, "harness: the work of session "+cur+" before a new conversation"); err != nil {
+		return spec, err
+	}
+	spec.Base = s.Branch
+	return spec, nil
 }
 
 // SendPrompt queues text; it never blocks. It fails with ErrNotRunning,

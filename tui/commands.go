@@ -22,13 +22,15 @@ import (
 //	                while a turn runs is queued); /queue edit N TEXT,
 //	                /queue move N M and /queue delete N change the Nth
 //	                (1 = next to run)
+//	/sessions       the project's sessions: which runs, which waits, and the
+//	                branch of each one in a git worktree of its own
 //	/help           the keys and commands
 //
 // A line that starts with "//" is a message starting with "/" (one slash
 // is dropped); any other line starting with "/" that is not one of these
 // commands is a message too (the demo's "/demo error").
 type Command struct {
-	Name string // model, agent, mode, fork, rewind, trust, queue, help
+	Name string // model, agent, mode, fork, rewind, trust, queue, sessions, help
 	Arg  string // model, agent, mode: the name asked for; queue edit: the text
 	// rewind: how many turns back (1 = before the last turn), and what to
 	// undo; neither set means the TUI asks.
@@ -49,6 +51,7 @@ var Commands = [][2]string{
 	{"/rewind [N]", "undo N turns: asks files, conversation or"},
 	{"", "both (or say it: --files, --conversation, --both)"},
 	{"/trust", "trust what the last turn's notices show"},
+	{"/sessions", "the project's sessions, each worktree's branch"},
 	{"//text", "send a message that starts with /"},
 	{"/queue", "the prompts sent while a turn ran, queued"},
 	{"", "/queue edit N TEXT · move N M · delete N"},
@@ -86,7 +89,7 @@ func ParseCommand(line string) (c Command, isCmd bool, msg string, err error) {
 			return bad("/%s takes one name: /%s NAME", c.Name, c.Name)
 		}
 		c.Arg = fields[0]
-	case "fork", "help", "trust":
+	case "fork", "help", "trust", "sessions":
 		if len(fields) != 0 {
 			return bad("/%s takes nothing", c.Name)
 		}

@@ -24,6 +24,7 @@ func TestParseCommand(t *testing.T) {
 		{line: "/mode plan", isCmd: true, want: Command{Name: "mode", Arg: "plan"}},
 		{line: "/fork", isCmd: true, want: Command{Name: "fork"}},
 		{line: "/help", isCmd: true, want: Command{Name: "help"}},
+		{line: "/sessions", isCmd: true, want: Command{Name: "sessions"}},
 		{line: "/rewind", isCmd: true, want: Command{Name: "rewind", Turns: 1}},
 		{line: "/rewind 3", isCmd: true, want: Command{Name: "rewind", Turns: 3}},
 		{line: "/rewind --files", isCmd: true, want: Command{Name: "rewind", Turns: 1, Files: true}},
@@ -74,7 +75,8 @@ func TestCommandKeys(t *testing.T) {
 			calls = append(calls, fmt.Sprintf("rewind:%d:%v:%v", n, files, conv))
 			return nil
 		},
-		Preview: func(n int) tea.Cmd { calls = append(calls, fmt.Sprintf("preview:%d", n)); return nil },
+		Preview:  func(n int) tea.Cmd { calls = append(calls, fmt.Sprintf("preview:%d", n)); return nil },
+		Sessions: func() tea.Cmd { calls = append(calls, "sessions"); return nil },
 	}
 	enter := func(s string) {
 		for _, r := range s {
@@ -101,6 +103,9 @@ func TestCommandKeys(t *testing.T) {
 
 	enter("/rewind 2 --files")
 	expect("rewind:2:true:false")
+
+	enter("/sessions")
+	expect("sessions")
 
 	enter("/rewind")
 	expect("preview:1")
@@ -271,5 +276,33 @@ func TestTrustNoticeAndCommand(t *testing.T) {
 	}
 	if _, err := DecodeEvent([]byte(`{"type":"trust","timestamp":1,"message":"x"}`)); err == nil {
 		t.Error("a trust event without trustKind decoded")
+	}
+}
+
+// /sessions' note: one line a session, the current one marked, each
+// worktree session's branch and base, the others in the project tree.
+func TestSessionsText(t *testing.T) {
+	got := SessionsText([]SessionItem{
+		{SessionID: "1a2b3c4d-0000", Title: "Fix the parser", Current: true, Running: true, Isolation: "worktree", Branch: "harness/1a2b3c4d", Base: "main"},
+		{SessionID: "5e6f7a8b-0000", Title: "Write\nthe docs"},
+		{SessionID: "9c0d1e2f-0000", Title: "Ask", PendingApprovals: 1, Isolation: "worktree", Branch: "feature/x", Base: "origin/main"},
+	})
+	want := "Sessions of this project (* this one):\n" +
+		"* 1a2b3c4d  harness/1a2b3c4d ← main  running  Fix the parser\n" +
+		"  5e6f7a8b  (project tree)           idle     Write the docs\n" +
+		"  9c0d1e2f  feature/x ← origin/main  waiting  Ask"
+	if got != want {
+		t.Errorf("SessionsText:\n%s\nwant:\n%s", got, want)
+	}
+	if got := SessionsText(nil); got != "No sessions in this project." {
+		t.Errorf("no sessions: %q", got)
+	}
+	m := scripted(80, 10)
+	for _, r := range "/sessions" {
+		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	if f := plain(m.Frame()); !strings.Contains(f, "/sessions is not available here") {
+		t.Errorf("without the action, /sessions says so:\n%s", f)
 	}
 }

@@ -87,6 +87,9 @@ type Actions struct {
 	QueueList   func(asked bool) tea.Cmd
 	QueueEdit   func(promptID string, message *string, position *int) tea.Cmd
 	QueueDelete func(promptID string) tea.Cmd
+	// Sessions lists the project's sessions with their branches
+	// (/sessions), as a NoteMsg.
+	Sessions func() tea.Cmd
 }
 
 // Model is the TUI's state: the conversation, the status, the input.
@@ -700,6 +703,11 @@ func (m *Model) run(c Command) tea.Cmd {
 	switch c.Name {
 	case "help":
 		m.help = true
+	case "sessions":
+		if m.act.Sessions == nil {
+			return refuse("/sessions is not available here")
+		}
+		return m.act.Sessions()
 	case "model", "agent", "mode":
 		if m.act.Switch == nil {
 			return refuse("/" + c.Name + " is not available here")

@@ -13,7 +13,8 @@
 // plan (plan review) a card answered with a (approve), e (approve, accept
 // edits) or feedback typed and Enter (keep planning). The
 // commands /model, /agent, /mode, /fork and /rewind (ParseCommand) control
-// the conversation; their results, and the server's session and rewound
+// the conversation, /sessions lists the project's sessions with each
+// worktree session's branch; their results, and the server's session and rewound
 // events, show as notes in it. Events
 // are decoded strictly (DecodeEvent); an invalid one is written to the log
 // file and skipped. The event stream reconnects by itself with back-off
@@ -78,7 +79,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	c := &client{url: strings.TrimRight(opts.URL, "/"), token: opts.Token, http: &http.Client{}}
 	m := NewModel(DefaultTheme, Actions{Prompt: c.prompt, Cancel: c.cancel, Approve: c.approve, DecidePlan: c.decidePlan, Copy: copyOSC52,
-		Switch: c.switchTo, Fork: c.fork, Rewind: c.rewind, Preview: c.preview, Trust: c.trust,
+		Switch: c.switchTo, Fork: c.fork, Rewind: c.rewind, Preview: c.preview, Trust: c.trust, Sessions: c.sessions,
 		Queue: c.queuePrompt, QueueList: c.queueList, QueueEdit: c.queueEdit, QueueDelete: c.queueDelete}, LoadHistory(opts.HistoryFile))
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
 	if opts.In != nil {

@@ -49,6 +49,9 @@ type Info struct {
 	// Base is the ref named (or the branch the project had checked out,
 	// "HEAD" when detached); BaseCommit the commit it resolved to.
 	Base, BaseCommit string
+	// FetchError says why a remote base could not be fetched: the
+	// worktree was then made from the remote-tracking ref as it was.
+	FetchError string
 }
 
 // CreateOptions says what worktree to make.
@@ -60,8 +63,8 @@ type CreateOptions struct {
 	// Branch is the new branch's name; it must not exist.
 	Branch string
 	// Base is the commit-ish the branch starts at ("" = the project's
-	// HEAD); a remote-tracking ref (origin/main) is taken as it is, not
-	// fetched.
+	// HEAD); a remote-tracking ref of a remote the repository has
+	// (origin/main) is fetched first (see fetchBase).
 	Base string
 }
 
@@ -82,7 +85,8 @@ func (m *Manager) Toplevel(ctx context.Context, dir string) (string, error) {
 }
 
 // Create makes a worktree on a new branch from the base. It fails with
-// ErrNotRepo, ErrNoBase or ErrBadBranch before anything is written.
+// ErrNotRepo, ErrNoBase or ErrBadBranch before anything is written (but
+// the remote-tracking ref of a remote base, fetched).
 func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Info, error) {
 	root, err := filepath.EvalSymlinks(o.ProjectRoot)
 	if err != nil {
@@ -96,11 +100,11 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Info, error) {
 	if err != nil || strings.HasPrefix(rel, "..") {
 		return nil, fmt.Errorf("%w: %s is not inside %s", ErrNotRepo, root, top)
 	}
-	base, commit, err := m.resolveBase(ctx, top, o.Base)
-	if err != nil {
+	if err := m.checkNewBranch(ctx, top, o.Branch); err != nil {
 		return nil, err
 	}
-	if err := m.checkNewBranch(ctx, top, o.Branch); err != nil {
+	base, commit, fetchErr, err := m.resolveFetched(ctx, top, o.Base)
+	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(o.Dir), 0o700); err != nil {
@@ -108,25 +112,48 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Info, error) {
 	}
 	unlock := m.locks.Lock(top)
 	defer unlock()
-	if _, err := m.r.git(ctx, top, nil, "worktree", "add", "-q", "--no-track", "-b", o.Branch, o.Dir, commit); err != nil {
+	// Parallel checkout (a worker per core): the files are most of the
+	// time, and git checks them out one by one by default (BENCHMARKS.md).
+	if _, err := m.r.git(ctx, top, nil, "-c", "checkout.workers=0", "worktree", "add", "-q", "--no-track", "-b", o.Branch, o.Dir, commit); err != nil {
 		return nil, err
 	}
 	wd := o.Dir
 	if rel != "." {
 		wd = filepath.Join(o.Dir, rel)
 	}
-	return &Info{Top: top, Dir: o.Dir, Workdir: wd, Branch: o.Branch, Base: base, BaseCommit: commit}, nil
+	info := &Info{Top: top, Dir: o.Dir, Workdir: wd, Branch: o.Branch, Base: base, BaseCommit: commit}
+	if fetchErr != nil {
+		info.FetchError = fetchErr.Error()
+	}
+	return info, nil
 }
 
 // ResolveBase returns the name and commit of base in the repository
 // dir is in ("" = its HEAD: the branch checked out, or "HEAD" when
-// detached). It fails with ErrNotRepo or ErrNoBase.
+// detached), a remote's ref fetched first as Create does. It fails with
+// ErrNotRepo or ErrNoBase.
 func (m *Manager) ResolveBase(ctx context.Context, dir, base string) (name, commit string, err error) {
 	top, err := m.Toplevel(ctx, dir)
 	if err != nil {
 		return "", "", err
 	}
-	return m.resolveBase(ctx, top, base)
+	name, commit, _, err = m.resolveFetched(ctx, top, base)
+	return name, commit, err
+}
+
+// resolveFetched is resolveBase after fetching a remote's ref. A fetch
+// that failed (offline, credentials wanted) is fetchErr when the ref is
+// known locally all the same; otherwise the error says both.
+func (m *Manager) resolveFetched(ctx context.Context, top, base string) (name, commit string, fetchErr, err error) {
+	_, ferr := m.fetchBase(ctx, top, base)
+	if errors.Is(ferr, ErrNoBase) {
+		return "", "", nil, ferr
+	}
+	name, commit, err = m.resolveBase(ctx, top, base)
+	if err != nil && ferr != nil {
+		return "", "", nil, fmt.Errorf("%w (and %v)", err, ferr)
+	}
+	return name, commit, ferr, err
 }
 
 func (m *Manager) resolveBase(ctx context.Context, top, base string) (name, commit string, err error) {

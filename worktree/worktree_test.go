@@ -271,3 +271,52 @@ func TestGitHasNoUserConfig(t *testing.T) {
 		t.Fatal("a hook ran")
 	}
 }
+
+// A base naming a remote's ref is fetched first: a commit pushed to the
+// remote after the clone is the worktree's base; a branch the remote
+// lacks is ErrNoBase; an unreachable remote falls back to the ref as it
+// was, saying why in FetchError; a local branch is not fetched.
+func TestCreateFetchesARemoteBase(t *testing.T) {
+	origin := newRepo(t)
+	clone := filepath.Join(t.TempDir(), "clone")
+	gitT(t, origin, "clone", "-q", origin, clone)
+	write(t, filepath.Join(origin, "a.txt"), "two\n")
+	gitT(t, origin, "commit", "-q", "-am", "second")
+	tip := gitT(t, origin, "rev-parse", "HEAD")
+	if gitT(t, clone, "rev-parse", "origin/main") == tip {
+		t.Fatal("the clone has the new commit already")
+	}
+	m := New(0)
+	ctx := context.Background()
+	info, err := m.Create(ctx, CreateOptions{ProjectRoot: clone, Dir: filepath.Join(t.TempDir(), "w1"), Branch: "harness/w1", Base: "origin/main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.BaseCommit != tip || info.Base != "origin/main" || info.FetchError != "" || read(t, filepath.Join(info.Workdir, "a.txt")) != "two\n" {
+		t.Fatalf("base %s commit %s (want %s) fetchError %q", info.Base, info.BaseCommit, tip, info.FetchError)
+	}
+	if _, err := m.Create(ctx, CreateOptions{ProjectRoot: clone, Dir: filepath.Join(t.TempDir(), "w2"), Branch: "harness/w2", Base: "origin/nope"}); !errors.Is(err, ErrNoBase) || !strings.Contains(err.Error(), "has no branch nope") {
+		t.Fatalf("a branch the remote lacks: %v", err)
+	}
+	if _, _, err := m.ResolveBase(ctx, clone, "refs/remotes/origin/nope"); !errors.Is(err, ErrNoBase) {
+		t.Fatalf("a branch the remote lacks, as a full ref: %v", err)
+	}
+
+	// The remote goes away: the ref as it was, and why.
+	gone := filepath.Join(t.TempDir(), "gone")
+	if err := os.Rename(origin, gone); err != nil {
+		t.Fatal(err)
+	}
+	info, err = m.Create(ctx, CreateOptions{ProjectRoot: clone, Dir: filepath.Join(t.TempDir(), "w3"), Branch: "harness/w3", Base: "origin/main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.BaseCommit != tip || info.FetchError == "" {
+		t.Fatalf("an unreachable remote: commit %s fetchError %q", info.BaseCommit, info.FetchError)
+	}
+	// A local branch named like no remote: no fetch, no error.
+	info, err = m.Create(ctx, CreateOptions{ProjectRoot: clone, Dir: filepath.Join(t.TempDir(), "w4"), Branch: "harness/w4", Base: "main"})
+	if err != nil || info.FetchError != "" {
+		t.Fatalf("a local base: %v %+v", err, info)
+	}
+}

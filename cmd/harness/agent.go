@@ -35,7 +35,9 @@ talks to it. The session is made in the project's .chirality/ on start
 (--persona, --mode, --engine), or --session ID continues one; its turns
 run on the core like every door's: the persona's prompt and tools, the
 event log, warm turns and approvals (in permission mode default, a tool
-no rule allows waits for POST /approval).
+no rule allows waits for POST /approval). --isolation worktree makes
+the new session in a git worktree of its own (--base, --branch), outside
+the project's tree; --sandbox runs its agent in the kernel sandbox.
 
   GET  /events     SSE: user, text and reasoning (one event per completed
                    block), tool_call, tool_result, status, approval,
@@ -45,6 +47,10 @@ no rule allows waits for POST /approval).
   POST /prompt     {"content": "…"}             (409 while one runs)
   POST /cancel                                   interrupt the turn
   POST /approval   {"requestId": "…", "decision": "allow|deny|always"}
+  GET  /session    the session served (a worktree session's isolation,
+                   workdir, branch and base)
+  GET  /sessions   {"sessions": […]}: the project's sessions, each
+                   worktree session's branch (the TUI's /sessions)
 
 Loopback only unless --token. The gateway's guard: a foreign Origin is
 refused on every route, a POST with a body must be application/json.
@@ -118,6 +124,7 @@ type agentOptions struct {
 	enginesFile              string
 	mcp                      mcpConfigFlag
 	set                      map[string]bool // the flags given
+	iso                      isolationFlags  // --isolation, --base, --branch, --sandbox
 }
 
 // agentFlags declares the flags `agent serve` and `tui` share. withEngines
@@ -142,6 +149,7 @@ func agentFlags(cmd *cobra.Command, o *agentOptions, withEngines bool) {
 	flagClaudeBin(cmd, &o.claudeBin, " (--engine claude-code)")
 	flagProjectConfig(cmd, &o.projectConfig)
 	flagMCPConfig(cmd, &o.mcp)
+	flagIsolation(cmd, &o.iso)
 }
 
 // flagsSet records which flags cmd was given.
@@ -180,6 +188,9 @@ func (c *cli) agentServe(ctx context.Context, sigs <-chan os.Signal, o agentOpti
 		return 1
 	}
 	fmt.Fprintf(stdout, "harness agent: session %s (continue it with --session %s)\n", a.sessionID, a.sessionID)
+	if s, err := a.h.Session(a.sessionID); err == nil {
+		printWorktree(stdout, s)
+	}
 	fmt.Fprintf(stdout, "harness agent: listening on %s\n", a.url)
 	status := 0
 	select {
@@ -247,13 +258,16 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 		return nil, usage("--permission-mode %q is not one of %s", o.permissionMode, strings.Join(engine.PermissionModes, ", "))
 	}
 	if o.session != "" {
-		for _, f := range []string{"persona", "mode", "engine", "model"} {
+		for _, f := range []string{"persona", "mode", "engine", "model", "isolation", "base", "branch"} {
 			if o.set[f] {
 				return nil, usage("--%s is for a new session; --session %s keeps its own", f, o.session)
 			}
 		}
 	} else if !persona.ValidMode(o.mode) {
 		return nil, usage("--mode %q: want workbench, pipeline or direct", o.mode)
+	}
+	if err := o.iso.check(); err != nil {
+		return nil, err
 	}
 	a := &runningAgent{token: o.token}
 	defer func() {
@@ -266,7 +280,7 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 		DefaultPermissionMode: "default", PermissionMode: o.permissionMode,
 		Approvals: true, ApprovalTimeout: o.approvalTimeout, WarmTurns: o.warm, DefaultEngine: engine.Anthropic,
 		Checkpoints: harness.CheckpointConfig{Off: o.noCheckpoints},
-		MCP:         o.mcp.Config(),
+		MCP:         o.mcp.Config(), Sandbox: o.iso.sandbox,
 	}
 	if o.demo {
 		undo, err := setUpDemo(&cfg, stderr, "harness agent serve")
@@ -301,10 +315,14 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 			}
 			return nil, usage("--engine %q: want one of %s%s", o.engine, strings.Join(a.h.EngineNames(), ", "), more)
 		}
-		sess, err := a.h.NewSession(harness.SessionSpec{ProjectRoot: o.cwd, Persona: o.persona, Mode: o.mode, Engine: o.engine, Model: o.model})
+		sess, err := a.h.NewSession(harness.SessionSpec{ProjectRoot: o.cwd, Persona: o.persona, Mode: o.mode, Engine: o.engine, Model: o.model,
+			Isolation: o.iso.isolation, Base: o.iso.base, Branch: o.iso.branch})
 		if err != nil {
 			if errors.Is(err, harness.ErrPersonaNotFound) || errors.Is(err, harness.ErrInvalidPersona) {
 				return nil, fmt.Errorf("%w: --persona: %w", errAgentUsage, err)
+			}
+			if errors.Is(err, harness.ErrNotGitRepo) || errors.Is(err, harness.ErrBaseNotFound) || errors.Is(err, harness.ErrInvalidIsolation) {
+				return nil, fmt.Errorf("%w: --isolation: %w", errAgentUsage, err)
 			}
 			return nil, err
 		}

@@ -117,15 +117,23 @@ func (a *agentRun) turn(t *testing.T, prompt string) []string {
 // `agent serve` makes a session with --persona, whose prompt reaches the
 // model; a restart with --session continues it (the model gets the first
 // turn, /events replays both).
-func TestAgentServeSessionPersonaAndRestart(t *testing.T) {
+// fakeAPIEnv points the agents of this process's commands at a fake
+// Messages API (closed at the test's end) with a scratch state directory.
+func fakeAPIEnv(t *testing.T) *claudetest.FakeAPI {
+	t.Helper()
 	api, err := claudetest.NewFakeAPI()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer api.Close()
+	t.Cleanup(func() { api.Close() })
 	t.Setenv("ANTHROPIC_BASE_URL", api.URL)
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-fake-for-tests")
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	return api
+}
+
+func TestAgentServeSessionPersonaAndRestart(t *testing.T) {
+	api := fakeAPIEnv(t)
 	cwd := t.TempDir()
 	os.MkdirAll(filepath.Join(cwd, "agents"), 0o755)
 	os.WriteFile(filepath.Join(cwd, "agents", "AGENT_REVIEWER.md"), []byte("---\ndescription: reviews\n---\nYou are the REVIEWER. Codeword: QUINCE.\n"), 0o644)
@@ -173,6 +181,11 @@ func TestAgentServeAndTUIUsageErrors(t *testing.T) {
 		{[]string{"agent", "serve", "--cwd", cwd, "--mode", "bogus"}, `--mode "bogus"`},
 		{[]string{"agent", "serve", "--cwd", cwd, "--addr", "0.0.0.0:0"}, "--token"},
 		{[]string{"tui", "--cwd", cwd, "--engine", "foo"}, `--engine "foo": want one of`},
+		{[]string{"agent", "serve", "--cwd", cwd, "--isolation", "container"}, `--isolation "container": want worktree`},
+		{[]string{"agent", "serve", "--cwd", cwd, "--base", "main"}, "--base and --branch need --isolation worktree"},
+		{[]string{"agent", "serve", "--cwd", cwd, "--isolation", "worktree"}, "not in a git repository"},
+		{[]string{"agent", "serve", "--cwd", cwd, "--session", "8f0c6d3e-1f2a-4b5c-9d8e-7f6a5b4c3d2e", "--isolation", "worktree"}, "--isolation is for a new session"},
+		{[]string{"tui", "--cwd", cwd, "--isolation", "worktree"}, "not in a git repository"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(c.args, &out, &errOut)

@@ -275,3 +275,17 @@ func flagProjectConfig(cmd *cobra.Command, p *bool) {
 func flagStateDir(fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "state-dir", "", "session index directory (default: $XDG_STATE_HOME/harness)")
 }
+
+// --isolation, --base, --branch (a new session in a git worktree of its
+// own) and --sandbox: the doors that make one session (agent serve, tui).
+func flagIsolation(cmd *cobra.Command, f *isolationFlags) {
+	cmd.Flags().StringVar(&f.isolation, "isolation", "", `"worktree": the new session works in a git worktree of its own, on a new branch, outside the project's tree (the project must be in a git repository)`)
+	cmd.Flags().StringVar(&f.base, "base", "", "with --isolation worktree: the commit-ish the branch starts at (default: the project's HEAD; a remote ref such as origin/main is fetched first)")
+	cmd.Flags().StringVar(&f.branch, "branch", "", "with --isolation worktree: the new branch's name (default: harness/<first 8 of the session id>)")
+	flagSandbox(cmd, &f.sandbox, "run the agent in the kernel sandbox (Landlock): it writes only its workdir minus the protected paths, its own state and a private TMPDIR; turns fail on a kernel without Landlock")
+}
+
+// --sandbox: the agents run in the kernel sandbox (harness.Config.Sandbox).
+func flagSandbox(cmd *cobra.Command, p *bool, help string) {
+	cmd.Flags().BoolVar(p, "sandbox", false, help)
+}

@@ -87,7 +87,7 @@ on http://ADDR"; the log goes to stderr.
 	flagStateDir(fs, &f.stateDir)
 	flagDemo(cmd, &f.demo)
 	flagVerbose(cmd, &f.verbose, "debug logging on stderr")
-	fs.BoolVar(&f.sandbox, "sandbox", false, "run every session's agent in the kernel sandbox (Landlock): it writes only its workdir minus the protected paths, its own state and a private TMPDIR; turns fail on a kernel without Landlock")
+	flagSandbox(cmd, &f.sandbox, "run every session's agent in the kernel sandbox (Landlock): it writes only its workdir minus the protected paths, its own state and a private TMPDIR; turns fail on a kernel without Landlock")
 	fs.BoolVar(&f.approvals, "approvals", true, "in permission modes default, acceptEdits and plan, ask a person before a tool runs that no rule allows")
 	flagApprovalTimeout(cmd, &f.approvalTimeout, harness.DefaultApprovalTimeout, "how long a tool waits for an answer before it is denied")
 	flagWarm(cmd, &f.warm, 2, "CLI processes kept started ahead for sessions' next turns (0 = off; ~150 MB each)")

@@ -71,9 +71,12 @@ export class Api {
   listSessions() {
     return this.json("GET", "session/list");
   }
-  async createSession(projectRoot, persona, mode, engine) {
+  /** isolation: {isolation: "worktree", base?} for a worktree session. */
+  async createSession(projectRoot, persona, mode, engine, isolation = {}) {
     const body = { projectRoot, persona, mode };
     if (engine) body.engine = engine;
+    if (isolation.isolation) body.isolation = isolation.isolation;
+    if (isolation.base) body.base = isolation.base;
     return (await this.json("POST", "session/create", body)).session;
   }
   /** Renames a session. */

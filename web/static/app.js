@@ -9,6 +9,7 @@ import { renderMarkdown } from "./markdown.js";
 import { ConsoleNotifier } from "./notify.js";
 import { QueuePanel } from "./queue.js";
 import { planCard, updatePlanCard, decidePlan } from "./plan.js";
+import { Board } from "./board.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "harness.token";
@@ -1118,7 +1119,8 @@ async function createFromForm(e) {
   const btn = $("nf-create");
   btn.disabled = true;
   try {
-    const s = await api.createSession(root, persona, mode, engine);
+    const isolated = $("nf-worktree").checked;
+    const s = await api.createSession(root, persona, mode, engine, isolated ? { isolation: "worktree", base: $("nf-base").value.trim() } : {});
     safeStorage(() => localStorage.setItem(ROOT_KEY, root));
     $("new-form").hidden = true;
     await refreshSessions();
@@ -1286,6 +1288,17 @@ async function boot() {
   if (id) await openSession(id);
   else updateControls();
 }
+
+// The board (board.js): every session of a project side by side.
+const board = new Board({
+  api,
+  toast,
+  el,
+  roots: () => [...new Set([...state.roots, ...state.sessions.map((s) => s.projectRoot)])].filter(Boolean),
+  open: (id) => (location.hash === `#s=${encodeURIComponent(id)}` ? openSession(id) : (location.hash = `#s=${encodeURIComponent(id)}`)),
+});
+$("board-button").addEventListener("click", () => (board.shown ? board.hide() : board.show(state.current?.projectRoot)));
+$("nf-worktree").addEventListener("change", () => ($("nf-base-label").hidden = !$("nf-worktree").checked));
 
 updateControls();
 boot();

@@ -779,6 +779,12 @@ export const SessionSummarySchema = z.looseObject({
   costUsd: z.number(),
   running: z.boolean(),
   pendingApprovals: z.number().int().min(0),
+  /** worktree: the session runs in a git worktree of its own */
+  isolation: z.literal("worktree").optional(),
+  /** a worktree session's branch */
+  branch: z.string().optional(),
+  /** what a worktree session's branch was made from */
+  base: z.string().optional(),
 });
 export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
