@@ -506,6 +506,8 @@ type runner struct {
 	untrusted []event.MCPServerStatus // project MCP servers left out, for session:init
 
 	exited bool // the turn's process:exit is emitted; under emitMu
+
+	usage turnUsage // the turn's usage:update so far (usageturn.go)
 }
 
 func (r *runner) run(t engine.Turn) {
@@ -587,6 +589,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			}
 			r.s.MCPServers = ev.Init.MCPServers
 			r.smu.Unlock()
+			r.usage.model = ev.Init.Model
 			r.saveAside("session:init")
 			r.log.Info().Str("sessionId", r.s.ID).Str("claudeSessionId", ev.Init.ConversationID()).
 				Str("model", ev.Init.Model).Strs("tools", ev.Init.Tools).Str("permissionMode", ev.Init.PermissionMode).Msg(logging.EventSessionInit)
@@ -597,7 +600,15 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 		case event.TypeToolResult:
 			r.log.Info().Str("sessionId", r.s.ID).Str("toolName", r.tools[ev.ToolResult.ToolUseID]).
 				Bool("isError", ev.ToolResult.IsError).Int("contentLength", len(ev.ToolResult.Content)).Msg(logging.EventToolResult)
+		case event.TypeUsageUpdate:
+			var ok bool
+			if ev, ok = r.usageEvent(ev); !ok {
+				continue
+			}
+		case event.TypeRateLimit:
+			ev = r.rateLimitEvent(ev)
 		case event.TypeSessionComplete:
+			r.completeUsage(ev.Complete.Usage, ev.Complete.CostUSD)
 			r.smu.Lock()
 			r.s.CostUSD += ev.Complete.CostUSD
 			r.smu.Unlock()
@@ -606,6 +617,9 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 				Int("outputTokens", out).Int("numTurns", ev.Complete.NumTurns).Int64("durationMs", ev.Complete.DurationMS).
 				Dur("wall", time.Since(r.started)).Msg(logging.EventTurnComplete)
 		case event.TypeSessionError:
+			if ev.Error.CostUSD > 0 {
+				r.completeUsage(nil, ev.Error.CostUSD)
+			}
 			if ev.Error.Kind == event.ErrorResumeNotFound && r.req.Resume != "" && !r.lt.stopRequested() {
 				fallback = true
 				r.log.Warn().Str("sessionId", r.s.ID).Str("claudeSessionId", r.req.Resume).

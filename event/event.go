@@ -53,6 +53,13 @@ const (
 	// person deleted it. Neither ends anything.
 	TypePromptQueued   Type = "prompt:queued"
 	TypePromptDequeued Type = "prompt:dequeued"
+	// Usage and limit events (extensions, issue 33): usage:update is
+	// what one model call (or a part of a turn) used, as a delta: every
+	// engine reports it, the core turns running totals into deltas and
+	// prices what the engine did not price. rate_limit is an account
+	// limit's state as the engine learned it. Neither ends anything.
+	TypeUsageUpdate Type = "usage:update"
+	TypeRateLimit   Type = "rate_limit"
 )
 
 // Event is one UI event: a discriminated union on Type. Text is set for
@@ -73,6 +80,8 @@ const (
 //	trust:required    Trust
 //	prompt:queued     Queued
 //	prompt:dequeued   Dequeued
+//	usage:update      Usage
+//	rate_limit        RateLimit
 //
 // user:message carries Text.
 //
@@ -102,6 +111,8 @@ type Event struct {
 	Trust      *TrustRequired
 	Queued     *PromptQueued
 	Dequeued   *PromptDequeued
+	Usage      *UsageUpdate
+	RateLimit  *RateLimit
 
 	// Time is when the event happened, in Unix milliseconds: the core
 	// stamps it once, as it stores the event, so every reader and every
@@ -300,6 +311,7 @@ const (
 	ErrorKilled         ErrorKind = "killed"           // Kill or a cancelled context ended the turn
 	ErrorProcess        ErrorKind = "process"          // the CLI died or was killed without a result
 	ErrorStart          ErrorKind = "start"            // the CLI could not be started
+	ErrorBudgetExceeded ErrorKind = "budget_exceeded"  // the session's budget was spent (extension, issue 33)
 )
 
 // SessionError is the payload of session:error.
@@ -450,6 +462,10 @@ func (e Event) AppendJSON(b []byte) []byte {
 		payload = e.Queued
 	case e.Dequeued != nil:
 		payload = e.Dequeued
+	case e.Usage != nil:
+		payload = e.Usage
+	case e.RateLimit != nil:
+		payload = e.RateLimit
 	case e.Exit != nil:
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(e.Exit.Code), 10)
@@ -531,6 +547,12 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	case TypePromptDequeued:
 		e.Dequeued = new(PromptDequeued)
 		target = e.Dequeued
+	case TypeUsageUpdate:
+		e.Usage = new(UsageUpdate)
+		target = e.Usage
+	case TypeRateLimit:
+		e.RateLimit = new(RateLimit)
+		target = e.RateLimit
 	default:
 		return nil
 	}

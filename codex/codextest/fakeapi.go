@@ -53,6 +53,9 @@ type Reply struct {
 	Delay, ChunkDelay time.Duration
 	// InputTokens and OutputTokens are the usage reported (defaults 10, 5).
 	InputTokens, OutputTokens int
+	// Headers are sent with the answer: x-codex-primary-used-percent and
+	// its kin make Codex report its rate limits.
+	Headers map[string]string
 }
 
 // Call is a function call a Reply makes.
@@ -252,6 +255,9 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(rep.Status)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": rep.ErrorMessage, "type": "fake_error"}})
 		return
+	}
+	for k, v := range rep.Headers {
+		w.Header().Set(k, v)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
