@@ -37,7 +37,8 @@ func statusOf(err error) int {
 		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, errBadSeq),
 		errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort),
 		errors.Is(err, harness.ErrInvalidTurnOptions), errors.Is(err, trust.ErrInvalid),
-		errors.Is(err, harness.ErrInvalidIsolation), errors.Is(err, harness.ErrInvalidQueueEdit):
+		errors.Is(err, harness.ErrInvalidIsolation), errors.Is(err, harness.ErrInvalidQueueEdit),
+		errors.Is(err, harness.ErrInvalidUsageQuery):
 		return http.StatusBadRequest
 	case errors.Is(err, harness.ErrQueueFull):
 		return http.StatusTooManyRequests

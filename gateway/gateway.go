@@ -172,6 +172,7 @@ func (g *Gateway) routes() *mux.Router {
 	route(http.MethodGet, "/trust", g.trustList)
 	route(http.MethodPost, "/trust", g.trustAccept)
 	route(http.MethodGet, "/health", g.health)
+	route(http.MethodGet, "/usage", g.usage)
 	route(http.MethodGet, "/openapi.json", g.openapi)
 	// The harness as an MCP server (streamable HTTP), behind the same guard.
 	g.mcp = mcpserver.New(g.h, mcpserver.Options{})
@@ -307,7 +308,9 @@ func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.h.Prewarm(s.ID) // opened in a client: its next turn's agent can start now
-	writeJSON(w, http.StatusOK, g.envelope(s))
+	env := g.envelope(s)
+	env["usage"] = g.h.SessionUsage(s) // what its turns used (usage.go)
+	writeJSON(w, http.StatusOK, env)
 }
 
 type approvalRequest struct {

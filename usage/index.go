@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,7 +28,8 @@ type Totals struct {
 	Turns            int64   `json:"turns"`
 }
 
-func (t *Totals) add(o Totals) {
+// Add adds o to t.
+func (t *Totals) Add(o Totals) {
 	t.CostUSD += o.CostUSD
 	t.InputTokens += o.InputTokens
 	t.OutputTokens += o.OutputTokens
@@ -220,17 +222,21 @@ func Logs(roots []string, sessionsDir string) []Log {
 }
 
 // Update reads what each log gained since the index last read it (the
-// whole log when it shrank: rewritten). Logs the index knows that are
-// not among logs are kept; Forget drops them.
-func (ix *Index) Update(logs []Log) {
+// whole log when it shrank: rewritten), and says whether it read
+// anything. Logs the index knows that are not among logs are kept;
+// Forget drops them.
+func (ix *Index) Update(logs []Log) (changed bool) {
 	for _, l := range logs {
-		ix.update(l)
+		if ix.update(l) {
+			changed = true
+		}
 	}
+	return changed
 }
 
 // Forget drops what the index knows of the sessions not in keep whose
 // project root is one of roots (deleted sessions).
-func (ix *Index) Forget(roots []string, keep []Log) {
+func (ix *Index) Forget(roots []string, keep []Log) (changed bool) {
 	ids := make(map[string]bool, len(keep))
 	for _, l := range keep {
 		ids[l.SessionID] = true
@@ -244,20 +250,22 @@ func (ix *Index) Forget(roots []string, keep []Log) {
 	for id, st := range ix.logs {
 		if rs[st.Root] && !ids[id] {
 			delete(ix.logs, id)
+			changed = true
 		}
 	}
+	return changed
 }
 
-func (ix *Index) update(l Log) {
+func (ix *Index) update(l Log) bool {
 	fi, err := os.Stat(l.Path)
 	if err != nil {
-		return
+		return false
 	}
 	ix.mu.Lock()
 	st := ix.logs[l.SessionID]
 	if st != nil && st.Root == l.Root && st.Offset == fi.Size() {
 		ix.mu.Unlock()
-		return
+		return false
 	}
 	var work logState
 	if st != nil && st.Root == l.Root && st.Offset < fi.Size() {
@@ -268,11 +276,12 @@ func (ix *Index) update(l Log) {
 	ix.mu.Unlock()
 	// Read outside the lock: a copy, put back when done.
 	if err := work.read(l.Path, fi.ModTime().UnixMilli()); err != nil {
-		return
+		return false
 	}
 	ix.mu.Lock()
 	ix.logs[l.SessionID] = &work
 	ix.mu.Unlock()
+	return true
 }
 
 func (st *logState) clone() logState {
@@ -369,7 +378,7 @@ func (st *logState) line(line []byte, modMS int64) {
 			} else if ev.Error != nil {
 				cost = ev.Error.CostUSD
 			}
-			b.add(fromUsageObject(raw, cost))
+			b.Add(fromUsageObject(raw, cost))
 		}
 		st.TurnUsage = false
 	case event.TypeRateLimit:
@@ -461,7 +470,7 @@ func (ix *Index) Report(roots []string, q Query) Report {
 			if b.Hour < since {
 				continue
 			}
-			rep.Total.add(b.Totals)
+			rep.Total.Add(b.Totals)
 			var key string
 			switch q.By {
 			case BySession:
@@ -480,7 +489,7 @@ func (ix *Index) Report(roots []string, q Query) Report {
 				g = &Totals{}
 				groups[key] = g
 			}
-			g.add(b.Totals)
+			g.Add(b.Totals)
 		}
 		for _, rl := range st.Limits {
 			k := rl.Engine + "/" + rl.Limit
@@ -518,4 +527,16 @@ func (ix *Index) Report(roots []string, q Query) Report {
 		rep.RateLimits = append(rep.RateLimits, s.rl)
 	}
 	return rep
+}
+
+// ParseSince reads a query's since: RFC 3339, or a date (YYYY-MM-DD,
+// midnight UTC).
+func ParseSince(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("since must be RFC 3339 or YYYY-MM-DD, not %q", s)
 }
