@@ -3,7 +3,6 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -64,7 +63,7 @@ func (h *Harness) sessionRoots(projectRoot string) ([]string, error) {
 }
 
 func (h *Harness) usageIndexPath() string {
-	return filepath.Join(h.store.StateDir(), "usage-index.json")
+	return usage.IndexFile(h.store.StateDir())
 }
 
 // Usage reports what the sessions' turns used, from their event logs:
@@ -93,15 +92,8 @@ func (h *Harness) refreshUsage(roots []string) *usage.Index {
 	u.once.Do(func() { u.ix = usage.Load(h.usageIndexPath()) })
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	logs := usage.Logs(roots, session.SessionsDir)
-	changed := u.ix.Update(logs)
-	if u.ix.Forget(roots, logs) {
-		changed = true
-	}
-	if changed {
-		if err := u.ix.Save(h.usageIndexPath()); err != nil {
-			h.log.Warn().Err(err).Msg("usage index not saved")
-		}
+	if err := u.ix.Refresh(roots, session.SessionsDir, h.usageIndexPath()); err != nil {
+		h.log.Warn().Err(err).Msg("usage index not saved")
 	}
 	return u.ix
 }

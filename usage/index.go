@@ -540,3 +540,21 @@ func ParseSince(s string) (time.Time, error) {
 	}
 	return time.Time{}, fmt.Errorf("since must be RFC 3339 or YYYY-MM-DD, not %q", s)
 }
+
+// Refresh brings the index up to date with the event logs of the
+// sessions of roots (in each root's sessionsDir), forgetting deleted
+// ones, and saves it to savePath when it changed ("" = not saved).
+func (ix *Index) Refresh(roots []string, sessionsDir, savePath string) error {
+	logs := Logs(roots, sessionsDir)
+	changed := ix.Update(logs)
+	if ix.Forget(roots, logs) {
+		changed = true
+	}
+	if changed && savePath != "" {
+		return ix.Save(savePath)
+	}
+	return nil
+}
+
+// IndexFile is the index's file in a state directory.
+func IndexFile(stateDir string) string { return filepath.Join(stateDir, "usage-index.json") }
