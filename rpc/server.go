@@ -511,8 +511,10 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, *Error) {
 		return s.threadFork(ctx, req.Params)
 	case "thread.rollback":
 		return s.threadRollback(ctx, req.Params)
+	case "usage.get":
+		return s.usageGet(req.Params)
 	}
-	return nil, errorf(CodeMethodNotFound, fmt.Sprintf("method not found: %q (initialize, thread.create, thread.list, thread.get, turn.start, turn.cancel, approval.respond; extensions: thread.update, thread.turns, thread.fork, thread.rollback)", clip(req.Method)))
+	return nil, errorf(CodeMethodNotFound, fmt.Sprintf("method not found: %q (initialize, thread.create, thread.list, thread.get, turn.start, turn.cancel, approval.respond; extensions: thread.update, thread.turns, thread.fork, thread.rollback, usage.get)", clip(req.Method)))
 }
 
 func nowMS() int64 { return time.Now().UnixMilli() }
