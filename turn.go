@@ -341,6 +341,10 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	if err != nil {
 		return nil, err
 	}
+	budget, err := h.budgetFor(s) // budget.go: a spent budget refuses the turn
+	if err != nil {
+		return nil, err
+	}
 	lt := &liveTurn{id: id, broker: newBroker(h.cfg.SubscriberBuffer), done: make(chan struct{})}
 	if err := h.occupy(lt); err != nil {
 		return nil, err
@@ -408,7 +412,7 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	}
 	startSeq := elog.LastSeq()
 	r := &runner{h: h, lt: lt, eng: eng, s: s, req: req, elog: elog, log: plog, started: time.Now(), tools: map[string]string{},
-		ruleList: slices.Clone(plan.Rules), untrusted: plan.Untrusted}
+		ruleList: slices.Clone(plan.Rules), untrusted: plan.Untrusted, budget: budget}
 	var asks *approvals
 	if h.cfg.Approvals && engine.AsksApproval(req.PermissionMode) {
 		asks = &approvals{r: r, timeout: h.cfg.ApprovalTimeout, byID: map[string]*pendingApproval{}}
@@ -507,7 +511,8 @@ type runner struct {
 
 	exited bool // the turn's process:exit is emitted; under emitMu
 
-	usage turnUsage // the turn's usage:update so far (usageturn.go)
+	usage  turnUsage   // the turn's usage:update so far (usageturn.go)
+	budget *turnBudget // what the turn may spend (budget.go)
 }
 
 func (r *runner) run(t engine.Turn) {
@@ -605,6 +610,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			if ev, ok = r.usageEvent(ev); !ok {
 				continue
 			}
+			r.checkBudget()
 		case event.TypeRateLimit:
 			ev = r.rateLimitEvent(ev)
 		case event.TypeSessionComplete:
@@ -619,6 +625,9 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 		case event.TypeSessionError:
 			if ev.Error.CostUSD > 0 {
 				r.completeUsage(nil, ev.Error.CostUSD)
+			}
+			if r.budget != nil && r.budget.crossed != nil && ev.Error.Kind != event.ErrorResumeNotFound {
+				ev.Error = r.budget.budgetError(ev.Error)
 			}
 			if ev.Error.Kind == event.ErrorResumeNotFound && r.req.Resume != "" && !r.lt.stopRequested() {
 				fallback = true

@@ -95,6 +95,16 @@ func (r *runner) completeUsage(raw json.RawMessage, cost float64) {
 	}
 }
 
+// checkBudget interrupts the turn when what it spent so far crosses a
+// budget: at the end of the model call that crossed it, before the next.
+func (r *runner) checkBudget() {
+	if b := r.budget.spend(r.usage.sum); b != nil {
+		r.log.Warn().Str("sessionId", r.s.ID).Str("scope", b.Scope).Float64("spentUsd", b.Spent.CostUSD).
+			Float64("maxCostUsd", b.Budget.MaxCostUSD).Int64("maxTokens", b.Budget.MaxTokens).Msg("budget exceeded: the turn is interrupted")
+		go r.lt.interrupt() // not on the reading goroutine: an engine's Interrupt may wait for it
+	}
+}
+
 // rateLimitEvent names the engine of a rate_limit that does not.
 func (r *runner) rateLimitEvent(ev event.Event) event.Event {
 	if ev.RateLimit != nil && ev.RateLimit.Engine == "" {

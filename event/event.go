@@ -329,6 +329,8 @@ type SessionError struct {
 	StderrTail string `json:"stderrTail,omitempty"`
 	// CostUSD is what the turn cost before it failed.
 	CostUSD float64 `json:"costUsd,omitempty"`
+	// Budget is set on kind budget_exceeded: which budget, what was spent.
+	Budget *BudgetInfo `json:"budget,omitempty"`
 }
 
 // SessionRetry is the payload of session:retry: a request to the model API

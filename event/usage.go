@@ -54,3 +54,14 @@ type RateLimit struct {
 	// WindowMinutes is the limit's window, when known.
 	WindowMinutes int64 `json:"windowMinutes,omitempty"`
 }
+
+// BudgetInfo is what a session:error of kind budget_exceeded says: the
+// budget's scope (session or project), its limits (0 = none) and what
+// was spent when the turn crossed it.
+type BudgetInfo struct {
+	Scope        string  `json:"scope"`
+	MaxCostUSD   float64 `json:"maxCostUsd,omitempty"`
+	MaxTokens    int64   `json:"maxTokens,omitempty"`
+	SpentCostUSD float64 `json:"spentCostUsd"`
+	SpentTokens  int64   `json:"spentTokens"`
+}

@@ -259,6 +259,8 @@ type createRequest struct {
 	// Sandbox runs every turn's agent in the kernel sandbox (503 at a
 	// turn's start on a kernel without Landlock).
 	Sandbox bool `json:"sandbox,omitempty"`
+	// Budget limits what the session's turns spend (usage.go).
+	Budget *harness.Budget `json:"budget,omitempty"`
 }
 
 func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
@@ -271,10 +273,19 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 	if req.Persona != nil {
 		p = *req.Persona
 	}
+	if req.Budget != nil {
+		if err := req.Budget.Validate(); err != nil {
+			g.writeError(w, r, err)
+			return
+		}
+	}
 	s, err := g.h.NewSession(harness.SessionSpec{ProjectRoot: req.ProjectRoot, Persona: p, Mode: req.Mode,
 		Engine: req.Engine, Model: req.Model, Title: req.Title, Isolation: req.Isolation, Base: req.Base, Branch: req.Branch, Sandbox: req.Sandbox})
 	if err != nil {
 		g.writeError(w, r, err)
+		return
+	}
+	if !g.setBudget(w, r, s.ID, req.Budget) { // usage.go
 		return
 	}
 	writeJSON(w, http.StatusCreated, g.envelope(s))
@@ -289,7 +300,7 @@ func (g *Gateway) envelope(s *session.Session) map[string]any {
 	if pending == nil {
 		pending = []event.ApprovalRequested{}
 	}
-	return map[string]any{"session": s, "pendingApprovals": pending, "permissionMode": g.h.PermissionMode(s)}
+	return map[string]any{"session": s, "pendingApprovals": pending, "permissionMode": g.h.PermissionMode(s), "budget": g.h.SessionBudget(s.ID)}
 }
 
 func (g *Gateway) listSessions(w http.ResponseWriter, r *http.Request) {

@@ -33,3 +33,16 @@ func (g *Gateway) usage(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, UsageResponse(rep))
 }
+
+// setBudget sets session id's budget when b is given; false when it
+// answered with an error.
+func (g *Gateway) setBudget(w http.ResponseWriter, r *http.Request, id string, b *harness.Budget) bool {
+	if b == nil {
+		return true
+	}
+	if err := g.h.SetBudget(id, *b); err != nil {
+		g.writeError(w, r, err)
+		return false
+	}
+	return true
+}
