@@ -70,6 +70,7 @@ fuzz:
 	go test ./permrule -run '^$$' -fuzz FuzzRuleNamesProgram -fuzztime 60s
 	go test ./permrule -run '^$$' -fuzz FuzzShellAgainstBash -fuzztime 60s
 	go test ./checkpoint -run '^$$' -fuzz FuzzPatches -fuzztime 60s
+	go test ./usage -run '^$$' -fuzz FuzzIndexLog -fuzztime 60s
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -38,14 +38,6 @@ func (t *Totals) Add(o Totals) {
 	t.Turns += o.Turns
 }
 
-func (t *Totals) addUpdate(u *event.UsageUpdate) {
-	t.CostUSD += u.CostUSD
-	t.InputTokens += u.InputTokens
-	t.OutputTokens += u.OutputTokens
-	t.CacheReadTokens += u.CacheReadTokens
-	t.CacheWriteTokens += u.CacheWriteTokens
-}
-
 // Group is the totals of one key of a Report.
 type Group struct {
 	Key string `json:"key"`
@@ -346,9 +338,29 @@ func (st *logState) read(path string, modMS int64) error {
 	}
 }
 
+// flatLine is what the index reads of an event line, in one decode: the
+// wire form is flat, and the fields of the counted events do not clash.
+type flatLine struct {
+	Type             event.Type      `json:"type"`
+	Time             int64           `json:"timestamp"`
+	Engine           string          `json:"engine"`
+	Model            string          `json:"model"`
+	InputTokens      int64           `json:"inputTokens"`
+	OutputTokens     int64           `json:"outputTokens"`
+	CacheReadTokens  int64           `json:"cacheReadTokens"`
+	CacheWriteTokens int64           `json:"cacheWriteTokens"`
+	CostUSD          float64         `json:"costUsd"`
+	Usage            json.RawMessage `json:"usage"`
+	Limit            string          `json:"limit"`
+	UsedPercent      float64         `json:"usedPercent"`
+	Status           string          `json:"status"`
+	ResetsAt         int64           `json:"resetsAt"`
+	WindowMinutes    int64           `json:"windowMinutes"`
+}
+
 // line counts one event line.
 func (st *logState) line(line []byte, modMS int64) {
-	var ev event.Event
+	var ev flatLine
 	if json.Unmarshal(line, &ev) != nil {
 		return
 	}
@@ -358,31 +370,30 @@ func (st *logState) line(line []byte, modMS int64) {
 	}
 	switch ev.Type {
 	case event.TypeSessionInit:
-		st.Engine, st.Model = ev.Init.Engine, ev.Init.Model
+		st.Engine, st.Model = ev.Engine, ev.Model
 		if st.Engine == "" {
 			st.Engine = "claude-code"
 		}
 	case event.TypeUsageUpdate:
 		st.TurnUsage = true
-		b := st.bucketFor(at, ev.Usage.Engine, ev.Usage.Model)
-		b.addUpdate(ev.Usage)
+		b := st.bucketFor(at, ev.Engine, ev.Model)
+		b.Add(Totals{CostUSD: ev.CostUSD, InputTokens: ev.InputTokens, OutputTokens: ev.OutputTokens,
+			CacheReadTokens: ev.CacheReadTokens, CacheWriteTokens: ev.CacheWriteTokens})
 	case event.TypeSessionComplete, event.TypeSessionError:
 		b := st.bucket(at)
 		b.Turns++
 		if !st.TurnUsage {
 			// A log from before usage:update: the turn's own figures.
 			var raw json.RawMessage
-			cost := 0.0
-			if ev.Complete != nil {
-				raw, cost = ev.Complete.Usage, ev.Complete.CostUSD
-			} else if ev.Error != nil {
-				cost = ev.Error.CostUSD
+			if ev.Type == event.TypeSessionComplete {
+				raw = ev.Usage
 			}
-			b.Add(fromUsageObject(raw, cost))
+			b.Add(fromUsageObject(raw, ev.CostUSD))
 		}
 		st.TurnUsage = false
 	case event.TypeRateLimit:
-		rl := *ev.RateLimit
+		rl := event.RateLimit{Engine: ev.Engine, Limit: ev.Limit, UsedPercent: ev.UsedPercent, Status: ev.Status,
+			ResetsAt: ev.ResetsAt, WindowMinutes: ev.WindowMinutes}
 		k := rl.Engine + "/" + rl.Limit
 		if st.LimitsAt == nil {
 			st.LimitsAt = map[string]int64{}
