@@ -102,6 +102,12 @@ export const SessionEnvelopeSchema = z.looseObject({
   session: SessionSchema,
   pendingApprovals: z.array(ApprovalRequestSchema).optional(),
   permissionMode: z.string().optional(),
+  /** The session's budget ({} when none). */
+  budget: z.looseObject({ maxCostUsd: z.number().optional(), maxTokens: z.number().int().optional() }).optional(),
+  /** What the session's turns used (GET /session/{id} only). */
+  usage: z
+    .looseObject({ costUsd: z.number(), inputTokens: z.number().int(), outputTokens: z.number().int(), turns: z.number().int() })
+    .optional(),
 });
 export type SessionEnvelope = z.infer<typeof SessionEnvelopeSchema>;
 
@@ -148,6 +154,8 @@ export const CreateSessionRequestSchema = z.object({
   /** Run every turn's agent in the kernel sandbox (Landlock); a turn on a
    * kernel without it fails with 503. */
   sandbox: z.boolean().optional(),
+  /** What the session's turns may spend (see BudgetSchema). */
+  budget: z.lazy(() => BudgetSchema).optional(),
 });
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 
@@ -204,6 +212,8 @@ export const UpdateSessionRequestSchema = z
     model: z.string().optional(),
     permissionMode: z.string().optional(),
     effort: z.string().optional(),
+    /** Replaces the session's budget ({} removes it). */
+    budget: z.lazy(() => BudgetSchema).optional(),
   })
   .refine((o) => Object.values(o).some((v) => v !== undefined), { message: "nothing to change" });
 export type UpdateSessionRequest = z.infer<typeof UpdateSessionRequestSchema>;
@@ -483,6 +493,7 @@ export const SessionErrorKindSchema = z.enum([
   "execution",
   "process",
   "start",
+  "budget_exceeded",
 ]);
 export type SessionErrorKind = z.infer<typeof SessionErrorKindSchema>;
 
@@ -497,6 +508,51 @@ export const SessionErrorEventSchema = z.looseObject({
   exitCode: z.number().int().optional(),
   stderrTail: z.string().optional(),
   costUsd: z.number().optional(),
+  /** kind budget_exceeded: which budget, what was spent. */
+  budget: z
+    .looseObject({
+      scope: z.string(),
+      maxCostUsd: z.number().optional(),
+      maxTokens: z.number().int().optional(),
+      spentCostUsd: z.number(),
+      spentTokens: z.number().int(),
+    })
+    .optional(),
+});
+
+/** Extension: what one model call used (a delta). costEstimated: the
+ * harness priced the tokens from its dated table. Ends nothing. */
+export const UsageUpdateEventSchema = z.looseObject({
+  type: z.literal("usage:update"),
+  ...base,
+  engine: z.string().optional(),
+  model: z.string().optional(),
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  cacheReadTokens: z.number().int(),
+  cacheWriteTokens: z.number().int(),
+  costUsd: z.number(),
+  costEstimated: z.boolean().optional(),
+});
+
+/** One account rate limit as its engine last reported it. */
+export const RateLimitSchema = z.looseObject({
+  engine: z.string().optional(),
+  limit: z.string(),
+  /** 0-100; -1 when unknown. */
+  usedPercent: z.number(),
+  status: z.string().optional(),
+  /** Unix seconds. */
+  resetsAt: z.number().int().optional(),
+  windowMinutes: z.number().int().optional(),
+});
+export type RateLimit = z.infer<typeof RateLimitSchema>;
+
+/** Extension: an account limit's state as the engine learned it. Ends nothing. */
+export const RateLimitEventSchema = z.looseObject({
+  type: z.literal("rate_limit"),
+  ...base,
+  ...RateLimitSchema.shape,
 });
 
 /** The engine is retrying the model API after a failed request; it may come
@@ -606,6 +662,8 @@ export const KnownEventSchema = z.discriminatedUnion("type", [
   TrustRequiredEventSchema,
   PromptQueuedEventSchema,
   PromptDequeuedEventSchema,
+  UsageUpdateEventSchema,
+  RateLimitEventSchema,
 ]);
 
 export type UserMessageEvent = z.infer<typeof UserMessageEventSchema>;
@@ -627,6 +685,37 @@ export type TrustRequiredEvent = z.infer<typeof TrustRequiredEventSchema>;
 export type PromptQueuedEvent = z.infer<typeof PromptQueuedEventSchema>;
 export type PromptDequeuedEvent = z.infer<typeof PromptDequeuedEventSchema>;
 export type KnownEvent = z.infer<typeof KnownEventSchema>;
+export type UsageUpdateEvent = z.infer<typeof UsageUpdateEventSchema>;
+export type RateLimitEvent = z.infer<typeof RateLimitEventSchema>;
+
+// ---------------------------------------------------------------------------
+// Usage and budgets (extensions)
+
+/** What a session may spend: 0 or absent = no limit of that kind. */
+export const BudgetSchema = z.looseObject({
+  maxCostUsd: z.number().min(0).optional(),
+  maxTokens: z.number().int().min(0).optional(),
+});
+export type Budget = z.infer<typeof BudgetSchema>;
+
+export const UsageTotalsSchema = z.looseObject({
+  costUsd: z.number(),
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  cacheReadTokens: z.number().int(),
+  cacheWriteTokens: z.number().int(),
+  turns: z.number().int(),
+});
+export type UsageTotals = z.infer<typeof UsageTotalsSchema>;
+
+/** GET /usage: the totals, one group per key when grouped, the rate limits. */
+export const UsageReportSchema = z.looseObject({
+  total: UsageTotalsSchema,
+  groups: z.array(UsageTotalsSchema.extend({ key: z.string() })),
+  rateLimits: z.array(RateLimitSchema),
+});
+export type UsageReport = z.infer<typeof UsageReportSchema>;
+export type UsageBy = "session" | "engine" | "model" | "day";
 
 /** An event whose type this client does not know. It is kept, not dropped:
  * `originalType` is the type the gateway sent and `data` the whole object. */
