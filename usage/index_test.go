@@ -159,8 +159,9 @@ func TestIndexRateLimits(t *testing.T) {
 }
 
 // BenchmarkReport2000x50 measures GET /usage's work over 2,000 sessions of
-// 50 turns (3 model calls a turn): the first read of every log, and a
-// report when one log grew (the steady state of a server).
+// 50 turns (3 model calls a turn): the first read of every log (cold),
+// a report after a restart (the saved index loaded, every log checked),
+// and a report when one log grew (warm: the steady state of a server).
 func BenchmarkReport2000x50(b *testing.B) {
 	root := b.TempDir()
 	var sb strings.Builder
@@ -202,6 +203,19 @@ func BenchmarkReport2000x50(b *testing.B) {
 	ix.Update(usage.Logs(roots, sessionsDir))
 	grow := filepath.Join(root, sessionsDir, "s0000.events.jsonl")
 	line := event.Event{Type: event.TypeUsageUpdate, Usage: &event.UsageUpdate{InputTokens: 1}, Time: day2}.AppendJSON(nil)
+	file := filepath.Join(b.TempDir(), "usage-index.json")
+	if err := ix.Save(file); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("restart", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			ix := usage.Load(file)
+			ix.Update(usage.Logs(roots, sessionsDir))
+			if r := ix.Report(roots, usage.Query{By: usage.ByDay}); r.Total.Turns != 100_000 {
+				b.Fatalf("turns %d", r.Total.Turns)
+			}
+		}
+	})
 	b.Run("warm", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			f, _ := os.OpenFile(grow, os.O_APPEND|os.O_WRONLY, 0)
