@@ -45,6 +45,14 @@ type Event struct {
 	Hash      string              `json:"hash,omitempty"`
 	Changes   []event.TrustChange `json:"changes,omitempty"`
 	Rules     []string            `json:"rules,omitempty"`
+	// usage (opt-in, ?usage=1): what one model call cost and used.
+	CostUSD float64 `json:"costUsd,omitempty"`
+	Tokens  int64   `json:"tokens,omitempty"`
+	// rate_limit (opt-in): an account limit (Limit), how much of it is
+	// used (0-100, -1 unknown) and when it resets (Unix s, 0 unknown).
+	Limit       string   `json:"limit,omitempty"`
+	UsedPercent *float64 `json:"usedPercent,omitempty"`
+	ResetsAt    int64    `json:"resetsAt,omitempty"`
 }
 
 // Position is a place in the stream: after the event Index of the events
@@ -114,6 +122,7 @@ func idOf(seq int64, i, n int) Position {
 // user:message on; it is not safe for concurrent use.
 type mapper struct {
 	deltas  bool
+	usage   bool   // ?usage=1: usage and rate_limit events
 	session string // the session whose records it maps
 
 	kind   string // the open block: "", "text" or "reasoning"
@@ -174,6 +183,17 @@ func (m *mapper) record(ev *event.Event, out []Event) []Event {
 	case event.TypeSessionRetry:
 		// The seed's states stay as they are: still thinking, and why.
 		out = append(out, Event{Type: "status", State: "thinking", Message: ev.Retry.Summary()})
+	case event.TypeUsageUpdate:
+		if m.usage { // not a block's end: no close
+			u := ev.Usage
+			out = append(out, Event{Type: "usage", CostUSD: u.CostUSD, Tokens: u.Tokens()})
+		}
+	case event.TypeRateLimit:
+		if m.usage {
+			rl := ev.RateLimit
+			used := rl.UsedPercent
+			out = append(out, Event{Type: "rate_limit", Limit: rl.Limit, UsedPercent: &used, ResetsAt: rl.ResetsAt})
+		}
 	case event.TypeSessionComplete:
 		out = m.close(out)
 	case event.TypeSessionError:

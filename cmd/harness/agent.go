@@ -41,7 +41,8 @@ no rule allows waits for POST /approval).
                    block), tool_call, tool_result, status, approval,
                    approval_resolved; every event has an id, and
                    Last-Event-ID (or ?after=ID) replays from the log;
-                   ?deltas=1 adds text_delta / reasoning_delta
+                   ?deltas=1 adds text_delta / reasoning_delta;
+                   ?usage=1 adds usage and rate_limit
   POST /prompt     {"content": "…"}             (409 while one runs)
   POST /cancel                                   interrupt the turn
   POST /approval   {"requestId": "…", "decision": "allow|deny|always"}
