@@ -6,6 +6,7 @@
 import { Api, ApiError, eventsOf, sleep } from "./api.js";
 import { Transcript, truncateLines, toolSummary, formatCost, formatDuration, retrySummary, diffLines, markerText, mcpSummary, titleOf, errorHint } from "./transcript.js";
 import { renderMarkdown } from "./markdown.js";
+import { initUsage, showSpend } from "./usage.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "harness.token";
@@ -18,6 +19,7 @@ const MAX_RESULT_LINES = 100;
 
 let token = safeStorage(() => sessionStorage.getItem(TOKEN_KEY)) || "";
 const api = new Api(() => token);
+initUsage(api, () => state.current?.projectRoot || ""); // usage.js: the usage view
 
 const state = {
   sessions: [],
@@ -455,6 +457,7 @@ async function openSession(id) {
     if (state.currentId !== id) return;
     state.current = { ...env.session, permissionMode: env.permissionMode };
     renderTitle();
+    showSpend(env); // usage.js: its spend against its budget
   } catch (e) {
     if (state.currentId !== id) return;
     if (e instanceof ApiError && e.status === 404) {
