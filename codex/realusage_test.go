@@ -13,14 +13,15 @@ import (
 // headers the API sends become rate_limit events.
 func TestUsageAndRateLimits(t *testing.T) {
 	g := newRig(t)
-	g.fake.Script(codextest.Reply{Text: "hi", InputTokens: 120, OutputTokens: 7, Headers: map[string]string{
+	g.fake.Script(codextest.Reply{Text: "hi", InputTokens: 120, OutputTokens: 7})
+	g.fake.SetHeaders(map[string]string{
 		"x-codex-primary-used-percent":     "42",
 		"x-codex-primary-window-minutes":   "300",
 		"x-codex-primary-reset-at":         "1900000000",
 		"x-codex-secondary-used-percent":   "9",
 		"x-codex-secondary-window-minutes": "10080",
 		"x-codex-secondary-reset-at":       "1900500000",
-	}})
+	})
 	r := g.turn(t, engine.Request{Message: "hello"}, nil)
 	if r.err != nil {
 		t.Fatalf("turn: %v (%v)", r.err, r.types())

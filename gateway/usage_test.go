@@ -55,11 +55,11 @@ func TestUsageThroughTheGateway(t *testing.T) {
 		t.Fatalf("the pinned codex is missing (make cli): %v", err)
 	}
 	t.Setenv("HARNESS_CODEX_BIN", bin)
-	fake, err := codextest.NewFakeAPI(codextest.Reply{Text: "hello from codex", InputTokens: 300, OutputTokens: 20, Headers: map[string]string{
-		"x-codex-primary-used-percent": "61", "x-codex-primary-window-minutes": "300", "x-codex-primary-reset-at": "1900000000"}})
+	fake, err := codextest.NewFakeAPI(codextest.Reply{Text: "hello from codex", InputTokens: 300, OutputTokens: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
+	fake.SetHeaders(map[string]string{"x-codex-primary-used-percent": "61", "x-codex-primary-window-minutes": "300", "x-codex-primary-reset-at": "1900000000"})
 	defer fake.Close()
 	codexHome := filepath.Join(t.TempDir(), "codex")
 	if _, err := fake.WriteConfig(codexHome); err != nil {
