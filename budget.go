@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
 	"github.com/chirality/harness/usage"
@@ -185,4 +186,21 @@ func (h *Harness) projectBudget(root string) Budget {
 		}
 	}
 	return Budget{}
+}
+
+// budgetEnd is a turn's session:complete or process:exit when it crossed
+// its budget and still completed (the model call after the crossing one
+// had begun before the interrupt reached the engine): the turn ends with
+// session:error budget_exceeded all the same, and its exit is not 0.
+func (r *runner) budgetEnd(ev event.Event) event.Event {
+	if r.budget == nil || r.budget.crossed == nil {
+		return ev
+	}
+	switch {
+	case ev.Type == event.TypeSessionComplete:
+		return event.Event{Type: event.TypeSessionError, Error: r.budget.budgetError(&event.SessionError{CostUSD: ev.Complete.CostUSD}), Time: ev.Time}
+	case ev.Type == event.TypeProcessExit && ev.Exit != nil && ev.Exit.Code == 0:
+		ev.Exit = engine.TurnExit(false, 0, "")
+	}
+	return ev
 }

@@ -622,6 +622,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			r.log.Info().Str("sessionId", r.s.ID).Float64("costUsd", ev.Complete.CostUSD).Int("inputTokens", in).
 				Int("outputTokens", out).Int("numTurns", ev.Complete.NumTurns).Int64("durationMs", ev.Complete.DurationMS).
 				Dur("wall", time.Since(r.started)).Msg(logging.EventTurnComplete)
+			ev = r.budgetEnd(ev) // budget.go: a turn that crossed its budget ends budget_exceeded
 		case event.TypeSessionError:
 			if ev.Error.CostUSD > 0 {
 				r.completeUsage(nil, ev.Error.CostUSD)
@@ -642,6 +643,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 					Dur("wall", time.Since(r.started)).Msg("turn failed")
 			}
 		case event.TypeProcessExit:
+			ev = r.budgetEnd(ev)
 			if fallback {
 				held := ev
 				heldExit = &held // the turn is not over: one process:exit per turn

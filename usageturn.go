@@ -55,22 +55,9 @@ func (tu *turnUsage) normalize(u event.UsageUpdate, engineName string) (event.Us
 // usage object and cost of its session:complete (or a failed turn's
 // cost), in any of the engines' spellings.
 func (tu *turnUsage) fromComplete(raw json.RawMessage, cost float64) event.UsageUpdate {
-	var u struct {
-		In          int64 `json:"input_tokens"`
-		Out         int64 `json:"output_tokens"`
-		CacheRead   int64 `json:"cache_read_input_tokens"`
-		CacheWrite  int64 `json:"cache_creation_input_tokens"`
-		InC         int64 `json:"inputTokens"`
-		OutC        int64 `json:"outputTokens"`
-		CacheReadC  int64 `json:"cachedReadTokens"`
-		CacheWriteC int64 `json:"cachedWriteTokens"`
-	}
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &u)
-	}
-	return event.UsageUpdate{InputTokens: u.In + u.InC, OutputTokens: u.Out + u.OutC,
-		CacheReadTokens: u.CacheRead + u.CacheReadC, CacheWriteTokens: u.CacheWrite + u.CacheWriteC,
-		CostUSD: cost, HasCost: cost > 0, Scope: event.ScopeTurn}
+	t := usage.FromUsageObject(raw, cost)
+	return event.UsageUpdate{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CacheReadTokens: t.CacheReadTokens,
+		CacheWriteTokens: t.CacheWriteTokens, CostUSD: cost, HasCost: cost > 0, Scope: event.ScopeTurn}
 }
 
 // usageEvent is ev (a usage:update from the engine) in its stored form;

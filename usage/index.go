@@ -388,7 +388,7 @@ func (st *logState) line(line []byte, modMS int64) {
 			if ev.Type == event.TypeSessionComplete {
 				raw = ev.Usage
 			}
-			b.Add(fromUsageObject(raw, ev.CostUSD))
+			b.Add(FromUsageObject(raw, ev.CostUSD))
 		}
 		st.TurnUsage = false
 	case event.TypeRateLimit:
@@ -426,10 +426,10 @@ func (st *logState) bucketFor(ms int64, engine, model string) *bucket {
 	return b
 }
 
-// fromUsageObject reads an engine's usage object of session:complete, in
-// any of the engines' spellings; a turn without a cost is priced by the
-// table.
-func fromUsageObject(raw json.RawMessage, cost float64) Totals {
+// FromUsageObject reads an engine's usage object of session:complete, in
+// any of the engines' spellings (Claude's and the native loop's
+// snake_case, ACP's camelCase), with the turn's cost.
+func FromUsageObject(raw json.RawMessage, cost float64) Totals {
 	var u struct {
 		In          int64 `json:"input_tokens"`
 		Out         int64 `json:"output_tokens"`
