@@ -4,12 +4,23 @@ CLAUDE := node_modules/.bin/claude
 CLI_STAMP := node_modules/.harness-cli-installed
 GO_TEST_FLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build cli test test-go test-js demo bench fuzz fmt vet clean
+.PHONY: all build console-vendor cli test test-go test-js demo bench fuzz fmt vet clean
 
 all: build
 
-build:
+build: console-vendor
 	go build -o bin/harness ./cmd/harness
+
+# The console's charting library (uPlot, pinned in web/vendor), its built
+# bundle copied into web/static/vendor/ (generated, ignored by git) before
+# the binary embeds web/static. Without it the console's usage view shows
+# its numbers as tables only.
+CONSOLE_VENDOR := web/static/vendor/uPlot.iife.min.js
+console-vendor: $(CONSOLE_VENDOR)
+$(CONSOLE_VENDOR): web/vendor/package.json web/vendor/package-lock.json
+	cd web/vendor && npm ci --no-audit --no-fund
+	mkdir -p web/static/vendor
+	cp web/vendor/node_modules/uplot/dist/uPlot.iife.min.js web/vendor/node_modules/uplot/dist/uPlot.min.css web/static/vendor/
 
 # The pinned agents (package.json + package-lock.json: the Claude Code CLI,
 # Codex, OpenCode, claude-agent-acp, Copilot), installed into ./node_modules
@@ -70,6 +81,7 @@ fuzz:
 	go test ./permrule -run '^$$' -fuzz FuzzRuleNamesProgram -fuzztime 60s
 	go test ./permrule -run '^$$' -fuzz FuzzShellAgainstBash -fuzztime 60s
 	go test ./checkpoint -run '^$$' -fuzz FuzzPatches -fuzztime 60s
+	go test ./usage -run '^$$' -fuzz FuzzIndexLog -fuzztime 60s
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -50,6 +50,10 @@ type Config struct {
 	Roots []string
 	// StateDir holds the session ID index ("" = session.DefaultStateDir()).
 	StateDir string
+	// ProjectBudgets limit what the sessions of a project root spend
+	// together (budget.go); a turn that crosses one ends with
+	// budget_exceeded and later turns are refused until it is raised.
+	ProjectBudgets map[string]Budget
 
 	// DefaultPermissionMode is the mode when the persona sets none (""
 	// = DefaultPermissionMode). PermissionMode, when set, overrides the

@@ -57,6 +57,8 @@ type Harness struct {
 	logsMu     sync.Mutex
 	logs       map[string]projectLog
 	logsClosed bool
+
+	usage usageIndex // the usage of the sessions' logs (usagereport.go)
 }
 
 type projectLog struct {
@@ -565,27 +567,9 @@ func nullable(s string) *string {
 // with projectRoot "" of every allowed root and every project this
 // process has used, newest first.
 func (h *Harness) ListSessions(projectRoot string) ([]SessionSummary, error) {
-	var roots []string
-	if projectRoot != "" {
-		r, err := h.ResolveRoot(projectRoot)
-		if err != nil {
-			return nil, err
-		}
-		roots = []string{r}
-	} else {
-		set := map[string]bool{}
-		for _, r := range h.roots {
-			set[r] = true
-		}
-		h.mu.Lock()
-		for r := range h.seen {
-			set[r] = true
-		}
-		h.mu.Unlock()
-		for r := range set {
-			roots = append(roots, r)
-		}
-		sort.Strings(roots)
+	roots, err := h.sessionRoots(projectRoot)
+	if err != nil {
+		return nil, err
 	}
 	out := []SessionSummary{}
 	for _, r := range roots {

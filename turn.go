@@ -341,6 +341,10 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	if err != nil {
 		return nil, err
 	}
+	budget, err := h.budgetFor(s) // budget.go: a spent budget refuses the turn
+	if err != nil {
+		return nil, err
+	}
 	lt := &liveTurn{id: id, broker: newBroker(h.cfg.SubscriberBuffer), done: make(chan struct{})}
 	if err := h.occupy(lt); err != nil {
 		return nil, err
@@ -408,7 +412,7 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	}
 	startSeq := elog.LastSeq()
 	r := &runner{h: h, lt: lt, eng: eng, s: s, req: req, elog: elog, log: plog, started: time.Now(), tools: map[string]string{},
-		ruleList: slices.Clone(plan.Rules), untrusted: plan.Untrusted}
+		ruleList: slices.Clone(plan.Rules), untrusted: plan.Untrusted, budget: budget}
 	var asks *approvals
 	if h.cfg.Approvals && engine.AsksApproval(req.PermissionMode) {
 		asks = &approvals{r: r, timeout: h.cfg.ApprovalTimeout, byID: map[string]*pendingApproval{}}
@@ -509,6 +513,8 @@ type runner struct {
 
 	planMu     sync.Mutex
 	planInputs map[string]json.RawMessage // tool use id → input of the plan tool (plan.go)
+	usage      turnUsage                  // the turn's usage:update so far (usageturn.go)
+	budget     *turnBudget                // what the turn may spend (budget.go)
 }
 
 func (r *runner) run(t engine.Turn) {
@@ -590,6 +596,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			}
 			r.s.MCPServers = ev.Init.MCPServers
 			r.smu.Unlock()
+			r.usage.model = ev.Init.Model
 			r.saveAside("session:init")
 			r.log.Info().Str("sessionId", r.s.ID).Str("claudeSessionId", ev.Init.ConversationID()).
 				Str("model", ev.Init.Model).Strs("tools", ev.Init.Tools).Str("permissionMode", ev.Init.PermissionMode).Msg(logging.EventSessionInit)
@@ -603,7 +610,16 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 		case event.TypeToolResult:
 			r.log.Info().Str("sessionId", r.s.ID).Str("toolName", r.tools[ev.ToolResult.ToolUseID]).
 				Bool("isError", ev.ToolResult.IsError).Int("contentLength", len(ev.ToolResult.Content)).Msg(logging.EventToolResult)
+		case event.TypeUsageUpdate:
+			var ok bool
+			if ev, ok = r.usageEvent(ev); !ok {
+				continue
+			}
+			r.checkBudget()
+		case event.TypeRateLimit:
+			ev = r.rateLimitEvent(ev)
 		case event.TypeSessionComplete:
+			r.completeUsage(ev.Complete.Usage, ev.Complete.CostUSD)
 			r.smu.Lock()
 			r.s.CostUSD += ev.Complete.CostUSD
 			r.smu.Unlock()
@@ -611,7 +627,14 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			r.log.Info().Str("sessionId", r.s.ID).Float64("costUsd", ev.Complete.CostUSD).Int("inputTokens", in).
 				Int("outputTokens", out).Int("numTurns", ev.Complete.NumTurns).Int64("durationMs", ev.Complete.DurationMS).
 				Dur("wall", time.Since(r.started)).Msg(logging.EventTurnComplete)
+			ev = r.budgetEnd(ev) // budget.go: a turn that crossed its budget ends budget_exceeded
 		case event.TypeSessionError:
+			if ev.Error.CostUSD > 0 {
+				r.completeUsage(nil, ev.Error.CostUSD)
+			}
+			if r.budget != nil && r.budget.crossed != nil && ev.Error.Kind != event.ErrorResumeNotFound {
+				ev.Error = r.budget.budgetError(ev.Error)
+			}
 			if ev.Error.Kind == event.ErrorResumeNotFound && r.req.Resume != "" && !r.lt.stopRequested() {
 				fallback = true
 				r.log.Warn().Str("sessionId", r.s.ID).Str("claudeSessionId", r.req.Resume).
@@ -625,6 +648,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 					Dur("wall", time.Since(r.started)).Msg("turn failed")
 			}
 		case event.TypeProcessExit:
+			ev = r.budgetEnd(ev)
 			if fallback {
 				held := ev
 				heldExit = &held // the turn is not over: one process:exit per turn

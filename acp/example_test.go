@@ -40,6 +40,7 @@ func Example() {
 	// Output:
 	// session:init
 	// thinking:delta
+	// usage:update
 	// chat:complete echo: hello
 	// session:complete
 	// process:exit

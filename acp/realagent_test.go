@@ -315,6 +315,7 @@ func runRealAgent(t *testing.T, spec agentSpec) {
 	if !strings.Contains(systemOrFirstPrompt(fake), "You are a careful test persona.") {
 		t.Errorf("the persona preamble did not reach the model")
 	}
+	checkTurnUsage(t, spec.name, evs)
 	pid := e.Pid("s1")
 
 	// A tool with its result.

@@ -452,6 +452,9 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 		if c.Usage == nil {
 			c.Usage = json.RawMessage("{}")
 		}
+		if u, ok := turnUsage(c.Usage); ok {
+			t.emit(event.Event{Type: event.TypeUsageUpdate, Usage: u})
+		}
 		return c, nil, ""
 	case string(sdk.StopReasonCancelled):
 		if !t.isInterrupted() {

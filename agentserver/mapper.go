@@ -52,6 +52,14 @@ type Event struct {
 	Plan     string `json:"plan,omitempty"`
 	Mode     string `json:"mode,omitempty"`
 	Feedback string `json:"feedback,omitempty"`
+	// usage (opt-in, ?usage=1): what one model call cost and used.
+	CostUSD float64 `json:"costUsd,omitempty"`
+	Tokens  int64   `json:"tokens,omitempty"`
+	// rate_limit (opt-in): an account limit (Limit), how much of it is
+	// used (0-100, -1 unknown) and when it resets (Unix s, 0 unknown).
+	Limit       string   `json:"limit,omitempty"`
+	UsedPercent *float64 `json:"usedPercent,omitempty"`
+	ResetsAt    int64    `json:"resetsAt,omitempty"`
 }
 
 // Position is a place in the stream: after the event Index of the events
@@ -122,6 +130,7 @@ func idOf(seq int64, i, n int) Position {
 // is not safe for concurrent use.
 type mapper struct {
 	deltas  bool
+	usage   bool   // ?usage=1: usage and rate_limit events
 	session string // the session whose records it maps
 	f       fold.Fold
 }
@@ -135,6 +144,19 @@ func (m *mapper) record(ev *event.Event, out []Event) []Event {
 	case event.TypePlanResolved:
 		r := ev.PlanResolved
 		return append(out, Event{Type: "plan_resolved", PlanID: r.PlanID, Decision: r.Decision, Mode: r.Mode, Feedback: r.Feedback, By: r.By})
+	case event.TypeUsageUpdate: // opt-in (?usage=1); not an item of the fold
+		if m.usage {
+			u := ev.Usage
+			out = append(out, Event{Type: "usage", CostUSD: u.CostUSD, Tokens: u.Tokens()})
+		}
+		return out
+	case event.TypeRateLimit:
+		if m.usage {
+			rl := ev.RateLimit
+			used := rl.UsedPercent
+			out = append(out, Event{Type: "rate_limit", Limit: rl.Limit, UsedPercent: &used, ResetsAt: rl.ResetsAt})
+		}
+		return out
 	}
 	u := m.f.Add(ev)
 	items := u.Items()

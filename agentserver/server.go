@@ -64,7 +64,9 @@
 // Opt-in streaming: GET /events?deltas=1 adds text_delta {content} and
 // reasoning_delta {content} for every piece as the model streams it,
 // before the block's text or reasoning event (which still comes). A
-// client without deltas=1 never gets them.
+// client without deltas=1 never gets them. GET /events?usage=1 adds
+// usage {costUsd, tokens} for every model call (usage:update) and
+// rate_limit {limit, usedPercent, resetsAt} (extensions, issue 33).
 //
 // Replay: every event has an SSE id made from the session log's seq: the
 // seq of the record it was made from, with a suffix ".1", ".2", … on all
@@ -489,6 +491,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	withUsage := false
+	if v := r.URL.Query().Get("usage"); v != "" {
+		if withUsage, err = strconv.ParseBool(v); err != nil {
+			writeError(w, fmt.Errorf("%w: usage must be 1 or 0", ErrBadBody))
+			return
+		}
+	}
 	release, err := s.limits.Acquire(s.SessionID())
 	if err != nil {
 		w.Header().Set("Retry-After", strconv.Itoa(sse.RetryAfter))
@@ -515,7 +524,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	id := s.id
 	s.mu.Unlock()
-	m := &mapper{deltas: deltas, session: id}
+	m := &mapper{deltas: deltas, usage: withUsage, session: id}
 	last := s.replayFrom(pos)
 	var out []Event
 	var ev event.Event
@@ -527,7 +536,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			// session:forked record (the records before it are the copy
 			// of what this stream has sent).
 			id, last = s.id, s.moved
-			m = &mapper{deltas: deltas, session: id}
+			m = &mapper{deltas: deltas, usage: withUsage, session: id}
 		}
 		s.mu.Unlock()
 		events, err := s.h.Follow(ctx, id, last)

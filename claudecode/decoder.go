@@ -275,6 +275,9 @@ type mapper struct {
 	streamed map[string]struct{}
 	// the id of the message each parent is currently streaming.
 	current map[string]string
+	// the usage of the model call each parent is streaming, from its
+	// message_start, completed by its message_delta (usage.go).
+	calls map[string]*event.UsageUpdate
 
 	interruptRequested atomic.Bool // set by the driver before it asks the CLI to stop
 	sawInterruptMarker bool        // the CLI's "[Request interrupted by user]"
@@ -354,6 +357,7 @@ func newMapper(sessionID string) *mapper {
 		started:   map[string]struct{}{},
 		streamed:  map[string]struct{}{},
 		current:   map[string]string{},
+		calls:     map[string]*event.UsageUpdate{},
 		interned:  make(map[string]string, maxInterned),
 	}
 }
@@ -415,6 +419,8 @@ func (m *mapper) feed(line []byte, emit func(event.Event)) (Frame, error) {
 		case "api_retry":
 			return f, m.apiRetry(f.ParentToolUseID, line, emit)
 		}
+	case "rate_limit_event":
+		return f, m.rateLimit(line, emit)
 	case "assistant":
 		if f.ParentToolUseID == "" && uuid != "" {
 			m.lastAssistant = uuid
@@ -444,6 +450,7 @@ type eventFields struct {
 	typ                   string
 	index                 int
 	delta, block, message []byte
+	usage                 []byte // message_delta's
 	// deltaWalked: delta is an object whose members are in d.
 	deltaWalked bool
 	d           deltaFields
@@ -470,6 +477,8 @@ func (m *mapper) eventField(ev *eventFields, key, value []byte) bool {
 		ev.block = value
 	case keyIs(key, "message"):
 		ev.message = value
+	case keyIs(key, "usage"):
+		ev.usage = value
 	}
 	return err == nil
 }
@@ -598,7 +607,10 @@ func (m *mapper) applyEvent(f *Frame, ev *eventFields, emit func(event.Event)) e
 				m.streamed[id] = struct{}{}
 				m.current[parent] = id
 			}
+			return m.callStart(parent, message)
 		}
+	case "message_delta":
+		return m.callEnd(parent, ev.usage, emit)
 	}
 	return nil
 }

@@ -49,6 +49,7 @@ func Example() {
 	// chat:delta "Hel"
 	// chat:delta "lo!"
 	// chat:complete
+	// usage:update
 	// session:complete
 	// process:exit 0
 	// err: <nil>

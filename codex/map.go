@@ -128,6 +128,18 @@ func (m *mapper) handle(msg Message) (done bool, err error) {
 			m.usage.ReasoningOutputTokens += l.ReasoningOutputTokens
 			m.usage.TotalTokens += l.TotalTokens
 			m.calls++
+			// OpenAI counts cached input within the input tokens.
+			t.emit(event.Event{Type: event.TypeUsageUpdate, Usage: &event.UsageUpdate{InputTokens: max(l.InputTokens-l.CachedInputTokens, 0),
+				CacheReadTokens: l.CachedInputTokens, OutputTokens: l.OutputTokens}})
+		}
+	case "account/rateLimits/updated":
+		var p struct {
+			RateLimits rateLimitSnapshot `json:"rateLimits"`
+		}
+		if json.Unmarshal(msg.Params, &p) == nil {
+			for _, rl := range p.RateLimits.events() {
+				t.emit(event.Event{Type: event.TypeRateLimit, RateLimit: rl})
+			}
 		}
 	case "error":
 		t.log.Warn().RawJSON("params", msg.Params).Msg("codex: error notification")
@@ -310,4 +322,48 @@ func (m *mapper) request(msg Message) {
 		t.approvals.Done()
 		_ = t.peer.reply(id, map[string]any{"decision": "decline"})
 	}
+}
+
+// rateLimitSnapshot is Codex's RateLimitSnapshot (account/rateLimits/updated,
+// account/rateLimits/read): a limit's primary and secondary windows.
+type rateLimitSnapshot struct {
+	LimitID   *string          `json:"limitId"`
+	LimitName *string          `json:"limitName"`
+	Primary   *rateLimitWindow `json:"primary"`
+	Secondary *rateLimitWindow `json:"secondary"`
+}
+
+type rateLimitWindow struct {
+	UsedPercent        float64 `json:"usedPercent"`
+	WindowDurationMins *int64  `json:"windowDurationMins"`
+	ResetsAt           *int64  `json:"resetsAt"`
+}
+
+// events is one rate_limit per window the snapshot has, named
+// primary/secondary (after the limit's name or id when it has one).
+func (s rateLimitSnapshot) events() []*event.RateLimit {
+	name := ""
+	if s.LimitName != nil && *s.LimitName != "" {
+		name = *s.LimitName + " "
+	} else if s.LimitID != nil && *s.LimitID != "" && *s.LimitID != "codex" {
+		name = *s.LimitID + " "
+	}
+	var out []*event.RateLimit
+	for _, w := range []struct {
+		which string
+		w     *rateLimitWindow
+	}{{"primary", s.Primary}, {"secondary", s.Secondary}} {
+		if w.w == nil {
+			continue
+		}
+		rl := &event.RateLimit{Limit: name + w.which, UsedPercent: w.w.UsedPercent}
+		if w.w.ResetsAt != nil {
+			rl.ResetsAt = *w.w.ResetsAt
+		}
+		if w.w.WindowDurationMins != nil {
+			rl.WindowMinutes = *w.w.WindowDurationMins
+		}
+		out = append(out, rl)
+	}
+	return out
 }

@@ -60,6 +60,13 @@ const (
 	// goes back and it keeps planning), or that nobody did in time.
 	TypePlanReady    Type = "plan:ready"
 	TypePlanResolved Type = "plan:resolved"
+	// Usage and limit events (extensions, issue 33): usage:update is
+	// what one model call (or a part of a turn) used, as a delta: every
+	// engine reports it, the core turns running totals into deltas and
+	// prices what the engine did not price. rate_limit is an account
+	// limit's state as the engine learned it. Neither ends anything.
+	TypeUsageUpdate Type = "usage:update"
+	TypeRateLimit   Type = "rate_limit"
 )
 
 // Types are the event types a door may receive (the wire schema's enum of
@@ -69,6 +76,7 @@ var Types = []Type{
 	TypeToolStart, TypeToolResult, TypeSessionComplete, TypeSessionError, TypeSessionRetry,
 	TypeProcessExit, TypeApprovalRequested, TypeApprovalResolved, TypeSessionForked,
 	TypeSessionRewound, TypeTrustRequired, TypePromptQueued, TypePromptDequeued,
+	TypePlanReady, TypePlanResolved, TypeUsageUpdate, TypeRateLimit,
 }
 
 // Event is one UI event: a discriminated union on Type. Text is set for
@@ -91,6 +99,8 @@ var Types = []Type{
 //	prompt:dequeued   Dequeued
 //	plan:ready        PlanReady
 //	plan:resolved     PlanResolved
+//	usage:update      Usage
+//	rate_limit        RateLimit
 //
 // user:message carries Text.
 //
@@ -123,6 +133,8 @@ type Event struct {
 	// PlanReady and PlanResolved are the plan review's payloads.
 	PlanReady    *PlanReady
 	PlanResolved *PlanResolved
+	Usage        *UsageUpdate
+	RateLimit    *RateLimit
 
 	// Time is when the event happened, in Unix milliseconds: the core
 	// stamps it once, as it stores the event, so every reader and every
@@ -349,6 +361,7 @@ const (
 	ErrorKilled         ErrorKind = "killed"           // Kill or a cancelled context ended the turn
 	ErrorProcess        ErrorKind = "process"          // the CLI died or was killed without a result
 	ErrorStart          ErrorKind = "start"            // the CLI could not be started
+	ErrorBudgetExceeded ErrorKind = "budget_exceeded"  // the session's budget was spent (extension, issue 33)
 )
 
 // ErrorKinds are the values of ErrorKind (the wire schema's enum).
@@ -372,6 +385,8 @@ type SessionError struct {
 	StderrTail string `json:"stderrTail,omitempty"`
 	// CostUSD is what the turn cost before it failed.
 	CostUSD float64 `json:"costUsd,omitempty"`
+	// Budget is set on kind budget_exceeded: which budget, what was spent.
+	Budget *BudgetInfo `json:"budget,omitempty"`
 }
 
 // SessionRetry is the payload of session:retry: a request to the model API
@@ -509,6 +524,10 @@ func (e Event) AppendJSON(b []byte) []byte {
 		payload = e.PlanReady
 	case e.PlanResolved != nil:
 		payload = e.PlanResolved
+	case e.Usage != nil:
+		payload = e.Usage
+	case e.RateLimit != nil:
+		payload = e.RateLimit
 	case e.Exit != nil:
 		b = append(b, `,"code":`...)
 		b = strconv.AppendInt(b, int64(e.Exit.Code), 10)
@@ -596,6 +615,12 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	case TypePlanResolved:
 		e.PlanResolved = new(PlanResolved)
 		target = e.PlanResolved
+	case TypeUsageUpdate:
+		e.Usage = new(UsageUpdate)
+		target = e.Usage
+	case TypeRateLimit:
+		e.RateLimit = new(RateLimit)
+		target = e.RateLimit
 	default:
 		return nil
 	}

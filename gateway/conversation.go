@@ -26,6 +26,8 @@ type patchRequest struct {
 	Model          *string `json:"model" doc:"the model of the next turns (\"\" = the persona's or the engine's default)"`
 	PermissionMode *string `json:"permissionMode" doc:"default, acceptEdits, plan, dontAsk, bypassPermissions (the last only where the server allows it), or \"\" for the server's / persona's"`
 	Effort         *string `json:"effort" doc:"reasoning effort for engines that take one (low, medium, high, …; \"\" = the engine's default)"`
+	// Budget replaces the session's budget (a zero one removes it).
+	Budget *harness.Budget `json:"budget" doc:"replaces the session's budget, set by a person (a zero one removes it)"`
 }
 
 // patchSession renames a session and changes what its next turns run with.
@@ -35,9 +37,18 @@ func (g *Gateway) patchSession(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	if req.Title == nil && req.Persona == nil && req.Model == nil && req.PermissionMode == nil && req.Effort == nil {
-		g.writeError(w, r, fmt.Errorf("%w: nothing to change (send one of title, persona, model, permissionMode, effort)", errBadBody))
+	if req.Title == nil && req.Persona == nil && req.Model == nil && req.PermissionMode == nil && req.Effort == nil && req.Budget == nil {
+		g.writeError(w, r, fmt.Errorf("%w: nothing to change (send one of title, persona, model, permissionMode, effort, budget)", errBadBody))
 		return
+	}
+	if req.Budget != nil {
+		if !g.setBudget(w, r, mux.Vars(r)["id"], req.Budget) { // usage.go
+			return
+		}
+		if req.Title == nil && req.Persona == nil && req.Model == nil && req.PermissionMode == nil && req.Effort == nil {
+			g.getSession(w, r)
+			return
+		}
 	}
 	s, err := g.h.UpdateSession(mux.Vars(r)["id"], harness.SessionUpdate{
 		Title: req.Title, Persona: req.Persona, Model: req.Model, PermissionMode: req.PermissionMode, Effort: req.Effort,

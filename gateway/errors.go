@@ -38,7 +38,7 @@ func statusOf(err error) int {
 		errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort),
 		errors.Is(err, harness.ErrInvalidTurnOptions), errors.Is(err, trust.ErrInvalid),
 		errors.Is(err, harness.ErrInvalidIsolation), errors.Is(err, harness.ErrInvalidQueueEdit),
-		errors.Is(err, harness.ErrInvalidPlanDecision):
+		errors.Is(err, harness.ErrInvalidPlanDecision), errors.Is(err, harness.ErrInvalidUsageQuery), errors.Is(err, harness.ErrInvalidBudget):
 		return http.StatusBadRequest
 	case errors.Is(err, harness.ErrQueueFull):
 		return http.StatusTooManyRequests
@@ -53,7 +53,8 @@ func statusOf(err error) int {
 	case errors.Is(err, harness.ErrInvalidMCPConfig), errors.Is(err, persona.ErrInvalidPersona), errors.Is(err, trust.ErrTooLarge),
 		errors.Is(err, harness.ErrNotGitRepo), errors.Is(err, harness.ErrBaseNotFound), errors.Is(err, harness.ErrNotIsolated),
 		errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported),
-		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore), errors.Is(err, harness.ErrMessageTooLarge):
+		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore), errors.Is(err, harness.ErrMessageTooLarge),
+		errors.Is(err, harness.ErrBudgetExceeded):
 		// The session cannot do this: its MCP configuration is malformed,
 		// its engine lacks the control, or its project is too large for
 		// file checkpoints (a property of the project, not of the request:

@@ -237,6 +237,8 @@ type createRequest struct {
 	// Sandbox runs every turn's agent in the kernel sandbox (503 at a
 	// turn's start on a kernel without Landlock).
 	Sandbox bool `json:"sandbox,omitempty" doc:"run every turn's agent in the kernel sandbox (Landlock): it and what it starts write only the workdir (not its protected paths), its own state directories and a private temporary directory; a turn on a kernel without Landlock fails with 503, never unsandboxed"`
+	// Budget limits what the session's turns spend (usage.go).
+	Budget *harness.Budget `json:"budget,omitempty" doc:"what the session's turns may spend, set by a person; the turn that crosses it ends with budget_exceeded and later turns answer 422 until it is raised"`
 }
 
 func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
@@ -249,10 +251,19 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 	if req.Persona != nil {
 		p = *req.Persona
 	}
+	if req.Budget != nil {
+		if err := req.Budget.Validate(); err != nil {
+			g.writeError(w, r, err)
+			return
+		}
+	}
 	s, err := g.h.NewSession(harness.SessionSpec{ProjectRoot: req.ProjectRoot, Persona: p, Mode: req.Mode,
 		Engine: req.Engine, Model: req.Model, Title: req.Title, Isolation: req.Isolation, Base: req.Base, Branch: req.Branch, Sandbox: req.Sandbox})
 	if err != nil {
 		g.writeError(w, r, err)
+		return
+	}
+	if !g.setBudget(w, r, s.ID, req.Budget) { // usage.go
 		return
 	}
 	writeJSON(w, http.StatusCreated, g.envelope(s))
@@ -267,7 +278,7 @@ func (g *Gateway) envelope(s *session.Session) envelopeJSON {
 	if pending == nil {
 		pending = []event.ApprovalRequested{}
 	}
-	return envelopeJSON{Session: s, PendingApprovals: pending, PermissionMode: g.h.PermissionMode(s)}
+	return envelopeJSON{Session: s, PendingApprovals: pending, PermissionMode: g.h.PermissionMode(s), Budget: g.h.SessionBudget(s.ID)}
 }
 
 func (g *Gateway) listSessions(w http.ResponseWriter, r *http.Request) {
@@ -286,7 +297,10 @@ func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.h.Prewarm(s.ID) // opened in a client: its next turn's agent can start now
-	writeJSON(w, http.StatusOK, g.envelope(s))
+	env := g.envelope(s)
+	u := g.h.SessionUsage(s) // what its turns used (usage.go)
+	env.Usage = &u
+	writeJSON(w, http.StatusOK, env)
 }
 
 type approvalRequest struct {

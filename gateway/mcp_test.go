@@ -67,7 +67,7 @@ func TestMCPOverStreamableHTTP(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if strings.Join(names, ",") != "create_session,get_transcript,interrupt,list_engines,list_sessions,run_turn" {
+	if strings.Join(names, ",") != "create_session,get_transcript,get_usage,interrupt,list_engines,list_sessions,run_turn" {
 		t.Fatalf("tools %v", names)
 	}
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_session", Arguments: map[string]any{"projectRoot": s.root}})

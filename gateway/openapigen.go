@@ -15,6 +15,7 @@ import (
 	"github.com/chirality/harness/notify"
 	"github.com/chirality/harness/session"
 	"github.com/chirality/harness/trust"
+	"github.com/chirality/harness/usage"
 	"github.com/chirality/harness/worktree"
 )
 
@@ -105,6 +106,10 @@ var components = []component{
 	{Name: "SessionSummary", Type: reflect.TypeFor[harness.SessionSummary]()},
 	{Name: "Persona", Type: reflect.TypeFor[harness.PersonaInfo]()},
 	{Name: "Health", Type: reflect.TypeFor[harness.Health]()},
+	{Name: "UsageReport", Type: reflect.TypeFor[usage.Report]()},
+	{Name: "UsageTotals", Type: reflect.TypeFor[usage.Totals]()},
+	{Name: "UsageGroup", Type: reflect.TypeFor[usage.Group]()},
+	{Name: "Budget", Type: reflect.TypeFor[harness.Budget]()},
 	{Name: "SteerRequest", Type: reflect.TypeFor[steerRequest](), Closed: true, Request: true, Description: "A message for the running turn"},
 	{Name: "SteerAnswer", Type: reflect.TypeFor[steerAnswer]()},
 	{Name: "PlanDecisionRequest", Type: reflect.TypeFor[planDecisionRequest](), Closed: true, Request: true, Description: "A person's decision on a plan"},
@@ -371,6 +376,10 @@ var eventPayloads = []struct {
 	{event.TypeTrustRequired, reflect.TypeFor[event.TrustRequired]()},
 	{event.TypePromptQueued, reflect.TypeFor[event.PromptQueued]()},
 	{event.TypePromptDequeued, reflect.TypeFor[event.PromptDequeued]()},
+	{event.TypePlanReady, reflect.TypeFor[event.PlanReady]()},
+	{event.TypePlanResolved, reflect.TypeFor[event.PlanResolved]()},
+	{event.TypeUsageUpdate, reflect.TypeFor[event.UsageUpdate]()},
+	{event.TypeRateLimit, reflect.TypeFor[event.RateLimit]()},
 }
 
 // eventName is the component name of events of type t: "chat:delta" →

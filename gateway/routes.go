@@ -115,6 +115,18 @@ var routeTable = []route{
 		Replies: []reply{{Status: 200, Description: "OK", Body: reflect.TypeFor[harness.Health]()}},
 		Errors:  []int{401, 403},
 	}},
+	{Method: http.MethodGet, Path: "/usage", Serve: (*Gateway).usage, Op: operation{
+		ID:          "getUsage",
+		Summary:     "What the sessions' turns used, from their event logs (extension)",
+		Description: "Adds up the usage:update events of the sessions of projectRoot (every project the server knows when absent), from an index kept as the logs grow. Sessions from before usage:update count their session:complete's usage and cost.",
+		Params: []param{
+			{Name: "by", In: "query", Description: "group by session, engine, model or day", Schema: &schema{Type: "string", Enum: []string{"session", "engine", "model", "day"}}},
+			{Name: "since", In: "query", Description: "RFC 3339 time or YYYY-MM-DD (UTC); counts from that hour", Schema: &schema{Type: "string"}},
+			{Name: "projectRoot", In: "query", Description: "absolute project root", Schema: &schema{Type: "string"}},
+		},
+		Replies: []reply{{Status: 200, Description: "OK", Body: reflect.TypeFor[UsageResponse]()}},
+		Errors:  []int{400, 401, 403},
+	}},
 	{Method: http.MethodGet, Path: "/openapi.json", Serve: (*Gateway).openapi, Op: operation{
 		ID:      "openapi",
 		Summary: "This document",

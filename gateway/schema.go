@@ -178,6 +178,19 @@ func (rf *reflector) object(t reflect.Type, request bool) (*schema, error) {
 	s := &schema{Type: "object", Properties: &props{}}
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if f.Anonymous && f.Tag.Get("json") == "" && f.Type.Kind() == reflect.Struct {
+			// an embedded struct's fields are the outer object's, as
+			// encoding/json writes them
+			e, err := rf.object(f.Type, request)
+			if err != nil {
+				return nil, err
+			}
+			for _, name := range e.Properties.keys {
+				s.Properties.set(name, e.Properties.m[name])
+			}
+			s.Required = append(s.Required, e.Required...)
+			continue
+		}
 		name, omitempty, ok := jsonName(f)
 		if !ok {
 			continue

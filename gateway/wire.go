@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
 	"github.com/chirality/harness/trust"
+	"github.com/chirality/harness/usage"
 )
 
 // The bodies the gateway writes that are not a type of the core: named
@@ -20,6 +22,8 @@ type envelopeJSON struct {
 	Session          *session.Session          `json:"session"`
 	PendingApprovals []event.ApprovalRequested `json:"pendingApprovals" doc:"approval requests the session waits on now"`
 	PermissionMode   string                    `json:"permissionMode" doc:"the permission mode the session's turns run in (server setting over persona over dontAsk)" oa:"optional"`
+	Usage            *usage.Totals             `json:"usage,omitempty" doc:"what the session's turns used (GET /session/{id} only)"`
+	Budget           harness.Budget            `json:"budget" doc:"the session's budget ({} when none)" oa:"optional"`
 }
 
 type rootsJSON struct {

@@ -41,6 +41,7 @@ func Example() {
 	// Output:
 	// create_session
 	// get_transcript
+	// get_usage
 	// interrupt
 	// list_engines
 	// list_sessions

@@ -237,6 +237,7 @@ func (s *Server) addTools() {
 		s.runTurn)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "get_transcript", Description: "A session's messages and tool calls, oldest first.", Annotations: ro},
 		s.transcript)
+	s.addUsageTool(ro) // usage.go
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "interrupt", Description: "Stop a session's running turn."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in SessionIn) (*mcp.CallToolResult, InterruptOut, error) {
 			if err := checkID(in.SessionID); err != nil {

@@ -122,7 +122,7 @@ func TestToolsEndToEnd(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if got := strings.Join(names, ","); got != "create_session,get_transcript,interrupt,list_engines,list_sessions,run_turn" {
+	if got := strings.Join(names, ","); got != "create_session,get_transcript,get_usage,interrupt,list_engines,list_sessions,run_turn" {
 		t.Fatalf("tools %s", got)
 	}
 	var eng mcpserver.ListEnginesOut
@@ -169,6 +169,11 @@ func TestToolsEndToEnd(t *testing.T) {
 	var ls mcpserver.ListSessionsOut
 	if msg := call(t, cs, "list_sessions", map[string]any{}, &ls); msg != "" || len(ls.Sessions) != 1 || ls.Sessions[0].ID != s.SessionID {
 		t.Fatalf("list_sessions %q %+v", msg, ls)
+	}
+	var us mcpserver.GetUsageOut
+	if msg := call(t, cs, "get_usage", map[string]any{"by": "session"}, &us); msg != "" || us.Total.Turns != 1 || us.Total.InputTokens < 10 ||
+		us.Total.CostUSD <= 0 || len(us.Groups) != 1 || us.Groups[0].Key != s.SessionID {
+		t.Fatalf("get_usage %q %+v", msg, us)
 	}
 	var in mcpserver.InterruptOut
 	if msg := call(t, cs, "interrupt", map[string]any{"sessionId": s.SessionID}, &in); msg != "" || in.Interrupted {

@@ -543,6 +543,10 @@ func (h *handler) OnUsage(model string, u Usage) {
 	h.usage.OutputTokens += u.OutputTokens
 	h.usage.CacheReadTokens += u.CacheReadTokens
 	h.usage.CacheWriteTokens += u.CacheWriteTokens
+	// Each call's usage as it is known (the core prices it from the one
+	// table, as Cost above does).
+	h.t.emit(event.Event{Type: event.TypeUsageUpdate, Usage: &event.UsageUpdate{Model: model,
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens}})
 }
 
 // flushText completes a text block cut off by a cancel: its deltas were

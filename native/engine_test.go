@@ -83,7 +83,7 @@ func TestEngineTurnEventsAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := drain(t, tr)
-	want := []string{"session:init", "thinking:delta", "chat:delta", "chat:complete", "tool:start", "tool:result", "chat:delta", "chat:complete", "session:complete", "process:exit"}
+	want := []string{"session:init", "thinking:delta", "chat:delta", "chat:complete", "tool:start", "usage:update", "tool:result", "chat:delta", "chat:complete", "usage:update", "session:complete", "process:exit"}
 	if got := types(evs); !slices.Equal(got, want) {
 		t.Fatalf("events %v\nwant %v", got, want)
 	}

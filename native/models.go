@@ -1,6 +1,10 @@
 package native
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/chirality/harness/usage"
+)
 
 // DefaultModel is the current Haiku. The specification named
 // claude-3-haiku-20240307, which the API has retired.
@@ -68,46 +72,15 @@ func UpgradeRetired(id string) string {
 }
 
 // Price is a model's price in US dollars per million tokens.
-type Price struct {
-	Input, Output float64
-}
+type Price = usage.Price
 
-// Prices by model family, per million tokens (Anthropic's list prices):
-// cache reads cost 0.1× the input price, cache writes 1.25×. A model
-// this table does not know is priced as Sonnet, and the cost is an
-// estimate either way.
-var Prices = []struct {
-	Prefix string
-	Price  Price
-}{
-	{"claude-haiku-5", Price{1, 5}},
-	{"claude-haiku-4", Price{1, 5}},
-	{"claude-3-5-haiku", Price{0.8, 4}},
-	{"claude-3-haiku", Price{0.25, 1.25}},
-	{"claude-sonnet", Price{3, 15}},
-	{"claude-3-5-sonnet", Price{3, 15}},
-	{"claude-3-7-sonnet", Price{3, 15}},
-	{"claude-opus-4-0", Price{15, 75}},
-	{"claude-opus-4-1", Price{15, 75}},
-	{"claude-opus-4-2", Price{15, 75}},
-	{"claude-opus", Price{5, 25}},
-	{"claude-3-opus", Price{15, 75}},
-}
+// Prices is the harness's one price table (package usage).
+var Prices = usage.Prices
 
 // PriceOf returns model's price.
-func PriceOf(model string) Price {
-	m := trimModel(model)
-	for _, p := range Prices {
-		if strings.HasPrefix(m, p.Prefix) {
-			return p.Price
-		}
-	}
-	return Price{3, 15}
-}
+func PriceOf(model string) Price { return usage.PriceOf(trimModel(model)) }
 
 // Cost is what u costs on model, in US dollars.
 func Cost(model string, u Usage) float64 {
-	p := PriceOf(model)
-	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
-		float64(u.CacheReadTokens)*p.Input*0.1 + float64(u.CacheWriteTokens)*p.Input*1.25) / 1e6
+	return usage.Cost(trimModel(model), u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens)
 }

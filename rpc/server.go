@@ -515,8 +515,10 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, *Error) {
 		return s.turnSteer(ctx, req.Params)
 	case "plan.decide":
 		return s.planDecide(req.Params)
+	case "usage.get":
+		return s.usageGet(req.Params)
 	}
-	return nil, errorf(CodeMethodNotFound, fmt.Sprintf("method not found: %q (initialize, thread.create, thread.list, thread.get, turn.start, turn.cancel, approval.respond; extensions: thread.update, thread.turns, thread.fork, thread.rollback, turn.steer, plan.decide)", clip(req.Method)))
+	return nil, errorf(CodeMethodNotFound, fmt.Sprintf("method not found: %q (initialize, thread.create, thread.list, thread.get, turn.start, turn.cancel, approval.respond; extensions: thread.update, thread.turns, thread.fork, thread.rollback, turn.steer, plan.decide, usage.get)", clip(req.Method)))
 }
 
 func nowMS() int64 { return time.Now().UnixMilli() }

@@ -63,6 +63,11 @@ func DecodeEvent(data []byte) (Event, error) {
 		if ev.Conversation == nil {
 			return ev, fmt.Errorf("%w: rewound without conversation", ErrInvalidEvent)
 		}
+	case "usage":
+	case "rate_limit":
+		if ev.Limit == "" || ev.UsedPercent == nil {
+			return ev, fmt.Errorf("%w: rate_limit without limit or usedPercent", ErrInvalidEvent)
+		}
 	case "status":
 		switch ev.State {
 		case "idle", "thinking", "running_tool", "error":

@@ -3,7 +3,9 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -115,6 +117,8 @@ type Model struct {
 	stopping bool           // Ctrl+C sent during a turn
 	trusts   []Event        // the trust notices of the current turn, for /trust
 	queue    []QueuedPrompt // the session's queued prompts, as last listed
+	spent    float64        // the session's cost so far (usage events), USD
+	limits   []Event        // the latest rate_limit of each limit
 }
 
 // NewModel returns a model using act for its requests and hist for the
@@ -390,6 +394,11 @@ func (m *Model) apply(ev Event) {
 	case "rewound":
 		m.endStreaming()
 		m.parts = append(m.parts, &part{kind: "info", text: rewoundText(ev)})
+	case "usage":
+		m.spent += ev.CostUSD
+	case "rate_limit":
+		m.limits = slices.DeleteFunc(m.limits, func(l Event) bool { return l.Limit == ev.Limit })
+		m.limits = append(m.limits, ev)
 	case "status":
 		m.status, m.statusM = ev.State, ev.Message
 		if ev.State == "idle" || ev.State == "error" {
@@ -401,7 +410,7 @@ func (m *Model) apply(ev Event) {
 			m.stopping = false
 		}
 	}
-	if m.scroll > 0 && ev.Type != "status" {
+	if m.scroll > 0 && ev.Type != "status" && ev.Type != "usage" && ev.Type != "rate_limit" {
 		m.newBelow = true
 	}
 }
@@ -581,6 +590,9 @@ func (m *Model) statusLine() string {
 	}
 	if m.rewind != nil {
 		status = "Rewind " + turnsText(m.rewind.Turns) + m.preview + ": f files · c conversation · b both · Esc cancel"
+	}
+	if u := m.usageText(); u != "" {
+		status = strings.TrimSpace(status + "  " + u)
 	}
 	if m.conn != "" {
 		status = strings.TrimSpace(status + "  [" + m.conn + "]")
@@ -813,4 +825,30 @@ func previewText(p PreviewMsg) string {
 		}
 	}
 	return " (to before “" + string(text) + "”; " + files + ")"
+}
+
+// usageText is what the session spent and its nearest rate limit (the
+// most used): "$0.0123 · five_hour 83% (resets 14:05)"; empty before any.
+func (m *Model) usageText() string {
+	var parts []string
+	if m.spent != 0 {
+		parts = append(parts, fmt.Sprintf("$%.4f", m.spent))
+	}
+	var near *Event
+	for i := range m.limits {
+		if l := &m.limits[i]; near == nil || *l.UsedPercent > *near.UsedPercent {
+			near = l
+		}
+	}
+	if near != nil {
+		t := near.Limit
+		if *near.UsedPercent >= 0 {
+			t += fmt.Sprintf(" %.0f%%", *near.UsedPercent)
+		}
+		if near.ResetsAt > 0 {
+			t += " (resets " + time.Unix(near.ResetsAt, 0).Local().Format("Jan 2 15:04") + ")"
+		}
+		parts = append(parts, t)
+	}
+	return strings.Join(parts, " · ")
 }

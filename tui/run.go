@@ -283,7 +283,7 @@ func (c *client) stream(ctx context.Context, send func(tea.Msg), logger *log.Log
 	backoff := 500 * time.Millisecond
 	lastID := ""
 	for ctx.Err() == nil {
-		r, err := http.NewRequestWithContext(ctx, "GET", c.url+"/events?deltas=1", nil)
+		r, err := http.NewRequestWithContext(ctx, "GET", c.url+"/events?deltas=1&usage=1", nil)
 		if err != nil {
 			send(ConnMsg(err.Error()))
 			return

@@ -43,7 +43,8 @@ the project's tree; --sandbox runs its agent in the kernel sandbox.
                    block), tool_call, tool_result, status, approval,
                    approval_resolved; every event has an id, and
                    Last-Event-ID (or ?after=ID) replays from the log;
-                   ?deltas=1 adds text_delta / reasoning_delta
+                   ?deltas=1 adds text_delta / reasoning_delta;
+                   ?usage=1 adds usage and rate_limit
   POST /prompt     {"content": "…"}             (409 while one runs)
   POST /cancel                                   interrupt the turn
   POST /approval   {"requestId": "…", "decision": "allow|deny|always"}

@@ -7,6 +7,7 @@
 //	harness sessions list|show|rm              stored sessions
 //	harness personas list|show|prompt          personas and the prompt they build
 //	harness trust list|show|accept             see and trust what an agent cannot grant itself
+//	harness usage [--by session|engine|model|day]  what the sessions' turns used and cost
 //	harness agent serve [flags]                one conversation over HTTP (what harness tui talks to)
 //	harness rpc [flags]                        JSON-RPC 2.0 on stdin/stdout: threads, turns, approvals
 //	harness tui [flags]                        a conversation with the agent in the terminal

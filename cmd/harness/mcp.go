@@ -21,7 +21,7 @@ const mcpUsage = `usage: harness mcp [flags]
 
 Serves the harness as a Model Context Protocol server on stdin/stdout (one
 client; stdout carries only MCP, logs go to stderr). Tools: list_engines,
-list_sessions, create_session, run_turn, get_transcript, interrupt (package
+list_sessions, create_session, run_turn, get_transcript, get_usage, interrupt (package
 mcpserver documents them). Project roots must lie in a --root. A tool that
 asks for approval is asked of the client's user by MCP elicitation where the
 client supports it, else denied. It ends at the end of its input or on

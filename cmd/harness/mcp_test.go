@@ -87,7 +87,7 @@ func TestMCPCommandDemo(t *testing.T) {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	cs, end := mcpClient(t, "--demo", "--root", root, "--state-dir", t.TempDir())
 	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 6 {
+	if err != nil || len(tools.Tools) != 7 {
 		t.Fatalf("tools %v %v", err, tools)
 	}
 	var s struct{ SessionID, Engine string }

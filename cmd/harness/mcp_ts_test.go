@@ -71,7 +71,7 @@ func TestMCPTypeScriptSDKClient(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if got.Server.Name != "harness" || strings.Join(got.Tools, ",") != "create_session,get_transcript,interrupt,list_engines,list_sessions,run_turn" {
+	if got.Server.Name != "harness" || strings.Join(got.Tools, ",") != "create_session,get_transcript,get_usage,interrupt,list_engines,list_sessions,run_turn" {
 		t.Errorf("server %+v tools %v", got.Server, got.Tools)
 	}
 	if got.Turn.Status != "completed" || got.Turn.Final == "" || len(got.Turn.Tools) == 0 || got.Progress == 0 {

@@ -37,7 +37,7 @@ func TestTurnJSONFromReplayedCLI(t *testing.T) {
 		}
 		types = append(types, e.Type)
 	}
-	want := []event.Type{"session:init", "chat:delta", "tool:start", "tool:result", "chat:delta", "chat:complete", "session:complete", "process:exit"}
+	want := []event.Type{"session:init", "chat:delta", "tool:start", "usage:update", "tool:result", "chat:delta", "usage:update", "chat:complete", "session:complete", "process:exit"}
 	if strings.Join(toStrings(types), ",") != strings.Join(toStrings(want), ",") {
 		t.Errorf("events %v, want %v", types, want)
 	}

@@ -31,6 +31,7 @@ type FakeAPI struct {
 	responder func(*Request) Reply
 	requests  []Request
 	seq       int
+	headers   map[string]string
 }
 
 // Reply is one scripted answer.
@@ -157,6 +158,15 @@ func (f *FakeAPI) SetResponder(fn func(*Request) Reply) {
 	f.mu.Unlock()
 }
 
+// SetHeaders sends headers with every answer from now on:
+// x-codex-primary-used-percent and its kin make Codex report its rate
+// limits.
+func (f *FakeAPI) SetHeaders(h map[string]string) {
+	f.mu.Lock()
+	f.headers = h
+	f.mu.Unlock()
+}
+
 // Requests returns a copy of the requests received so far.
 func (f *FakeAPI) Requests() []Request {
 	f.mu.Lock()
@@ -253,6 +263,11 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": rep.ErrorMessage, "type": "fake_error"}})
 		return
 	}
+	f.mu.Lock()
+	for k, v := range f.headers {
+		w.Header().Set(k, v)
+	}
+	f.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)

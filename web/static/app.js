@@ -10,6 +10,7 @@ import { ConsoleNotifier } from "./notify.js";
 import { QueuePanel } from "./queue.js";
 import { planCard, updatePlanCard, decidePlan } from "./plan.js";
 import { Board } from "./board.js";
+import { initUsage, showSpend } from "./usage.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "harness.token";
@@ -24,6 +25,7 @@ let token = safeStorage(() => sessionStorage.getItem(TOKEN_KEY)) || "";
 const api = new Api(() => token);
 const queue = new QueuePanel({ api, root: $("queue-panel"), toast }); // queue.js
 const notifier = new ConsoleNotifier({ open: (id) => (location.hash = `#s=${encodeURIComponent(id)}`) }); // notify.js
+initUsage(api, () => state.current?.projectRoot || ""); // usage.js: the usage view
 
 const state = {
   sessions: [],
@@ -476,6 +478,7 @@ async function openSession(id) {
     if (state.currentId !== id) return;
     state.current = { ...env.session, permissionMode: env.permissionMode };
     renderTitle();
+    showSpend(env); // usage.js: its spend against its budget
   } catch (e) {
     if (state.currentId !== id) return;
     if (e instanceof ApiError && e.status === 404) {

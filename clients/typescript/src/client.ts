@@ -20,6 +20,9 @@ import {
   type HarnessEvent,
   type Health,
   HealthSchema,
+  type UsageBy,
+  type UsageReport,
+  UsageReportSchema,
   type Persona,
   PersonaListSchema,
   ForkRequestSchema,
@@ -242,6 +245,17 @@ export class HarnessClient {
   /** GET /health */
   async health(signal?: AbortSignal): Promise<Health> {
     return HealthSchema.parse(await this.json("GET", "health", undefined, signal));
+  }
+
+  /** GET /usage: what the sessions' turns used, grouped by session, engine,
+   * model or day; since is RFC 3339 or YYYY-MM-DD. */
+  async usage(q: { by?: UsageBy; since?: string; projectRoot?: string } = {}, signal?: AbortSignal): Promise<UsageReport> {
+    const p = new URLSearchParams();
+    if (q.by) p.set("by", q.by);
+    if (q.since) p.set("since", q.since);
+    if (q.projectRoot) p.set("projectRoot", q.projectRoot);
+    const qs = p.toString();
+    return UsageReportSchema.parse(await this.json("GET", qs ? `usage?${qs}` : "usage", undefined, signal));
   }
 
   /** GET /personas: the personas a session can be created with. */
@@ -694,6 +708,7 @@ async function errorFrom(res: Response): Promise<HarnessError> {
 // The same operations as plain functions taking the options first.
 
 export const health = (o: ClientOptions) => new HarnessClient(o).health();
+export const usage = (o: ClientOptions, q: { by?: UsageBy; since?: string; projectRoot?: string } = {}) => new HarnessClient(o).usage(q);
 export const listPersonas = (o: ClientOptions) => new HarnessClient(o).listPersonas();
 export const createSession = (o: ClientOptions, req: CreateSessionRequest) => new HarnessClient(o).createSession(req);
 export const listSessions = (o: ClientOptions, projectRoot?: string) => new HarnessClient(o).listSessions(projectRoot);

@@ -62,6 +62,12 @@ export const ApprovalResolvedEventSchema = z.looseObject({
 });
 export type ApprovalResolvedEvent = z.infer<typeof ApprovalResolvedEventSchema>;
 
+export const BudgetSchema = z.looseObject({
+  maxCostUsd: z.number().optional(),
+  maxTokens: z.number().int().optional(),
+});
+export type Budget = z.infer<typeof BudgetSchema>;
+
 export const ChatCompleteEventSchema = z.looseObject({
   /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
   seq: z.number().int().min(1).optional(),
@@ -110,6 +116,8 @@ export const CreateSessionRequestSchema = z.strictObject({
   branch: z.string().optional(),
   /** run every turn's agent in the kernel sandbox (Landlock): it and what it starts write only the workdir (not its protected paths), its own state directories and a private temporary directory; a turn on a kernel without Landlock fails with 503, never unsandboxed */
   sandbox: z.boolean().optional(),
+  /** what the session's turns may spend, set by a person; the turn that crosses it ends with budget_exceeded and later turns answer 422 until it is raised */
+  budget: BudgetSchema.optional(),
 });
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 
@@ -156,7 +164,7 @@ export type TrustChange = z.infer<typeof TrustChangeSchema>;
 /** A UI event: the discriminated union on `type`. Every event has `seq` (its place in the session's event log, also the SSE id) and `sessionId` (the harness session). A turn ends with exactly one process:exit. A session:error of kind resume_not_found is followed by a fresh session:init in the same turn. Every turn starts with user:message, or, for a turn run from the session's queue, with prompt:dequeued (reason started) just before it. prompt:queued (promptId, position, message) says a prompt was queued behind the running turn; prompt:dequeued (promptId, reason: started, deleted, or failed with error) says it left the queue; neither ends anything. approval:requested asks a person whether a tool may run (answer with POST /approval); approval:resolved says how it was decided. session:retry says the engine is retrying the model API after a failed request (attempt of maxRetries, in delayMs, error; apiErrorStatus when the API answered); it may come any number of times and ends nothing. session:forked is the first event of a fork's own after the records copied from its source (from: the source session, atSeq: where it was cut, 0 = all of it); session:rewound says a rewind happened (toTurn, files: the paths restored, conversation: whether the conversation was cut); both stand outside any turn. session:complete may carry checkpoint, the engine's opaque position in its conversation. trust:required says what a turn does not honour until a person trusts it (after user:message, before session:init; it ends nothing): kind persona (path: the persona file, name: its ID, hash, changes: each widened grant with what was trusted and what the file says now; the turn runs with the trusted grants), mcp (name: a project .mcp.json server, hash: its definition's; not started, and session:init lists it with status untrusted) or session (path: the session file, rules and changes: what it says that no person gave the session; not honoured); message says it in a sentence. A person trusts with POST /trust. */
 export const EventSchema = z.looseObject({
   seq: z.number().int().min(1),
-  type: z.enum(["user:message", "session:init", "chat:delta", "thinking:delta", "chat:complete", "tool:start", "tool:result", "session:complete", "session:error", "session:retry", "process:exit", "approval:requested", "approval:resolved", "session:forked", "session:rewound", "trust:required", "prompt:queued", "prompt:dequeued"]),
+  type: z.enum(["user:message", "session:init", "chat:delta", "thinking:delta", "chat:complete", "tool:start", "tool:result", "session:complete", "session:error", "session:retry", "process:exit", "approval:requested", "approval:resolved", "session:forked", "session:rewound", "trust:required", "prompt:queued", "prompt:dequeued", "plan:ready", "plan:resolved", "usage:update", "rate_limit"]),
   sessionId: z.string(),
   parentToolUseId: z.string().optional(),
   /** user:message, chat:delta, thinking:delta, chat:complete */
@@ -189,6 +197,13 @@ export const EventSchema = z.looseObject({
   apiErrorStatus: z.number().int().optional(),
   exitCode: z.number().int().optional(),
   stderrTail: z.string().optional(),
+  budget: z.looseObject({
+    scope: z.string(),
+    maxCostUsd: z.number().optional(),
+    maxTokens: z.number().int().optional(),
+    spentCostUsd: z.number(),
+    spentTokens: z.number().int(),
+  }).optional(),
   code: z.number().int().optional(),
   /** process:exit: the signal that ended the process, null when none */
   signal: z.string().nullable().optional(),
@@ -236,6 +251,16 @@ export const EventSchema = z.looseObject({
   plan: z.string().optional(),
   mode: z.string().optional(),
   feedback: z.string().optional(),
+  inputTokens: z.number().int().optional(),
+  outputTokens: z.number().int().optional(),
+  cacheReadTokens: z.number().int().optional(),
+  cacheWriteTokens: z.number().int().optional(),
+  costEstimated: z.boolean().optional(),
+  limit: z.string().optional(),
+  usedPercent: z.number().optional(),
+  status: z.string().optional(),
+  resetsAt: z.number().int().optional(),
+  windowMinutes: z.number().int().optional(),
 });
 export type Event = z.infer<typeof EventSchema>;
 
@@ -382,6 +407,13 @@ export const SessionErrorEventSchema = z.looseObject({
   exitCode: z.number().int().optional(),
   stderrTail: z.string().optional(),
   costUsd: z.number().optional(),
+  budget: z.looseObject({
+    scope: z.string(),
+    maxCostUsd: z.number().optional(),
+    maxTokens: z.number().int().optional(),
+    spentCostUsd: z.number(),
+    spentTokens: z.number().int(),
+  }).optional(),
 });
 export type SessionErrorEvent = z.infer<typeof SessionErrorEventSchema>;
 
@@ -503,6 +535,73 @@ export const PromptDequeuedEventSchema = z.looseObject({
 });
 export type PromptDequeuedEvent = z.infer<typeof PromptDequeuedEventSchema>;
 
+export const PlanReadyEventSchema = z.looseObject({
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  type: z.literal("plan:ready"),
+  sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  planId: z.string(),
+  plan: z.string(),
+  toolUseId: z.string().optional(),
+  expiresAt: z.string(),
+});
+export type PlanReadyEvent = z.infer<typeof PlanReadyEventSchema>;
+
+export const PlanResolvedEventSchema = z.looseObject({
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  type: z.literal("plan:resolved"),
+  sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  planId: z.string(),
+  decision: z.string(),
+  mode: z.string().optional(),
+  feedback: z.string().optional(),
+  by: z.string(),
+});
+export type PlanResolvedEvent = z.infer<typeof PlanResolvedEventSchema>;
+
+export const UsageUpdateEventSchema = z.looseObject({
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  type: z.literal("usage:update"),
+  sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  engine: z.string().optional(),
+  model: z.string().optional(),
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  cacheReadTokens: z.number().int(),
+  cacheWriteTokens: z.number().int(),
+  costUsd: z.number(),
+  costEstimated: z.boolean().optional(),
+});
+export type UsageUpdateEvent = z.infer<typeof UsageUpdateEventSchema>;
+
+export const RateLimitEventSchema = z.looseObject({
+  /** its place in the session's event log (also the SSE id); absent on an event not yet stored */
+  seq: z.number().int().min(1).optional(),
+  type: z.literal("rate_limit"),
+  sessionId: z.string(),
+  parentToolUseId: z.string().optional(),
+  /** when the event happened (Unix ms), stamped once as it is stored */
+  timestamp: z.number().int().optional(),
+  engine: z.string().optional(),
+  limit: z.string(),
+  usedPercent: z.number(),
+  status: z.string().optional(),
+  resetsAt: z.number().int().optional(),
+  windowMinutes: z.number().int().optional(),
+});
+export type RateLimitEvent = z.infer<typeof RateLimitEventSchema>;
+
 /** An event of a type this version knows, each type with its own fields (the per-type schemas below). */
 export const KnownEventSchema = z.discriminatedUnion("type", [
   UserMessageEventSchema,
@@ -523,6 +622,10 @@ export const KnownEventSchema = z.discriminatedUnion("type", [
   TrustRequiredEventSchema,
   PromptQueuedEventSchema,
   PromptDequeuedEventSchema,
+  PlanReadyEventSchema,
+  PlanResolvedEventSchema,
+  UsageUpdateEventSchema,
+  RateLimitEventSchema,
 ]);
 export type KnownEvent = z.infer<typeof KnownEventSchema>;
 
@@ -579,6 +682,8 @@ export const PatchSessionRequestSchema = z.strictObject({
   permissionMode: z.string().optional(),
   /** reasoning effort for engines that take one (low, medium, high, …; "" = the engine's default) */
   effort: z.string().optional(),
+  /** replaces the session's budget, set by a person (a zero one removes it) */
+  budget: BudgetSchema.optional(),
 });
 export type PatchSessionRequest = z.infer<typeof PatchSessionRequestSchema>;
 
@@ -753,12 +858,26 @@ export const SessionDiffSchema = z.looseObject({
 });
 export type SessionDiff = z.infer<typeof SessionDiffSchema>;
 
+export const UsageTotalsSchema = z.looseObject({
+  costUsd: z.number(),
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  cacheReadTokens: z.number().int(),
+  cacheWriteTokens: z.number().int(),
+  turns: z.number().int(),
+});
+export type UsageTotals = z.infer<typeof UsageTotalsSchema>;
+
 export const SessionEnvelopeSchema = z.looseObject({
   session: SessionSchema,
   /** approval requests the session waits on now */
   pendingApprovals: z.array(ApprovalRequestedSchema),
   /** the permission mode the session's turns run in (server setting over persona over dontAsk) */
   permissionMode: z.string().optional(),
+  /** what the session's turns used (GET /session/{id} only) */
+  usage: UsageTotalsSchema.optional(),
+  /** the session's budget ({} when none) */
+  budget: BudgetSchema.optional(),
 });
 export type SessionEnvelope = z.infer<typeof SessionEnvelopeSchema>;
 
@@ -855,3 +974,28 @@ export const TurnRequestSchema = z.strictObject({
   queue: z.boolean().optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequestSchema>;
+
+export const UsageGroupSchema = z.looseObject({
+  key: z.string(),
+  costUsd: z.number(),
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  cacheReadTokens: z.number().int(),
+  cacheWriteTokens: z.number().int(),
+  turns: z.number().int(),
+});
+export type UsageGroup = z.infer<typeof UsageGroupSchema>;
+
+export const UsageReportSchema = z.looseObject({
+  total: UsageTotalsSchema,
+  groups: z.array(UsageGroupSchema),
+  rateLimits: z.array(z.looseObject({
+    engine: z.string().optional(),
+    limit: z.string(),
+    usedPercent: z.number(),
+    status: z.string().optional(),
+    resetsAt: z.number().int().optional(),
+    windowMinutes: z.number().int().optional(),
+  })),
+});
+export type UsageReport = z.infer<typeof UsageReportSchema>;

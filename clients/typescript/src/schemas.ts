@@ -138,6 +138,25 @@ export type ErrorBody = gen.Error;
 export const HealthSchema = gen.HealthSchema;
 export type Health = gen.Health;
 
+// Steering and plan review (POST /session/{id}/steer, /plan).
+export const SteerRequestSchema = gen.SteerRequestSchema;
+export type SteerRequest = gen.SteerRequest;
+export const SteerAnswerSchema = gen.SteerAnswerSchema;
+export type SteerAnswer = gen.SteerAnswer;
+export const PlanDecisionSchema = gen.PlanDecisionRequestSchema;
+export type PlanDecision = gen.PlanDecisionRequest;
+export const PlanDecisionAnswerSchema = gen.PlanDecisionAnswerSchema;
+export type PlanDecisionAnswer = gen.PlanDecisionAnswer;
+
+// Usage and budgets (GET /usage; budget on create and PATCH).
+export const BudgetSchema = gen.BudgetSchema;
+export type Budget = gen.Budget;
+export const UsageTotalsSchema = gen.UsageTotalsSchema;
+export type UsageTotals = gen.UsageTotals;
+export const UsageReportSchema = gen.UsageReportSchema;
+export type UsageReport = gen.UsageReport;
+export type UsageBy = "session" | "engine" | "model" | "day";
+
 export const PersonaSchema = gen.PersonaSchema;
 export type Persona = gen.Persona;
 export const PersonaListSchema = z.array(PersonaSchema);
@@ -202,6 +221,10 @@ export type SessionRewoundEvent = gen.SessionRewoundEvent;
 export type TrustRequiredEvent = gen.TrustRequiredEvent;
 export type PromptQueuedEvent = gen.PromptQueuedEvent;
 export type PromptDequeuedEvent = gen.PromptDequeuedEvent;
+export type PlanReadyEvent = gen.PlanReadyEvent;
+export type PlanResolvedEvent = gen.PlanResolvedEvent;
+export type UsageUpdateEvent = gen.UsageUpdateEvent;
+export type RateLimitEvent = gen.RateLimitEvent;
 export type KnownEvent = gen.KnownEvent;
 
 /** An event whose type this client does not know. It is kept, not dropped:
