@@ -103,7 +103,7 @@ func New(cfg Config) (*Harness, error) {
 		}
 		h.roots = append(h.roots, real)
 	}
-	st, err := session.Open(session.Config{StateDir: c.StateDir, Logger: c.Logger})
+	st, err := session.Open(session.Config{StateDir: c.StateDir, Logger: c.Logger, OnAppend: c.OnEvent})
 	if err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
