@@ -32,7 +32,8 @@ type Config struct {
 	// port 0 picks one). Routes carry every session's events: keep them
 	// on loopback or a private network, and set Secret.
 	Listen string
-	// Peers are the other nodes' Listen addresses (host:port).
+	// Peers are the other nodes' Listen addresses (host:port). With none
+	// the node is a cluster of one: JetStream alone, no routes taken.
 	Peers []string
 	// Dir holds JetStream's store (the node's state directory).
 	Dir string
@@ -196,12 +197,23 @@ func serverOptions(cfg Config, clientToken string) (*server.Options, error) {
 		StoreDir:      store,
 		MaxPayload:    MaxPayload,
 		NoSigs:        true,
-		NoLog:         true,
+		NoLog:         true, // its Fatalf would exit the process; errors come back as Start's
+		// Bounded: the events stream (MaxBytes) and the small buckets.
+		JetStreamMaxMemory: 64 << 20,
+		JetStreamMaxStore:  2*cfg.MaxBytes + 256<<20,
 		Cluster: server.ClusterOpts{
 			Name: cfg.Cluster, Host: host, Port: port,
 			Username: secretUser(cfg.Secret), Password: cfg.Secret,
 			ConnectRetries: 120,
 		},
+	}
+	if len(cfg.Peers) == 0 {
+		// A cluster of one: JetStream in a cluster will not start without
+		// a route (a route to itself is dropped as a duplicate), so a node
+		// without peers runs JetStream alone and takes no routes; nodes
+		// join a cluster by naming each other as peers.
+		opts.Cluster = server.ClusterOpts{}
+		return opts, nil
 	}
 	if port == 0 {
 		opts.Cluster.Port = server.RANDOM_PORT
