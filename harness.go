@@ -528,12 +528,12 @@ func (h *Harness) SessionIn(projectRoot, id string) (*session.Session, error) {
 
 // SessionSummary is one entry of ListSessions.
 type SessionSummary struct {
-	ID              string    `json:"id"`
+	ID              string    `json:"id" oa:"format=uuid"`
 	CreatedAt       time.Time `json:"createdAt"`
 	UpdatedAt       time.Time `json:"updatedAt"`
 	ProjectRoot     string    `json:"projectRoot"`
 	Persona         *string   `json:"persona"`
-	Mode            string    `json:"mode"`
+	Mode            string    `json:"mode" oa:"ref=Mode"`
 	ClaudeSessionID *string   `json:"claudeSessionId"`
 	// Engine runs the session; Model is the one asked for ("" = default).
 	Engine string `json:"engine"`
@@ -545,7 +545,7 @@ type SessionSummary struct {
 	// Running is true while the session has a turn running;
 	// PendingApprovals counts the questions it waits on.
 	Running          bool `json:"running"`
-	PendingApprovals int  `json:"pendingApprovals"`
+	PendingApprovals int  `json:"pendingApprovals" oa:"min=0"`
 }
 
 func nullable(s string) *string {
@@ -738,7 +738,7 @@ type PersonaInfo struct {
 	SourceFile     string   `json:"sourceFile"`
 	// Error is set, and the fields above may be empty, for a persona
 	// file that cannot be used.
-	Error string `json:"error,omitempty"`
+	Error string `json:"error,omitempty" doc:"set when the persona file cannot be used"`
 }
 
 // Personas lists the personas of the project at projectRoot ("" = the

@@ -86,7 +86,7 @@ type MergeOptions struct {
 // MergeResult is a merge done: the target branch and its new tip.
 type MergeResult struct {
 	Merged bool   `json:"merged"`
-	Commit string `json:"commit"`
+	Commit string `json:"commit" doc:"the target's new tip"`
 	Into   string `json:"into"`
 }
 

@@ -214,17 +214,17 @@ type Status struct {
 	Kind      string `json:"kind"`
 	Available bool   `json:"available"`
 	// Reason says what is missing and how to get it, when not available.
-	Reason  string `json:"reason,omitempty"`
+	Reason  string `json:"reason,omitempty" doc:"what is missing and how to get it"`
 	Version string `json:"version,omitempty"`
 	// Controls are the conversation controls the engine supports (filled
 	// by the core from Controller; all false for other engines).
-	Controls Controls `json:"controls"`
+	Controls Controls `json:"controls" oa:"optional" doc:"the conversation controls this engine supports"`
 }
 
 // Controls says which conversation controls an engine supports.
 type Controls struct {
-	Fork   bool `json:"fork"`   // Request.Fork works
-	Rewind bool `json:"rewind"` // Request.ResumeAt works
+	Fork   bool `json:"fork" doc:"POST /session/{id}/fork works"`                                                                   // Request.Fork works
+	Rewind bool `json:"rewind" doc:"POST /session/{id}/rewind with conversation:true works (files can be rewound on every engine)"` // Request.ResumeAt works
 }
 
 // Controller is implemented by engines that support any conversation

@@ -55,6 +55,15 @@ const (
 	TypePromptDequeued Type = "prompt:dequeued"
 )
 
+// Types are the event types a door may receive (the wire schema's enum of
+// type; add a new type here too).
+var Types = []Type{
+	TypeUserMessage, TypeSessionInit, TypeChatDelta, TypeThinkingDelta, TypeChatComplete,
+	TypeToolStart, TypeToolResult, TypeSessionComplete, TypeSessionError, TypeSessionRetry,
+	TypeProcessExit, TypeApprovalRequested, TypeApprovalResolved, TypeSessionForked,
+	TypeSessionRewound, TypeTrustRequired, TypePromptQueued, TypePromptDequeued,
+}
+
 // Event is one UI event: a discriminated union on Type. Text is set for
 // chat:delta, thinking:delta and chat:complete; exactly one of the pointer
 // fields is set for the other types:
@@ -118,20 +127,20 @@ type Event struct {
 // /api/harness/trust, `harness trust accept`); Message says it in a
 // sentence.
 type TrustRequired struct {
-	Kind    string        `json:"kind"`
+	Kind    string        `json:"kind" oa:"enum=persona|mcp|session,open"`
 	Name    string        `json:"name,omitempty"`
-	Path    string        `json:"path,omitempty"`
-	Hash    string        `json:"hash,omitempty"`
-	Changes []TrustChange `json:"changes,omitempty"`
-	Rules   []string      `json:"rules,omitempty"`
+	Path    string        `json:"path,omitempty" doc:"trust:required: the persona or session file"`
+	Hash    string        `json:"hash,omitempty" doc:"trust:required: what POST /trust accepts"`
+	Changes []TrustChange `json:"changes,omitempty" doc:"trust:required: the grants that widened"`
+	Rules   []string      `json:"rules,omitempty" doc:"trust:required (session): the session file's rules no person gave"`
 	Message string        `json:"message"`
 }
 
 // PromptQueued is the payload of prompt:queued: prompt PromptID was
 // queued at Position (0 = next to run) with Message.
 type PromptQueued struct {
-	PromptID string `json:"promptId"`
-	Position int    `json:"position"`
+	PromptID string `json:"promptId" doc:"prompt:queued, prompt:dequeued"`
+	Position int    `json:"position" doc:"prompt:queued"`
 	Message  string `json:"message"`
 }
 
@@ -146,14 +155,14 @@ const (
 // the queue for Reason (started, deleted, failed).
 type PromptDequeued struct {
 	PromptID string `json:"promptId"`
-	Reason   string `json:"reason"`
+	Reason   string `json:"reason" oa:"enum=started|deleted|failed,open" doc:"prompt:dequeued"`
 	Error    string `json:"error,omitempty"`
 }
 
 // TrustChange is one widened grant: the frontmatter key, what a person
 // trusted and what the file says now.
 type TrustChange struct {
-	Field   string `json:"field"`
+	Field   string `json:"field" doc:"the frontmatter key (tools, disallowed_tools, auto_approve_tools, permission_mode, engine, mcp_servers) or the session field (persona, permissionMode, engine)"`
 	Trusted string `json:"trusted"`
 	Now     string `json:"now"`
 }
@@ -162,8 +171,8 @@ type TrustChange struct {
 // from session From, keeping its conversation up to and including the
 // turn that holds event AtSeq (0 = all of it).
 type SessionForked struct {
-	From  string `json:"from"`
-	AtSeq int64  `json:"atSeq"`
+	From  string `json:"from" doc:"session:forked: the source session"`
+	AtSeq int64  `json:"atSeq" oa:"min=0" doc:"session:forked: the seq the fork was cut at, 0 = the whole conversation"`
 }
 
 // SessionRewound is the payload of session:rewound: the session went back
@@ -171,9 +180,9 @@ type SessionForked struct {
 // the project paths restored (empty when files were not rewound);
 // Conversation says whether the conversation was cut there.
 type SessionRewound struct {
-	ToTurn       int64    `json:"toTurn"`
-	Files        []string `json:"files"`
-	Conversation bool     `json:"conversation"`
+	ToTurn       int64    `json:"toTurn" oa:"min=1" doc:"session:rewound: the user:message seq of the first turn undone"`
+	Files        []string `json:"files" oa:"nullable" doc:"session:rewound: the project paths restored"`
+	Conversation bool     `json:"conversation" doc:"session:rewound: the conversation was cut"`
 }
 
 // SessionInit is the payload of session:init.
@@ -201,7 +210,7 @@ type MCPServerStatus struct {
 	Name string `json:"name"`
 	// Status is connected, failed, or pending (still starting), or the
 	// agent's own word when it has another.
-	Status string `json:"status"`
+	Status string `json:"status" doc:"connected, failed or pending (or the agent's own word)"`
 	// Error says why a failed server failed, when the engine knows.
 	Error string `json:"error,omitempty"`
 }
@@ -221,17 +230,17 @@ type ApprovalRequested struct {
 	RequestID string          `json:"requestId"`
 	ToolUseID string          `json:"toolUseId"`
 	ToolName  string          `json:"toolName"`
-	Input     json.RawMessage `json:"input"`
+	Input     json.RawMessage `json:"input" oa:"object"`
 	// Suggestions are the agent's own proposals for an "always allow"
 	// (Claude's permission_suggestions), or null: information only, the
 	// core never stores them.
-	Suggestions json.RawMessage `json:"suggestions"`
+	Suggestions json.RawMessage `json:"suggestions" doc:"the agent's own proposals for an \"always allow\" (Claude's permission_suggestions), or null: information only, never stored"`
 	// Rule is what an "always" answer remembers for the rest of the
 	// session: this use exactly (permrule.Exact), never wider than what
 	// the person sees. Empty when the use cannot be remembered.
-	Rule string `json:"rule,omitempty"`
+	Rule string `json:"rule,omitempty" doc:"what an \"always\" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered"`
 	// ExpiresAt is when the request is denied by timeout (RFC 3339).
-	ExpiresAt string `json:"expiresAt"`
+	ExpiresAt string `json:"expiresAt" oa:"format=date-time"`
 }
 
 // Decisions and deciders of approval:resolved.
@@ -250,8 +259,8 @@ const (
 type ApprovalResolved struct {
 	RequestID string `json:"requestId"`
 	// Decision is DecisionAllow or DecisionDeny; By says who decided.
-	Decision string `json:"decision"`
-	By       string `json:"by"`
+	Decision string `json:"decision" oa:"enum=allow|deny"`
+	By       string `json:"by" oa:"enum=user|rule|timeout|interrupt|shutdown,open"`
 	Message  string `json:"message,omitempty"`
 }
 
@@ -260,7 +269,7 @@ type ApprovalResolved struct {
 type ToolStart struct {
 	ToolUseID string          `json:"toolUseId"`
 	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
+	Input     json.RawMessage `json:"input" oa:"object,nullable"`
 }
 
 // ToolResult is the payload of tool:result; Content is flattened to text.
@@ -275,14 +284,14 @@ type SessionComplete struct {
 	// CostUSD is the CLI's total_cost_usd for the turn's process.
 	CostUSD float64 `json:"costUsd"`
 	// Usage is the CLI's usage object, as sent.
-	Usage      json.RawMessage `json:"usage"`
+	Usage      json.RawMessage `json:"usage" oa:"object,nullable"`
 	NumTurns   int             `json:"numTurns"`
 	DurationMS int64           `json:"durationMs"`
 	// Checkpoint is the engine's opaque position in its conversation
 	// after this turn, for Request.ResumeAt (Claude Code: the last
 	// assistant message's uuid; native: the history's length). Engines
 	// that support rewinding set it on every completed turn.
-	Checkpoint string `json:"checkpoint,omitempty"`
+	Checkpoint string `json:"checkpoint,omitempty" doc:"session:complete: the engine's position in its conversation after the turn"`
 }
 
 // ErrorKind classifies a session:error so a GUI (and errors.Is) can tell an
@@ -302,11 +311,17 @@ const (
 	ErrorStart          ErrorKind = "start"            // the CLI could not be started
 )
 
+// ErrorKinds are the values of ErrorKind (the wire schema's enum).
+var ErrorKinds = []ErrorKind{
+	ErrorInterrupted, ErrorMaxTurns, ErrorMaxBudget, ErrorAPI, ErrorNotLoggedIn,
+	ErrorResumeNotFound, ErrorExecution, ErrorKilled, ErrorProcess, ErrorStart,
+}
+
 // SessionError is the payload of session:error.
 type SessionError struct {
 	// Error is a one-line human-readable description.
 	Error string    `json:"error"`
-	Kind  ErrorKind `json:"kind"`
+	Kind  ErrorKind `json:"kind" oa:"open"`
 	// Subtype is the CLI result's subtype, when a result arrived.
 	Subtype string `json:"subtype,omitempty"`
 	// APIErrorStatus is the HTTP status of an API error, when known.
@@ -326,9 +341,9 @@ type SessionError struct {
 // engines scrub it with ScrubRetryError); APIErrorStatus is the HTTP status
 // when the API answered (0 when it could not be reached).
 type SessionRetry struct {
-	Attempt        int    `json:"attempt"`
-	MaxRetries     int    `json:"maxRetries"`
-	DelayMS        int64  `json:"delayMs"`
+	Attempt        int    `json:"attempt" oa:"min=1" doc:"session:retry: the retry's number, from 1"`
+	MaxRetries     int    `json:"maxRetries" oa:"min=0" doc:"session:retry: the engine's limit, 0 when it does not say"`
+	DelayMS        int64  `json:"delayMs" oa:"min=0" doc:"session:retry: the wait before the request is sent again"`
 	Error          string `json:"error"`
 	APIErrorStatus int    `json:"apiErrorStatus,omitempty"`
 }
@@ -397,7 +412,7 @@ func (r *SessionRetry) Summary() string {
 // the wire form has "signal": null (004: signal: string | null).
 type ProcessExit struct {
 	Code   int    `json:"code"`
-	Signal string `json:"signal,omitempty"`
+	Signal string `json:"signal,omitempty" oa:"nullable" doc:"process:exit: the signal that ended the process, null when none"`
 }
 
 // MarshalJSON writes the flat wire form. It is hand-written because it is

@@ -22,10 +22,10 @@ const conversationTimeout = 2 * time.Minute
 
 type patchRequest struct {
 	Title          *string `json:"title"`
-	Persona        *string `json:"persona"`
-	Model          *string `json:"model"`
-	PermissionMode *string `json:"permissionMode"`
-	Effort         *string `json:"effort"`
+	Persona        *string `json:"persona" doc:"a persona ID, or \"\" for none"`
+	Model          *string `json:"model" doc:"the model of the next turns (\"\" = the persona's or the engine's default)"`
+	PermissionMode *string `json:"permissionMode" doc:"default, acceptEdits, plan, dontAsk, bypassPermissions (the last only where the server allows it), or \"\" for the server's / persona's"`
+	Effort         *string `json:"effort" doc:"reasoning effort for engines that take one (low, medium, high, …; \"\" = the engine's default)"`
 }
 
 // patchSession renames a session and changes what its next turns run with.
@@ -50,7 +50,7 @@ func (g *Gateway) patchSession(w http.ResponseWriter, r *http.Request) {
 }
 
 type forkRequest struct {
-	AtSeq int64 `json:"atSeq"`
+	AtSeq int64 `json:"atSeq" oa:"format=int64,min=0" doc:"keep the conversation up to and including the turn that holds the event of this seq; 0 or absent = all of it"`
 }
 
 // forkSession answers 201 with the new session. The body is optional: none
@@ -79,11 +79,11 @@ func (g *Gateway) forkSession(w http.ResponseWriter, r *http.Request) {
 
 // turnJSON is one turn as the API sends it.
 type turnJSON struct {
-	Seq        int64  `json:"seq"`
-	Text       string `json:"text"`
-	Checkpoint bool   `json:"checkpoint"`
-	Files      bool   `json:"files"`
-	Rewound    bool   `json:"rewound"`
+	Seq        int64  `json:"seq" oa:"format=int64" doc:"the seq of the user:message that opened the turn (toTurn of a rewind)"`
+	Text       string `json:"text" doc:"the user's message"`
+	Checkpoint bool   `json:"checkpoint" doc:"the engine reported a position after this turn: a fork or rewind can cut the conversation right after it (a rewind to a later turn cuts after the last such turn before it)"`
+	Files      bool   `json:"files" doc:"a snapshot of the project's files from before this turn exists"`
+	Rewound    bool   `json:"rewound" doc:"a rewind undid this turn"`
 }
 
 func turnOf(t harness.TurnInfo) turnJSON {
@@ -107,21 +107,21 @@ func (g *Gateway) listTurns(w http.ResponseWriter, r *http.Request) {
 // restored (harness.FileChange) or a preview's (checkpoint.Change, with its
 // patch, cut by the checkpoint store's bounds).
 type changeJSON struct {
-	Path      string `json:"path"`
-	Op        string `json:"op"`
-	Patch     string `json:"patch,omitempty"`
-	Truncated bool   `json:"truncated,omitempty"`
+	Path      string `json:"path" doc:"relative to the project root, with /"`
+	Op        string `json:"op" oa:"enum=added|modified|deleted,open" doc:"what happened to the file since the snapshot (a rewind undoes it)"`
+	Patch     string `json:"patch,omitempty" doc:"a unified diff from the snapshot to the file now (preview only; absent for binary files)"`
+	Truncated bool   `json:"truncated,omitempty" doc:"the patch was cut to the gateway's limit"`
 }
 
 type rewindRequest struct {
-	ToTurn       int64 `json:"toTurn"`
-	Files        bool  `json:"files"`
-	Conversation bool  `json:"conversation"`
+	ToTurn       int64 `json:"toTurn" oa:"format=int64,min=1,required" doc:"the seq of the user:message of the turn to go back to: it and every later turn are undone"`
+	Files        bool  `json:"files" doc:"restore the project's files as they were before that turn"`
+	Conversation bool  `json:"conversation" doc:"cut the conversation there: the next turn continues from before it"`
 }
 
 type rewindJSON struct {
-	Files        []changeJSON `json:"files"`
-	Conversation bool         `json:"conversation"`
+	Files        []changeJSON `json:"files" doc:"the files restored"`
+	Conversation bool         `json:"conversation" doc:"the conversation was cut"`
 }
 
 // rewindSession goes back to before a turn: files, conversation or both.

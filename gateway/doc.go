@@ -9,7 +9,8 @@
 //	h.Shutdown(ctx)         // interrupt turns, wait, kill what is left
 //
 // Routes (openapi.json, served at /api/harness/openapi.json, has the
-// shapes; TestOpenAPIMatchesRoutes keeps it and the router equal):
+// shapes; it is generated from routeTable, which the router registers
+// too: see "Adding a route" below):
 //
 //	POST   /api/harness/session/create   {projectRoot, persona, mode, engine?, model?, title?, isolation?, base?, branch?, sandbox?} → 201 {session, pendingApprovals, permissionMode} | 422
 //	GET    /api/harness/session/list     ?projectRoot= → 200 [SessionSummary]
@@ -100,4 +101,32 @@
 // nothing until a person trusts it: the trust routes show what waits and
 // take a person's trust, by the hash of what they were shown (package
 // trust; the record lives outside every project).
+//
+// # Adding a route, a field or an event
+//
+// The wire schema is written once, in Go; go generate ./gateway writes
+// openapi.json (GenerateOpenAPI) and the TypeScript client's zod schemas
+// made from it (clients/typescript/src/generated.ts, package
+// internal/zodgen). Never edit either file: TestOpenAPIIsGenerated and
+// TestTypeScriptSchemasAreGenerated fail when one is stale.
+//
+//   - A route: write its handler (a method of *Gateway) in a file of its
+//     own, and add one entry to routeTable (routes.go): method, path,
+//     handler, and what the document says of it (operation: ID, summary,
+//     parameters, the Go type of its body, its replies with the Go types
+//     of their bodies, its error statuses). The router registers exactly
+//     the entries of routeTable. A body is a named Go struct with json
+//     tags, never map[string]any; give a new one a name in the document
+//     with an entry in components (openapigen.go) when clients use it.
+//   - A field: add it to the Go struct the gateway writes or reads, with
+//     its json tag; say what it means in a doc:"…" tag and what Go's types
+//     cannot in an oa:"…" tag (required, enum=a|b, open, format=…, min=…,
+//     nullable, …: schema.go lists them). A response field without
+//     omitempty is required; a request field is optional unless tagged
+//     required. Then go generate ./gateway.
+//   - An event type: its const and its entry in event.Types, its payload
+//     struct and the pointer field of event.Event (and the encoder), and
+//     one entry in eventPayloads (openapigen.go): the Event schema, the
+//     type's own schema (ChatDeltaEvent, …) and KnownEvent follow.
+//     TestEventsMatchTheirSchemas checks the encoder's output against them.
 package gateway

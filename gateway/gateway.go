@@ -107,6 +107,9 @@ type Gateway struct {
 	api     http.Handler // router, or Config.Wrap's
 	handler http.Handler
 
+	// mcpHandler serves /api/harness/mcp (serveMCP): mcp's handler, capped.
+	mcpHandler http.Handler
+
 	closing   chan struct{}
 	closeOnce sync.Once
 	streams   sync.WaitGroup
@@ -156,39 +159,15 @@ func (g *Gateway) routes() *mux.Router {
 	// No cleaning: mux would answer an unclean path (../, %2e%2e, //) with a
 	// 301 redirect; here it gets a JSON 400 or 404 like any bad path.
 	r.SkipClean(true)
-	route := func(method, path string, h http.HandlerFunc) {
-		r.HandleFunc(APIPrefix+path, h).Methods(method)
-	}
-	route(http.MethodPost, "/session/create", g.createSession)
-	route(http.MethodGet, "/session/list", g.listSessions)
-	route(http.MethodGet, "/session/{id}", g.getSession)
-	route(http.MethodDelete, "/session/{id}", g.deleteSession)
-	route(http.MethodPatch, "/session/{id}", g.patchSession)
-	route(http.MethodPost, "/session/{id}/fork", g.forkSession)
-	route(http.MethodGet, "/session/{id}/turns", g.listTurns)
-	route(http.MethodGet, "/session/{id}/rewind", g.previewRewind)
-	route(http.MethodPost, "/session/{id}/rewind", g.rewindSession)
-	route(http.MethodGet, "/session/{id}/diff", g.sessionDiff)
-	route(http.MethodPost, "/session/{id}/merge", g.mergeSession)
-	route(http.MethodGet, "/session/{id}/queue", g.getQueue)
-	route(http.MethodPatch, "/session/{id}/queue/{promptId}", g.patchQueued)
-	route(http.MethodDelete, "/session/{id}/queue/{promptId}", g.deleteQueued)
-	route(http.MethodPost, "/approval", g.approval)
-	route(http.MethodGet, "/engines", g.engines)
-	route(http.MethodGet, "/roots", g.roots)
-	route(http.MethodGet, "/session/{id}/events", g.sessionEvents)
-	route(http.MethodPost, "/turn", g.turn)
-	route(http.MethodPost, "/interrupt", g.interrupt)
-	route(http.MethodGet, "/personas", g.personas)
-	route(http.MethodGet, "/trust", g.trustList)
-	route(http.MethodPost, "/trust", g.trustAccept)
-	route(http.MethodGet, "/health", g.health)
-	route(http.MethodGet, "/openapi.json", g.openapi)
-	// The harness as an MCP server (streamable HTTP), behind the same guard.
+	// The harness as an MCP server (streamable HTTP), behind the same
+	// guard: serveMCP.
 	g.mcp = mcpserver.New(g.h, mcpserver.Options{})
-	mcpHandler := newMCPCap(g.mcp.Handler(), g.mcp.MCP(), g.cfg.MaxMCPSessions, g.cfg.MCPPressureIdle)
-	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
-		r.Handle(APIPrefix+"/mcp", mcpHandler).Methods(m)
+	g.mcpHandler = newMCPCap(g.mcp.Handler(), g.mcp.MCP(), g.cfg.MaxMCPSessions, g.cfg.MCPPressureIdle)
+	// Every route is an entry of routeTable (routes.go), which the
+	// OpenAPI document is made from too.
+	for _, rt := range routeTable {
+		serve := rt.Serve
+		r.HandleFunc(APIPrefix+rt.Path, func(w http.ResponseWriter, r *http.Request) { serve(g, w, r) }).Methods(rt.Method)
 	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such route"})
@@ -252,23 +231,23 @@ func decodeBody(r *http.Request, v any) error {
 // Handlers.
 
 type createRequest struct {
-	ProjectRoot string  `json:"projectRoot"`
-	Persona     *string `json:"persona"`
-	Mode        string  `json:"mode"`
+	ProjectRoot string  `json:"projectRoot" oa:"required" doc:"absolute; must resolve inside an allowed root"`
+	Persona     *string `json:"persona" oa:"pattern=^[A-Za-z0-9_-]+$,nullable"`
+	Mode        string  `json:"mode" oa:"ref=Mode,required"`
 	// Engine, Model and Title are optional ("" = the persona's engine or
 	// the server's default, the persona's model, the first message).
-	Engine string `json:"engine,omitempty"`
-	Model  string `json:"model,omitempty"`
-	Title  string `json:"title,omitempty"`
+	Engine string `json:"engine,omitempty" doc:"engine to run the session on (claude-code, anthropic, …; GET /engines). Default: the persona's engine:, else the server's default"`
+	Model  string `json:"model,omitempty" doc:"model for this session (default: the persona's, else the engine's)"`
+	Title  string `json:"title,omitempty" doc:"the session's name (default: its first message)"`
 	// Isolation "worktree" runs the session in a git worktree of its own,
 	// on Branch ("" = harness/<short id>) from Base ("" = the project's
 	// HEAD). See worktree.go.
-	Isolation string `json:"isolation,omitempty"`
-	Base      string `json:"base,omitempty"`
-	Branch    string `json:"branch,omitempty"`
+	Isolation string `json:"isolation,omitempty" oa:"enum=worktree" doc:"worktree: run the session in a git worktree of its own, on a new branch, outside the project's tree (422 when the project is not in a git repository)"`
+	Base      string `json:"base,omitempty" doc:"with isolation worktree: the branch, tag, commit or remote ref (origin/main, not fetched) the session's branch starts at (default: the project's HEAD; 422 when it is no commit)"`
+	Branch    string `json:"branch,omitempty" doc:"with isolation worktree: the new branch's name (default: harness/<first 8 of the session id>)"`
 	// Sandbox runs every turn's agent in the kernel sandbox (503 at a
 	// turn's start on a kernel without Landlock).
-	Sandbox bool `json:"sandbox,omitempty"`
+	Sandbox bool `json:"sandbox,omitempty" doc:"run every turn's agent in the kernel sandbox (Landlock): it and what it starts write only the workdir (not its protected paths), its own state directories and a private temporary directory; a turn on a kernel without Landlock fails with 503, never unsandboxed"`
 }
 
 func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
@@ -294,12 +273,12 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 // session (its engine, title, cost and always-allow rules included), the
 // approval requests it waits on now and the permission mode its turns run
 // in.
-func (g *Gateway) envelope(s *session.Session) map[string]any {
+func (g *Gateway) envelope(s *session.Session) envelopeJSON {
 	pending := g.h.PendingApprovals(s.ID)
 	if pending == nil {
 		pending = []event.ApprovalRequested{}
 	}
-	return map[string]any{"session": s, "pendingApprovals": pending, "permissionMode": g.h.PermissionMode(s)}
+	return envelopeJSON{Session: s, PendingApprovals: pending, PermissionMode: g.h.PermissionMode(s)}
 }
 
 func (g *Gateway) listSessions(w http.ResponseWriter, r *http.Request) {
@@ -322,11 +301,11 @@ func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request) {
 }
 
 type approvalRequest struct {
-	SessionID    string          `json:"sessionId"`
-	RequestID    string          `json:"requestId"`
-	Decision     string          `json:"decision"`
-	Message      string          `json:"message,omitempty"`
-	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
+	SessionID    string          `json:"sessionId" oa:"format=uuid,required"`
+	RequestID    string          `json:"requestId" oa:"required"`
+	Decision     string          `json:"decision" oa:"enum=allow|deny|always,required"`
+	Message      string          `json:"message,omitempty" doc:"what the model sees when denied"`
+	UpdatedInput json.RawMessage `json:"updatedInput,omitempty" oa:"object" doc:"replaces the tool's input when allowed"`
 }
 
 // approval answers an approval request: the first answer wins.
@@ -345,7 +324,7 @@ func (g *Gateway) approval(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"resolved": true})
+	writeJSON(w, http.StatusOK, resolvedJSON{Resolved: true})
 }
 
 // engines lists the engines and whether each can run here.
@@ -368,7 +347,7 @@ func (g *Gateway) roots(w http.ResponseWriter, r *http.Request) {
 		}
 		roots = out
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"roots": roots, "demo": g.cfg.DemoRoot != ""})
+	writeJSON(w, http.StatusOK, rootsJSON{Roots: roots, Demo: g.cfg.DemoRoot != ""})
 }
 
 func (g *Gateway) deleteSession(w http.ResponseWriter, r *http.Request) {
@@ -383,17 +362,17 @@ func (g *Gateway) deleteSession(w http.ResponseWriter, r *http.Request) {
 }
 
 type turnRequest struct {
-	SessionID string `json:"sessionId"`
-	Message   string `json:"message"`
+	SessionID string `json:"sessionId" oa:"format=uuid,required"`
+	Message   string `json:"message" oa:"minLength=1,required"`
 	// 004's per-turn TurnOpts (harness.TurnOptions): for this turn only,
 	// narrowing only (403 when one would widen).
-	SystemPromptAppend       string   `json:"systemPromptAppend"`
-	ToolsOverride            string   `json:"toolsOverride"`
-	DisallowedToolsOverride  []string `json:"disallowedToolsOverride"`
-	AutoApproveToolsOverride []string `json:"autoApproveToolsOverride"`
+	SystemPromptAppend       string   `json:"systemPromptAppend" oa:"maxLength=32768" doc:"004 TurnOpts: added after the persona's system prompt, for this turn only"`
+	ToolsOverride            string   `json:"toolsOverride" doc:"004 TurnOpts: the tools that exist for this turn, --tools form (\"Read,Grep\"; \"default\" = the persona's). Narrows only: a name outside the persona's tools list is 403"`
+	DisallowedToolsOverride  []string `json:"disallowedToolsOverride" oa:"maxItems=128" doc:"004 TurnOpts: tools removed for this turn, besides the persona's (never replaces them)"`
+	AutoApproveToolsOverride []string `json:"autoApproveToolsOverride" oa:"maxItems=128" doc:"004 TurnOpts: this turn's only auto-approvals, each one of the persona's or the server's (else 403); [] approves nothing"`
 	// Queue queues the message when the session is busy (202) instead
 	// of 409 (gateway/queue.go).
-	Queue bool `json:"queue"`
+	Queue bool `json:"queue" doc:"Extension (issue 32): when the session is busy, queue the message behind the running turn and what is queued (202) instead of 409; on an idle session with nothing queued the turn starts as without it. A queued prompt runs later as its own turn with the session's settings then (the per-turn options apply to a turn started now only)."`
 }
 
 func (req turnRequest) options() harness.TurnOptions {
@@ -434,7 +413,7 @@ func (g *Gateway) turn(w http.ResponseWriter, r *http.Request) {
 }
 
 type interruptRequest struct {
-	SessionID string `json:"sessionId"`
+	SessionID string `json:"sessionId" oa:"format=uuid,required"`
 }
 
 func (g *Gateway) interrupt(w http.ResponseWriter, r *http.Request) {
@@ -447,7 +426,7 @@ func (g *Gateway) interrupt(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"interrupted": true})
+	writeJSON(w, http.StatusOK, interruptedJSON{Interrupted: true})
 }
 
 func (g *Gateway) sessionEvents(w http.ResponseWriter, r *http.Request) {
@@ -494,12 +473,15 @@ func (g *Gateway) health(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
 	v, err := g.h.CLIVersion(ctx)
-	body := map[string]any{"ok": err == nil, "claudeVersion": v}
+	body := healthJSON{OK: err == nil, ClaudeVersion: v}
 	if err != nil {
-		body["error"] = err.Error()
+		body.Error = err.Error()
 	}
 	writeJSON(w, http.StatusOK, body)
 }
+
+// serveMCP serves the harness as an MCP server.
+func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) { g.mcpHandler.ServeHTTP(w, r) }
 
 func (g *Gateway) openapi(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")

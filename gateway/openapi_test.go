@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/chirality/harness/gateway/internal/zodgen"
 )
 
 // The OpenAPI document is checked by an independent validator
@@ -92,5 +95,63 @@ func validateResponse(t *testing.T, req *http.Request, resp *http.Response) {
 	}
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		t.Errorf("%s %s → %d does not match openapi.json: %v", req.Method, req.URL.Path, resp.StatusCode, err)
+	}
+}
+
+// TestOpenAPIIsGenerated fails when openapi.json is not what the route
+// table and the Go types make: run go generate ./gateway.
+func TestOpenAPIIsGenerated(t *testing.T) {
+	doc, err := GenerateOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(doc, openAPI) {
+		t.Fatal("gateway/openapi.json is stale: run `go generate ./gateway` and commit it")
+	}
+}
+
+// TestRoutesAreDocumented: every route the router has is an operation of
+// the document and the other way round (both come from routeTable).
+func TestRoutesAreDocumented(t *testing.T) {
+	router, err := loadSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, rt := range routeTable {
+		key := rt.Method + " " + rt.Path
+		if seen[key] {
+			t.Errorf("%s: twice in routeTable", key)
+		}
+		seen[key] = true
+		if rt.Serve == nil || rt.Op.ID == "" || rt.Op.Summary == "" {
+			t.Errorf("%s: no handler, operation ID or summary", key)
+		}
+		req, _ := http.NewRequest(rt.Method, "http://127.0.0.1:8787"+APIPrefix+strings.ReplaceAll(strings.ReplaceAll(rt.Path, "{id}", "0b6c1a38-5d3e-4f4c-9a51-3f1e2b7c8d90"), "{promptId}", "p1"), nil)
+		route, _, err := router.FindRoute(req)
+		if err != nil {
+			t.Errorf("%s: not in openapi.json: %v", key, err)
+			continue
+		}
+		if route.Operation.OperationID != rt.Op.ID {
+			t.Errorf("%s: openapi.json names it %q, routeTable %q", key, route.Operation.OperationID, rt.Op.ID)
+		}
+	}
+}
+
+// TestTypeScriptSchemasAreGenerated fails when the TypeScript client's
+// generated zod schemas are not what openapi.json makes: run go generate
+// ./gateway.
+func TestTypeScriptSchemasAreGenerated(t *testing.T) {
+	want, err := zodgen.Generate(openAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../clients/typescript/src/generated.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("clients/typescript/src/generated.ts is stale: run `go generate ./gateway` and commit it")
 	}
 }

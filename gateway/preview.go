@@ -15,10 +15,10 @@ import (
 )
 
 type previewJSON struct {
-	ToTurn     int64        `json:"toTurn"`
+	ToTurn     int64        `json:"toTurn" oa:"format=int64"`
 	Turn       *turnJSON    `json:"turn,omitempty"`
-	Files      []changeJSON `json:"files"`
-	FilesError string       `json:"filesError,omitempty"`
+	Files      []changeJSON `json:"files" doc:"what rewinding the files would change back"`
+	FilesError string       `json:"filesError,omitempty" doc:"why the files cannot be rewound to this turn (no snapshot, project too large); files is then empty"`
 }
 
 // previewRewind answers what rewinding the files to before a turn would

@@ -17,9 +17,9 @@ type queueList struct {
 }
 
 type queueAnswer struct {
-	Queued   bool   `json:"queued"`
+	Queued   bool   `json:"queued" oa:"const=true"`
 	PromptID string `json:"promptId"`
-	Position int    `json:"position"`
+	Position int    `json:"position" oa:"min=0" doc:"0 = next to run"`
 }
 
 // queueTurn is POST /turn with queue: the turn starts (its stream, as
@@ -47,8 +47,8 @@ func (g *Gateway) getQueue(w http.ResponseWriter, r *http.Request) {
 }
 
 type queueEditRequest struct {
-	Message  *string `json:"message"`
-	Position *int    `json:"position"`
+	Message  *string `json:"message" oa:"minLength=1" doc:"the prompt's new text"`
+	Position *int    `json:"position" oa:"min=0" doc:"move it here (0 = next; past the end = last)"`
 }
 
 func (g *Gateway) patchQueued(w http.ResponseWriter, r *http.Request) {

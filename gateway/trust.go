@@ -25,19 +25,19 @@ func (g *Gateway) trustList(w http.ResponseWriter, r *http.Request) {
 		}
 		items = []trust.Item{}
 	}
-	body := map[string]any{"items": items}
+	body := trustListJSON{Items: items}
 	if err != nil {
-		body["recordError"] = err.Error()
+		body.RecordError = err.Error()
 	}
 	writeJSON(w, http.StatusOK, body)
 }
 
 type trustRequest struct {
-	ProjectRoot string `json:"projectRoot"`
-	Kind        string `json:"kind"`
-	Name        string `json:"name"`
-	Path        string `json:"path"`
-	Hash        string `json:"hash"`
+	ProjectRoot string `json:"projectRoot" oa:"required"`
+	Kind        string `json:"kind" oa:"enum=persona|mcp,required"`
+	Name        string `json:"name" doc:"the persona ID or the server name (name or path is required)"`
+	Path        string `json:"path" doc:"the persona file"`
+	Hash        string `json:"hash" oa:"required" doc:"the hash the person was shown"`
 }
 
 // trustAccept answers POST /trust: a person trusts a persona file or a
@@ -58,5 +58,5 @@ func (g *Gateway) trustAccept(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"trusted": it})
+	writeJSON(w, http.StatusOK, trustAcceptedJSON{Trusted: it})
 }

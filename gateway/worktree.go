@@ -25,9 +25,9 @@ func (g *Gateway) sessionDiff(w http.ResponseWriter, r *http.Request) {
 }
 
 type mergeRequest struct {
-	Strategy string `json:"strategy,omitempty"`
-	Message  string `json:"message,omitempty"`
-	Into     string `json:"into,omitempty"`
+	Strategy string `json:"strategy,omitempty" oa:"enum=squash|merge|rebase" doc:"default squash"`
+	Message  string `json:"message,omitempty" oa:"maxLength=65536" doc:"commit message of the merge (or squash), and of the commit of the session's uncommitted changes; at most 64 KiB, no NUL (400)"`
+	Into     string `json:"into,omitempty" doc:"target branch (default: the branch the project has checked out)"`
 }
 
 // mergeSession merges a worktree session's branch: 200 {merged, commit,
@@ -43,7 +43,7 @@ func (g *Gateway) mergeSession(w http.ResponseWriter, r *http.Request) {
 	res, err := g.h.MergeSession(ctx, mux.Vars(r)["id"], harness.MergeOptions{Strategy: req.Strategy, Message: req.Message, Into: req.Into})
 	var ce *harness.MergeConflictError
 	if errors.As(err, &ce) {
-		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "merged": false, "conflicts": ce.Paths})
+		writeJSON(w, http.StatusConflict, mergeConflictJSON{Error: err.Error(), Conflicts: ce.Paths})
 		return
 	}
 	if err != nil {

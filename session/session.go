@@ -143,32 +143,36 @@ func (s *Session) ResumeID() string {
 	return s.ClaudeSessionID
 }
 
+// Wire is a Session's JSON form (its MarshalJSON writes one), for the
+// API's schema: a field of Session that is sent is a field here.
+type Wire = wireSession
+
 type wireSession struct {
 	SchemaVersion   int                     `json:"schemaVersion"`
-	ID              string                  `json:"id"`
+	ID              string                  `json:"id" oa:"format=uuid"`
 	CreatedAt       time.Time               `json:"createdAt"`
 	UpdatedAt       time.Time               `json:"updatedAt"`
 	ProjectRoot     string                  `json:"projectRoot"`
 	Persona         *string                 `json:"persona"`
-	Mode            string                  `json:"mode"`
+	Mode            string                  `json:"mode" oa:"ref=Mode"`
 	ClaudeSessionID *string                 `json:"claudeSessionId"`
 	Engine          string                  `json:"engine,omitempty"`
 	EngineSessionID string                  `json:"engineSessionId,omitempty"`
 	Model           string                  `json:"model,omitempty"`
-	PermissionMode  string                  `json:"permissionMode,omitempty"`
-	Effort          string                  `json:"effort,omitempty"`
-	Pending         *Pending                `json:"pending,omitempty"`
+	PermissionMode  string                  `json:"permissionMode,omitempty" doc:"the permission mode a switch chose for the next turns (absent: the server's and the persona's policy)"`
+	Effort          string                  `json:"effort,omitempty" doc:"the reasoning effort a switch chose for the next turns (absent: the engine's default)"`
+	Pending         *Pending                `json:"pending,omitempty" doc:"a fork's or a rewind's cut, waiting for the session's next turn"`
 	PromptHash      string                  `json:"promptHash,omitempty"`
 	Title           string                  `json:"title,omitempty"`
-	Rules           []string                `json:"rules,omitempty"`
+	Rules           []string                `json:"rules,omitempty" doc:"tool rules chosen with \"always allow\" in this session"`
 	CostUSD         float64                 `json:"costUsd,omitempty"`
-	MCPServers      []event.MCPServerStatus `json:"mcpServers,omitempty"`
-	Isolation       string                  `json:"isolation,omitempty"`
-	Workdir         string                  `json:"workdir,omitempty"`
-	Branch          string                  `json:"branch,omitempty"`
-	Base            string                  `json:"base,omitempty"`
-	BaseCommit      string                  `json:"baseCommit,omitempty"`
-	Sandbox         bool                    `json:"sandbox,omitempty"`
+	MCPServers      []event.MCPServerStatus `json:"mcpServers,omitempty" doc:"each MCP server the session's last turn was given, as that turn's session:init reported it"`
+	Isolation       string                  `json:"isolation,omitempty" oa:"enum=worktree" doc:"present for a session in a git worktree of its own"`
+	Workdir         string                  `json:"workdir,omitempty" doc:"absolute directory the session's turns run in (its worktree)"`
+	Branch          string                  `json:"branch,omitempty" doc:"the branch checked out in the worktree"`
+	Base            string                  `json:"base,omitempty" doc:"the ref the branch started from, as named (the project's branch when none was)"`
+	BaseCommit      string                  `json:"baseCommit,omitempty" doc:"the commit base named at creation"`
+	Sandbox         bool                    `json:"sandbox,omitempty" doc:"present (true) when the session's agent runs in the kernel sandbox"`
 }
 
 func nullable(s string) *string {

@@ -32,17 +32,17 @@ var (
 // persona file whose grants widened since a person last trusted it, or a
 // project .mcp.json server nobody trusted in its present definition.
 type Item struct {
-	Kind string `json:"kind"`
+	Kind string `json:"kind" oa:"enum=persona|mcp"`
 	// Name is the persona ID or the server's name; Path the persona file.
-	Name string `json:"name"`
-	Path string `json:"path,omitempty"`
+	Name string `json:"name" doc:"the persona ID or the server name"`
+	Path string `json:"path,omitempty" doc:"the persona file"`
 	// Hash is what accepting it names (POST /api/harness/trust, harness
 	// trust accept): the file's or the definition's hash now.
-	Hash string `json:"hash"`
+	Hash string `json:"hash" doc:"the file's or definition's hash now: what POST /trust names"`
 	// Changes are the persona's widened grants.
 	Changes []Change `json:"changes,omitempty"`
 	// Definition is the server's command or URL (never env or headers).
-	Definition string `json:"definition,omitempty"`
+	Definition string `json:"definition,omitempty" doc:"the server's command or URL (never its env or headers)"`
 	// Reason says, in a sentence, what waits and what runs meanwhile.
 	Reason string `json:"reason"`
 }

@@ -161,13 +161,13 @@ func (m *Manager) checkNewBranch(ctx context.Context, top, branch string) error 
 
 // FileChange is one file of a Diff.
 type FileChange struct {
-	Path string `json:"path"`
+	Path string `json:"path" doc:"relative to the repository's top"`
 	// Status is added, modified, deleted or typechange.
-	Status    string `json:"status"`
+	Status    string `json:"status" oa:"enum=added|modified|deleted|typechange,open"`
 	Additions int    `json:"additions"`
 	Deletions int    `json:"deletions"`
 	// Binary is true when git counts no lines (additions and deletions 0).
-	Binary bool `json:"binary,omitempty"`
+	Binary bool `json:"binary,omitempty" doc:"git counts no lines for this file"`
 }
 
 // Diff is what a worktree changed since its base: commits, uncommitted
@@ -176,8 +176,8 @@ type Diff struct {
 	Base      string       `json:"base"`
 	Branch    string       `json:"branch"`
 	Files     []FileChange `json:"files"`
-	Patch     string       `json:"patch"`
-	Truncated bool         `json:"truncated,omitempty"`
+	Patch     string       `json:"patch" doc:"unified diff since the base (committed, uncommitted and untracked changes), cut at 4 MiB"`
+	Truncated bool         `json:"truncated,omitempty" doc:"the patch was cut"`
 }
 
 // Diff returns what the worktree at dir changed since baseCommit. It reads

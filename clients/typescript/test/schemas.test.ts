@@ -99,7 +99,11 @@ test("session and summary schemas", () => {
     schemaVersion: 1,
   };
   assert.deepEqual(SessionSchema.parse(s), s);
-  assert.equal(SessionSummarySchema.parse({ ...s, turns: 3 }).id, "a");
+  // A summary has what GET /session/list always sends (the document
+  // requires it); a field the client does not know passes through.
+  const summary = { ...s, engine: "claude-code", title: "t", costUsd: 0, running: false, pendingApprovals: 0 };
+  assert.equal(SessionSummarySchema.parse({ ...summary, turns: 3 }).id, "a");
+  assert.throws(() => SessionSummarySchema.parse({ ...summary, running: "no" }));
   assert.throws(() => SessionSchema.parse({ ...s, mode: "other" }));
 });
 
