@@ -546,6 +546,22 @@ type SessionSummary struct {
 	// PendingApprovals counts the questions it waits on.
 	Running          bool `json:"running"`
 	PendingApprovals int  `json:"pendingApprovals" oa:"min=0"`
+	// Node and NodeState are set on a cluster's nodes only (serve --node,
+	// package cluster): the node that owns the session, and whether it
+	// is up.
+	Node      string `json:"node,omitempty" doc:"the cluster node that owns the session (serve --node only)"`
+	NodeState string `json:"nodeState,omitempty" doc:"up, or down once the owner's lease expired (serve --node only)" oa:"enum=up|down"`
+}
+
+// NodeInfo is a node of a cluster of harness servers (serve --node,
+// package cluster), as GET /api/harness/nodes lists it.
+type NodeInfo struct {
+	Node        string    `json:"node"`
+	State       string    `json:"state" doc:"up while the node's lease holds, down once it expired" oa:"enum=up|down"`
+	ClusterAddr string    `json:"clusterAddr,omitempty" doc:"where it takes routes (host:port)"`
+	StartedAt   time.Time `json:"startedAt"`
+	LastSeen    time.Time `json:"lastSeen" doc:"its last heartbeat"`
+	Sessions    int       `json:"sessions" doc:"sessions it owns" oa:"min=0"`
 }
 
 func nullable(s string) *string {

@@ -147,14 +147,6 @@ func sessionOf(r *http.Request, p string) (string, []byte, error) {
 	return v.SessionID, body, nil
 }
 
-// listed is a session in a cluster's list: the node's summary with where
-// it runs.
-type listed struct {
-	harness.SessionSummary
-	Node      string `json:"node"`
-	NodeState string `json:"nodeState"`
-}
-
 // serveList answers GET /session/list with this node's sessions (as the
 // gateway lists them) and every other node's, each with its node and
 // the node's state, newest first.
@@ -174,11 +166,12 @@ func (n *Node) serveList(w http.ResponseWriter, r *http.Request) {
 		}
 		mine = nil
 	}
-	out := make([]listed, 0, len(mine))
+	out := make([]harness.SessionSummary, 0, len(mine))
 	seen := map[string]bool{}
 	for _, s := range mine {
 		seen[s.ID] = true
-		out = append(out, listed{SessionSummary: s, Node: n.cfg.Node, NodeState: "up"})
+		s.Node, s.NodeState = n.cfg.Node, "up"
+		out = append(out, s)
 	}
 	state := map[string]string{}
 	for _, e := range all {
@@ -197,9 +190,10 @@ func (n *Node) serveList(w http.ResponseWriter, r *http.Request) {
 		if st == "down" {
 			s.Running, s.PendingApprovals = false, 0
 		}
-		out = append(out, listed{SessionSummary: s, Node: e.Node, NodeState: st})
+		s.Node, s.NodeState = e.Node, st
+		out = append(out, s)
 	}
-	slices.SortStableFunc(out, func(a, b listed) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	slices.SortStableFunc(out, func(a, b harness.SessionSummary) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(out)
 }

@@ -8,21 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chirality/harness"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // NodeInfo is one node as GET /api/harness/nodes lists it.
-type NodeInfo struct {
-	Node string `json:"node"`
-	// State is "up" while the node's lease holds, "down" once it expired.
-	State       string    `json:"state"`
-	ClusterAddr string    `json:"clusterAddr,omitempty"`
-	StartedAt   time.Time `json:"startedAt"`
-	// LastSeen is the node's last heartbeat (its lease renewal).
-	LastSeen time.Time `json:"lastSeen"`
-	// Sessions counts the sessions the node owns.
-	Sessions int `json:"sessions"`
-}
+type NodeInfo = harness.NodeInfo
 
 // lease is a node's entry in the nodes bucket, put every LeaseTTL/3; the
 // bucket's TTL removes it LeaseTTL after the last put.

@@ -469,6 +469,12 @@ func (g *Gateway) personas(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, list)
 }
 
+// nodes answers GET /nodes on a server that is not a cluster node (a
+// node's cluster.Node answers it before the router).
+func (g *Gateway) nodes(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusNotFound, map[string]string{"error": "not a cluster node: start harness serve with --node"})
+}
+
 func (g *Gateway) health(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()

@@ -734,6 +734,10 @@ export const SessionSummarySchema = z.looseObject({
   costUsd: z.number(),
   running: z.boolean(),
   pendingApprovals: z.number().int().min(0),
+  /** the cluster node that owns the session (serve --node only) */
+  node: z.string().optional(),
+  /** up, or down once the owner's lease expired (serve --node only) */
+  nodeState: z.enum(["up", "down"]).optional(),
 });
 export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
