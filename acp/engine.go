@@ -298,7 +298,7 @@ func (e *Engine) startTurn(ctx context.Context, req engine.Request, forkOnly boo
 	}
 	p := e.procs[req.SessionKey]
 	var stale *proc
-	if p != nil && p.alive() && (p.sandboxed != nil) != req.Sandbox {
+	if p != nil && p.alive() && p.sandboxed != req.Sandbox {
 		stale = p // started with the other sandbox setting: never reused
 	}
 	if p != nil && (!p.alive() || stale != nil) {

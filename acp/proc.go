@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,9 +13,8 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/rs/zerolog"
 
-	"github.com/chirality/harness/internal/procgroup"
+	"github.com/chirality/harness/internal/child"
 	"github.com/chirality/harness/internal/secrets"
-	"github.com/chirality/harness/internal/stderrtail"
 	"github.com/chirality/harness/sandbox"
 )
 
@@ -38,22 +35,17 @@ type proc struct {
 	key string
 	log zerolog.Logger
 
-	cmd    *exec.Cmd
-	pid    int
-	stdin  *os.File
-	stdout *os.File
-	conn   *sdk.Connection
+	child *child.Process // its stderr tail scrubbed of the agent's secret values
+	pid   int
+	conn  *sdk.Connection
 
-	exited chan struct{} // closed once the process was reaped
-	gone   chan struct{} // closed once its pipes and readers are done
-	ps     atomic.Pointer[exitState]
-
-	stderr *stderrtail.Tail // scrubbed of the agent's secret values
+	exited <-chan struct{} // closed once the process was reaped
+	gone   chan struct{}   // closed once its pipes and readers are done
 
 	// sandboxed: the agent runs in the kernel sandbox (its private TMPDIR
 	// removed once it is reaped); a turn that asks otherwise does not
 	// reuse it.
-	sandboxed *sandbox.Cmd
+	sandboxed bool
 
 	// session state
 	initialized bool
@@ -108,11 +100,6 @@ func (p *proc) drained() {
 	}
 }
 
-type exitState struct {
-	code   int
-	signal string
-}
-
 // agentInfo is what initialize told us.
 type agentInfo struct {
 	Name        string
@@ -125,93 +112,40 @@ type agentInfo struct {
 // spawn starts the agent in its own process group with its three pipes
 // and the ACP connection on stdio.
 func spawn(e *Engine, key, bin string, env []string, cwd string, box *sandbox.Spec, log zerolog.Logger) (*proc, error) {
-	cmd := exec.Command(bin, e.cfg.Command[1:]...)
-	cmd.Env = env
-	cmd.Dir = cwd
-	procgroup.Set(cmd)
-	var sb *sandbox.Cmd
-	if box != nil {
-		var err error
-		if sb, err = sandbox.Apply(cmd, *box); err != nil {
-			return nil, err
-		}
-	}
-	inR, inW, err := os.Pipe()
+	c, err := child.Start(child.Config{Path: bin, Args: e.cfg.Command[1:], Env: env, Dir: cwd, Sandbox: box,
+		Secrets: secrets.SecretValues(env), Log: log, StderrSource: "acp agent stderr", DrainGrace: e.cfg.StopGrace})
 	if err != nil {
-		_ = sb.Close()
 		return nil, err
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		for _, f := range []*os.File{inR, inW, outR, outW} {
-			f.Close()
-		}
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
-		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
-			f.Close()
-		}
-		_ = sb.Close()
-		return nil, err
-	}
-	inR.Close()
-	outW.Close()
-	errW.Close()
 	p := &proc{
-		e: e, key: key, log: log, cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stdout: outR, sandboxed: sb,
-		exited: make(chan struct{}), gone: make(chan struct{}), stderr: stderrtail.New(secrets.SecretValues(env)),
+		e: e, key: key, log: log, child: c, pid: c.Pid(), sandboxed: box != nil,
+		exited: c.Exited(), gone: make(chan struct{}),
 	}
-	var w io.Writer = inW
-	var r io.Reader = outR
+	var w io.Writer = c.Stdin()
+	var r io.Reader = c.Stdout()
 	if tap := e.tap; tap != nil { // tests: the raw ACP stream, both ways
-		w = io.MultiWriter(inW, tapWriter{"out", tap})
-		r = io.TeeReader(outR, tapWriter{"in", tap})
+		w = io.MultiWriter(w, tapWriter{"out", tap})
+		r = io.TeeReader(r, tapWriter{"in", tap})
 	}
 	p.conn = sdk.NewConnection(p.handle, w, r)
 	p.conn.SetLogger(slog.New(slog.NewTextHandler(logWriter{p}, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	stderrDone := make(chan struct{})
-	go func() {
-		defer close(stderrDone)
-		p.stderr.Read(errR, p.log, "acp agent stderr")
-	}()
-	go p.reap(errR, stderrDone, e.cfg.StopGrace)
+	go p.reap(e.cfg.StopGrace)
 	p.log.Debug().Int("pid", p.pid).Strs("command", e.cfg.Command).Msg("acp: agent started")
 	return p, nil
 }
 
-// reap waits for the process, kills what is left of its group, and joins
-// the readers (closing a pipe whose other end a stray grandchild holds
-// after grace).
-func (p *proc) reap(errR *os.File, stderrDone chan struct{}, grace time.Duration) {
-	_ = p.cmd.Wait()
-	_ = p.sandboxed.Close()
-	code, sig := procgroup.ExitStatus(p.cmd.ProcessState)
-	p.ps.Store(&exitState{code, sig})
-	_ = procgroup.Signal(p.pid, procgroup.Kill) // the tools it started, if any are left
-	close(p.exited)
+// reap waits for the process (the runner kills what is left of its
+// group), then joins the connection and the runner, closing stdout after
+// grace should a stray grandchild hold it.
+func (p *proc) reap(grace time.Duration) {
+	<-p.exited
 	select {
 	case <-p.conn.Done():
 	case <-time.After(grace):
-		p.stdout.Close()
+		_ = p.child.Stdout().Close()
 		<-p.conn.Done()
 	}
-	select {
-	case <-stderrDone:
-	case <-time.After(grace):
-		errR.Close()
-		<-stderrDone
-	}
-	p.stdout.Close()
-	errR.Close()
-	p.stdin.Close()
+	code, sig := p.child.Wait()
 	p.log.Debug().Int("pid", p.pid).Int("code", code).Str("signal", sig).Msg("acp: agent exited")
 	close(p.gone)
 }
@@ -226,11 +160,7 @@ func (p *proc) alive() bool {
 }
 
 // kill kills the process group now.
-func (p *proc) kill() {
-	if p.alive() {
-		_ = procgroup.Signal(p.pid, procgroup.Kill)
-	}
-}
+func (p *proc) kill() { _ = p.child.Kill() }
 
 // stop ends the agent in bounded steps: stdin closed (ACP agents exit at
 // its end), then SIGINT, SIGTERM and SIGKILL to its group, each after
@@ -240,15 +170,8 @@ func (p *proc) stop() {
 	p.stopOnce.Do(func() {
 		p.stopIdle()
 		grace := p.e.cfg.StopGrace
-		_ = p.stdin.Close()
-		for _, sig := range []os.Signal{procgroup.Interrupt, procgroup.Terminate, procgroup.Kill} {
-			select {
-			case <-p.exited:
-				return
-			case <-time.After(grace):
-				_ = procgroup.Signal(p.pid, sig)
-			}
-		}
+		_ = p.child.Stop(child.Ladder{Ask: func() { _ = p.child.Stdin().Close() },
+			AskGrace: grace, InterruptGrace: grace, TerminateGrace: grace})
 	})
 	<-p.exited
 	<-p.gone
@@ -325,7 +248,7 @@ func (p *proc) sessionIDOf(t *Turn) string {
 type logWriter struct{ p *proc }
 
 func (w logWriter) Write(b []byte) (int, error) {
-	w.p.log.Debug().Str("sdk", w.p.stderr.Scrub(strings.TrimSpace(string(b)))).Msg("acp connection")
+	w.p.log.Debug().Str("sdk", w.p.child.Scrub(strings.TrimSpace(string(b)))).Msg("acp connection")
 	return len(b), nil
 }
 

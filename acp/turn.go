@@ -256,28 +256,20 @@ func (t *Turn) run() {
 
 	code, signal := 0, ""
 	if procEnded {
-		ps := p.ps.Load()
-		code, signal = ps.code, ps.signal
+		code, signal = p.child.ExitStatus()
 	}
-	var endErr error // nil when completed (te is a typed pointer)
-	if te != nil {
-		endErr = te
-		se := &event.SessionError{Error: te.Message, Kind: te.Kind, Subtype: subtype, CostUSD: cost}
-		if te.Kind == event.ErrorProcess || te.Kind == event.ErrorStart {
-			c := code
-			se.ExitCode = &c
-			se.StderrTail = p.stderr.String()
+	end := engine.TurnEnd{Complete: complete, Code: code, Signal: signal, Release: func() {
+		t.e.removeTurn(t) // the key is free once process:exit is read
+		if !procEnded {
+			t.e.idle(p)
 		}
-		t.emit(event.Event{Type: event.TypeSessionError, Error: se})
-	} else {
-		t.emit(event.Event{Type: event.TypeSessionComplete, Complete: complete})
+	}}
+	if te != nil { // (te is a typed pointer)
+		end.Complete, end.Err = nil, te
+		end.Error = te.SessionError(code, p.child.StderrTail)
+		end.Error.Subtype, end.Error.CostUSD = subtype, cost
 	}
-	t.e.removeTurn(t) // the key is free once process:exit is read
-	if !procEnded {
-		t.e.idle(p)
-	}
-	t.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(te == nil, code, signal)})
-	t.s.End(endErr)
+	t.s.End(end.Report(t.emit))
 }
 
 // sessionMeta is the _meta of the turn's session/new or session/load

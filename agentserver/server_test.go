@@ -50,7 +50,6 @@ type env struct {
 	srv     *Server
 	url     string
 	token   string
-	closed  bool
 	stop    func()
 }
 

@@ -48,9 +48,10 @@
 //     share the other engines' machinery: the running turns sit in the
 //     one turn registry (internal/turns: busy, closed, shutdown), the
 //     events queue in an engine.Stream (an approval's question deferred
-//     behind the events before it), and stderr is read by
-//     internal/stderrtail (scrubbed, logged at warn level, a bounded tail
-//     for session:error).
+//     behind the events before it), the child is run by internal/child
+//     (spawn, its stderr scrubbed, logged at warn level and kept as a
+//     bounded tail for session:error, reaping, the stop ladder), and the
+//     turn ends through engine.TurnEnd.
 //
 // Secrets: every event a Turn gives is scrubbed by the process's one
 // scrubber (internal/secrets.Events): the values withheld from the child,

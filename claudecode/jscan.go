@@ -504,14 +504,3 @@ func intValue(raw []byte) (int, error) {
 	}
 	return n, nil
 }
-
-// boolValue decodes a raw JSON boolean; null yields false.
-func boolValue(raw []byte) (bool, error) {
-	switch string(raw) {
-	case "true":
-		return true, nil
-	case "false", "null":
-		return false, nil
-	}
-	return false, errSyntax
-}

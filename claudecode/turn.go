@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,10 +15,10 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/child"
 	"github.com/chirality/harness/internal/procgroup"
 	"github.com/chirality/harness/internal/rundir"
 	"github.com/chirality/harness/internal/secrets"
-	"github.com/chirality/harness/internal/stderrtail"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/mcpconfig"
 	"github.com/chirality/harness/sandbox"
@@ -49,11 +48,9 @@ type Turn struct {
 	opts TurnOpts
 	args []string
 
-	cmd     *exec.Cmd
+	proc    *child.Process
 	pid     int
 	stdin   *stdinWriter
-	stdout  *os.File
-	stderr  *os.File
 	decoder *Decoder
 	started time.Time
 
@@ -67,10 +64,8 @@ type Turn struct {
 	done      chan struct{} // the stream was read to its end
 	exitCode  int
 	exitSig   string
-	waitErr   error
-	tail      *stderrtail.Tail
-	mcpFile   string       // the private --mcp-config file, removed when the child has exited
-	sandboxed *sandbox.Cmd // the sandbox's private TMPDIR, removed when the child has exited
+	secrets   []string // scrubbed from the child's stderr
+	mcpFile   string   // the private --mcp-config file, removed when the child has exited
 
 	approvals       context.Context // asked approvals wait on it; cancelled when stdout ends
 	approvalsCancel context.CancelFunc
@@ -108,9 +103,8 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 		gotResult: make(chan struct{}),
 		readDone:  make(chan struct{}),
 		done:      make(chan struct{}),
-		tail:      stderrtail.New(slices.Concat(m.withheld, added)),
+		secrets:   slices.Concat(m.withheld, added),
 	}
-	t.tail.Level = zerolog.WarnLevel // the CLI writes to stderr only when something is wrong
 	if opts.Approver != nil {
 		t.approver.Store(&opts.Approver)
 	}
@@ -167,56 +161,36 @@ func (t *Turn) send(message string) {
 // spawn starts the child and the goroutines that serve it; the child
 // then waits for its message on stdin.
 func (t *Turn) spawn(ctx context.Context) error {
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("claudecode: pipe: %w", err)
-	}
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		closeAll(stdinR, stdinW)
-		return fmt.Errorf("claudecode: pipe: %w", err)
-	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		closeAll(stdinR, stdinW, stdoutR, stdoutW)
-		return fmt.Errorf("claudecode: pipe: %w", err)
-	}
-
 	if t.opts.MCP != nil {
 		path, err := writeMCPFile(t.opts.MCPDir, t.opts.MCP)
 		if err != nil {
-			closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
 			return err
 		}
 		t.mcpFile = path
 		t.args = append(slices.Clip(t.args), "--mcp-config="+path)
 	}
-	cmd := exec.Command(t.bin, t.args...)
-	cmd.Dir = t.opts.Cwd
-	cmd.Env = append(secrets.FilterEnv(t.m.cfg.Env, t.m.cfg.AllowEnv), t.opts.Env...)
+	cfg := child.Config{Path: t.bin, Args: t.args, Dir: t.opts.Cwd,
+		Env:     append(secrets.FilterEnv(t.m.cfg.Env, t.m.cfg.AllowEnv), t.opts.Env...),
+		Secrets: t.secrets, Log: t.log.With().Str("session", t.key).Logger(), StderrSource: "claude stderr",
+		StderrLevel: zerolog.WarnLevel, // the CLI writes to stderr only when something is wrong
+		OnExit:      t.removeMCPFile, DrainGrace: t.m.cfg.KillGrace}
 	if t.opts.Sandbox {
-		if err := t.sandbox(cmd); err != nil {
-			closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
-			t.removeMCPFile()
-			return err
-		}
+		cfg.Sandbox = t.sandboxSpec(cfg.Env)
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	procgroup.Set(cmd)
 	t.started = time.Now()
-	if err := cmd.Start(); err != nil {
-		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
+	p, err := child.Start(cfg)
+	if err != nil {
 		t.removeMCPFile()
-		_ = t.sandboxed.Close()
-		return t.m.errorf("claudecode: start %s: %v", t.bin, err)
+		if se := (*child.StartError)(nil); errors.As(err, &se) {
+			return t.m.errorf("claudecode: start %s: %v", t.bin, se.Err)
+		}
+		return fmt.Errorf("claudecode: %w", err)
 	}
-	closeAll(stdinR, stdoutW, stderrW) // the child has its copies
-	t.cmd, t.pid = cmd, cmd.Process.Pid
-	t.stdin = &stdinWriter{f: stdinW, pending: map[string]chan controlReply{}}
-	t.stdout, t.stderr = stdoutR, stderrR
+	t.proc, t.pid = p, p.Pid()
+	t.stdin = &stdinWriter{f: p.Stdin(), pending: map[string]chan controlReply{}}
 	t.log.Info().Str("sessionId", t.key).Strs("command", t.Command()).Int("pid", t.pid).Msg(logging.EventProcessSpawn)
 
-	t.decoder = NewDecoder(stdoutR, DecoderOptions{
+	t.decoder = NewDecoder(p.Stdout(), DecoderOptions{
 		SessionID:    t.key,
 		MaxLineBytes: t.m.cfg.MaxLineBytes,
 		OnFrame:      t.onFrame,
@@ -226,22 +200,11 @@ func (t *Turn) spawn(ctx context.Context) error {
 		},
 	})
 
-	t.wg.Add(3)
+	t.wg.Add(2)
 	go t.wait()
-	go func() {
-		defer t.wg.Done()
-		t.tail.Read(t.stderr, t.log.With().Str("session", t.key).Logger(), "claude stderr")
-		_ = t.stderr.Close()
-	}()
 	go t.watchContext(ctx)
 	go t.run()
 	return nil
-}
-
-func closeAll(fs ...*os.File) {
-	for _, f := range fs {
-		_ = f.Close()
-	}
 }
 
 // run reads stdout to its end, then ends the stream. Every event goes
@@ -265,24 +228,24 @@ func (t *Turn) run() {
 	}
 	t.stdin.close()
 	t.wg.Wait()
+	t.proc.Wait() // the end of stderr (bounded), every pipe closed
 	// The first turn started the Manager's version check; it is joined
 	// here so that no goroutine outlives the turn that started it.
 	<-t.m.versionDone
 
-	var endErr error // nil: the turn completed
+	// the result frame carried session:complete or session:error
+	end := engine.TurnEnd{Code: t.exitCode, Signal: t.exitSig, Release: func() { t.m.release(t.key, t) }}
 	result, gotResult := t.decoder.Result()
 	if gotResult {
 		if result.Subtype != "success" || result.IsError {
 			se := t.decoder.m.classify(result)
-			endErr = &TurnError{Kind: se.Kind, Message: secrets.Scrub(se.Error), Subtype: result.Subtype, ExitCode: t.exitCode, Signal: t.exitSig}
+			end.Err = &TurnError{Kind: se.Kind, Message: secrets.Scrub(se.Error), Subtype: result.Subtype, ExitCode: t.exitCode, Signal: t.exitSig}
 		}
 	} else {
 		te := t.noResultError()
-		endErr = te
-		e := event.Event{Type: event.TypeSessionError, SessionID: t.key}
 		code := t.exitCode
-		e.Error = &event.SessionError{Error: te.Message, Kind: te.Kind, ExitCode: &code, StderrTail: te.StderrTail}
-		t.emit(e)
+		end.Err = te
+		end.Error = &event.SessionError{Error: te.Message, Kind: te.Kind, ExitCode: &code, StderrTail: te.StderrTail}
 	}
 	level := t.stopLevelNow()
 	exit := t.log.Info().Str("sessionId", t.key).Int("exitCode", t.exitCode)
@@ -293,9 +256,10 @@ func (t *Turn) run() {
 	}
 	exit.Int64("durationMs", time.Since(t.started).Milliseconds()).Int("pid", t.pid).Bool("result", gotResult).
 		Int("stopRequested", level).Msg(logging.EventProcessExit)
-	t.m.release(t.key, t)
-	t.emit(event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: engine.TurnExit(endErr == nil, t.exitCode, t.exitSig)})
-	t.s.End(endErr)
+	t.s.End(end.Report(func(ev event.Event) {
+		ev.SessionID = t.key
+		t.emit(ev)
+	}))
 }
 
 // emit scrubs ev and puts what it becomes on the stream (a delta may be
@@ -308,7 +272,7 @@ func (t *Turn) emit(ev event.Event) {
 }
 
 func (t *Turn) noResultError() *TurnError {
-	te := &TurnError{ExitCode: t.exitCode, Signal: t.exitSig, StderrTail: secrets.Scrub(t.tail.String())}
+	te := &TurnError{ExitCode: t.exitCode, Signal: t.exitSig, StderrTail: secrets.Scrub(t.proc.StderrTail())}
 	how := fmt.Sprintf("exit status %d", t.exitCode)
 	if t.exitSig != "" {
 		how = "signal " + t.exitSig
@@ -331,15 +295,12 @@ func (t *Turn) noResultError() *TurnError {
 	return te
 }
 
-// wait reaps the child, then kills whatever is left of its process group
-// (tools that outlived it), then bounds how long stdout may stay open.
+// wait waits for the runner to reap the child (its MCP file removed,
+// whatever is left of its process group killed: tools that outlived it),
+// then bounds how long stdout may stay open.
 func (t *Turn) wait() {
 	defer t.wg.Done()
-	t.waitErr = t.cmd.Wait()
-	t.removeMCPFile()
-	_ = t.sandboxed.Close()
-	t.exitCode, t.exitSig = procgroup.ExitStatus(t.cmd.ProcessState)
-	_ = procgroup.Signal(t.pid, procgroup.Kill)
+	t.exitCode, t.exitSig = t.proc.ExitStatus()
 	close(t.exited)
 	// A process that left the group (setsid) may still hold stdout open;
 	// do not let it hold the turn.
@@ -347,7 +308,7 @@ func (t *Turn) wait() {
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-		_ = t.stdout.Close()
+		_ = t.proc.Stdout().Close()
 	case <-t.readDone:
 	}
 }
@@ -455,7 +416,9 @@ func (t *Turn) Kill() error {
 // killNow sends SIGKILL to the group at once (Manager.Shutdown's last step).
 func (t *Turn) killNow() {
 	t.raise(stopKill)
-	_ = procgroup.Signal(t.pid, procgroup.Kill)
+	if t.proc != nil { // (a turn is registered before its child starts)
+		_ = t.proc.Kill()
+	}
 }
 
 // Close kills the turn if it is still running and discards the events
@@ -510,49 +473,35 @@ func (t *Turn) stop(level int) {
 	}()
 }
 
-// escalate runs the stop sequence for a level. Every step is idempotent
-// and the sequence ends as soon as the child is gone.
+// escalate runs the stop sequence for a level on the runner's ladder:
+// for an interrupt, the control request, then SIGINT, each given
+// InterruptGrace to bring the result; then SIGTERM, and SIGKILL after
+// KillGrace. The sequence ends as soon as the child is gone.
 func (t *Turn) escalate(level int) {
-	if level == stopInterrupt {
-		t.wg.Add(1)
-		go func() {
-			defer t.wg.Done()
-			// The write may block on a full pipe; it must not hold up
-			// the signals, so it runs on its own.
-			if err := t.stdin.sendInterrupt(); err != nil {
-				t.log.Debug().Str("session", t.key).Err(err).Msg("interrupt control request not sent")
+	l := child.Ladder{InterruptGrace: -1, TerminateGrace: t.m.cfg.KillGrace, Until: t.gotResult,
+		OnSignal: func(sig os.Signal) {
+			switch sig {
+			case procgroup.Interrupt:
+				t.log.Info().Str("session", t.key).Msg("no result after interrupt request; sending SIGINT")
+			case procgroup.Kill:
+				t.log.Warn().Str("session", t.key).Int("pid", t.pid).Msg("claude ignored SIGTERM; sending SIGKILL")
 			}
-		}()
-		if t.waitAny(t.m.cfg.InterruptGrace, t.gotResult) {
-			return
+		}}
+	if level == stopInterrupt {
+		l.Ask = func() {
+			t.wg.Add(1)
+			go func() {
+				defer t.wg.Done()
+				// The write may block on a full pipe; it must not hold up
+				// the signals, so it runs on its own.
+				if err := t.stdin.sendInterrupt(); err != nil {
+					t.log.Debug().Str("session", t.key).Err(err).Msg("interrupt control request not sent")
+				}
+			}()
 		}
-		t.log.Info().Str("session", t.key).Msg("no result after interrupt request; sending SIGINT")
-		_ = procgroup.Signal(t.pid, procgroup.Interrupt)
-		if t.waitAny(t.m.cfg.InterruptGrace, t.gotResult) {
-			return
-		}
+		l.AskGrace, l.InterruptGrace = t.m.cfg.InterruptGrace, t.m.cfg.InterruptGrace
 	}
-	_ = procgroup.Signal(t.pid, procgroup.Terminate)
-	if t.waitAny(t.m.cfg.KillGrace, nil) {
-		return
-	}
-	t.log.Warn().Str("session", t.key).Int("pid", t.pid).Msg("claude ignored SIGTERM; sending SIGKILL")
-	_ = procgroup.Signal(t.pid, procgroup.Kill)
-}
-
-// waitAny waits up to d for the child to exit or ch (nil: never) to
-// close, and reports whether one did.
-func (t *Turn) waitAny(d time.Duration, ch chan struct{}) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-t.exited:
-		return true
-	case <-ch:
-		return true
-	case <-timer.C:
-		return false
-	}
+	_ = t.proc.Stop(l)
 }
 
 // stdinWriter owns the child's stdin: the prompt, control requests, and
@@ -686,22 +635,17 @@ func writeMCPFile(dir string, cfg *mcpconfig.Config) (string, error) {
 	return f.Name(), nil
 }
 
-// sandbox wraps cmd in the kernel sandbox: the CLI may write its state
-// under HOME (~/.claude/, ~/.claude.json, ~/.cache/, ~/.local/state/,
-// ~/.local/share/claude/, or CLAUDE_CONFIG_DIR) besides the workdir and
-// its private TMPDIR.
-func (t *Turn) sandbox(cmd *exec.Cmd) error {
-	home := sandbox.Home(cmd.Env)
+// sandboxSpec is the kernel sandbox of the child with environment env:
+// the CLI may write its state under HOME (~/.claude/, ~/.claude.json,
+// ~/.cache/, ~/.local/state/, ~/.local/share/claude/, or
+// CLAUDE_CONFIG_DIR) besides the workdir and its private TMPDIR.
+func (t *Turn) sandboxSpec(env []string) *sandbox.Spec {
+	home := sandbox.Home(env)
 	writable := sandbox.InHome(home, ".claude/", ".claude.json", ".cache/", ".local/state/", ".local/share/claude/")
-	if d := sandbox.Getenv(cmd.Env, "CLAUDE_CONFIG_DIR"); d != "" {
+	if d := sandbox.Getenv(env, "CLAUDE_CONFIG_DIR"); d != "" {
 		writable = append(writable, d+string(filepath.Separator))
 	}
-	sb, err := sandbox.Apply(cmd, sandbox.Spec{Protected: t.opts.Protected, Writable: writable})
-	if err != nil {
-		return fmt.Errorf("claudecode: %w", err)
-	}
-	t.sandboxed = sb
-	return nil
+	return &sandbox.Spec{Protected: t.opts.Protected, Writable: writable}
 }
 
 func (t *Turn) removeMCPFile() {

@@ -205,8 +205,8 @@ func (m *mapper) retry(raw json.RawMessage) {
 	if p.Error.AdditionalDetails != nil && *p.Error.AdditionalDetails != "" {
 		text = *p.Error.AdditionalDetails
 	}
-	if m.t.stderr != nil {
-		text = m.t.stderr.Scrub(text) // the child's secret values
+	if m.t.scrub != nil {
+		text = m.t.scrub(text) // the child's secret values
 	}
 	r.Error = event.RetryErrorText(text)
 	m.t.emit(event.Event{Type: event.TypeSessionRetry, Retry: r})

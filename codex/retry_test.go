@@ -21,7 +21,7 @@ func TestRetryNotifications(t *testing.T) {
 {"method":"error","params":{"error":{"message":"final","codexErrorInfo":null},"willRetry":false,"threadId":"th","turnId":"tu"}}
 `
 	tr := newTurn(NewEngine(Config{}), engine.Request{SessionKey: "k"})
-	tr.stderr = stderrtail.New([]string{"sk-test-secret-123"})
+	tr.scrub = stderrtail.New([]string{"sk-test-secret-123"}).Scrub
 	tr.peer = newPeer(strings.NewReader(lines), io.Discard, nil, nil)
 	m := newMapper(tr)
 	got := make(chan []event.Event)

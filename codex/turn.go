@@ -4,23 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
-	"github.com/chirality/harness/internal/procgroup"
+	"github.com/chirality/harness/internal/child"
 	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/internal/secrets"
-	"github.com/chirality/harness/internal/stderrtail"
 	"github.com/chirality/harness/sandbox"
 )
 
@@ -32,16 +27,14 @@ type Turn struct {
 	req engine.Request
 	log zerolog.Logger
 
-	cmd    *exec.Cmd
+	proc   *child.Process
 	peer   *peer
-	stdin  io.Closer
 	pid    int
 	exited chan struct{} // closed once the child was reaped
-	ps     atomic.Pointer[exitState]
 
 	s *engine.Stream // ended when run returned
 
-	stderr *stderrtail.Tail // scrubbed of the child's secret values
+	scrub func(string) string // the child's secret values out (nil: none known)
 
 	mu          sync.Mutex
 	turnID      string
@@ -51,11 +44,6 @@ type Turn struct {
 	ctx         context.Context
 	cancel      context.CancelFunc
 	approvals   sync.WaitGroup
-}
-
-type exitState struct {
-	code   int
-	signal string
 }
 
 func newTurn(e *Engine, req engine.Request) *Turn {
@@ -72,12 +60,8 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 	} else {
 		t.log = zerolog.Nop()
 	}
-	cmd := exec.Command(bin, "app-server")
-	cmd.Env = env
-	t.stderr = stderrtail.New(secrets.SecretValues(env))
-	cmd.Dir = t.req.Cwd
-	procgroup.Set(cmd)
-	var sb *sandbox.Cmd
+	cfg := child.Config{Path: bin, Args: []string{"app-server"}, Env: env, Dir: t.req.Cwd,
+		Secrets: secrets.SecretValues(env), Log: t.log, StderrSource: "codex stderr"}
 	if t.req.Sandbox {
 		// Codex writes its threads, logs and caches under $CODEX_HOME
 		// (~/.codex); its own sandbox, if any, runs inside this one.
@@ -85,36 +69,17 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 		if home == "" {
 			home = filepath.Join(sandbox.Home(env), ".codex")
 		}
-		var err error
-		if sb, err = sandbox.Apply(cmd, sandbox.Spec{Protected: t.req.Protected,
-			Writable: append(sandbox.InHome(sandbox.Home(env), ".cache/"), home+string(filepath.Separator))}); err != nil {
-			return fmt.Errorf("codex: %w", err)
-		}
+		cfg.Sandbox = &sandbox.Spec{Protected: t.req.Protected,
+			Writable: append(sandbox.InHome(sandbox.Home(env), ".cache/"), home+string(filepath.Separator))}
 	}
-	stdin, err := cmd.StdinPipe()
+	p, err := child.Start(cfg)
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		_ = sb.Close()
-		return err
-	}
-	t.cmd, t.stdin, t.pid = cmd, stdin, cmd.Process.Pid
-	t.peer = newPeer(stdout, stdin, func(err error) { t.log.Warn().Err(err).Msg("codex: undecodable line") }, t.eng.onMsg)
+	t.proc, t.pid, t.scrub = p, p.Pid(), p.Scrub
+	t.peer = newPeer(p.Stdout(), p.Stdin(), func(err error) { t.log.Warn().Err(err).Msg("codex: undecodable line") }, t.eng.onMsg)
 	go func() {
-		t.stderr.Read(stderr, t.log, "codex stderr") // drained before Wait
-		_ = cmd.Wait()
-		_ = sb.Close()
-		code, sig := procgroup.ExitStatus(cmd.ProcessState)
-		t.ps.Store(&exitState{code, sig})
+		<-p.Exited()
 		close(t.exited)
 	}()
 	go func() {
@@ -165,13 +130,8 @@ func (t *Turn) Kill() error {
 	t.killed = true
 	t.mu.Unlock()
 	t.cancel()
-	select {
-	case <-t.exited:
-		return nil // reaped: the pid may belong to another process now
-	default:
-	}
-	if t.pid > 0 {
-		return procgroup.Signal(t.pid, procgroup.Kill)
+	if t.proc != nil {
+		return t.proc.Kill() // nothing once reaped: the pid may belong to another process now
 	}
 	return nil
 }
@@ -195,36 +155,21 @@ func (t *Turn) emit(ev event.Event) {
 // run drives the protocol and produces the stream.
 func (t *Turn) run() {
 	endErr := t.converse()
-	defer func() { t.s.End(endErr) }()
-	// Stop the child: close stdin, grace, then kill the group.
-	_ = t.stdin.Close()
-	select {
-	case <-t.exited:
-	case <-time.After(t.eng.cfg.StopGrace):
-		_ = procgroup.Signal(t.pid, procgroup.Kill)
-		<-t.exited
-	}
-	_ = procgroup.Signal(t.pid, procgroup.Kill) // the tools it started, if any are left
+	// Stop the child: close stdin, grace, then kill the group (the
+	// runner kills what is left of it once the child is reaped).
+	_ = t.proc.Stop(child.Ladder{Ask: func() { _ = t.proc.Stdin().Close() }, AskGrace: t.eng.cfg.StopGrace,
+		InterruptGrace: -1, TerminateGrace: -1})
+	code, signal := t.proc.Wait() // closes stdout, should a stray process hold it
 	for range t.peer.in {
 	}
 	t.cancel()
 	t.approvals.Wait()
-	ps := t.ps.Load()
-	code := ps.code
-	if endErr != nil {
-		var te *engine.TurnError
-		if errors.As(endErr, &te) {
-			se := &event.SessionError{Error: te.Message, Kind: te.Kind}
-			if te.Kind == event.ErrorProcess || te.Kind == event.ErrorStart {
-				c := code
-				se.ExitCode = &c
-				se.StderrTail = t.stderr.String()
-			}
-			t.emit(event.Event{Type: event.TypeSessionError, Error: se})
-		}
+	end := engine.TurnEnd{Err: endErr, Code: code, Signal: signal, Release: func() { t.eng.remove(t) }}
+	var te *engine.TurnError
+	if errors.As(endErr, &te) {
+		end.Error = te.SessionError(code, t.proc.StderrTail)
 	}
-	t.eng.remove(t) // the key is free once process:exit is read
-	t.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(endErr == nil, code, ps.signal)})
+	t.s.End(end.Report(t.emit))
 }
 
 func (t *Turn) endKind(def event.ErrorKind) event.ErrorKind {

@@ -35,7 +35,7 @@
 //	POST   /api/harness/trust            {projectRoot, kind, name|path, hash} → 200 {trusted} | 404 | 409 (changed since shown)
 //	GET    /api/harness/engines          → 200 [{name, available, controls: {fork, rewind}, …}]
 //	GET    /api/harness/roots            → 200 {roots, demo}
-//	GET    /api/harness/health           → 200 {ok, claudeVersion}
+//	GET    /api/harness/health           → 200 {ok, claudeVersion, defaultEngine, engines}
 //	GET    /api/harness/nodes            → 200 [{node, state, clusterAddr, startedAt, lastSeen, sessions}] on a cluster node (serve --node) | 404
 //	GET    /api/harness/openapi.json     → 200 the OpenAPI document
 //	POST   /api/harness/mcp              the harness as an MCP server, streamable HTTP (package mcpserver's tools)

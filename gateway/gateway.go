@@ -475,17 +475,6 @@ func (g *Gateway) nodes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotFound, map[string]string{"error": "not a cluster node: start harness serve with --node"})
 }
 
-func (g *Gateway) health(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
-	defer cancel()
-	v, err := g.h.CLIVersion(ctx)
-	body := healthJSON{OK: err == nil, ClaudeVersion: v}
-	if err != nil {
-		body.Error = err.Error()
-	}
-	writeJSON(w, http.StatusOK, body)
-}
-
 // serveMCP serves the harness as an MCP server.
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) { g.mcpHandler.ServeHTTP(w, r) }
 

@@ -103,7 +103,7 @@ var components = []component{
 	{Name: "SessionEnvelope", Type: reflect.TypeFor[envelopeJSON]()},
 	{Name: "SessionSummary", Type: reflect.TypeFor[harness.SessionSummary]()},
 	{Name: "Persona", Type: reflect.TypeFor[harness.PersonaInfo]()},
-	{Name: "Health", Type: reflect.TypeFor[healthJSON]()},
+	{Name: "Health", Type: reflect.TypeFor[harness.Health]()},
 	{Name: "Event", Description: eventDescription},
 	{Name: "KnownEvent", Description: "An event of a type this version knows, each type with its own fields (the per-type schemas below)."},
 	{Name: "SessionErrorKind", Enum: errorKinds()},

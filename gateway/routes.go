@@ -111,8 +111,8 @@ var routeTable = []route{
 	}},
 	{Method: http.MethodGet, Path: "/health", Serve: (*Gateway).health, Op: operation{
 		ID:      "health",
-		Summary: "Liveness and the claude CLI version",
-		Replies: []reply{{Status: 200, Description: "OK", Body: reflect.TypeFor[healthJSON]()}},
+		Summary: "Liveness: ok when the default engine can run here, and every engine's availability",
+		Replies: []reply{{Status: 200, Description: "OK", Body: reflect.TypeFor[harness.Health]()}},
 		Errors:  []int{401, 403},
 	}},
 	{Method: http.MethodGet, Path: "/nodes", Serve: (*Gateway).nodes, Op: operation{

@@ -22,12 +22,6 @@ type envelopeJSON struct {
 	PermissionMode   string                    `json:"permissionMode" doc:"the permission mode the session's turns run in (server setting over persona over dontAsk)" oa:"optional"`
 }
 
-type healthJSON struct {
-	OK            bool   `json:"ok"`
-	ClaudeVersion string `json:"claudeVersion"`
-	Error         string `json:"error,omitempty"`
-}
-
 type rootsJSON struct {
 	Roots []string `json:"roots"`
 	Demo  bool     `json:"demo"`

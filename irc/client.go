@@ -244,9 +244,9 @@ var _ io.Writer = zerologWriter{}
 
 // dial waits out the back-off of the failures so far, then dials the
 // next of the client's addresses (ircevent's addr is Config.Addr; the
-// list is tried in order); the wait ends early when the client is
-// closed.
-func (c *Client) dial(_ context.Context, network, addr string) (net.Conn, error) {
+// list is tried in order); the wait and the dial end early when the
+// client is closed or ctx (the connection library's) ends.
+func (c *Client) dial(ctx context.Context, network, _ string) (net.Conn, error) {
 	c.mu.Lock()
 	n := c.failures
 	c.failures++
@@ -263,17 +263,20 @@ func (c *Client) dial(_ context.Context, network, addr string) (net.Conn, error)
 		case <-c.stop:
 			t.Stop()
 			return nil, ErrClosed
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
 		}
 	}
 	c.mu.Lock()
-	addr = c.addrs[c.next%len(c.addrs)]
+	addr := c.addrs[c.next%len(c.addrs)]
 	c.next++
 	c.addr = addr
 	c.mu.Unlock()
 	if len(c.addrs) > 1 {
 		c.log.Info().Str("addr", addr).Msg("connecting")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	go func() {
 		select {

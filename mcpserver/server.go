@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,10 +66,9 @@ type Options struct {
 // in-memory or streamable HTTP); each tool call runs on its caller's
 // goroutine.
 type Server struct {
-	h    *harness.Harness
-	o    Options
-	mcp  *mcp.Server
-	seen atomic.Int64 // tool calls served, for tests and logs
+	h   *harness.Harness
+	o   Options
+	mcp *mcp.Server
 }
 
 // New returns the MCP server of h. h's lifetime is the caller's: Shutdown

@@ -382,10 +382,9 @@ func (t *Turn) run() {
 	}
 	hd.flushText()
 	if err == nil {
-		t.emit(event.Event{Type: event.TypeSessionComplete, Complete: &event.SessionComplete{
+		t.err = engine.TurnEnd{Complete: &event.SessionComplete{
 			CostUSD: hd.cost, Usage: hd.usageJSON(), NumTurns: hd.calls, DurationMS: time.Since(start).Milliseconds(),
-			Checkpoint: strconv.Itoa(len(h.History()))}})
-		t.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(true, 0, "")})
+			Checkpoint: strconv.Itoa(len(h.History()))}}.Report(t.emit)
 		return
 	}
 	t.finish(t.errorOf(err, hd.cost), hd.cost, hd.calls)
@@ -439,9 +438,7 @@ func (t *Turn) errorOf(err error, cost float64) *event.SessionError {
 
 // finish ends a turn that did not complete.
 func (t *Turn) finish(se *event.SessionError, cost float64, calls int) {
-	t.err = &engine.TurnError{Kind: se.Kind, Message: se.Error}
-	t.emit(event.Event{Type: event.TypeSessionError, Error: se})
-	t.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(false, 0, "")})
+	t.err = engine.TurnEnd{Error: se, Err: &engine.TurnError{Kind: se.Kind, Message: se.Error}}.Report(t.emit)
 }
 
 // save writes the conversation's history atomically.

@@ -7,16 +7,17 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/child"
 	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/mcpconfig"
@@ -47,7 +48,6 @@ type mcpClients struct {
 	sessions []*mcp.ClientSession
 	tools    []Tool
 	status   []event.MCPServerStatus
-	boxes    []*sandbox.Cmd // sandboxed stdio servers' private TMPDIRs, removed at close
 }
 
 // startMCP connects to every server of cfg at once, each within
@@ -61,7 +61,6 @@ func startMCP(ctx context.Context, cfg *mcpconfig.Config, req engine.Request) *m
 	type result struct {
 		cs    *mcp.ClientSession
 		tools []Tool
-		box   *sandbox.Cmd
 		err   error
 	}
 	results := make([]result, len(cfg.Servers))
@@ -70,8 +69,8 @@ func startMCP(ctx context.Context, cfg *mcpconfig.Config, req engine.Request) *m
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cs, tools, box, err := connectMCP(ctx, s, req)
-			results[i] = result{cs, tools, box, err}
+			cs, tools, err := connectMCP(ctx, s, req)
+			results[i] = result{cs, tools, err}
 		}()
 	}
 	wg.Wait()
@@ -82,7 +81,6 @@ func startMCP(ctx context.Context, cfg *mcpconfig.Config, req engine.Request) *m
 			continue
 		}
 		c.sessions = append(c.sessions, r.cs)
-		c.boxes = append(c.boxes, r.box)
 		c.tools = append(c.tools, r.tools...)
 		c.status = append(c.status, event.MCPServerStatus{Name: s.Name, Status: "connected"})
 	}
@@ -90,33 +88,41 @@ func startMCP(ctx context.Context, cfg *mcpconfig.Config, req engine.Request) *m
 }
 
 // connectMCP starts (stdio) or reaches server s and lists its tools. A
-// sandboxed turn's stdio server runs in the kernel sandbox, as an
-// agent's would (its private TMPDIR is returned to be removed once it
-// has exited); one that cannot be sandboxed fails.
-func connectMCP(ctx context.Context, s mcpconfig.Server, req engine.Request) (_ *mcp.ClientSession, _ []Tool, box *sandbox.Cmd, err error) {
-	defer func() {
-		if err != nil {
-			_ = box.Close()
-			box = nil
-		}
-	}()
+// stdio server runs on the one child runner (internal/child): in a
+// process group of its own, its stderr scrubbed and logged, and, for a
+// sandboxed turn, in the kernel sandbox as an agent's would (one that
+// cannot be sandboxed fails).
+func connectMCP(ctx context.Context, s mcpconfig.Server, req engine.Request) (_ *mcp.ClientSession, _ []Tool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, MCPStartTimeout)
 	defer cancel()
 	var transport mcp.Transport
 	switch s.Type {
 	case mcpconfig.Stdio:
-		cmd := exec.Command(s.Command, s.Args...)
-		cmd.Dir = req.Cwd
-		cmd.Env = append(secrets.FilterEnv(os.Environ(), nil), req.Env...)
+		env := append(secrets.FilterEnv(os.Environ(), nil), req.Env...)
 		for _, k := range sortedKeys(s.Env) {
-			cmd.Env = append(cmd.Env, k+"="+s.Env[k])
+			env = append(env, k+"="+s.Env[k])
+		}
+		cfg := child.Config{Path: s.Command, Args: s.Args, Env: env, Dir: req.Cwd,
+			Secrets: secrets.SecretValues(env), Log: zerolog.Nop(), StderrSource: "mcp server " + s.Name + " stderr"}
+		if req.Logger != nil {
+			cfg.Log = *req.Logger
 		}
 		if req.Sandbox {
-			if box, err = sandbox.Apply(cmd, sandbox.Spec{Protected: req.Protected}); err != nil {
-				return nil, nil, nil, err
-			}
+			cfg.Sandbox = &sandbox.Spec{Protected: req.Protected}
 		}
-		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: mcpCloseGrace}
+		p, err := child.Start(cfg)
+		if se := (*child.StartError)(nil); errors.As(err, &se) {
+			return nil, nil, fmt.Errorf("start: %w", se.Err) // as the SDK's transport said it
+		} else if err != nil {
+			return nil, nil, err
+		}
+		mc := mcpChild{p}
+		defer func() {
+			if err != nil {
+				_ = mc.Close()
+			}
+		}()
+		transport = &mcp.IOTransport{Reader: mc, Writer: mcpStdin{p}}
 	case mcpconfig.HTTP, mcpconfig.SSE:
 		client := &http.Client{Transport: headerTransport{headers: s.Headers, base: http.DefaultTransport}}
 		if s.Type == mcpconfig.HTTP {
@@ -125,18 +131,18 @@ func connectMCP(ctx context.Context, s mcpconfig.Server, req engine.Request) (_ 
 			transport = &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: client}
 		}
 	default:
-		return nil, nil, box, fmt.Errorf("unknown MCP server type %q", s.Type)
+		return nil, nil, fmt.Errorf("unknown MCP server type %q", s.Type)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "harness", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
-		return nil, nil, box, fmt.Errorf("start: %w", err)
+		return nil, nil, fmt.Errorf("start: %w", err)
 	}
 	var tools []Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			_ = cs.Close()
-			return nil, nil, box, fmt.Errorf("tools/list: %w", err)
+			return nil, nil, fmt.Errorf("tools/list: %w", err)
 		}
 		schema, err := json.Marshal(t.InputSchema)
 		if err != nil || t.InputSchema == nil {
@@ -144,11 +150,32 @@ func connectMCP(ctx context.Context, s mcpconfig.Server, req engine.Request) (_ 
 		}
 		tools = append(tools, &mcpTool{cs: cs, name: mcpconfig.ToolName(s.Name, t.Name), tool: t.Name, desc: t.Description, schema: schema, req: req})
 	}
-	return cs, tools, box, nil
+	return cs, tools, nil
 }
 
-// close ends every server (stdio children: stdin closed, then killed
-// after mcpCloseGrace).
+// mcpChild is a stdio MCP server's process as the SDK's transport reads
+// it: its stdout, and a Close that ends it as the MCP specification's
+// stdio shutdown says, on the runner's ladder: stdin closed, SIGTERM
+// after mcpCloseGrace, SIGKILL as long after (to its whole group).
+type mcpChild struct{ p *child.Process }
+
+func (c mcpChild) Read(b []byte) (int, error) { return c.p.Stdout().Read(b) }
+
+func (c mcpChild) Close() error {
+	_ = c.p.Stop(child.Ladder{Ask: func() { _ = c.p.Stdin().Close() }, AskGrace: mcpCloseGrace,
+		InterruptGrace: -1, TerminateGrace: mcpCloseGrace})
+	c.p.Wait()
+	return nil
+}
+
+// mcpStdin is the server's stdin; closing it is mcpChild's to do.
+type mcpStdin struct{ p *child.Process }
+
+func (w mcpStdin) Write(b []byte) (int, error) { return w.p.Stdin().Write(b) }
+func (mcpStdin) Close() error                  { return nil }
+
+// close ends every server (stdio children: stdin closed, then SIGTERM
+// and SIGKILL, each after mcpCloseGrace).
 func (c *mcpClients) close() {
 	var wg sync.WaitGroup
 	for _, cs := range c.sessions {
@@ -159,9 +186,6 @@ func (c *mcpClients) close() {
 		}()
 	}
 	wg.Wait()
-	for _, b := range c.boxes {
-		_ = b.Close()
-	}
 }
 
 type headerTransport struct {

@@ -74,13 +74,6 @@ func response(id json.RawMessage, result any, e *Error) ([]byte, error) {
 	return jsonrpc.Strict.AppendResponse(nil, id, result, e)
 }
 
-func idOrNull(id json.RawMessage) json.RawMessage {
-	if len(id) == 0 {
-		return json.RawMessage("null")
-	}
-	return id
-}
-
 // lineWriter writes whole lines, one at a time, to the client. A writer
 // of a line holds mu from its first byte to its newline.
 type lineWriter struct {

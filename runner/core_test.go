@@ -161,8 +161,7 @@ func TestCoreClaudeCode(t *testing.T) {
 // harness has no turn left, the CLI process is gone.
 func TestCoreStopMidTurn(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	e := newEnv(t, "")
-	e = newEnvBin(t, wrapper(t, claudetest.FindCLI(t), pidFile, false))
+	e := newEnvBin(t, wrapper(t, claudetest.FindCLI(t), pidFile, false))
 	c := e.core(engine.ClaudeCode, nil)
 	r := record(c)
 	e.api.Script(slowReply())

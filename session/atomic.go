@@ -7,9 +7,6 @@ import "github.com/chirality/harness/internal/atomicfile"
 // the way a crash would at that point (the temporary file is left behind).
 var testHookBeforeRename func(tmp string) error
 
-// tmpSuffix ends the names of temporary files; List ignores them.
-const tmpSuffix = atomicfile.TempSuffix
-
 // writeFileAtomic writes a 0600 file so that after a crash path holds
 // either the old or the new content.
 func writeFileAtomic(path string, data []byte) error {

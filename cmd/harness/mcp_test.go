@@ -161,4 +161,11 @@ func TestMCPCommandJunkInput(t *testing.T) {
 			t.Errorf("clean end of input: stderr %q", errOut.String())
 		}
 	}
+	// the same with --demo (the reproduction: printf 'junk\n' |
+	// harness mcp --demo), whose set-up and undo wrap the server
+	var out, errOut bytes.Buffer
+	c := &cli{stdin: strings.NewReader("junk\n"), stdout: &out, stderr: &errOut}
+	if code := c.run([]string{"mcp", "--demo"}); code != 1 || !strings.Contains(errOut.String(), "harness mcp: input is not MCP") {
+		t.Errorf("--demo, junk: exit %d, stderr %q", code, errOut.String())
+	}
 }

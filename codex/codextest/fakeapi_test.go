@@ -2,6 +2,7 @@ package codextest_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -75,6 +76,20 @@ func TestFakeAPI(t *testing.T) {
 		}
 		if !strings.Contains(evs[len(evs)-1].data, `"input_tokens":10`) {
 			t.Errorf("usage %s", evs[len(evs)-1].data)
+		}
+		// the three deltas are the text, in order
+		var text strings.Builder
+		for _, d := range deltas {
+			var v struct {
+				Delta string `json:"delta"`
+			}
+			if err := json.Unmarshal([]byte(d), &v); err != nil || v.Delta == "" {
+				t.Errorf("delta %s: %v", d, err)
+			}
+			text.WriteString(v.Delta)
+		}
+		if len(deltas) != 3 || text.String() != "hello world" {
+			t.Errorf("%d deltas say %q, want 3 saying %q", len(deltas), text.String(), "hello world")
 		}
 	})
 	t.Run("function call", func(t *testing.T) {

@@ -4,7 +4,7 @@
 // process group, so that stopping the group reaches every tool the agent
 // started (a shell, and whatever that shell starts): the agent alone
 // dying would orphan them. Every engine with a child process (claudecode,
-// codex, acp) uses it.
+// codex, acp) uses it through the one child runner, internal/child.
 package procgroup
 
 import (

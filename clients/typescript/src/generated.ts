@@ -252,9 +252,16 @@ export const ForkRequestSchema = z.strictObject({
 export type ForkRequest = z.infer<typeof ForkRequestSchema>;
 
 export const HealthSchema = z.looseObject({
+  /** true when the default engine is available */
   ok: z.boolean(),
+  /** the Claude Code CLI version when the claude-code engine is available, else empty */
   claudeVersion: z.string(),
+  /** why the default engine is not available */
   error: z.string().optional(),
+  /** the engine of sessions that name none */
+  defaultEngine: z.string(),
+  /** every engine the server offers, whether it can run here and why not */
+  engines: z.array(EngineStatusSchema),
 });
 export type Health = z.infer<typeof HealthSchema>;
 
