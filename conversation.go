@@ -578,8 +578,16 @@ func (h *Harness) appendEvent(id string, ev event.Event) error {
 	}
 	// scrubbed as a turn's events are (runner.emitLocked): a queued
 	// prompt's text, say, may hold a secret
-	if _, err := elog.Append(secrets.ScrubJSON(ev.AppendJSON(nil))); err != nil {
+	line := secrets.ScrubJSON(ev.AppendJSON(nil))
+	seq, err := elog.Append(line)
+	if err != nil {
 		return err
+	}
+	if h.taps.n.Load() > 0 { // watch.go: the typed event as stored
+		var typed event.Event
+		if json.Unmarshal(line, &typed) == nil {
+			h.taps.publish(session.Record{Seq: seq, Event: wire(seq, line), Typed: &typed})
+		}
 	}
 	return elog.Sync()
 }

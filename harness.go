@@ -50,6 +50,7 @@ type Harness struct {
 	locks    keylock.Map                // by session ID: see lockSession
 	qlocks   keylock.Map                // by session ID: its prompt queue (queue.go)
 	queueing atomic.Bool                // this Harness queues or resumes queues (queue.go)
+	taps     taps                       // server-wide watchers of every event (watch.go)
 	closed   bool
 	wg       sync.WaitGroup // turn runners
 
@@ -843,6 +844,7 @@ func (h *Harness) Shutdown(ctx context.Context) error {
 	ewg.Wait()
 	err := errors.Join(errs...)
 	h.wg.Wait() // runners end once their turns are read to the end
+	h.taps.close()
 	h.closeCheckpoints()
 	h.logsMu.Lock()
 	for root, pl := range h.logs {

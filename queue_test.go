@@ -255,7 +255,13 @@ func TestQueueSurvivesAbandonedServer(t *testing.T) {
 	if err := e.h.Interrupt(id); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the queued held turn to start", func() bool { return len(qa.messages()) == 3 && e.h.IsRunning(id) })
+	// Its session:init too: the engine's first event is emitted after the
+	// engine started, and one written after the second server opened the
+	// log would land between the cut turn's end and its report.
+	waitFor(t, "the queued held turn to start", func() bool {
+		evs := logEvents(t, e, e.h, id)
+		return len(qa.messages()) == 3 && e.h.IsRunning(id) && len(evs) > 0 && evs[len(evs)-1].Type == event.TypeSessionInit
+	})
 	if got := qa.messages(); got[2] != "hold cut" {
 		t.Fatalf("first server ran %q", got)
 	}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,15 +21,7 @@ import (
 // get returns the status and the answer of GET path.
 func (e *env) get(path string) (int, string) {
 	e.t.Helper()
-	req, _ := http.NewRequest("GET", e.url+path, nil)
-	req.Header.Set("Authorization", "Bearer "+e.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return e.do("GET", path, "")
 }
 
 // requestText is every text of a request's messages.

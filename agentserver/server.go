@@ -17,8 +17,11 @@
 //	GET  /rewind    ?turns=N | ?toTurn=S: what that rewind would undo (the files it would restore)
 //	POST /trust     {"kind": "persona|mcp", "name"?, "path"?, "hash"}: a person trusts what a trust
 //	                event showed → 200 {"trusted": {…}}; 409 it changed since, 404 no such thing
+//	GET  /queue     the prompts queued behind the running turn (POST /prompt with "queue": true
+//	                → 202 {queued, promptId, position}); PATCH /queue/{promptId} {message?, position?},
+//	                DELETE /queue/{promptId} edit, move or drop one (queue.go)
 //
-// (control.go has the details of the six before it: bodies, answers, errors.)
+// (control.go has the details of the six before the queue: bodies, answers, errors.)
 //
 // Events are JSON objects with "type" and "timestamp" (Unix ms, when the
 // event happened: stamped once as the session log stores it, so two
@@ -191,7 +194,13 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /rewind", s.rewind)
 	mux.HandleFunc("GET /rewind", s.previewRewind)
 	mux.HandleFunc("POST /trust", s.trust)
+	mux.HandleFunc("GET /queue", s.getQueue) // queue.go
+	mux.HandleFunc("PATCH /queue/{promptId}", s.patchQueued)
+	mux.HandleFunc("DELETE /queue/{promptId}", s.deleteQueued)
 	s.handler = guard.Wrap(mux)
+	events, stop := s.h.Watch(0)
+	s.streams.Add(1)
+	go s.watchTurns(events, stop) // queue.go
 	return s, nil
 }
 
@@ -284,8 +293,12 @@ func statusOf(err error) int {
 	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved), errors.Is(err, trust.ErrStale):
 		return http.StatusConflict
 	case errors.Is(err, harness.ErrApprovalNotFound), errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrSeqNotFound),
-		errors.Is(err, harness.ErrPersonaNotFound), errors.Is(err, trust.ErrNotFound):
+		errors.Is(err, harness.ErrPersonaNotFound), errors.Is(err, trust.ErrNotFound), errors.Is(err, harness.ErrPromptNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, harness.ErrQueueFull):
+		return http.StatusTooManyRequests
+	case errors.Is(err, harness.ErrMessageTooLarge):
+		return http.StatusUnprocessableEntity
 	case errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported),
 		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore):
 		return http.StatusUnprocessableEntity
@@ -323,9 +336,14 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Content string `json:"content"`
+		Queue   bool   `json:"queue"` // queue.go: queue behind a running turn (202) instead of 409
 	}
 	if err := s.decode(w, r, &body); err != nil {
 		writeError(w, err)
+		return
+	}
+	if body.Queue {
+		s.promptOrQueue(w, r, body.Content)
 		return
 	}
 	if err := s.Prompt(r.Context(), body.Content); err != nil {

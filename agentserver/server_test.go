@@ -250,16 +250,7 @@ func isEnd(ev Event) bool { return ev.Type == "status" && (ev.State == "idle" ||
 // returns the status and the answer.
 func (e *env) post(path, body string) (int, string) {
 	e.t.Helper()
-	req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+e.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return e.do("POST", path, body)
 }
 
 func (e *env) prompt(content string) {

@@ -12,6 +12,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/notify"
 	"github.com/chirality/harness/session"
 	"github.com/chirality/harness/trust"
 	"github.com/chirality/harness/worktree"
@@ -104,6 +105,8 @@ var components = []component{
 	{Name: "SessionSummary", Type: reflect.TypeFor[harness.SessionSummary]()},
 	{Name: "Persona", Type: reflect.TypeFor[harness.PersonaInfo]()},
 	{Name: "Health", Type: reflect.TypeFor[harness.Health]()},
+	{Name: "Notification", Type: reflect.TypeFor[notify.Notification](), Closed: true,
+		Description: "What `harness serve --notify-webhook URL` POSTs (package notify) when a session needs a person or a turn ends: `Content-Type: application/json`, `X-Harness-Event: <type>`, and, when `HARNESS_NOTIFY_SECRET` is set in the server's environment, `X-Harness-Signature: sha256=<hex>`, the HMAC-SHA256 of the exact body bytes under that secret (recompute it over the bytes received and compare in constant time). Network errors, 408, 429 and 5xx are retried with exponential backoff (0.5 s doubling, at most 5 tries); any 2xx is delivered; other statuses are final. Each receiver has a bounded queue (256): when full, the oldest notification is dropped. Every field goes through the secrets scrubber. `--notify-ntfy URL` sends the same notifications to an ntfy topic as a text body (title and project) with `Title: harness: <type>`, `Click: <link>` and, when a person is needed, `Priority: high`."},
 	{Name: "Event", Description: eventDescription},
 	{Name: "KnownEvent", Description: "An event of a type this version knows, each type with its own fields (the per-type schemas below)."},
 	{Name: "SessionErrorKind", Enum: errorKinds()},

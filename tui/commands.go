@@ -18,18 +18,26 @@ import (
 //	                --both answer it on the line
 //	/trust          trust, as shown, the persona file and MCP servers the last
 //	                turn did not honour (its trust notices)
+//	/queue          the prompts queued behind the running turn (a message sent
+//	                while a turn runs is queued); /queue edit N TEXT,
+//	                /queue move N M and /queue delete N change the Nth
+//	                (1 = next to run)
 //	/help           the keys and commands
 //
 // A line that starts with "//" is a message starting with "/" (one slash
 // is dropped); any other line starting with "/" that is not one of these
 // commands is a message too (the demo's "/demo error").
 type Command struct {
-	Name string // model, agent, mode, fork, rewind, trust, help
-	Arg  string // model, agent, mode: the name asked for
+	Name string // model, agent, mode, fork, rewind, trust, queue, help
+	Arg  string // model, agent, mode: the name asked for; queue edit: the text
 	// rewind: how many turns back (1 = before the last turn), and what to
 	// undo; neither set means the TUI asks.
 	Turns               int
 	Files, Conversation bool
+	// queue: Sub is "" (list), edit, move or delete; Index the prompt
+	// (1 = next to run), To where move puts it (1 = next).
+	Sub       string
+	Index, To int
 }
 
 // Commands are the slash commands, as the help modal lists them.
@@ -42,6 +50,8 @@ var Commands = [][2]string{
 	{"", "both (or say it: --files, --conversation, --both)"},
 	{"/trust", "trust what the last turn's notices show"},
 	{"//text", "send a message that starts with /"},
+	{"/queue", "the prompts sent while a turn ran, queued"},
+	{"", "/queue edit N TEXT · move N M · delete N"},
 }
 
 // ErrCommand is matched by every error of a malformed command.
@@ -99,8 +109,63 @@ func ParseCommand(line string) (c Command, isCmd bool, msg string, err error) {
 				c.Turns, seenN = n, true
 			}
 		}
+	case "queue":
+		return parseQueue(line, fields)
 	default:
 		return Command{}, false, line, nil // a message (the demo's "/demo error")
+	}
+	return c, true, "", nil
+}
+
+// MaxQueueIndex bounds /queue's N and M (the core queues at most 100).
+const MaxQueueIndex = 1000
+
+// parseQueue reads /queue's forms; line is the whole line (edit keeps
+// its text as typed).
+func parseQueue(line string, fields []string) (Command, bool, string, error) {
+	c := Command{Name: "queue"}
+	usage := func(got string) (Command, bool, string, error) {
+		return Command{}, true, "", fmt.Errorf("%w: /queue, /queue edit N TEXT, /queue move N M or /queue delete N (N from 1, the next to run); got %q", ErrCommand, clipArg(got))
+	}
+	index := func(s string) (int, bool) {
+		n, err := strconv.Atoi(s)
+		return n, err == nil && n >= 1 && n <= MaxQueueIndex
+	}
+	if len(fields) == 0 {
+		return c, true, "", nil
+	}
+	var ok bool
+	switch c.Sub = fields[0]; c.Sub {
+	case "edit":
+		if len(fields) < 3 {
+			return usage(strings.Join(fields, " "))
+		}
+		if c.Index, ok = index(fields[1]); !ok {
+			return usage(fields[1])
+		}
+		// the text after N, as typed
+		rest := strings.TrimSpace(line[strings.Index(line, "edit")+len("edit"):])
+		c.Arg = strings.TrimSpace(strings.TrimPrefix(rest, fields[1]))
+	case "move":
+		if len(fields) != 3 {
+			return usage(strings.Join(fields, " "))
+		}
+		if c.Index, ok = index(fields[1]); !ok {
+			return usage(fields[1])
+		}
+		if c.To, ok = index(fields[2]); !ok {
+			return usage(fields[2])
+		}
+	case "delete", "rm":
+		c.Sub = "delete"
+		if len(fields) != 2 {
+			return usage(strings.Join(fields, " "))
+		}
+		if c.Index, ok = index(fields[1]); !ok {
+			return usage(fields[1])
+		}
+	default:
+		return usage(c.Sub)
 	}
 	return c, true, "", nil
 }

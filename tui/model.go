@@ -76,6 +76,14 @@ type Actions struct {
 	// Trust trusts what a trust event showed (/trust): its kind, name,
 	// path and hash.
 	Trust func(kind, name, path, hash string) tea.Cmd
+	// The session's prompt queue (queue.go): Queue queues a message
+	// behind the running turn; QueueList, QueueEdit (a new text and/or
+	// position, 0 = next) and QueueDelete change it. Each answers with
+	// a QueueMsg; asked says a person asked for the list (/queue).
+	Queue       func(text string) tea.Cmd
+	QueueList   func(asked bool) tea.Cmd
+	QueueEdit   func(promptID string, message *string, position *int) tea.Cmd
+	QueueDelete func(promptID string) tea.Cmd
 }
 
 // Model is the TUI's state: the conversation, the status, the input.
@@ -93,12 +101,13 @@ type Model struct {
 	scroll   int  // lines scrolled up from the bottom
 	newBelow bool // content arrived while scrolled up
 	help     bool
-	selected string   // text chosen for copying (the last assistant part)
-	asking   *part    // the approval card waiting for a, d or w
-	rewind   *Command // a /rewind waiting for f, c or b
-	preview  string   // what it would undo, once known
-	stopping bool     // Ctrl+C sent during a turn
-	trusts   []Event  // the trust notices of the current turn, for /trust
+	selected string         // text chosen for copying (the last assistant part)
+	asking   *part          // the approval card waiting for a, d or w
+	rewind   *Command       // a /rewind waiting for f, c or b
+	preview  string         // what it would undo, once known
+	stopping bool           // Ctrl+C sent during a turn
+	trusts   []Event        // the trust notices of the current turn, for /trust
+	queue    []QueuedPrompt // the session's queued prompts, as last listed
 }
 
 // NewModel returns a model using act for its requests and hist for the
@@ -120,6 +129,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case EventMsg:
 		m.apply(Event(msg))
+		if msg.Type == "user" && len(m.queue) > 0 && m.act.QueueList != nil {
+			return m, m.act.QueueList(false) // a queued prompt may have started
+		}
+	case QueueMsg:
+		m.queue = msg.Prompts
+		if msg.Listed && len(msg.Prompts) == 0 {
+			m.parts = append(m.parts, &part{kind: "info", text: "Nothing is queued (a message sent while a turn runs is)."})
+		}
 	case ConnMsg:
 		m.conn = string(msg)
 	case ErrMsg:
@@ -190,7 +207,12 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 		c, isCmd, msg, err := ParseCommand(text)
 		if !isCmd && m.busy() {
-			return nil
+			if m.act.Queue == nil {
+				return nil
+			}
+			m.input = nil
+			_ = m.hist.Add(text)
+			return m.act.Queue(msg) // it runs when the turn ends
 		}
 		m.input = nil
 		m.scroll, m.newBelow = 0, false
@@ -477,7 +499,7 @@ func (m *Model) convLines() []string {
 }
 
 func (m *Model) convHeight() int {
-	h := m.height - 1 - strings.Count(m.inputBox(), "\n") - 1 - strings.Count(m.statusLine(), "\n")
+	h := m.height - 1 - strings.Count(m.inputBox(), "\n") - 1 - strings.Count(m.statusLine(), "\n") - len(m.queueLines())
 	return max(1, h)
 }
 
@@ -546,7 +568,11 @@ func (m *Model) Frame() string {
 	if m.newBelow && m.scroll > 0 {
 		view[len(view)-1] = m.th.style(m.th.Status).Render("↓ New content")
 	}
-	frame := strings.Join(view, "\n") + "\n" + m.statusLine() + "\n" + m.inputBox()
+	frame := strings.Join(view, "\n") + "\n" + m.statusLine() + "\n"
+	for _, l := range m.queueLines() {
+		frame += l + "\n"
+	}
+	frame += m.inputBox()
 	if m.help {
 		return overlay(frame, m.helpBox(), m.width, m.height)
 	}
@@ -628,6 +654,8 @@ func (m *Model) run(c Command) tea.Cmd {
 		}
 		m.trusts = nil
 		return tea.Batch(cmds...)
+	case "queue":
+		return m.runQueue(c, refuse)
 	case "fork", "rewind":
 		if m.busy() {
 			return refuse("/" + c.Name + ": a turn is running; wait for its end or stop it with Ctrl+C")

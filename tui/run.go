@@ -1,7 +1,7 @@
 // Package tui is `harness tui`: a conversation with an agent in the
 // terminal, a client of `harness agent serve` (GET /events?deltas=1,
 // POST /prompt, POST /cancel, POST /approval, and for the commands POST
-// /session, /fork and /rewind; package agentserver).
+// /session, /fork and /rewind, and /queue; package agentserver).
 //
 //	err := tui.Run(ctx, tui.Options{URL: "http://127.0.0.1:8788"})
 //
@@ -76,7 +76,8 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	c := &client{url: strings.TrimRight(opts.URL, "/"), token: opts.Token, http: &http.Client{}}
 	m := NewModel(DefaultTheme, Actions{Prompt: c.prompt, Cancel: c.cancel, Approve: c.approve, Copy: copyOSC52,
-		Switch: c.switchTo, Fork: c.fork, Rewind: c.rewind, Preview: c.preview, Trust: c.trust}, LoadHistory(opts.HistoryFile))
+		Switch: c.switchTo, Fork: c.fork, Rewind: c.rewind, Preview: c.preview, Trust: c.trust,
+		Queue: c.queuePrompt, QueueList: c.queueList, QueueEdit: c.queueEdit, QueueDelete: c.queueDelete}, LoadHistory(opts.HistoryFile))
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
 	if opts.In != nil {
 		popts = append(popts, tea.WithInput(opts.In))

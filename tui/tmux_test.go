@@ -152,45 +152,7 @@ func TestRealTerminal(t *testing.T) {
 // TestRealTerminalApproval runs `harness tui --demo` on the real Claude
 // CLI in tmux: a tool no rule allows shows a card; a runs it, d does not.
 func TestRealTerminalApproval(t *testing.T) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Fatal("tmux is needed for the real-terminal test (Debian: apt-get install tmux; .ci/run installs it)")
-	}
-	cli := claudetest.FindCLI(t)
-	bin := filepath.Join(t.TempDir(), "harness")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/harness").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	cwd, _ := filepath.EvalSymlinks(t.TempDir())
-	sock := filepath.Join(t.TempDir(), "tmux.sock")
-	errFile := filepath.Join(t.TempDir(), "stderr")
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			b, _ := os.ReadFile(errFile)
-			t.Fatalf("tmux %v: %v\n%s\nthe TUI's stderr:\n%s", args, err, out, b)
-		}
-		return string(out)
-	}
-	cmd := "HOME=" + t.TempDir() + " exec " + bin + " tui --demo --engine claude-code --claude-bin " + cli + " --cwd " + cwd + " 2>" + errFile
-	run("new-session", "-d", "-s", "t", "-x", "100", "-y", "50", cmd)
-	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
-	screen := func() string { return run("capture-pane", "-t", "t", "-p") }
-	waitFor := func(what string, ok func(string) bool) string {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			s := screen()
-			if ok(s) {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s on the screen:\n%s", what, s)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	cwd, run, waitFor := demoTUI(t, 50, 60*time.Second)
 	has := func(sub string) func(string) bool { return func(s string) bool { return strings.Contains(s, sub) } }
 	waitFor("the input box", has("Message  (Enter send"))
 	marker := filepath.Join(cwd, "demo-marker.txt")
@@ -239,6 +201,53 @@ func TestRealTerminalApproval(t *testing.T) {
 	if left := processesIn(cwd); len(left) > 0 {
 		t.Fatalf("processes left in the project: %v", left)
 	}
+}
+
+// demoTUI starts `harness tui --demo` on the pinned Claude Code CLI in
+// tmux, width 100 and height rows, in a fresh project (cwd); run runs a
+// tmux command, waitFor waits (up to wait) for the screen to satisfy ok
+// and returns it. The server is killed at the test's end.
+func demoTUI(t *testing.T, height int, wait time.Duration) (cwd string, run func(args ...string) string, waitFor func(what string, ok func(string) bool) string) {
+	t.Helper()
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal("tmux is needed for the real-terminal test (Debian: apt-get install tmux; .ci/run installs it)")
+	}
+	cli := claudetest.FindCLI(t)
+	bin := filepath.Join(t.TempDir(), "harness")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/harness").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cwd, _ = filepath.EvalSymlinks(t.TempDir())
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	errFile := filepath.Join(t.TempDir(), "stderr")
+	run = func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			b, _ := os.ReadFile(errFile)
+			t.Fatalf("tmux %v: %v\n%s\nthe TUI's stderr:\n%s", args, err, out, b)
+		}
+		return string(out)
+	}
+	cmd := "HOME=" + t.TempDir() + " exec " + bin + " tui --demo --engine claude-code --claude-bin " + cli + " --cwd " + cwd + " 2>" + errFile
+	run("new-session", "-d", "-s", "t", "-x", "100", "-y", strconv.Itoa(height), cmd)
+	t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
+	waitFor = func(what string, ok func(string) bool) string {
+		t.Helper()
+		deadline := time.Now().Add(wait)
+		for {
+			s := run("capture-pane", "-t", "t", "-p")
+			if ok(s) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s on the screen:\n%s", what, s)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return cwd, run, waitFor
 }
 
 // processesIn lists the processes whose working directory is dir.

@@ -42,7 +42,8 @@ type serveFlags struct {
 	engine                                           string
 	enginesFile                                      string
 	mcp                                              mcpConfigFlag
-	cluster                                          clusterFlags
+	cluster                                          clusterFlags // cluster.go
+	notify                                           notifyFlags  // notify.go
 }
 
 func (c *cli) serveCmd() *cobra.Command {
@@ -102,6 +103,7 @@ on http://ADDR"; the log goes to stderr.
 	flagEngines(cmd, &f.enginesFile)
 	flagMCPConfig(cmd, &f.mcp)
 	flagCluster(cmd, &f.cluster)
+	flagNotify(cmd, &f.notify)
 	changed = func(name string) bool { return fs.Changed(name) }
 	return cmd
 }
@@ -161,6 +163,11 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: logging.Scrubbed(stderr), TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).
 		Level(level).With().Timestamp().Logger()
 
+	notifyCfg, notifying, err := f.notify.config(&logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "harness serve:", err)
+		return 2
+	}
 	cfg := harness.Config{
 		Roots: f.roots, StateDir: f.stateDir, Aliases: engines.Aliases,
 		PermissionMode: f.permissionMode, AllowBypass: f.allowBypass, MaxTurns: f.maxTurns,
@@ -231,6 +238,16 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 		fmt.Fprintln(stderr, "harness serve:", err)
 		_ = h.Shutdown(context.Background())
 		return 1
+	}
+	if notifying {
+		stopNotify, err := startNotify(h, notifyCfg, ln.Addr())
+		cleanup = append(cleanup, stopNotify) // after h.Shutdown: what is queued goes out
+		if err != nil {
+			fmt.Fprintln(stderr, "harness serve:", err)
+			_ = ln.Close()
+			_ = h.Shutdown(context.Background())
+			return 2
+		}
 	}
 	srv := httpguard.Server(gw) // header, idle and size bounds; bodies are bounded by the gateway's guard
 	served := make(chan error, 1)

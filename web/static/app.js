@@ -6,6 +6,8 @@
 import { Api, ApiError, eventsOf, sleep } from "./api.js";
 import { Transcript, truncateLines, toolSummary, formatCost, formatDuration, retrySummary, diffLines, markerText, mcpSummary, titleOf, errorHint } from "./transcript.js";
 import { renderMarkdown } from "./markdown.js";
+import { ConsoleNotifier } from "./notify.js";
+import { QueuePanel } from "./queue.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "harness.token";
@@ -18,6 +20,8 @@ const MAX_RESULT_LINES = 100;
 
 let token = safeStorage(() => sessionStorage.getItem(TOKEN_KEY)) || "";
 const api = new Api(() => token);
+const queue = new QueuePanel({ api, root: $("queue-panel"), toast }); // queue.js
+const notifier = new ConsoleNotifier({ open: (id) => (location.hash = `#s=${encodeURIComponent(id)}`) }); // notify.js
 
 const state = {
   sessions: [],
@@ -353,6 +357,8 @@ async function follow(sessionId, res, turn) {
           if (ctl.signal.aborted) return;
           insertLocalUsers(ev.seq);
           if (state.transcript.apply(ev)) progressed = true;
+          notifier.observe(ev, sessionId, state.current?.title || "");
+          queue.observe(ev, sessionId);
           view.schedule();
           // A retried model API request shows in the status bar until
           // the next event of the turn.
@@ -398,6 +404,10 @@ async function follow(sessionId, res, turn) {
       view.schedule();
       updateControls();
       if (turn) refreshSessions();
+      // What is queued starts a turn of its own once this one ends: follow it.
+      if (!ctl.signal.aborted && queue.shouldFollow(sessionId)) {
+        setTimeout(() => state.currentId === sessionId && !state.reader && follow(sessionId, null, false), 250);
+      }
     }
   }
 }
@@ -442,6 +452,8 @@ async function openSession(id) {
   state.currentId = id;
   state.current = state.sessions.find((s) => s.id === id) || null;
   state.transcript = new Transcript();
+  notifier.opened();
+  queue.show(id);
   state.localUsers = loadLocalUsers(id).sort((a, b) => a.after - b.after);
   view.reset();
   if (location.hash !== `#s=${id}`) history.replaceState(null, "", `#s=${encodeURIComponent(id)}`);
@@ -478,7 +490,9 @@ async function send() {
   const input = $("input");
   const text = input.value;
   const id = state.currentId;
-  if (!id || !text.trim() || state.sending || busy()) return;
+  if (!id || !text.trim() || state.sending) return;
+  notifier.ask();
+  if (busy()) return queuePrompt(id, text);
   state.sending = true;
   updateControls();
   try {
@@ -499,6 +513,29 @@ async function send() {
     } else if (!(e instanceof ApiError && e.status === 401)) {
       toast(String(e.message || e));
     }
+  } finally {
+    state.sending = false;
+    updateControls();
+  }
+}
+
+/** Queues text behind the running turn (queue.js); the turn starts at
+ * once instead when the session turned idle meanwhile. */
+async function queuePrompt(id, text) {
+  state.sending = true;
+  updateControls();
+  try {
+    const r = await queue.add(id, text);
+    $("input").value = "";
+    autoGrow();
+    state.sending = false;
+    if (r.res) {
+      state.transcript.addUser(text, { local: true });
+      view.schedule();
+      await follow(id, r.res, true);
+    }
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 401)) toast(String(e.message || e));
   } finally {
     state.sending = false;
     updateControls();
@@ -1012,7 +1049,8 @@ function updateControls() {
   const has = !!state.currentId;
   const running = busy();
   $("input").disabled = !has;
-  $("send").disabled = !has || running || state.sending;
+  $("send").disabled = !has || state.sending;
+  $("send").textContent = running ? "Queue" : "Send"; // queue.js: a message sent while a turn runs waits its turn
   $("interrupt").hidden = !running;
   $("interrupt").disabled = false;
   $("empty").hidden = state.transcript.turns.length > 0 || !has;

@@ -79,6 +79,9 @@ export class Transcript {
       }
       return true;
     }
+    // The queue's events (queue.js shows the queue) start no turn: the
+    // queued prompt's turn starts with its user:message.
+    if (ev.type === "prompt:queued" || ev.type === "prompt:dequeued") return true;
     // The conversation controls' events stand outside any turn: a marker
     // between turns, never a turn that runs.
     if (ev.type === "session:forked" || ev.type === "session:rewound") {

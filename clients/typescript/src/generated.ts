@@ -546,6 +546,22 @@ export const MergeResultSchema = z.looseObject({
 });
 export type MergeResult = z.infer<typeof MergeResultSchema>;
 
+/** What `harness serve --notify-webhook URL` POSTs (package notify) when a session needs a person or a turn ends: `Content-Type: application/json`, `X-Harness-Event: <type>`, and, when `HARNESS_NOTIFY_SECRET` is set in the server's environment, `X-Harness-Signature: sha256=<hex>`, the HMAC-SHA256 of the exact body bytes under that secret (recompute it over the bytes received and compare in constant time). Network errors, 408, 429 and 5xx are retried with exponential backoff (0.5 s doubling, at most 5 tries); any 2xx is delivered; other statuses are final. Each receiver has a bounded queue (256): when full, the oldest notification is dropped. Every field goes through the secrets scrubber. `--notify-ntfy URL` sends the same notifications to an ntfy topic as a text body (title and project) with `Title: harness: <type>`, `Click: <link>` and, when a person is needed, `Priority: high`. */
+export const NotificationSchema = z.looseObject({
+  /** The trigger: a person is needed (approval:requested, trust:required, plan:ready), a turn ended (turn:completed, turn:failed, turn:interrupted, budget:hit for max_budget), or no turn started for --notify-idle after the last one ended (session:idle). */
+  type: z.enum(["approval:requested", "trust:required", "plan:ready", "turn:completed", "turn:failed", "turn:interrupted", "budget:hit", "session:idle"]),
+  sessionId: z.string(),
+  /** The session's project ("" when the session is gone). */
+  projectRoot: z.string(),
+  /** One line: what happened, then " — " and the session's title. At most 200 characters. */
+  title: z.string(),
+  /** The session in the console: --notify-link (default http://ADDR/ of the server) + "#s=" + the session ID. */
+  link: z.string(),
+  /** When the event happened (RFC 3339, UTC, milliseconds). */
+  at: z.string(),
+});
+export type Notification = z.infer<typeof NotificationSchema>;
+
 /** What the session's next turns run with; a field left out is kept. A change made while a turn runs applies from the next turn. Where an engine cannot take a change inside one conversation the harness does the nearest honest thing (see the README: a new persona's instructions on a resumed Claude Code conversation come with the next message). */
 export const PatchSessionRequestSchema = z.strictObject({
   title: z.string().optional(),
