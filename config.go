@@ -45,12 +45,6 @@ var ModeMaxTurns = map[persona.Mode]int{
 // logs nothing (project logs are still written). New copies it; later
 // changes have no effect.
 type Config struct {
-	// OnEvent, if set, is called after every event the core stores, with
-	// the session, its seq and the stored line, in order per session. It
-	// runs under the session's log lock: it must not block and must not
-	// keep line (session.Config.OnAppend). A cluster node publishes
-	// through it (package cluster).
-	OnEvent func(sessionID string, seq int64, line []byte)
 	// Roots are the directories a project root must resolve inside
 	// (symlinks followed). Empty means the current directory.
 	Roots []string

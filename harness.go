@@ -104,7 +104,7 @@ func New(cfg Config) (*Harness, error) {
 		}
 		h.roots = append(h.roots, real)
 	}
-	st, err := session.Open(session.Config{StateDir: c.StateDir, Logger: c.Logger, OnAppend: c.OnEvent})
+	st, err := session.Open(session.Config{StateDir: c.StateDir, Logger: c.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/cluster"
@@ -58,6 +60,7 @@ type fixture struct {
 	ports []int
 	names []string
 	dirs  []string // per node: its root and state live under it
+	log   zerolog.Logger
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -66,7 +69,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	f := &fixture{t: t, demo: d, cli: claudetest.FindCLI(t), ports: freePorts(t, 3), names: []string{"a", "b", "c"}}
+	f := &fixture{t: t, log: zerolog.New(zerolog.NewTestWriter(t)), demo: d, cli: claudetest.FindCLI(t), ports: freePorts(t, 3), names: []string{"a", "b", "c"}}
 	for range 3 {
 		dir, _ := filepath.EvalSymlinks(t.TempDir())
 		f.dirs = append(f.dirs, dir)
@@ -85,13 +88,13 @@ func (f *fixture) start(ctx context.Context, i int) (*node, error) {
 	root := filepath.Join(f.dirs[i], "project")
 	os.MkdirAll(root, 0o755)
 	c, err := cluster.Start(ctx, cluster.Config{Node: f.names[i], Cluster: "test", Listen: "127.0.0.1:" + strconv.Itoa(f.ports[i]),
-		Peers: peers, Dir: filepath.Join(f.dirs[i], "node"), Secret: "s3cret-for-routes", LeaseTTL: 3 * time.Second})
+		Peers: peers, Dir: filepath.Join(f.dirs[i], "node"), Secret: "s3cret-for-routes", LeaseTTL: 3 * time.Second, Logger: &f.log})
 	if err != nil {
 		return nil, err
 	}
 	h, err := harness.New(harness.Config{Roots: []string{root}, StateDir: filepath.Join(f.dirs[i], "state"), NoProjectLogs: true,
 		ChildEnv: f.demo.Env, DefaultPermissionMode: "default", Approvals: true,
-		Aliases: engines.Aliases, DefaultEngine: "claude-code", OnEvent: c.OnEvent,
+		Aliases: engines.Aliases, DefaultEngine: "claude-code",
 		Engines: engines.Builtin(engines.Config{ClaudeBinary: f.cli, ChildEnv: f.demo.Env, InterruptGrace: time.Second, KillGrace: 2 * time.Second})})
 	if err != nil {
 		c.Close()

@@ -44,9 +44,12 @@ func (n *Node) Attach(h *harness.Harness, local http.Handler) (http.Handler, err
 	if err := n.serveForwarded(); err != nil {
 		return nil, err
 	}
+	events, stop := h.Watch(queueSize)
+	n.unwatch = stop
 	// Up (its lease) once it answers forwarded requests.
 	n.heartbeat()
-	n.wg.Add(3)
+	n.wg.Add(4)
+	go n.watch(events)
 	go n.beat()
 	go n.syncLoop()
 	go func() {
@@ -250,55 +253,95 @@ func (n *Node) streamRemote(w http.ResponseWriter, r *http.Request, id, node str
 // when the client goes, or the owner is down and nothing more comes.
 func (n *Node) stream(w http.ResponseWriter, r *http.Request, id, node string, after int64, untilExit bool) {
 	ctx := r.Context()
-	cons, err := n.js.OrderedConsumer(ctx, eventsStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{eventsSubject + id}, DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "cluster: "+err.Error())
-		return
+	// What the stream holds now: it is delivered before the stream may
+	// end, however slow the first deliveries are.
+	known := int64(0)
+	if m, err := n.events.GetLastMsgForSubject(ctx, eventsSubject+id); err == nil {
+		known, _ = strconv.ParseInt(m.Header.Get(seqHeader), 10, 64)
 	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "cluster: "+err.Error())
-		return
-	}
-	defer msgs.Stop()
 	s := sse.New(w, r, sse.Config{})
 	defer s.Close()
 	if s.Start() != nil {
 		return
 	}
-	for {
-		m, err := msgs.Next(jetstream.NextMaxWait(time.Second))
-		if ctx.Err() != nil || s.Err() != nil {
-			return
-		}
-		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded) {
-			if n.streamOver(ctx, id, node, untilExit) {
-				return
+	var from uint64 // the stream sequence to go on from (0: all)
+	quiet := 0      // seconds without a message, over consumers
+	for ctx.Err() == nil && s.Err() == nil {
+		cons, err := n.js.OrderedConsumer(ctx, eventsStream, consumerConfig(id, from))
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
 			}
 			continue
 		}
+		msgs, err := cons.Messages()
 		if err != nil {
-			return
-		}
-		seq, _ := strconv.ParseInt(m.Headers().Get(seqHeader), 10, 64)
-		if seq <= after {
 			continue
 		}
-		md, _ := m.Metadata()
-		more := md != nil && md.NumPending > 0
-		if s.Event(seq, m.Data(), !more) != nil {
+		done := false
+		for !done {
+			m, err := msgs.Next(jetstream.NextMaxWait(time.Second))
+			if ctx.Err() != nil || s.Err() != nil {
+				done = true
+				break
+			}
+			if err != nil { // nothing for a second, or the consumer failed
+				quiet++
+				switch {
+				case after >= known && n.streamOver(ctx, id, node, untilExit):
+					done = true
+				case quiet >= 30 && n.streamOver(ctx, id, node, untilExit):
+					done = true // what the stream held is gone (its bound)
+				case quiet%5 == 0 || !isTimeout(err):
+					msgs.Stop() // a stuck or failed consumer: a new one from here
+					msgs = nil
+				}
+				if msgs == nil {
+					break
+				}
+				continue
+			}
+			quiet = 0
+			md, _ := m.Metadata()
+			if md != nil {
+				from = md.Sequence.Stream + 1
+			}
+			seq, _ := strconv.ParseInt(m.Headers().Get(seqHeader), 10, 64)
+			if seq <= after {
+				continue
+			}
+			more := md != nil && md.NumPending > 0
+			if s.Event(seq, m.Data(), !more) != nil {
+				done = true
+				break
+			}
+			after = seq
+			if untilExit && eventType(m.Data()) == "process:exit" {
+				done = true // the turn's end
+			} else if !more && after >= known && !untilExit && !n.running(id) {
+				done = true // caught up, and no turn runs
+			}
+		}
+		if msgs != nil {
+			msgs.Stop()
+		}
+		if done {
 			return
 		}
-		after = seq
-		if untilExit && eventType(m.Data()) == "process:exit" {
-			return // the turn's end
-		}
-		if !more && !untilExit && !n.running(id) {
-			return // caught up, and no turn runs
-		}
 	}
+}
+
+func consumerConfig(id string, from uint64) jetstream.OrderedConsumerConfig {
+	c := jetstream.OrderedConsumerConfig{FilterSubjects: []string{eventsSubject + id}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if from > 0 {
+		c.DeliverPolicy, c.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	return c
+}
+
+func isTimeout(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // streamOver reports whether a stream with nothing new should end: the

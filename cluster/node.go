@@ -90,10 +90,11 @@ type Node struct {
 	pub *publisher
 
 	// Attach's
-	h     *harness.Harness
-	local http.Handler
-	dir   *directory
-	pokes chan struct{}
+	h       *harness.Harness
+	local   http.Handler
+	dir     *directory
+	pokes   chan struct{}
+	unwatch func() // Harness.Watch's stop
 
 	started time.Time
 
@@ -317,6 +318,9 @@ func (n *Node) Close() error {
 	}
 	n.closed = true
 	n.mu.Unlock()
+	if n.unwatch != nil {
+		n.unwatch()
+	}
 	if n.stop != nil {
 		n.stop()
 	}

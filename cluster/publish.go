@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chirality/harness/session"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -14,8 +15,8 @@ import (
 // publisher copies every event the core stores to the events stream, in
 // order per session, each once.
 //
-// The core calls OnEvent under the session's log lock: it only queues
-// (bounded, never blocking). One goroutine publishes. It knows, per
+// Events come from Harness.Watch (bounded, never blocking the core) into
+// a bounded queue. One goroutine publishes. It knows, per
 // session, the last seq in the stream (read back from the stream the
 // first time: after a restart it goes on where the stream stopped); an
 // event beyond the next expected one — the queue overflowed, a publish
@@ -49,16 +50,30 @@ func newPublisher(n *Node) *publisher {
 		last: map[string]int64{}, done: make(chan struct{})}
 }
 
-// OnEvent is harness.Config.OnEvent: it queues the stored line for the
-// stream. It never blocks.
-func (n *Node) OnEvent(id string, seq int64, line []byte) {
-	it := item{id: id, seq: seq, line: append([]byte(nil), trimNL(line)...)}
-	select {
-	case n.pub.queue <- it:
-	default:
-		n.pub.markDirty(id)
+// watch feeds the publisher from the core's one fan-out of stored
+// events (Harness.Watch). A watcher that falls behind misses events;
+// the publisher sees the gap in the seqs and takes them from the log.
+func (n *Node) watch(events <-chan session.Record) {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case rec, ok := <-events:
+			if !ok {
+				return
+			}
+			if rec.Typed == nil || rec.Seq == 0 {
+				continue
+			}
+			select {
+			case n.pub.queue <- item{id: rec.Typed.SessionID, seq: rec.Seq, line: trimNL(rec.Event)}:
+			default:
+				n.pub.markDirty(rec.Typed.SessionID)
+			}
+			n.poke()
+		}
 	}
-	n.poke()
 }
 
 func trimNL(b []byte) []byte {
@@ -155,6 +170,8 @@ func (p *publisher) send(ctx context.Context, id string, seq int64, line []byte)
 		p.mu.Lock()
 		delete(p.last, id) // read back from the stream next time
 		p.mu.Unlock()
+		// and tried again soon, from the log
+		time.AfterFunc(500*time.Millisecond, func() { p.markDirty(id) })
 		return false
 	}
 	p.mu.Lock()

@@ -74,8 +74,6 @@ type EventLog struct {
 	closed bool
 	buf    []byte       // the line being written
 	cbuf   bytes.Buffer // the compacted event
-
-	onAppend func(seq int64, line []byte) // Config.OnAppend, if set
 }
 
 // OpenEventLog opens (creating it 0600, its directory 0700) the event log
@@ -191,9 +189,6 @@ func (l *EventLog) Append(event []byte) (int64, error) {
 	}
 	l.seq = seq
 	l.size += int64(n)
-	if l.onAppend != nil {
-		l.onAppend(seq, b)
-	}
 	if cap(l.buf) > 1<<20 { // let a huge event's buffers go
 		l.buf, l.cbuf = nil, bytes.Buffer{}
 	}

@@ -34,12 +34,6 @@ type Config struct {
 	Logger *zerolog.Logger
 	// Now, if set, replaces time.Now (tests).
 	Now func() time.Time
-	// OnAppend, if set, is called after each event a session's EventLog
-	// (from this Store) stores, with its seq and stored line (seq first,
-	// ending in a newline), in append order per session: under the log's
-	// lock, so it must not block and must not keep line (copy it). The
-	// cluster publishes through it (package cluster).
-	OnAppend func(id string, seq int64, line []byte)
 }
 
 // DefaultStateDir returns $XDG_STATE_HOME/harness, or
@@ -62,7 +56,6 @@ type Store struct {
 	stateDir string
 	log      zerolog.Logger
 	now      func() time.Time
-	onAppend func(id string, seq int64, line []byte)
 
 	mu    sync.Mutex
 	locks keylock.Map // by session ID
@@ -84,7 +77,7 @@ type listEntry struct {
 
 // Open returns a Store using cfg, creating the index directory (0700).
 func Open(cfg Config) (*Store, error) {
-	st := &Store{stateDir: cfg.StateDir, now: cfg.Now, log: zerolog.Nop(), onAppend: cfg.OnAppend,
+	st := &Store{stateDir: cfg.StateDir, now: cfg.Now, log: zerolog.Nop(),
 		logs: map[string]*EventLog{}, listCache: map[string]map[string]listEntry{}}
 	if cfg.Logger != nil {
 		st.log = *cfg.Logger
@@ -523,9 +516,6 @@ func (st *Store) EventLog(id string) (*EventLog, error) {
 	l, err = OpenEventLog(EventLogPath(s.ProjectRoot, id))
 	if err != nil {
 		return nil, &Error{ID: id, Path: EventLogPath(s.ProjectRoot, id), Err: err}
-	}
-	if st.onAppend != nil {
-		l.onAppend = func(seq int64, line []byte) { st.onAppend(id, seq, line) }
 	}
 	if l.repaired {
 		st.log.Warn().Str("sessionId", id).Str("path", l.path).Msg("event log: torn last line cut")

@@ -194,8 +194,9 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 		fmt.Fprintln(stderr, "harness serve:", err)
 		return 2
 	}
-	// A cluster node (--node) before the core: the core publishes every
-	// event it stores through it; without --node no NATS starts.
+	// A cluster node (--node): it publishes every event the core stores
+	// (Harness.Watch) and serves other nodes' sessions (Config.Wrap);
+	// without --node no NATS starts.
 	node, err := f.cluster.start(cfg.StateDir, &logger)
 	if err != nil {
 		fmt.Fprintln(stderr, "harness serve: cluster:", err)
@@ -204,7 +205,6 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 	var wrap func(http.Handler) (http.Handler, error)
 	if node != nil {
 		cleanup = append(cleanup, func() { _ = node.Close() })
-		cfg.OnEvent = node.OnEvent
 		logger.Info().Str("node", node.Name()).Str("routes", node.ClusterAddr()).Msg("cluster node started")
 	}
 	h, err := harness.New(cfg)
