@@ -554,6 +554,22 @@ type SessionSummary struct {
 	Isolation string `json:"isolation,omitempty" oa:"enum=worktree" doc:"worktree: the session runs in a git worktree of its own"`
 	Branch    string `json:"branch,omitempty" doc:"a worktree session's branch"`
 	Base      string `json:"base,omitempty" doc:"what a worktree session's branch was made from"`
+	// Node and NodeState are set on a cluster's nodes only (serve --node,
+	// package cluster): the node that owns the session, and whether it
+	// is up.
+	Node      string `json:"node,omitempty" doc:"the cluster node that owns the session (serve --node only)"`
+	NodeState string `json:"nodeState,omitempty" doc:"up, or down once the owner's lease expired (serve --node only)" oa:"enum=up|down"`
+}
+
+// NodeInfo is a node of a cluster of harness servers (serve --node,
+// package cluster), as GET /api/harness/nodes lists it.
+type NodeInfo struct {
+	Node        string    `json:"node"`
+	State       string    `json:"state" doc:"up while the node's lease holds, down once it expired" oa:"enum=up|down"`
+	ClusterAddr string    `json:"clusterAddr,omitempty" doc:"where it takes routes (host:port)"`
+	StartedAt   time.Time `json:"startedAt"`
+	LastSeen    time.Time `json:"lastSeen" doc:"its last heartbeat"`
+	Sessions    int       `json:"sessions" doc:"sessions it owns" oa:"min=0"`
 }
 
 func nullable(s string) *string {

@@ -39,6 +39,7 @@
 //	GET    /api/harness/roots            → 200 {roots, demo}
 //	GET    /api/harness/health           → 200 {ok, claudeVersion, defaultEngine, engines}
 //	GET    /api/harness/usage            → 200 {total, groups, rateLimits} (?by=session|engine|model|day&since=&projectRoot=)
+//	GET    /api/harness/nodes            → 200 [{node, state, clusterAddr, startedAt, lastSeen, sessions}] on a cluster node (serve --node) | 404
 //	GET    /api/harness/openapi.json     → 200 the OpenAPI document
 //	POST   /api/harness/mcp              the harness as an MCP server, streamable HTTP (package mcpserver's tools)
 //	GET    /api/harness/mcp              its server-to-client stream (SSE)

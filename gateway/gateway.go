@@ -89,6 +89,10 @@ type Config struct {
 	DemoRoot string
 	// Logger receives request failures (nil = none).
 	Logger *zerolog.Logger
+	// Wrap, if set, wraps the API's router (inside the guard: requests
+	// reaching it passed the host, origin and token checks). A cluster
+	// node serves other nodes' sessions through it (cluster.Node.Attach).
+	Wrap func(api http.Handler) (http.Handler, error)
 }
 
 // Gateway is the HTTP handler. It is safe for concurrent use.
@@ -100,6 +104,7 @@ type Gateway struct {
 	limits  *sse.Limiter
 	mcp     *mcpserver.Server // /api/harness/mcp
 	router  *mux.Router
+	api     http.Handler // router, or Config.Wrap's
 	handler http.Handler
 
 	// mcpHandler serves /api/harness/mcp (serveMCP): mcp's handler, capped.
@@ -139,6 +144,12 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.guard = guard
 	g.router = g.routes()
+	g.api = g.router
+	if cfg.Wrap != nil {
+		if g.api, err = cfg.Wrap(g.router); err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+	}
 	g.handler = guard.Wrap(g.dispatch())
 	return g, nil
 }
@@ -179,7 +190,7 @@ func (g *Gateway) dispatch() http.Handler {
 			g.cfg.Console.ServeHTTP(w, r)
 			return
 		}
-		g.router.ServeHTTP(w, r)
+		g.api.ServeHTTP(w, r)
 	})
 }
 
@@ -409,6 +420,9 @@ func (g *Gateway) turn(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
+	// where the turn's events start: a cluster node that forwarded the
+	// turn streams them from there (cluster.TurnStartHeader)
+	w.Header().Set("Harness-Turn-Start", strconv.FormatInt(t.StartSeq, 10))
 	g.stream(w, r, req.SessionID, t.StartSeq)
 }
 
@@ -467,6 +481,12 @@ func (g *Gateway) personas(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, list)
+}
+
+// nodes answers GET /nodes on a server that is not a cluster node (a
+// node's cluster.Node answers it before the router).
+func (g *Gateway) nodes(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusNotFound, map[string]string{"error": "not a cluster node: start harness serve with --node"})
 }
 
 // serveMCP serves the harness as an MCP server.

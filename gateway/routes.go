@@ -127,6 +127,12 @@ var routeTable = []route{
 		Replies: []reply{{Status: 200, Description: "OK", Body: reflect.TypeFor[UsageResponse]()}},
 		Errors:  []int{400, 401, 403},
 	}},
+	{Method: http.MethodGet, Path: "/nodes", Serve: (*Gateway).nodes, Op: operation{
+		ID:      "listNodes",
+		Summary: "The nodes of the cluster this server is a node of (serve --node; package cluster), with their state and the sessions each owns; 404 on a server that is not a node",
+		Replies: []reply{{Status: 200, Description: "OK", Body: reflect.TypeFor[[]harness.NodeInfo]()}},
+		Errors:  []int{401, 403, 404},
+	}},
 	{Method: http.MethodGet, Path: "/openapi.json", Serve: (*Gateway).openapi, Op: operation{
 		ID:      "openapi",
 		Summary: "This document",

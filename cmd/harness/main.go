@@ -106,7 +106,7 @@ func (c *cli) newRoot() *cobra.Command {
 	root.SetUsageTemplate(helpTemplate)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(c.turnCmd(), c.serveCmd(), c.replayCmd(), c.sessionsCmd(), c.personasCmd(), c.trustCmd(), c.usageCmd(), c.agentCmd(), c.rpcCmd(),
+	root.AddCommand(c.turnCmd(), c.serveCmd(), c.nodesCmd(), c.replayCmd(), c.sessionsCmd(), c.personasCmd(), c.trustCmd(), c.usageCmd(), c.agentCmd(), c.rpcCmd(),
 		c.tuiCmd(), c.agentsCmd(), c.channelCmd(), c.mcpCmd(), c.versionCmd(), c.completionCmd(root))
 	root.SetHelpCommand(helpCmd(root))
 	return root

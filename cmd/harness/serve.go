@@ -42,11 +42,13 @@ type serveFlags struct {
 	engine                                           string
 	enginesFile                                      string
 	mcp                                              mcpConfigFlag
-	notify                                           notifyFlags // notify.go
+	cluster                                          clusterFlags // cluster.go
+	notify                                           notifyFlags  // notify.go
 }
 
 func (c *cli) serveCmd() *cobra.Command {
 	var f serveFlags
+	var changed func(string) bool
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
 		Short: "serve the /api/harness gateway and the web console",
@@ -65,6 +67,10 @@ on http://ADDR"; the log goes to stderr.
 				sigs := notifyStop()
 				defer signal.Stop(sigs)
 				stop = sigs
+			}
+			if err := f.cluster.resolve(changed); err != nil {
+				fmt.Fprintln(c.stderr, "harness serve: --cluster-config:", err)
+				return exitWith(2)
 			}
 			return exitWith(c.serve(&f, stop))
 		},
@@ -96,7 +102,9 @@ on http://ADDR"; the log goes to stderr.
 	flagNoCheckpoints(cmd, &f.noCheckpoints)
 	flagEngines(cmd, &f.enginesFile)
 	flagMCPConfig(cmd, &f.mcp)
+	flagCluster(cmd, &f.cluster)
 	flagNotify(cmd, &f.notify)
+	changed = func(name string) bool { return fs.Changed(name) }
 	return cmd
 }
 
@@ -186,6 +194,19 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 		fmt.Fprintln(stderr, "harness serve:", err)
 		return 2
 	}
+	// A cluster node (--node): it publishes every event the core stores
+	// (Harness.Watch) and serves other nodes' sessions (Config.Wrap);
+	// without --node no NATS starts.
+	node, err := f.cluster.start(cfg.StateDir, &logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "harness serve: cluster:", err)
+		return 2
+	}
+	var wrap func(http.Handler) (http.Handler, error)
+	if node != nil {
+		cleanup = append(cleanup, func() { _ = node.Close() })
+		logger.Info().Str("node", node.Name()).Str("routes", node.ClusterAddr()).Msg("cluster node started")
+	}
 	h, err := harness.New(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "harness serve:", userError(err))
@@ -193,6 +214,9 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 			return 2
 		}
 		return 1
+	}
+	if node != nil {
+		wrap = func(api http.Handler) (http.Handler, error) { return node.Attach(h, api) }
 	}
 	warnUnavailable(h, f.engine, stderr)
 	demoRoot := ""
@@ -202,7 +226,7 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 	gw, err := gateway.New(gateway.Config{
 		Harness: h, Addr: f.addr, Token: f.token, AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins,
 		MaxBody: f.maxBody, Console: web.Handler(), Logger: &logger, DemoRoot: demoRoot,
-		MaxStreams: f.maxStreams, MaxSessionStreams: f.maxSessionStreams,
+		MaxStreams: f.maxStreams, MaxSessionStreams: f.maxSessionStreams, Wrap: wrap,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "harness serve:", err)

@@ -904,6 +904,10 @@ export const SessionSummarySchema = z.looseObject({
   branch: z.string().optional(),
   /** what a worktree session's branch was made from */
   base: z.string().optional(),
+  /** the cluster node that owns the session (serve --node only) */
+  node: z.string().optional(),
+  /** up, or down once the owner's lease expired (serve --node only) */
+  nodeState: z.enum(["up", "down"]).optional(),
 });
 export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
