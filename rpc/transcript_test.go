@@ -224,13 +224,7 @@ func (n *normaliser) real(line string) string {
 // line normalises one line the server wrote.
 func (n *normaliser) line(t *testing.T, raw string) string {
 	t.Helper()
-	var v any
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("the server wrote %q: %v", raw, err)
-	}
-	v = n.walk("", v)
+	v := n.walk("", decodeLine(t, "the server wrote", raw))
 	// Ids inside messages ("thread not found: …").
 	b := marshalSorted(v)
 	for id, nm := range n.names {
@@ -300,16 +294,22 @@ func marshalSorted(v any) string {
 	return strings.TrimSuffix(buf.String(), "\n")
 }
 
-// canonical is line with sorted keys (how an expected line is compared).
-func canonical(t *testing.T, line string) string {
+// decodeLine decodes one JSON line, keeping numbers as written.
+func decodeLine(t *testing.T, what, line string) any {
 	t.Helper()
 	var v any
 	dec := json.NewDecoder(strings.NewReader(line))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("expected line %q: %v", line, err)
+		t.Fatalf("%s %q: %v", what, line, err)
 	}
-	return marshalSorted(v)
+	return v
+}
+
+// canonical is line with sorted keys (how an expected line is compared).
+func canonical(t *testing.T, line string) string {
+	t.Helper()
+	return marshalSorted(decodeLine(t, "expected line", line))
 }
 
 // TestTranscriptsMatchProtocolExample: PROTOCOL.md's example session is
