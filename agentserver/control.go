@@ -2,14 +2,13 @@ package agentserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/checkpoint"
+	"github.com/chirality/harness/internal/httpapi"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/session"
 )
@@ -63,7 +62,7 @@ const MaxRewindTurns = 1000
 
 // ErrNothingToRewind: a rewind asked for neither files nor conversation
 // (400).
-var ErrNothingToRewind = errors.New("a rewind needs files, conversation or both set to true")
+var ErrNothingToRewind = httpapi.BadRequest("a rewind needs files, conversation or both set to true")
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.h.Session(s.SessionID())
@@ -274,18 +273,14 @@ func (s *Server) previewRewind(w http.ResponseWriter, r *http.Request) {
 	out := RewindPreview{ToTurn: t.Seq, Text: t.Text, Files: []FileChange{}}
 	ctx, cancel := context.WithTimeout(r.Context(), previewTimeout)
 	defer cancel()
-	changes, err := s.h.FilesDiff(ctx, id, t.Seq)
-	switch {
-	case err == nil:
-		for _, c := range changes {
-			out.Files = append(out.Files, FileChange{Path: c.Path, Op: c.Op})
-		}
-	case errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrNoGit),
-		errors.Is(err, checkpoint.ErrUnsafeStore):
-		out.FilesError = httpguard.Clip(err.Error())
-	default:
+	changes, filesError, err := httpapi.FilesPreview(ctx, s.h, id, t.Seq)
+	if err != nil {
 		writeError(w, err)
 		return
+	}
+	out.FilesError = filesError
+	for _, c := range changes {
+		out.Files = append(out.Files, FileChange{Path: c.Path, Op: c.Op})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
