@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/event/fold"
 )
 
 // Event is one event of the stream (see the package doc). Which fields
@@ -105,110 +106,78 @@ func idOf(seq int64, i, n int) Position {
 	return Position{Seq: seq, Index: i}
 }
 
-// mapper turns the core's UI events, in log order, into the stream's
-// events. text and reasoning are whole blocks: deltas are gathered, and
-// the block is sent when the next event of another kind (another block,
-// a tool use, chat:complete, the turn's end) shows that it is complete.
-// With deltas set, every chat:delta and thinking:delta is also sent as
-// text_delta / reasoning_delta. A mapper must see a turn from its
-// user:message on; it is not safe for concurrent use.
+// mapper renders the one fold of the core's UI events (package
+// event/fold), in log order, as the stream's events. text and reasoning
+// are whole blocks: the fold gathers deltas and closes the block when the
+// next event of another kind (another block, a tool use, chat:complete,
+// the turn's end) shows that it is complete. With deltas set, every
+// chat:delta and thinking:delta is also sent as text_delta /
+// reasoning_delta. A mapper must see a turn from its user:message on; it
+// is not safe for concurrent use.
 type mapper struct {
 	deltas  bool
 	session string // the session whose records it maps
-
-	kind   string // the open block: "", "text" or "reasoning"
-	parent string // its parentToolUseId
-	text   strings.Builder
-	last   string // the text of the turn's last text block
-
-	failed      string // the turn's failure, for its status error
-	interrupted bool
+	f       fold.Fold
 }
 
 // record appends the events ev makes to out and returns it.
 func (m *mapper) record(ev *event.Event, out []Event) []Event {
-	switch ev.Type {
-	case event.TypeUserMessage:
-		out = m.close(out)
-		m.failed, m.interrupted, m.last = "", false, ""
-		out = append(out, Event{Type: "user", Content: ev.Text}, Event{Type: "status", State: "thinking"})
-	case event.TypeChatDelta:
-		out = m.open(out, "text", ev.ParentToolUseID)
-		m.text.WriteString(ev.Text)
-		if m.deltas {
-			out = append(out, Event{Type: "text_delta", Content: ev.Text})
-		}
-	case event.TypeThinkingDelta:
-		out = m.open(out, "reasoning", ev.ParentToolUseID)
-		m.text.WriteString(ev.Text)
-		if m.deltas {
-			out = append(out, Event{Type: "reasoning_delta", Content: ev.Text})
-		}
-	case event.TypeChatComplete:
-		wasText := m.kind == "text"
-		out = m.close(out)
-		// An engine that did not stream the block says it here; one that
-		// did repeats (part of) what was sent.
-		if !wasText && ev.Text != "" && ev.Text != m.last && ev.ParentToolUseID == "" {
-			m.last = ev.Text
-			out = append(out, Event{Type: "text", Content: ev.Text})
-		}
-	case event.TypeToolStart:
-		out = m.close(out)
-		ts := ev.ToolStart
-		out = append(out, Event{Type: "tool_call", ID: ts.ToolUseID, Name: ts.Name, Input: orNull(ts.Input)},
-			Event{Type: "status", State: "running_tool", Message: ts.Name})
-	case event.TypeToolResult:
-		out = m.close(out)
-		res, isErr := ev.ToolResult.Content, ev.ToolResult.IsError
-		out = append(out, Event{Type: "tool_result", ID: ev.ToolResult.ToolUseID, Result: &res, IsError: &isErr},
-			Event{Type: "status", State: "thinking"})
-	case event.TypeApprovalRequested:
-		out = m.close(out)
-		a := ev.Approval
-		out = append(out, Event{Type: "approval", RequestID: a.RequestID, ToolUseID: a.ToolUseID, Tool: a.ToolName,
-			Input: orNull(a.Input), Suggestions: orNull(a.Suggestions), ExpiresAt: a.ExpiresAt})
-	case event.TypeApprovalResolved:
-		r := ev.Resolved
-		out = append(out, Event{Type: "approval_resolved", RequestID: r.RequestID, Decision: r.Decision, By: r.By, Message: r.Message})
-	case event.TypeSessionRetry:
-		// The seed's states stay as they are: still thinking, and why.
-		out = append(out, Event{Type: "status", State: "thinking", Message: ev.Retry.Summary()})
-	case event.TypeSessionComplete:
-		out = m.close(out)
-	case event.TypeSessionError:
-		out = m.close(out)
-		switch ev.Error.Kind {
-		case event.ErrorInterrupted, event.ErrorKilled:
-			m.interrupted = true
-		case event.ErrorResumeNotFound:
-			// The core starts a fresh conversation with the same message;
-			// the turn goes on.
-		default:
-			m.failed = ev.Error.Error
-			if m.failed == "" {
-				m.failed = string(ev.Error.Kind)
+	for _, it := range m.f.Add(ev) {
+		out = m.item(&it, out)
+	}
+	return out
+}
+
+// item appends the events of one update of an item to out.
+func (m *mapper) item(it *fold.Item, out []Event) []Event {
+	switch it.Kind {
+	case fold.KindUser:
+		out = append(out, Event{Type: "user", Content: it.Text}, Event{Type: "status", State: "thinking"})
+	case fold.KindText, fold.KindReasoning:
+		if !it.Done {
+			if m.deltas {
+				out = append(out, Event{Type: string(it.Kind) + "_delta", Content: it.Delta})
 			}
+			break
 		}
-	case event.TypeSessionForked:
-		out = m.close(out)
-		out = append(out, Event{Type: "session", SessionID: m.session, From: ev.Forked.From})
-	case event.TypeTrustRequired:
-		out = m.close(out)
-		tr := ev.Trust
-		out = append(out, Event{Type: "trust", TrustKind: tr.Kind, Name: tr.Name, Path: tr.Path, Hash: tr.Hash,
-			Changes: tr.Changes, Rules: tr.Rules, Message: tr.Message})
-	case event.TypeSessionRewound:
-		out = m.close(out)
-		r := ev.Rewound
-		conv := r.Conversation
-		out = append(out, Event{Type: "rewound", ToTurn: r.ToTurn, Files: r.Files, Conversation: &conv})
-	case event.TypeProcessExit:
-		out = m.close(out)
-		switch {
-		case m.failed != "":
-			out = append(out, Event{Type: "status", State: "error", Message: m.failed})
-		case m.interrupted:
+		// A block an engine gave whole in chat:complete is sent unless it
+		// repeats the turn's last text or is a subagent's.
+		if it.Text != "" && (!it.Whole || !it.Repeat && it.Parent == "") {
+			out = append(out, Event{Type: string(it.Kind), Content: it.Text})
+		}
+	case fold.KindTool:
+		t := it.Tool
+		if it.New && t.Start != nil {
+			out = append(out, Event{Type: "tool_call", ID: t.ID, Name: t.Name, Input: orNull(t.Input)},
+				Event{Type: "status", State: "running_tool", Message: t.Name})
+		}
+		if it.Done {
+			res, isErr := t.Result.Content, t.Result.IsError
+			out = append(out, Event{Type: "tool_result", ID: t.Result.ToolUseID, Result: &res, IsError: &isErr},
+				Event{Type: "status", State: "thinking"})
+		}
+	case fold.KindApproval:
+		if a := it.Approval.Request; it.New && a != nil {
+			out = append(out, Event{Type: "approval", RequestID: a.RequestID, ToolUseID: a.ToolUseID, Tool: a.ToolName,
+				Input: orNull(a.Input), Suggestions: orNull(a.Suggestions), ExpiresAt: a.ExpiresAt})
+		}
+		if r := it.Approval.Resolved; it.Done {
+			out = append(out, Event{Type: "approval_resolved", RequestID: r.RequestID, Decision: r.Decision, By: r.By, Message: r.Message})
+		}
+	case fold.KindStatus:
+		out = m.status(it.Event, out)
+	case fold.KindEnd:
+		if !it.Done {
+			break
+		}
+		switch e := it.End; {
+		case e.Outcome == fold.Failed && e.Error != nil:
+			msg := e.Error.Error
+			if msg == "" {
+				msg = string(e.Error.Kind)
+			}
+			out = append(out, Event{Type: "status", State: "error", Message: msg})
+		case e.Outcome == fold.Interrupted:
 			out = append(out, Event{Type: "status", State: "idle", Message: "interrupted"})
 		default:
 			out = append(out, Event{Type: "status", State: "idle"})
@@ -217,31 +186,24 @@ func (m *mapper) record(ev *event.Event, out []Event) []Event {
 	return out
 }
 
-// open makes kind (of parent) the open block, sending the one before it
-// if it was another.
-func (m *mapper) open(out []Event, kind, parent string) []Event {
-	if m.kind == kind && m.parent == parent {
-		return out
+// status appends the events of a status item's event: a retry, a fork, a
+// trust request, a rewind; the others are not sent.
+func (m *mapper) status(ev *event.Event, out []Event) []Event {
+	switch ev.Type {
+	case event.TypeSessionRetry:
+		// The seed's states stay as they are: still thinking, and why.
+		out = append(out, Event{Type: "status", State: "thinking", Message: ev.Retry.Summary()})
+	case event.TypeSessionForked:
+		out = append(out, Event{Type: "session", SessionID: m.session, From: ev.Forked.From})
+	case event.TypeTrustRequired:
+		tr := ev.Trust
+		out = append(out, Event{Type: "trust", TrustKind: tr.Kind, Name: tr.Name, Path: tr.Path, Hash: tr.Hash,
+			Changes: tr.Changes, Rules: tr.Rules, Message: tr.Message})
+	case event.TypeSessionRewound:
+		r := ev.Rewound
+		conv := r.Conversation
+		out = append(out, Event{Type: "rewound", ToTurn: r.ToTurn, Files: r.Files, Conversation: &conv})
 	}
-	out = m.close(out)
-	m.kind, m.parent = kind, parent
-	return out
-}
-
-// close sends the open block, if any.
-func (m *mapper) close(out []Event) []Event {
-	if m.kind == "" {
-		return out
-	}
-	text := m.text.String()
-	if m.kind == "text" && m.parent == "" {
-		m.last = text
-	}
-	if text != "" {
-		out = append(out, Event{Type: m.kind, Content: text})
-	}
-	m.kind, m.parent = "", ""
-	m.text.Reset()
 	return out
 }
 

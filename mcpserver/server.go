@@ -15,6 +15,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/event/fold"
 	"github.com/chirality/harness/session"
 )
 
@@ -284,28 +285,27 @@ func (s *Server) runTurn(ctx context.Context, req *mcp.CallToolRequest, in RunTu
 
 	p := &progress{ss: req.Session, token: req.Params.GetProgressToken(), ctx: ctx}
 	out := RunTurnOut{SessionID: in.SessionID, ToolCalls: []ToolCall{}}
-	byID := map[string]int{}
+	var f fold.Fold
+	byItem := map[int]int{} // a tool item of the fold → its ToolCall
 	res, err := s.h.Run(runCtx, in.SessionID, in.Message, func(rec session.Record) error {
-		ev := rec.Typed
-		switch ev.Type {
-		case event.TypeToolStart:
-			if ev.ToolStart != nil && len(out.ToolCalls) < MaxTranscriptEntries {
-				byID[ev.ToolStart.ToolUseID] = len(out.ToolCalls)
-				out.ToolCalls = append(out.ToolCalls, ToolCall{Name: ev.ToolStart.Name, Input: clip(string(ev.ToolStart.Input), MaxEntryBytes)})
-				p.send("tool: " + ev.ToolStart.Name)
-			}
-		case event.TypeToolResult:
-			if ev.ToolResult != nil {
-				if i, ok := byID[ev.ToolResult.ToolUseID]; ok {
-					out.ToolCalls[i].IsError = ev.ToolResult.IsError
+		for _, it := range f.Add(rec.Typed) {
+			switch {
+			case it.Kind == fold.KindTool && it.New && it.Tool.Start != nil:
+				if len(out.ToolCalls) < MaxTranscriptEntries {
+					byItem[it.ID] = len(out.ToolCalls)
+					out.ToolCalls = append(out.ToolCalls, ToolCall{Name: it.Tool.Name, Input: clip(string(it.Tool.Input), MaxEntryBytes)})
+					p.send("tool: " + it.Tool.Name)
 				}
-			}
-		case event.TypeChatDelta:
-			p.sendSometimes("writing")
-		case event.TypeApprovalRequested:
-			if ev.Approval != nil {
-				go s.ask(runCtx, req.Session, in.SessionID, *ev.Approval)
-				p.send("approval asked: " + ev.Approval.ToolName)
+			case it.Kind == fold.KindTool && it.Done:
+				if i, ok := byItem[it.ID]; ok {
+					out.ToolCalls[i].IsError = it.Tool.Result.IsError
+					delete(byItem, it.ID)
+				}
+			case it.Kind == fold.KindText && !it.Done:
+				p.sendSometimes("writing")
+			case it.Kind == fold.KindApproval && it.New && it.Approval.Request != nil:
+				go s.ask(runCtx, req.Session, in.SessionID, *it.Approval.Request)
+				p.send("approval asked: " + it.Approval.Request.ToolName)
 			}
 		}
 		return nil
@@ -388,14 +388,7 @@ func (s *Server) transcript(_ context.Context, _ *mcp.CallToolRequest, in Sessio
 		return nil, TranscriptOut{}, toolError(err)
 	}
 	out := TranscriptOut{SessionID: in.SessionID, Entries: []Entry{}}
-	var deltas strings.Builder
-	var deltaSeq int64
-	flush := func() {
-		if deltas.Len() > 0 {
-			out.add(Entry{Seq: deltaSeq, Role: "assistant", Text: clip(deltas.String(), MaxEntryBytes)})
-			deltas.Reset()
-		}
-	}
+	var f fold.Fold
 	for rec, err := range elog.Records(0) {
 		if err != nil {
 			return nil, TranscriptOut{}, toolError(err)
@@ -404,40 +397,39 @@ func (s *Server) transcript(_ context.Context, _ *mcp.CallToolRequest, in Sessio
 		if derr != nil {
 			continue
 		}
-		switch ev.Type {
-		case event.TypeUserMessage:
-			flush()
-			out.add(Entry{Seq: rec.Seq, Role: "user", Text: clip(ev.Text, MaxEntryBytes)})
-		case event.TypeChatDelta:
-			if deltas.Len() == 0 {
-				deltaSeq = rec.Seq
-			}
-			if deltas.Len() < MaxEntryBytes {
-				deltas.WriteString(ev.Text)
-			}
-		case event.TypeChatComplete:
-			deltas.Reset()
-			if ev.Text != "" {
-				out.add(Entry{Seq: rec.Seq, Role: "assistant", Text: clip(ev.Text, MaxEntryBytes)})
-			}
-		case event.TypeToolStart:
-			flush()
-			if ev.ToolStart != nil {
-				out.add(Entry{Seq: rec.Seq, Role: "tool", Tool: ev.ToolStart.Name, Text: clip(string(ev.ToolStart.Input), MaxEntryBytes)})
-			}
-		case event.TypeToolResult:
-			if ev.ToolResult != nil {
-				out.add(Entry{Seq: rec.Seq, Role: "tool", Text: clip(ev.ToolResult.Content, MaxEntryBytes), IsError: ev.ToolResult.IsError})
-			}
-		case event.TypeSessionError:
-			flush()
-			if ev.Error != nil {
-				out.add(Entry{Seq: rec.Seq, Role: "error", Text: clip(string(ev.Error.Kind)+": "+ev.Error.Error, MaxEntryBytes), IsError: true})
-			}
+		for _, it := range f.AddSeq(rec.Seq, &ev) {
+			out.item(&it)
 		}
 	}
-	flush()
+	for _, it := range f.Flush() {
+		out.item(&it)
+	}
 	return nil, out, nil
+}
+
+// item adds the entries of one update of an item of the fold: the user's
+// messages, the assistant's text blocks (not a repeat of the last), tool
+// calls and their results, errors. Reasoning is left out.
+func (t *TranscriptOut) item(it *fold.Item) {
+	switch it.Kind {
+	case fold.KindUser:
+		t.add(Entry{Seq: it.Seq, Role: "user", Text: clip(it.Text, MaxEntryBytes)})
+	case fold.KindText:
+		if it.Done && it.Text != "" && !it.Repeat {
+			t.add(Entry{Seq: it.OpenSeq, Role: "assistant", Text: clip(it.Text, MaxEntryBytes)})
+		}
+	case fold.KindTool:
+		if it.New && it.Tool.Start != nil {
+			t.add(Entry{Seq: it.Seq, Role: "tool", Tool: it.Tool.Name, Text: clip(string(it.Tool.Input), MaxEntryBytes)})
+		}
+		if r := it.Tool.Result; it.Done {
+			t.add(Entry{Seq: it.Seq, Role: "tool", Text: clip(r.Content, MaxEntryBytes), IsError: r.IsError})
+		}
+	case fold.KindStatus, fold.KindEnd:
+		if e := it.Event.Error; it.Event.Type == event.TypeSessionError && e != nil {
+			t.add(Entry{Seq: it.Seq, Role: "error", Text: clip(string(e.Kind)+": "+e.Error, MaxEntryBytes), IsError: true})
+		}
+	}
 }
 
 func (t *TranscriptOut) add(e Entry) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/event/fold"
 	"github.com/chirality/harness/session"
 )
 
@@ -58,10 +59,9 @@ func (f *follower) finish() {
 	}
 }
 
+// toolItem is a tool call's tool_exec item.
 type toolItem struct {
 	itemID string
-	name   string
-	input  json.RawMessage
 }
 
 type follower struct {
@@ -69,16 +69,16 @@ type follower struct {
 	t    *thread
 	turn Turn
 
-	text, reasoning       string // open items
-	textBuf, reasoningBuf strings.Builder
-	tools                 map[string]toolItem
-	approvals             map[string]string // requestId → itemId
-	ended                 bool
-	noted                 bool                // the turn's place in the core is in meta.Turns
-	status                string              // completed or cancelled, once known
-	failure               *event.SessionError // how it failed, once known
-	lastCost              float64
-	lastUsage             json.RawMessage
+	fold      fold.Fold           // the turn's events as items
+	block     string              // the item id of the open text or reasoning item
+	tools     map[string]toolItem // toolUseId → its open tool_exec item
+	approvals map[string]string   // requestId → itemId
+	ended     bool
+	noted     bool                // the turn's place in the core is in meta.Turns
+	status    string              // completed or cancelled, once known
+	failure   *event.SessionError // how it failed, once known
+	lastCost  float64
+	lastUsage json.RawMessage
 }
 
 func newItemID() string { return "item_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16] }
@@ -108,19 +108,6 @@ func (f *follower) delta(itemID, kind, d string) {
 	f.notify("item.delta", map[string]any{"itemId": itemID, "kind": kind, "delta": d})
 }
 
-// closeText and closeReasoning end the open assistant item of their kind.
-func (f *follower) closeText()      { f.closeItem(&f.text, &f.textBuf, "text") }
-func (f *follower) closeReasoning() { f.closeItem(&f.reasoning, &f.reasoningBuf, "reasoning") }
-
-func (f *follower) closeItem(id *string, buf *strings.Builder, kind string) {
-	if *id == "" {
-		return
-	}
-	f.completed(*id, "assistant_message", map[string]any{"kind": kind, "text": buf.String()})
-	*id = ""
-	buf.Reset()
-}
-
 // artifactTools are the tools whose input names a file they write.
 var artifactTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
 
@@ -128,112 +115,143 @@ func (f *follower) apply(ev event.Event) {
 	if f.ended {
 		return
 	}
-	switch ev.Type {
-	case event.TypeUserMessage:
+	for _, it := range f.fold.Add(&ev) {
+		f.render(&it)
+	}
+}
+
+// flush ends the open assistant item, if any.
+func (f *follower) flush() {
+	for _, it := range f.fold.Flush() {
+		f.render(&it)
+	}
+}
+
+// render sends the notifications of one update of an item of the fold.
+func (f *follower) render(it *fold.Item) {
+	switch it.Kind {
+	case fold.KindUser:
 		id := newItemID()
-		f.started(id, "user_message", map[string]any{"text": ev.Text})
-		f.completed(id, "user_message", map[string]any{"text": ev.Text})
-	case event.TypeThinkingDelta:
-		f.closeText()
-		if f.reasoning == "" {
-			f.reasoning = newItemID()
-			f.started(f.reasoning, "assistant_message", map[string]any{"kind": "reasoning"})
+		f.started(id, "user_message", map[string]any{"text": it.Text})
+		f.completed(id, "user_message", map[string]any{"text": it.Text})
+	case fold.KindText, fold.KindReasoning:
+		kind := string(it.Kind)
+		if it.New {
+			f.block = newItemID()
 		}
-		f.reasoningBuf.WriteString(ev.Text)
-		f.delta(f.reasoning, "reasoning", ev.Text)
-	case event.TypeChatDelta:
-		f.closeReasoning()
-		if f.text == "" {
-			f.text = newItemID()
-			f.started(f.text, "assistant_message", map[string]any{"kind": "text"})
+		id := f.block
+		if it.Done {
+			f.block = ""
 		}
-		f.textBuf.WriteString(ev.Text)
-		f.delta(f.text, "text", ev.Text)
-	case event.TypeChatComplete:
-		f.closeReasoning()
-		if f.text == "" && ev.Text != "" { // an engine that did not stream it
-			f.text = newItemID()
-			f.started(f.text, "assistant_message", map[string]any{"kind": "text"})
-			f.textBuf.WriteString(ev.Text)
+		if it.New {
+			f.started(id, "assistant_message", map[string]any{"kind": kind})
 		}
-		f.closeText()
-	case event.TypeToolStart:
-		f.closeText()
-		f.closeReasoning()
-		ti := toolItem{itemID: newItemID(), name: ev.ToolStart.Name, input: ev.ToolStart.Input}
-		f.tools[ev.ToolStart.ToolUseID] = ti
-		f.started(ti.itemID, "tool_exec", map[string]any{"toolUseId": ev.ToolStart.ToolUseID, "name": ti.name, "input": ti.input})
-	case event.TypeToolResult:
-		ti, ok := f.tools[ev.ToolResult.ToolUseID]
-		if !ok {
-			ti = toolItem{itemID: newItemID(), name: "tool"}
-			f.started(ti.itemID, "tool_exec", map[string]any{"toolUseId": ev.ToolResult.ToolUseID, "name": ti.name})
+		if !it.Whole && !it.Done {
+			f.delta(id, kind, it.Delta)
 		}
-		// The tool's output as a log (engines that stream it send several
-		// deltas; the Claude Code CLI gives it whole).
-		log := newItemID()
-		f.started(log, "tool_log", map[string]any{"toolItemId": ti.itemID})
-		if ev.ToolResult.Content != "" {
-			f.delta(log, "tool_output", ev.ToolResult.Content)
+		if it.Done {
+			f.completed(id, "assistant_message", map[string]any{"kind": kind, "text": it.Text})
 		}
-		f.completed(log, "tool_log", map[string]any{"toolItemId": ti.itemID, "output": ev.ToolResult.Content})
-		f.completed(ti.itemID, "tool_exec", map[string]any{"toolUseId": ev.ToolResult.ToolUseID, "name": ti.name, "input": ti.input,
-			"output": ev.ToolResult.Content, "isError": ev.ToolResult.IsError})
-		if artifactTools[ti.name] && !ev.ToolResult.IsError {
-			var in struct {
-				FilePath     string `json:"file_path"`
-				NotebookPath string `json:"notebook_path"`
-			}
-			_ = json.Unmarshal(ti.input, &in)
-			if p := in.FilePath + in.NotebookPath; p != "" {
-				a := newItemID()
-				data := map[string]any{"path": p, "tool": ti.name, "toolItemId": ti.itemID}
-				f.started(a, "artifact", data)
-				f.completed(a, "artifact", data)
+	case fold.KindTool:
+		ti := f.tools[it.Tool.ID]
+		if it.New {
+			ti = toolItem{itemID: newItemID()}
+			f.tools[it.Tool.ID] = ti
+		}
+		if it.Done {
+			delete(f.tools, it.Tool.ID)
+		}
+		f.tool(ti.itemID, it)
+	case fold.KindApproval:
+		a := it.Approval
+		if it.New && a.Request != nil {
+			id := newItemID()
+			f.approvals[a.ID] = id
+			f.s.mu.Lock()
+			f.s.approvals[a.ID] = f.turn.ThreadID
+			f.s.mu.Unlock()
+			f.started(id, "approval", map[string]any{"requestId": a.ID, "tool": a.Request.ToolName, "input": a.Request.Input})
+			f.notify("approval.requested", map[string]any{"requestId": a.ID, "itemId": id, "tool": a.Request.ToolName,
+				"input": a.Request.Input, "options": []string{"once", "always", "reject"}})
+		}
+		if r := a.Resolved; it.Done {
+			id, ok := f.approvals[r.RequestID]
+			delete(f.approvals, r.RequestID)
+			f.s.mu.Lock()
+			delete(f.s.approvals, r.RequestID)
+			f.s.mu.Unlock()
+			if ok {
+				f.completed(id, "approval", map[string]any{"requestId": r.RequestID, "decision": r.Decision, "by": r.By, "message": r.Message})
 			}
 		}
-	case event.TypeApprovalRequested:
-		f.closeText()
-		f.closeReasoning()
-		a := ev.Approval
-		id := newItemID()
-		f.approvals[a.RequestID] = id
-		f.s.mu.Lock()
-		f.s.approvals[a.RequestID] = f.turn.ThreadID
-		f.s.mu.Unlock()
-		f.started(id, "approval", map[string]any{"requestId": a.RequestID, "tool": a.ToolName, "input": a.Input})
-		f.notify("approval.requested", map[string]any{"requestId": a.RequestID, "itemId": id, "tool": a.ToolName,
-			"input": a.Input, "options": []string{"once", "always", "reject"}})
-	case event.TypeApprovalResolved:
-		r := ev.Resolved
-		id, ok := f.approvals[r.RequestID]
-		f.s.mu.Lock()
-		delete(f.s.approvals, r.RequestID)
-		f.s.mu.Unlock()
-		if ok {
-			f.completed(id, "approval", map[string]any{"requestId": r.RequestID, "decision": r.Decision, "by": r.By, "message": r.Message})
+	case fold.KindStatus:
+		if r := it.Event.Retry; it.Event.Type == event.TypeSessionRetry {
+			p := map[string]any{"attempt": r.Attempt, "maxRetries": r.MaxRetries, "delayMs": r.DelayMS, "error": r.Error, "message": r.Summary()}
+			if r.APIErrorStatus != 0 {
+				p["apiErrorStatus"] = r.APIErrorStatus
+			}
+			f.notify("turn.retry", p)
 		}
-	case event.TypeSessionRetry:
-		r := ev.Retry
-		p := map[string]any{"attempt": r.Attempt, "maxRetries": r.MaxRetries, "delayMs": r.DelayMS, "error": r.Error, "message": r.Summary()}
-		if r.APIErrorStatus != 0 {
-			p["apiErrorStatus"] = r.APIErrorStatus
+	case fold.KindEnd:
+		// The protocol's ending comes from the event of each update: a
+		// completion or a cancellation once seen is the turn's status.
+		switch ev := it.Event; ev.Type {
+		case event.TypeSessionComplete:
+			f.lastCost, f.lastUsage = ev.Complete.CostUSD, ev.Complete.Usage
+			f.status = "completed"
+		case event.TypeSessionError:
+			if ev.Error.Kind == event.ErrorInterrupted || ev.Error.Kind == event.ErrorKilled {
+				f.status = "cancelled"
+			} else {
+				f.failure = ev.Error
+			}
+		case event.TypeProcessExit:
+			f.finish()
 		}
-		f.notify("turn.retry", p)
-	case event.TypeSessionComplete:
-		f.lastCost, f.lastUsage = ev.Complete.CostUSD, ev.Complete.Usage
-		f.status = "completed"
-	case event.TypeSessionError:
-		switch ev.Error.Kind {
-		case event.ErrorResumeNotFound:
-			// The core starts a fresh conversation with the same message.
-		case event.ErrorInterrupted, event.ErrorKilled:
-			f.status = "cancelled"
-		default:
-			f.failure = ev.Error
+	}
+}
+
+// tool sends a tool call's items: tool_exec when it starts; at its result
+// the output as a tool_log, the tool_exec completed, and an artifact for a
+// file a tool wrote.
+func (f *follower) tool(id string, it *fold.Item) {
+	t := it.Tool
+	name := t.Name
+	if t.Start == nil {
+		name = "tool"
+	}
+	if it.New && t.Start != nil {
+		f.started(id, "tool_exec", map[string]any{"toolUseId": t.ID, "name": name, "input": t.Input})
+	}
+	if !it.Done {
+		return
+	}
+	if it.New {
+		f.started(id, "tool_exec", map[string]any{"toolUseId": t.ID, "name": name})
+	}
+	res := t.Result
+	// The tool's output as a log (engines that stream it send several
+	// deltas; the Claude Code CLI gives it whole).
+	log := newItemID()
+	f.started(log, "tool_log", map[string]any{"toolItemId": id})
+	if res.Content != "" {
+		f.delta(log, "tool_output", res.Content)
+	}
+	f.completed(log, "tool_log", map[string]any{"toolItemId": id, "output": res.Content})
+	f.completed(id, "tool_exec", map[string]any{"toolUseId": res.ToolUseID, "name": name, "input": t.Input,
+		"output": res.Content, "isError": res.IsError})
+	if artifactTools[name] && !res.IsError {
+		var in struct {
+			FilePath     string `json:"file_path"`
+			NotebookPath string `json:"notebook_path"`
 		}
-	case event.TypeProcessExit:
-		f.finish()
+		_ = json.Unmarshal(t.Input, &in)
+		if p := in.FilePath + in.NotebookPath; p != "" {
+			a := newItemID()
+			data := map[string]any{"path": p, "tool": name, "toolItemId": id}
+			f.started(a, "artifact", data)
+			f.completed(a, "artifact", data)
+		}
 	}
 }
 
@@ -242,8 +260,7 @@ func (f *follower) end(status string) {
 	if f.ended {
 		return
 	}
-	f.closeText()
-	f.closeReasoning()
+	f.flush()
 	f.ended = true
 	now := nowMS()
 	f.turn.Status, f.turn.Time.Completed = status, &now
@@ -261,8 +278,7 @@ func (f *follower) errorEnd(e *event.SessionError) {
 	if f.ended {
 		return
 	}
-	f.closeText()
-	f.closeReasoning()
+	f.flush()
 	f.ended = true
 	now := nowMS()
 	f.turn.Status, f.turn.Time.Completed = "error", &now

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/event/fold"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/session"
 )
@@ -630,7 +631,7 @@ func (c *Core) turn(it item, report bool) turnResult {
 		}
 	}
 	res, werr := t.Wait(context.Background(), func(rec session.Record) error {
-		n.add(*rec.Typed, emit)
+		n.add(rec.Typed, emit)
 		return nil
 	})
 	n.flush(emit)
@@ -689,76 +690,80 @@ func (c *Core) turn(it item, report bool) turnResult {
 	return turnResult{end: end, final: end.Final}
 }
 
-// normalizer folds a turn's UI events into Messages (see Core).
+// normalizer renders the one fold of a turn's UI events (event/fold) as
+// Messages (see Core): the blocks of one step (text, thinking, tool uses)
+// are one Message, sent when the step's tools have results or the turn
+// ends.
 type normalizer struct {
+	f        fold.Fold
 	model    string
 	cur      []Content
-	text     strings.Builder
-	thinking strings.Builder
 	toolOpen bool // cur holds tool uses whose results have not begun
 	last     Message
 }
 
-func (n *normalizer) closeThinking() {
-	if n.thinking.Len() > 0 {
-		n.cur = append(n.cur, Content{Type: "thinking", Thinking: n.thinking.String()})
-		n.thinking.Reset()
-	}
-}
-
-func (n *normalizer) closeText() {
-	if n.text.Len() > 0 {
-		n.cur = append(n.cur, Content{Type: "text", Text: n.text.String()})
-		n.text.Reset()
-	}
-}
-
 func (n *normalizer) flush(emit func(Message)) {
-	n.closeThinking()
-	n.closeText()
+	for _, it := range n.f.Flush() {
+		n.item(&it, emit)
+	}
+	n.send(emit)
+}
+
+// send emits the step so far.
+func (n *normalizer) send(emit func(Message)) {
 	if len(n.cur) > 0 {
 		emit(Message{Type: "assistant", Model: n.model, Content: n.cur})
 	}
 	n.cur, n.toolOpen = nil, false
 }
 
-func (n *normalizer) add(ev event.Event, emit func(Message)) {
-	switch ev.Type {
-	case event.TypeSessionInit:
-		if ev.Init != nil && ev.Init.Model != "" {
+func (n *normalizer) add(ev *event.Event, emit func(Message)) {
+	for _, it := range n.f.Add(ev) {
+		n.item(&it, emit)
+	}
+}
+
+func (n *normalizer) item(it *fold.Item, emit func(Message)) {
+	switch it.Kind {
+	case fold.KindStatus:
+		switch ev := it.Event; {
+		case ev.Type == event.TypeSessionInit && ev.Init != nil && ev.Init.Model != "":
 			n.model = ev.Init.Model
+		case ev.Type == event.TypeSessionError:
+			n.send(emit)
 		}
-	case event.TypeThinkingDelta:
-		if n.toolOpen {
-			n.flush(emit) // a new step after tool uses without results
+	case fold.KindText, fold.KindReasoning:
+		if it.Whole {
+			// Claude Code sends the final answer again at the end; the
+			// native loop sends each text block whole.
+			if !n.hasText(it.Text) {
+				n.cur = append(n.cur, Content{Type: "text", Text: it.Text})
+			}
+			break
 		}
-		n.closeText()
-		n.thinking.WriteString(ev.Text)
-	case event.TypeChatDelta:
-		if n.toolOpen {
-			n.flush(emit)
+		if it.New && n.toolOpen {
+			n.send(emit) // a new step after tool uses without results
 		}
-		n.closeThinking()
-		n.text.WriteString(ev.Text)
-	case event.TypeChatComplete:
-		// Claude Code sends the final answer again at the end; the native
-		// loop sends each text block whole. Deltas win when there were any.
-		n.closeThinking()
-		if n.text.Len() == 0 && ev.Text != "" && !n.hasText(ev.Text) {
-			n.text.WriteString(ev.Text)
+		switch {
+		case !it.Done || it.Text == "":
+		case it.Kind == fold.KindText:
+			n.cur = append(n.cur, Content{Type: "text", Text: it.Text})
+		default:
+			n.cur = append(n.cur, Content{Type: "thinking", Thinking: it.Text})
 		}
-		n.closeText()
-	case event.TypeToolStart:
-		n.closeThinking()
-		n.closeText()
-		input := ev.ToolStart.Input
+	case fold.KindTool:
+		if it.Done {
+			n.send(emit)
+			break
+		}
+		input := it.Tool.Input
 		if len(input) == 0 || !json.Valid(input) {
 			input = json.RawMessage("{}")
 		}
-		n.cur = append(n.cur, Content{Type: "tool_use", ID: ev.ToolStart.ToolUseID, Name: ev.ToolStart.Name, Input: input})
+		n.cur = append(n.cur, Content{Type: "tool_use", ID: it.Tool.ID, Name: it.Tool.Name, Input: input})
 		n.toolOpen = true
-	case event.TypeToolResult, event.TypeSessionComplete, event.TypeSessionError, event.TypeProcessExit:
-		n.flush(emit)
+	case fold.KindEnd:
+		n.send(emit)
 	}
 }
 
