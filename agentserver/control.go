@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/internal/httpapi"
@@ -115,7 +114,9 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	from := s.SessionID()
-	sess, err := s.Fork(r.Context(), body.AtSeq)
+	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
+	defer cancel()
+	sess, err := s.Fork(ctx, body.AtSeq)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -162,7 +163,9 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, err := s.Rewind(r.Context(), body.ToTurn, body.Turns, harness.RewindOptions{Files: body.Files, Conversation: body.Conversation})
+	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
+	defer cancel()
+	res, err := s.Rewind(ctx, body.ToTurn, body.Turns, harness.RewindOptions{Files: body.Files, Conversation: body.Conversation})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -271,7 +274,7 @@ func (s *Server) previewRewind(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := RewindPreview{ToTurn: t.Seq, Text: t.Text, Files: []FileChange{}}
-	ctx, cancel := context.WithTimeout(r.Context(), previewTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
 	defer cancel()
 	changes, filesError, err := httpapi.FilesPreview(ctx, s.h, id, t.Seq)
 	if err != nil {
@@ -285,8 +288,9 @@ func (s *Server) previewRewind(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// previewTimeout bounds GET /rewind's diff of the project's files.
-const previewTimeout = time.Minute
+// conversationTimeout bounds a fork, a rewind and GET /rewind's diff of
+// the project's files, as at the gateway.
+const conversationTimeout = httpapi.ConversationTimeout
 
 // trust is POST /trust: a person trusts a persona file or a project MCP
 // server of the session's project, as a trust event showed it (hash).

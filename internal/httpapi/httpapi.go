@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/checkpoint"
@@ -29,6 +30,10 @@ import (
 	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/trust"
 )
+
+// ConversationTimeout bounds a fork, a rewind or a rewind's preview
+// (copying a log, diffing or restoring a project's files) at every door.
+const ConversationTimeout = 2 * time.Minute
 
 // ErrBadRequest is matched (errors.Is) by every error BadRequest makes:
 // the request itself is wrong (400).
