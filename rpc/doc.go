@@ -29,8 +29,24 @@
 // notifications and deriving the core's log from them, was refused: the
 // core's log is what the other doors, fork, rewind and the queue read.
 //
-// Today (until that change lands, after the one fold) the door still
-// writes each notification to events.jsonl ({"seq", "method", "params"},
-// the seq its line) besides the core's log of the session named in
-// meta.json: an RPC turn is stored twice, in two formats.
+// Done: a turn's notifications can be rendered again from the core's log
+// alone. The follower names each item after the core record that opens it
+// (item_<seq>_<n>), takes a turn's end time from its events' timestamps,
+// and meta.json keeps each turn's range of core seqs and start time
+// (turnRef); TestTurnsRenderAgainFromTheCoreLog renders every turn of a
+// thread again after a restart and gets the stored notifications, byte
+// for byte.
+//
+// Not done yet: the door still writes each notification to events.jsonl
+// ({"seq", "method", "params"}, the seq its line) besides the core's log
+// of the session named in meta.json, so an RPC turn is stored twice, in
+// two formats. What remains, in order: the core takes a session's log
+// place from the door (harness.SessionSpec; a place inside the project,
+// checked, as an agent can write the session's file), so the session's one
+// log is the thread's events.jsonl; meta.json keeps the thread's own
+// notifications (thread.created, thread.forked, thread.rolledBack) and
+// each turn's last seq, so the next seq is known without a log of
+// notifications; thread.get streams the notes and the turns rendered
+// again in seq order; thread.fork renders the kept turns from the fork's
+// copy of the log; a thread stored before keeps its log of notifications.
 package rpc

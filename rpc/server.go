@@ -130,6 +130,13 @@ type turnRef struct {
 	TurnID string `json:"turnId"`
 	Seq    int64  `json:"seq"`  // its turn.started notification
 	Core   int64  `json:"core"` // the seq of its user:message in the session's event log
+	// Its records in the session's event log are From+1 … To, and it
+	// started at Started (Unix ms): with them its notifications can be
+	// rendered again from the core's log alone (see the package doc).
+	// Absent for turns kept before they were.
+	From    int64 `json:"from,omitempty"`
+	To      int64 `json:"to,omitempty"`
+	Started int64 `json:"started,omitempty"`
 }
 
 // Turn is a turn of a thread.
