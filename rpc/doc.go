@@ -15,38 +15,27 @@
 // line is a notification (that is PROTOCOL.md's choice, "one notification
 // per line"), and it does say that the thread is the session.
 //
-// So the one store of an RPC thread is to be the core's: for a session the
-// RPC door creates, the core keeps the session's one event log at the
-// thread's path (a per-session location of the log in the core's session
-// store, recorded in the session's file, so every door that opens the
-// session reads and appends the same file), with meta.json beside it;
-// thread.get renders the notifications from that log with the one fold
-// of events (package event's), deterministically (item ids from the seq
-// of the record that opens the item, turn ids and where turns start from
-// meta.json, times from the events' own timestamps), so the notifications
-// replayed after a restart are the ones sent live. A thread stored before
-// (a log of notifications) is read as it is. The alternative, writing the
-// notifications and deriving the core's log from them, was refused: the
-// core's log is what the other doors, fork, rewind and the queue read.
+// So an RPC thread is a core session of the same ID whose one event log
+// is the thread's events.jsonl (session.LogThread: the core's session
+// store lays the session's log out at that path; every door that opens
+// the session reads and appends the same file), with meta.json beside it.
+// meta.json keeps the thread's own notifications (thread.created,
+// thread.forked, thread.rolledBack: not the session's events) and, per
+// turn, its turnId, the seq of its turn.started, its range of records in
+// the log, its start time and its last seq. thread.get renders the turns'
+// notifications from the log with the one fold (history.go), merged with
+// the thread's own by seq. Rendering is deterministic: an item is named
+// after the core record that opens it (item_<seq>_<n>), a turn's end time
+// is its events' timestamp, and a turn's notifications are numbered from
+// its turn.started, skipping the thread's own (two turns' never
+// interleave: a turn's follow waits for the previous turn's end). So the
+// notifications rendered after a restart are the ones sent live
+// (TestATurnIsStoredOnce). The alternative, writing the notifications and
+// deriving the core's log from them, was refused: the core's log is what
+// the other doors, fork, rewind and the queue read.
 //
-// Done: a turn's notifications can be rendered again from the core's log
-// alone. The follower names each item after the core record that opens it
-// (item_<seq>_<n>), takes a turn's end time from its events' timestamps,
-// and meta.json keeps each turn's range of core seqs and start time
-// (turnRef); TestTurnsRenderAgainFromTheCoreLog renders every turn of a
-// thread again after a restart and gets the stored notifications, byte
-// for byte.
-//
-// Not done yet: the door still writes each notification to events.jsonl
-// ({"seq", "method", "params"}, the seq its line) besides the core's log
-// of the session named in meta.json, so an RPC turn is stored twice, in
-// two formats. What remains, in order: the core takes a session's log
-// place from the door (harness.SessionSpec; a place inside the project,
-// checked, as an agent can write the session's file), so the session's one
-// log is the thread's events.jsonl; meta.json keeps the thread's own
-// notifications (thread.created, thread.forked, thread.rolledBack) and
-// each turn's last seq, so the next seq is known without a log of
-// notifications; thread.get streams the notes and the turns rendered
-// again in seq order; thread.fork renders the kept turns from the fork's
-// copy of the log; a thread stored before keeps its log of notifications.
+// A thread stored by an older server (meta.json without "store"; its
+// events.jsonl a log of notifications, {"seq", "method", "params"}, the
+// seq its line, beside a session log of its own under .chirality) is read
+// and goes on as it was.
 package rpc

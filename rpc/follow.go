@@ -17,29 +17,52 @@ import (
 // follow turns one harness turn's UI events into the protocol's
 // notifications, in order: turn.started, the items, then exactly one of
 // turn.completed (status completed or cancelled) or turn.error.
-func (s *Server) follow(t *thread, at *activeTurn, ht *harness.Turn) {
+func (s *Server) follow(t *thread, at *activeTurn, ht *harness.Turn, prev chan struct{}) {
 	defer s.turns.Done()
+	if prev != nil {
+		<-prev // the previous turn's end is sent: seqs of two turns never interleave
+	}
 	f := &follower{s: s, t: t, turn: at.turn, tools: map[string]toolItem{}, approvals: map[string]string{}}
 	started := f.notify("turn.started", map[string]any{"turn": f.turn})
-	ref := -1 // the turn's index in meta.Turns, once noted
+	ref := -1                 // the turn's index in meta.Turns, once noted
+	mine := func() *turnRef { // the caller holds t.mu
+		if ref >= 0 && ref < len(t.meta.Turns) && t.meta.Turns[ref].TurnID == at.turn.TurnID {
+			return &t.meta.Turns[ref]
+		}
+		return nil
+	}
 	_, _ = ht.Wait(context.Background(), func(rec session.Record) error {
-		t.mu.Lock()
-		switch {
-		case rec.Typed.Type == event.TypeUserMessage && rec.Seq != 0 && !f.noted:
+		if rec.Typed.Type == event.TypeUserMessage && rec.Seq != 0 && !f.noted {
 			// Where the turn is in the core: thread.fork and
 			// thread.rollback name it by this.
 			f.noted = true
+			t.mu.Lock()
 			t.meta.Turns = append(t.meta.Turns, turnRef{TurnID: at.turn.TurnID, Seq: started, Core: rec.Seq,
-				From: ht.StartSeq, To: rec.Seq, Started: at.turn.Time.Started})
+				From: ht.StartSeq, Started: at.turn.Time.Started})
 			ref = len(t.meta.Turns) - 1
-		case ref >= 0 && rec.Seq != 0 && ref < len(t.meta.Turns) && t.meta.Turns[ref].TurnID == at.turn.TurnID:
-			t.meta.Turns[ref].To = rec.Seq // before the record may end the turn (and save meta.json)
+			t.mu.Unlock()
 		}
-		t.mu.Unlock()
 		f.record(rec.Seq, rec.Typed)
+		if rec.Seq != 0 {
+			// After the record's notifications are sent: a rendering of
+			// the turn up to To is what was sent.
+			t.mu.Lock()
+			if r := mine(); r != nil {
+				r.To = rec.Seq
+			}
+			t.mu.Unlock()
+		}
 		return nil
 	})
 	f.finish()
+	t.mu.Lock()
+	if r := mine(); r != nil {
+		r.End = f.last
+		if err := t.saveMeta(); err != nil {
+			s.log.Error().Err(err).Msg("meta.json not saved")
+		}
+	}
+	t.mu.Unlock()
 	close(at.done)
 }
 
@@ -105,6 +128,7 @@ type follower struct {
 	seq       int64 // the core record applied
 	opened    int   // items opened from it so far
 	at        int64 // its time (Unix ms; 0 = not stamped)
+	last      int64 // the seq of the last notification
 	// emit sends a notification (nil: Server.notify, stored and sent);
 	// it returns the notification's seq. Set, the follower renders a
 	// turn that has ended again and leaves the thread as it is.
@@ -134,9 +158,11 @@ func (f *follower) now() int64 {
 func (f *follower) notify(method string, p map[string]any) int64 {
 	p["threadId"], p["turnId"] = f.turn.ThreadID, f.turn.TurnID
 	if f.emit != nil {
-		return f.emit(method, p)
+		f.last = f.emit(method, p)
+	} else {
+		f.last = f.s.notify(f.t, method, p)
 	}
-	return f.s.notify(f.t, method, p)
+	return f.last
 }
 
 func (f *follower) item(itemID, typ string, data any) map[string]any {
