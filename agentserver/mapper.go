@@ -122,8 +122,10 @@ type mapper struct {
 
 // record appends the events ev makes to out and returns it.
 func (m *mapper) record(ev *event.Event, out []Event) []Event {
-	for _, it := range m.f.Add(ev) {
-		out = m.item(&it, out)
+	u := m.f.Add(ev)
+	items := u.Items()
+	for i := range items {
+		out = m.item(&items[i], out)
 	}
 	return out
 }
@@ -136,7 +138,11 @@ func (m *mapper) item(it *fold.Item, out []Event) []Event {
 	case fold.KindText, fold.KindReasoning:
 		if !it.Done {
 			if m.deltas {
-				out = append(out, Event{Type: string(it.Kind) + "_delta", Content: it.Delta})
+				typ := "text_delta"
+				if it.Kind == fold.KindReasoning {
+					typ = "reasoning_delta"
+				}
+				out = append(out, Event{Type: typ, Content: it.Delta})
 			}
 			break
 		}

@@ -288,7 +288,8 @@ func (s *Server) runTurn(ctx context.Context, req *mcp.CallToolRequest, in RunTu
 	var f fold.Fold
 	byItem := map[int]int{} // a tool item of the fold → its ToolCall
 	res, err := s.h.Run(runCtx, in.SessionID, in.Message, func(rec session.Record) error {
-		for _, it := range f.Add(rec.Typed) {
+		u := f.Add(rec.Typed)
+		for _, it := range u.Items() {
 			switch {
 			case it.Kind == fold.KindTool && it.New && it.Tool.Start != nil:
 				if len(out.ToolCalls) < MaxTranscriptEntries {
@@ -397,11 +398,13 @@ func (s *Server) transcript(_ context.Context, _ *mcp.CallToolRequest, in Sessio
 		if derr != nil {
 			continue
 		}
-		for _, it := range f.AddSeq(rec.Seq, &ev) {
+		u := f.AddSeq(rec.Seq, &ev)
+		for _, it := range u.Items() {
 			out.item(&it)
 		}
 	}
-	for _, it := range f.Flush() {
+	u := f.Flush()
+	for _, it := range u.Items() {
 		out.item(&it)
 	}
 	return nil, out, nil

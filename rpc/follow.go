@@ -192,14 +192,16 @@ func (f *follower) apply(ev event.Event) {
 	if f.ended {
 		return
 	}
-	for _, it := range f.fold.Add(&ev) {
+	u := f.fold.Add(&ev)
+	for _, it := range u.Items() {
 		f.render(&it)
 	}
 }
 
 // flush ends the open assistant item, if any.
 func (f *follower) flush() {
-	for _, it := range f.fold.Flush() {
+	u := f.fold.Flush()
+	for _, it := range u.Items() {
 		f.render(&it)
 	}
 }
@@ -223,11 +225,10 @@ func (f *follower) render(it *fold.Item) {
 		if it.New {
 			f.started(id, "assistant_message", map[string]any{"kind": kind})
 		}
-		if !it.Whole && !it.Done {
-			f.delta(id, kind, it.Delta)
-		}
-		if it.Done {
+		if it.Done { // a block given whole (chat:complete) has no delta
 			f.completed(id, "assistant_message", map[string]any{"kind": kind, "text": it.Text})
+		} else {
+			f.delta(id, kind, it.Delta)
 		}
 	case fold.KindTool:
 		ti := f.tools[it.Tool.ID]

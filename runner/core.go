@@ -703,7 +703,8 @@ type normalizer struct {
 }
 
 func (n *normalizer) flush(emit func(Message)) {
-	for _, it := range n.f.Flush() {
+	u := n.f.Flush()
+	for _, it := range u.Items() {
 		n.item(&it, emit)
 	}
 	n.send(emit)
@@ -718,7 +719,8 @@ func (n *normalizer) send(emit func(Message)) {
 }
 
 func (n *normalizer) add(ev *event.Event, emit func(Message)) {
-	for _, it := range n.f.Add(ev) {
+	u := n.f.Add(ev)
+	for _, it := range u.Items() {
 		n.item(&it, emit)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/event/fold"
 	"github.com/chirality/harness/session"
 )
 
@@ -191,46 +192,50 @@ func printTranscript(w io.Writer, st *session.Store, id string) error {
 		return err
 	}
 	fmt.Fprintln(w, "\ntranscript:")
-	var text strings.Builder
-	flush := func() {
-		if t := strings.TrimSpace(text.String()); t != "" {
-			fmt.Fprintf(w, "assistant: %s\n", t)
-		}
-		text.Reset()
-	}
+	var f fold.Fold
 	for rec, err := range log.Records(0) {
 		if err != nil {
 			return err
 		}
 		var ev event.Event
 		if json.Unmarshal(rec.Event, &ev) != nil || ev.ParentToolUseID != "" {
-			continue
+			continue // a subagent's: its result is its tool call's
 		}
-		switch ev.Type {
-		case event.TypeUserMessage:
-			flush()
-			fmt.Fprintf(w, "\nuser: %s\n", ev.Text)
-		case event.TypeChatDelta:
-			text.WriteString(ev.Text)
-		case event.TypeChatComplete:
-			if text.Len() == 0 {
-				text.WriteString(ev.Text)
-			}
-			flush()
-		case event.TypeToolStart:
-			flush()
-			fmt.Fprintf(w, "tool: %s %s\n", ev.ToolStart.Name, oneLine(string(ev.ToolStart.Input), 120))
-		case event.TypeApprovalResolved:
-			fmt.Fprintf(w, "approval: %s (%s)\n", ev.Resolved.Decision, ev.Resolved.By)
-		case event.TypeSessionError:
-			flush()
-			fmt.Fprintf(w, "error (%s): %s\n", ev.Error.Kind, ev.Error.Error)
-		case event.TypeProcessExit:
-			flush()
+		u := f.Add(&ev)
+		for _, it := range u.Items() {
+			transcriptItem(w, &it)
 		}
 	}
-	flush()
+	u := f.Flush()
+	for _, it := range u.Items() {
+		transcriptItem(w, &it)
+	}
 	return nil
+}
+
+// transcriptItem prints one update of an item of the fold: the user's
+// messages, the answer's text blocks, tool calls, approvals and errors.
+func transcriptItem(w io.Writer, it *fold.Item) {
+	switch it.Kind {
+	case fold.KindUser:
+		fmt.Fprintf(w, "\nuser: %s\n", it.Text)
+	case fold.KindText:
+		if t := strings.TrimSpace(it.Text); it.Done && t != "" {
+			fmt.Fprintf(w, "assistant: %s\n", t)
+		}
+	case fold.KindTool:
+		if t := it.Tool; it.New && t.Start != nil {
+			fmt.Fprintf(w, "tool: %s %s\n", t.Name, oneLine(string(t.Input), 120))
+		}
+	case fold.KindApproval:
+		if r := it.Approval.Resolved; it.Done {
+			fmt.Fprintf(w, "approval: %s (%s)\n", r.Decision, r.By)
+		}
+	case fold.KindStatus, fold.KindEnd:
+		if e := it.Event.Error; it.Event.Type == event.TypeSessionError && e != nil {
+			fmt.Fprintf(w, "error (%s): %s\n", e.Kind, e.Error)
+		}
+	}
 }
 
 func sessionsRm(root, id string, stdout, stderr io.Writer) int {

@@ -20,6 +20,7 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/event/fold"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/mcpconfig"
 )
@@ -317,6 +318,7 @@ type textPrinter struct {
 	// how many the printed answer ends with (up to 2).
 	wrote, gap bool
 	newlines   int
+	fold       fold.Fold // the events as items
 }
 
 // side prints about the answer on stderr, first ending the answer's line
@@ -345,40 +347,71 @@ func (p *textPrinter) writeAnswer(s string) {
 }
 
 func (p *textPrinter) print(e event.Event) {
-	switch e.Type {
-	case event.TypeSessionInit:
-		p.side("· session %s · %s\n", e.Init.ClaudeSessionID, e.Init.Model)
-	case event.TypeChatDelta:
-		if e.ParentToolUseID != "" {
-			return // a subagent's text; its result arrives as a tool result
+	u := p.fold.Add(&e)
+	for _, it := range u.Items() {
+		p.item(&it)
+	}
+}
+
+// item prints one update of an item of the fold: the answer's text as it
+// streams (a subagent's is left out: its result arrives as a tool
+// result), the rest on the side.
+func (p *textPrinter) item(it *fold.Item) {
+	if it.Event != nil && it.Event.Type == event.TypeChatComplete && p.midLine {
+		p.writeAnswer("\n") // the answer's block ends
+	}
+	switch it.Kind {
+	case fold.KindText:
+		if it.Parent != "" || it.Done {
+			return
 		}
-		if p.gap && p.wrote && e.Text != "" {
+		if p.gap && p.wrote && it.Delta != "" {
 			p.writeAnswer(strings.Repeat("\n", 2-p.newlines)) // two text blocks: a blank line between
 		}
-		if e.Text != "" {
+		if it.Delta != "" {
 			p.gap = false
 			p.wrote = true
 		}
-		p.writeAnswer(e.Text)
-	case event.TypeThinkingDelta:
+		p.writeAnswer(it.Delta)
+	case fold.KindReasoning:
+		if it.Done {
+			return
+		}
 		p.gap = true
 		if !p.thinking {
 			p.side("· thinking…\n")
 			p.thinking = true
 		}
-	case event.TypeToolStart:
-		p.thinking, p.gap = false, true
-		p.side("⚙ %s %s\n", e.ToolStart.Name, oneLine(string(e.ToolStart.Input), 100))
-	case event.TypeToolResult:
-		mark := "✓"
-		if e.ToolResult.IsError {
-			mark = "✗"
+	case fold.KindTool:
+		if t := it.Tool; it.New && t.Start != nil {
+			p.thinking, p.gap = false, true
+			p.side("⚙ %s %s\n", t.Name, oneLine(string(t.Input), 100))
 		}
-		p.side("  %s %s\n", mark, oneLine(e.ToolResult.Content, 100))
-	case event.TypeChatComplete:
-		if p.midLine {
-			p.writeAnswer("\n")
+		if r := it.Tool.Result; it.Done {
+			mark := "✓"
+			if r.IsError {
+				mark = "✗"
+			}
+			p.side("  %s %s\n", mark, oneLine(r.Content, 100))
 		}
+	case fold.KindApproval:
+		if a := it.Approval.Request; it.New && a != nil {
+			p.side("? %s wants to run %s\n", a.ToolName, oneLine(string(a.Input), 100))
+		}
+		if r := it.Approval.Resolved; it.Done {
+			p.side("  %s (%s)\n", r.Decision, r.By)
+		}
+	case fold.KindStatus, fold.KindEnd:
+		p.status(it.Event)
+	}
+}
+
+// status prints an event that shows a state: the session, a retry, what
+// needs a person's trust, the turn's result or error.
+func (p *textPrinter) status(e *event.Event) {
+	switch e.Type {
+	case event.TypeSessionInit:
+		p.side("· session %s · %s\n", e.Init.ClaudeSessionID, e.Init.Model)
 	case event.TypeSessionComplete:
 		p.side("· done · $%.4f · %d turns · %d ms\n", e.Complete.CostUSD, e.Complete.NumTurns, e.Complete.DurationMS)
 	case event.TypeSessionError:
@@ -388,12 +421,6 @@ func (p *textPrinter) print(e event.Event) {
 		}
 	case event.TypeSessionRetry:
 		p.side("· %s\n", e.Retry.Summary())
-	case event.TypeUserMessage:
-		// the prompt the user just typed: not repeated
-	case event.TypeApprovalRequested:
-		p.side("? %s wants to run %s\n", e.Approval.ToolName, oneLine(string(e.Approval.Input), 100))
-	case event.TypeApprovalResolved:
-		p.side("  %s (%s)\n", e.Resolved.Decision, e.Resolved.By)
 	case event.TypeTrustRequired:
 		p.side("! %s\n", e.Trust.Message)
 		if (e.Trust.Kind == "mcp" || e.Trust.Kind == "persona") && e.Trust.Name != "" {

@@ -9,11 +9,13 @@
 //
 //	var f fold.Fold
 //	for _, ev := range events {
-//		for _, it := range f.Add(&ev) {
+//		u := f.Add(&ev)
+//		for _, it := range u.Items() {
 //			render(it) // it.New: first update; it.Done: last one
 //		}
 //	}
-//	for _, it := range f.Flush() { render(it) } // the block still open
+//	u := f.Flush() // the block still open
+//	for _, it := range u.Items() { render(it) }
 //
 // All folds a whole slice into the final state of each item.
 package fold
@@ -52,7 +54,9 @@ const (
 	// Event is that event; New and Done at once.
 	KindStatus Kind = "status"
 	// KindEnd is the end of a turn: New at its session:complete or
-	// session:error, Done at process:exit.
+	// session:error, Done at process:exit. What failed or was interrupted
+	// stays known until the next user:message (a log may hold a second
+	// process:exit for the same turn).
 	KindEnd Kind = "end"
 )
 
@@ -75,11 +79,17 @@ type Item struct {
 	// New is set on an item's first update, Done on its last (both on an
 	// item made whole by one event).
 	New, Done bool
+	// Whole marks a text block given whole by chat:complete (no deltas),
+	// Repeat one whose text is the turn's last text block again (the
+	// Claude Code CLI repeats its final answer at the end).
+	Whole, Repeat bool
 	// Seq is the seq given with the event of this update (AddSeq), OpenSeq
 	// the one given with the event that opened the item.
 	Seq, OpenSeq int64
-	// Event is the event of this update; for a text or reasoning block
-	// closed by another event, that other event. Not to be modified.
+	// Event is the event of this update, the pointer given to Add: valid
+	// as long as the caller keeps it, not to be modified. For a text or
+	// reasoning block closed by another event, that other event; nil for
+	// one closed by Flush.
 	Event *event.Event
 	// Parent is the parentToolUseId of the item's events: set when a
 	// subagent produced them.
@@ -89,10 +99,6 @@ type Item struct {
 	Text string
 	// Delta is what this update added to a text or reasoning block.
 	Delta string
-	// Whole marks a text block given whole by chat:complete (no deltas),
-	// Repeat one whose text is the turn's last text block again (the
-	// Claude Code CLI repeats its final answer at the end).
-	Whole, Repeat bool
 
 	Tool     *Tool
 	Approval *Approval
@@ -131,34 +137,20 @@ type End struct {
 // approvals not yet answered (forgotten at the next user:message) and the
 // turn's end so far.
 type Fold struct {
-	out  []Item
 	next int
 
-	block   Item // the open text or reasoning block (ID 0: none)
+	block   Item // the open text or reasoning block (ID 0: none); Seq: its last delta's
 	buf     strings.Builder
 	last    string // the turn's last top-level text block
 	hasLast bool
 
-	tools     map[string]*openTool
-	approvals map[string]*openApproval
+	// The tool calls and approvals not yet answered, as they opened, by
+	// toolUseId and requestId.
+	tools, approvals map[string]Item
 
 	end               *openEnd
 	fail, interrupted *event.SessionError
 	complete          *event.SessionComplete
-}
-
-type openTool struct {
-	id     int
-	seq    int64
-	t      *Tool
-	parent string
-}
-
-type openApproval struct {
-	id     int
-	seq    int64
-	a      *Approval
-	parent string
 }
 
 type openEnd struct {
@@ -166,91 +158,106 @@ type openEnd struct {
 	seq int64
 }
 
-// Add folds ev and returns the updates it makes, in order. The slice is
-// the Fold's own: it is valid until the next call.
-func (f *Fold) Add(ev *event.Event) []Item { return f.AddSeq(0, ev) }
+// Updates is what one event changes: at most two updates (of the block
+// it closes, then of its own item). It is a value, kept on the caller's
+// stack: the fold is on every door's hot path (one event per token).
+type Updates struct {
+	n     int
+	items [2]Item
+}
+
+// Items are the updates, in order.
+func (u *Updates) Items() []Item { return u.items[:u.n] }
+
+// Add folds ev and returns the updates it makes:
+//
+//	u := f.Add(&ev)
+//	for _, it := range u.Items() { … }
+func (f *Fold) Add(ev *event.Event) Updates { return f.AddSeq(0, ev) }
 
 // AddSeq is Add for an event stored at seq: the items it updates carry it.
-func (f *Fold) AddSeq(seq int64, ev *event.Event) []Item {
-	f.out = f.out[:0]
+func (f *Fold) AddSeq(seq int64, ev *event.Event) (u Updates) {
+	f.addSeq(&u, seq, ev)
+	return u
+}
+
+func (f *Fold) addSeq(u *Updates, seq int64, ev *event.Event) {
 	switch ev.Type {
 	case event.TypeChatDelta:
-		f.delta(seq, ev, KindText)
+		f.delta(u, seq, ev, KindText)
 	case event.TypeThinkingDelta:
-		f.delta(seq, ev, KindReasoning)
+		f.delta(u, seq, ev, KindReasoning)
 	case event.TypeUserMessage:
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		f.reset()
-		f.emit(Item{ID: f.id(), Kind: KindUser, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev,
+		u.add(Item{ID: f.id(), Kind: KindUser, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev,
 			Parent: ev.ParentToolUseID, Text: ev.Text})
 	case event.TypeChatComplete:
 		wasText := f.block.Kind == KindText
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		if !wasText && ev.Text != "" {
 			repeat := f.hasLast && ev.Text == f.last
 			if ev.ParentToolUseID == "" {
 				f.last, f.hasLast = ev.Text, true
 			}
-			f.emit(Item{ID: f.id(), Kind: KindText, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev,
+			u.add(Item{ID: f.id(), Kind: KindText, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev,
 				Parent: ev.ParentToolUseID, Text: ev.Text, Whole: true, Repeat: repeat})
 		}
 	case event.TypeToolStart:
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		if ev.ToolStart != nil {
-			f.toolStart(seq, ev)
+			f.toolStart(u, seq, ev)
 		}
 	case event.TypeToolResult:
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		if ev.ToolResult != nil {
-			f.toolResult(seq, ev)
+			f.toolResult(u, seq, ev)
 		}
 	case event.TypeApprovalRequested:
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		if ev.Approval != nil {
-			f.approvalRequested(seq, ev)
+			f.approvalRequested(u, seq, ev)
 		}
 	case event.TypeApprovalResolved:
 		if ev.Resolved != nil {
-			f.approvalResolved(seq, ev)
+			f.approvalResolved(u, seq, ev)
 		}
 	case event.TypeSessionComplete:
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		if ev.Complete != nil {
 			f.complete = ev.Complete
-			f.endUpdate(seq, ev, false)
+			f.endUpdate(u, seq, ev, false)
 		}
 	case event.TypeSessionError:
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 		switch {
 		case ev.Error == nil:
 		case ev.Error.Kind == event.ErrorResumeNotFound:
-			f.status(seq, ev)
+			f.status(u, seq, ev)
 		case ev.Error.Kind == event.ErrorInterrupted || ev.Error.Kind == event.ErrorKilled:
 			f.interrupted = ev.Error
-			f.endUpdate(seq, ev, false)
+			f.endUpdate(u, seq, ev, false)
 		default:
 			f.fail = ev.Error
-			f.endUpdate(seq, ev, false)
+			f.endUpdate(u, seq, ev, false)
 		}
 	case event.TypeProcessExit:
-		f.close(seq, ev)
-		f.endUpdate(seq, ev, true)
-		f.end, f.fail, f.interrupted, f.complete = nil, nil, nil, nil
+		f.close(u, seq, ev)
+		f.endUpdate(u, seq, ev, true)
+		f.end = nil // what failed stays known to a later end until a user:message
 	case event.TypeSessionForked, event.TypeSessionRewound, event.TypeTrustRequired:
-		f.close(seq, ev)
-		f.status(seq, ev)
+		f.close(u, seq, ev)
+		f.status(u, seq, ev)
 	case event.TypeSessionInit, event.TypeSessionRetry, event.TypePromptQueued, event.TypePromptDequeued:
-		f.status(seq, ev)
+		f.status(u, seq, ev)
 	}
-	return f.out
 }
 
 // Flush closes the open text or reasoning block, as the end of the input
 // does, and returns its last update (none when no block is open).
-func (f *Fold) Flush() []Item {
-	f.out = f.out[:0]
-	f.close(f.block.Seq, f.block.Event)
-	return f.out
+func (f *Fold) Flush() (u Updates) {
+	f.close(&u, f.block.Seq, nil)
+	return u
 }
 
 func (f *Fold) id() int {
@@ -258,7 +265,10 @@ func (f *Fold) id() int {
 	return f.next
 }
 
-func (f *Fold) emit(it Item) { f.out = append(f.out, it) }
+func (u *Updates) add(it Item) {
+	u.items[u.n] = it
+	u.n++
+}
 
 // reset forgets what a turn left open: a new turn begins.
 func (f *Fold) reset() {
@@ -270,24 +280,25 @@ func (f *Fold) reset() {
 
 // delta adds a chat or thinking delta to the open block of its kind and
 // parent, closing another one first.
-func (f *Fold) delta(seq int64, ev *event.Event, kind Kind) {
+func (f *Fold) delta(u *Updates, seq int64, ev *event.Event, kind Kind) {
 	if f.block.ID != 0 && (f.block.Kind != kind || f.block.Parent != ev.ParentToolUseID) {
-		f.close(seq, ev)
+		f.close(u, seq, ev)
 	}
-	it := Item{Kind: kind, Seq: seq, Event: ev, Parent: ev.ParentToolUseID, Delta: ev.Text}
-	if f.block.ID == 0 {
-		it.ID, it.New, it.OpenSeq = f.id(), true, seq
-		f.block = Item{ID: it.ID, Kind: kind, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID}
-	} else {
-		it.ID, it.OpenSeq = f.block.ID, f.block.OpenSeq
-		f.block.Seq, f.block.Event = seq, ev
+	isNew := f.block.ID == 0
+	if isNew {
+		f.block = Item{ID: f.id(), Kind: kind, OpenSeq: seq, Parent: ev.ParentToolUseID}
 	}
+	f.block.Seq = seq
 	f.buf.WriteString(ev.Text)
-	f.emit(it)
+	// Written in place: this is the path of every token.
+	it := &u.items[u.n]
+	u.n++
+	it.ID, it.Kind, it.New, it.Seq, it.OpenSeq = f.block.ID, kind, isNew, seq, f.block.OpenSeq
+	it.Event, it.Parent, it.Delta = ev, f.block.Parent, ev.Text
 }
 
 // close ends the open block, if any, by ev.
-func (f *Fold) close(seq int64, ev *event.Event) {
+func (f *Fold) close(u *Updates, seq int64, ev *event.Event) {
 	if f.block.ID == 0 {
 		return
 	}
@@ -298,62 +309,71 @@ func (f *Fold) close(seq int64, ev *event.Event) {
 	}
 	f.block = Item{}
 	f.buf.Reset()
-	f.emit(b)
+	u.add(b)
 }
 
-func (f *Fold) toolStart(seq int64, ev *event.Event) {
+func (f *Fold) toolStart(u *Updates, seq int64, ev *event.Event) {
 	ts := ev.ToolStart
 	t := &Tool{ID: ts.ToolUseID, Name: ts.Name, Input: ts.Input, Start: ts}
-	id := f.id()
-	if f.tools == nil {
-		f.tools = map[string]*openTool{}
-	}
-	f.tools[ts.ToolUseID] = &openTool{id: id, seq: seq, t: t, parent: ev.ParentToolUseID}
-	f.emit(Item{ID: id, Kind: KindTool, New: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID, Tool: t})
+	u.add(f.open(&f.tools, ts.ToolUseID, Item{Kind: KindTool, Seq: seq, OpenSeq: seq, Event: ev, Tool: t}))
 }
 
-func (f *Fold) toolResult(seq int64, ev *event.Event) {
+func (f *Fold) toolResult(u *Updates, seq int64, ev *event.Event) {
 	r := ev.ToolResult
-	it := Item{Kind: KindTool, Done: true, Seq: seq, Event: ev, Parent: ev.ParentToolUseID}
-	if o, ok := f.tools[r.ToolUseID]; ok {
-		delete(f.tools, r.ToolUseID)
-		it.ID, it.OpenSeq, it.Tool, it.Parent = o.id, o.seq, o.t, o.parent
-	} else {
-		it.ID, it.New, it.OpenSeq, it.Tool = f.id(), true, seq, &Tool{ID: r.ToolUseID}
+	it := f.answer(f.tools, r.ToolUseID, KindTool, seq, ev)
+	if it.Tool == nil {
+		it.Tool = &Tool{ID: r.ToolUseID}
 	}
 	it.Tool.Result = r
-	f.emit(it)
+	u.add(it)
 }
 
-func (f *Fold) approvalRequested(seq int64, ev *event.Event) {
+func (f *Fold) approvalRequested(u *Updates, seq int64, ev *event.Event) {
 	a := &Approval{ID: ev.Approval.RequestID, Request: ev.Approval}
-	id := f.id()
-	if f.approvals == nil {
-		f.approvals = map[string]*openApproval{}
-	}
-	f.approvals[a.ID] = &openApproval{id: id, seq: seq, a: a, parent: ev.ParentToolUseID}
-	f.emit(Item{ID: id, Kind: KindApproval, New: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID, Approval: a})
+	u.add(f.open(&f.approvals, a.ID, Item{Kind: KindApproval, Seq: seq, OpenSeq: seq, Event: ev, Approval: a}))
 }
 
-func (f *Fold) approvalResolved(seq int64, ev *event.Event) {
+func (f *Fold) approvalResolved(u *Updates, seq int64, ev *event.Event) {
 	r := ev.Resolved
-	it := Item{Kind: KindApproval, Done: true, Seq: seq, Event: ev, Parent: ev.ParentToolUseID}
-	if o, ok := f.approvals[r.RequestID]; ok {
-		delete(f.approvals, r.RequestID)
-		it.ID, it.OpenSeq, it.Approval, it.Parent = o.id, o.seq, o.a, o.parent
-	} else {
-		it.ID, it.New, it.OpenSeq, it.Approval = f.id(), true, seq, &Approval{ID: r.RequestID}
+	it := f.answer(f.approvals, r.RequestID, KindApproval, seq, ev)
+	if it.Approval == nil {
+		it.Approval = &Approval{ID: r.RequestID}
 	}
 	it.Approval.Resolved = r
-	f.emit(it)
+	u.add(it)
 }
 
-func (f *Fold) status(seq int64, ev *event.Event) {
-	f.emit(Item{ID: f.id(), Kind: KindStatus, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID})
+// open numbers it, a new item, and keeps it in *m under key until its
+// answer.
+func (f *Fold) open(m *map[string]Item, key string, it Item) Item {
+	it.ID, it.New, it.Parent = f.id(), true, it.Event.ParentToolUseID
+	if *m == nil {
+		*m = map[string]Item{}
+	}
+	(*m)[key] = it
+	return it
+}
+
+// answer is the last update of the item of kind open in m under key, or
+// of a new one when none is: the caller adds the answer to it.
+func (f *Fold) answer(m map[string]Item, key string, kind Kind, seq int64, ev *event.Event) Item {
+	it, ok := m[key]
+	if ok {
+		delete(m, key)
+		it.New = false
+	} else {
+		it = Item{ID: f.id(), Kind: kind, New: true, OpenSeq: seq, Parent: ev.ParentToolUseID}
+	}
+	it.Done, it.Seq, it.Event = true, seq, ev
+	return it
+}
+
+func (f *Fold) status(u *Updates, seq int64, ev *event.Event) {
+	u.add(Item{ID: f.id(), Kind: KindStatus, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID})
 }
 
 // endUpdate yields the turn's end as known so far; done at process:exit.
-func (f *Fold) endUpdate(seq int64, ev *event.Event, done bool) {
+func (f *Fold) endUpdate(u *Updates, seq int64, ev *event.Event, done bool) {
 	it := Item{Kind: KindEnd, Done: done, Seq: seq, Event: ev, Parent: ev.ParentToolUseID}
 	if f.end == nil {
 		f.end = &openEnd{id: f.id(), seq: seq}
@@ -372,7 +392,7 @@ func (f *Fold) endUpdate(seq int64, ev *event.Event, done bool) {
 		e.Outcome = Failed
 	}
 	it.End = e
-	f.emit(it)
+	u.add(it)
 }
 
 // All folds evs and returns each item in its final state (a block still
@@ -380,8 +400,8 @@ func (f *Fold) endUpdate(seq int64, ev *event.Event, done bool) {
 func All(evs []event.Event) []Item {
 	var f Fold
 	var items []Item
-	keep := func(up []Item) {
-		for _, it := range up {
+	keep := func(u Updates) {
+		for _, it := range u.Items() {
 			i := it.ID - 1
 			for len(items) <= i {
 				items = append(items, Item{})

@@ -77,11 +77,13 @@ func run(evs []event.Event) []string {
 	var f fold.Fold
 	var got []string
 	for i := range evs {
-		for _, it := range f.AddSeq(int64(i+1), &evs[i]) {
+		u := f.AddSeq(int64(i+1), &evs[i])
+		for _, it := range u.Items() {
 			got = append(got, show(it))
 		}
 	}
-	for _, it := range f.Flush() {
+	u := f.Flush()
+	for _, it := range u.Items() {
 		got = append(got, show(it))
 	}
 	return got
@@ -162,7 +164,7 @@ func TestFold(t *testing.T) {
 			`2 end new outcome=interrupted error=interrupted seq=2/2`,
 			`2 end outcome=failed error=api_error seq=2/3`,
 			`2 end done outcome=failed error=api_error seq=2/4`,
-			`3 end new done outcome=failed seq=5/5`,
+			`3 end new done outcome=failed error=api_error seq=5/5`,
 		},
 	}}
 	for _, c := range cases {
@@ -253,11 +255,28 @@ func FuzzFold(f *testing.F) {
 			}
 		}
 		for i := range evs {
-			check(fo.Add(&evs[i]))
+			u := fo.Add(&evs[i])
+			check(u.Items())
 		}
-		check(fo.Flush())
+		u := fo.Flush()
+		check(u.Items())
 		if n := len(fold.All(evs)); n != maxID {
 			t.Fatalf("All: %d items, the fold opened %d", n, maxID)
 		}
 	})
+}
+
+// BenchmarkFoldDelta: one streamed token through the fold (the hot path
+// of every door).
+func BenchmarkFoldDelta(b *testing.B) {
+	var f fold.Fold
+	ev := delta("a token ")
+	stop := complete("")
+	b.ReportAllocs()
+	for i := range b.N {
+		if i%1000 == 999 {
+			f.Add(&stop) // a block ends now and then, as in a turn
+		}
+		f.Add(&ev)
+	}
 }
