@@ -23,6 +23,31 @@ func (s *Server) follow(t *thread, at *activeTurn, ht *harness.Turn, prev chan s
 		<-prev // the previous turn's end is sent: seqs of two turns never interleave
 	}
 	f := &follower{s: s, t: t, turn: at.turn, tools: map[string]toolItem{}, approvals: map[string]string{}}
+	// t.rec is held while what was sent and what meta.json says of the
+	// turn differ: from turn.started to its first record (where the turn
+	// is noted), then while each record is applied, so thread.get, which
+	// renders the turn from the log up to To, gives what was sent. The
+	// notifications made meanwhile are written once it is let go (never
+	// while held: thread.get takes it with the writer held).
+	hold := func() {
+		t.rec.Lock()
+		t.mu.Lock()
+		t.buffering = true
+		t.mu.Unlock()
+	}
+	release := func() {
+		t.mu.Lock()
+		t.buffering = false
+		lines := t.pending
+		t.pending = nil
+		t.mu.Unlock()
+		t.rec.Unlock()
+		for _, b := range lines {
+			_ = s.out.write(b)
+		}
+	}
+	hold()
+	held := true
 	started := f.notify("turn.started", map[string]any{"turn": f.turn})
 	ref := -1                 // the turn's index in meta.Turns, once noted
 	mine := func() *turnRef { // the caller holds t.mu
@@ -32,6 +57,9 @@ func (s *Server) follow(t *thread, at *activeTurn, ht *harness.Turn, prev chan s
 		return nil
 	}
 	_, _ = ht.Wait(context.Background(), func(rec session.Record) error {
+		if !held {
+			hold()
+		}
 		if rec.Typed.Type == event.TypeUserMessage && rec.Seq != 0 && !f.noted {
 			// Where the turn is in the core: thread.fork and
 			// thread.rollback name it by this.
@@ -44,16 +72,19 @@ func (s *Server) follow(t *thread, at *activeTurn, ht *harness.Turn, prev chan s
 		}
 		f.record(rec.Seq, rec.Typed)
 		if rec.Seq != 0 {
-			// After the record's notifications are sent: a rendering of
-			// the turn up to To is what was sent.
 			t.mu.Lock()
 			if r := mine(); r != nil {
 				r.To = rec.Seq
 			}
 			t.mu.Unlock()
 		}
+		release()
+		held = false
 		return nil
 	})
+	if !held {
+		hold()
+	}
 	f.finish()
 	t.mu.Lock()
 	if r := mine(); r != nil {
@@ -63,6 +94,7 @@ func (s *Server) follow(t *thread, at *activeTurn, ht *harness.Turn, prev chan s
 		}
 	}
 	t.mu.Unlock()
+	release()
 	close(at.done)
 }
 

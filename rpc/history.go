@@ -126,6 +126,8 @@ func writeHistory(w *bufio.Writer, t *thread, body func(write func(line []byte))
 // while it is written).
 func (s *Server) history(t *thread) streamer {
 	return func(w *bufio.Writer) {
+		t.rec.Lock() // no turn's record half applied
+		defer t.rec.Unlock()
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		writeHistory(w, t, func(write func([]byte)) { s.renderHistory(t, write) })

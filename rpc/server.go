@@ -179,6 +179,13 @@ type thread struct {
 	turn *activeTurn
 	next int64         // the seq of the next notification (storeSession)
 	tail chan struct{} // closed once the last turn started has sent its end
+	// rec is held (before mu) while a turn's notifications are made
+	// ahead of meta.json's word of them (follow); thread.get takes it.
+	// Meanwhile (buffering) they are kept in pending, written once rec
+	// is let go.
+	rec       sync.Mutex
+	buffering bool
+	pending   [][]byte
 }
 
 type activeTurn struct {
@@ -717,8 +724,13 @@ func (s *Server) notify(t *thread, method string, p map[string]any) int64 {
 				s.log.Error().Err(err).Msg("notification not stored: meta.json not saved")
 			}
 		}
-		t.mu.Unlock()
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": p})
+		if t.buffering {
+			t.pending = append(t.pending, b)
+			t.mu.Unlock()
+			return seq
+		}
+		t.mu.Unlock()
 		_ = s.out.write(b)
 		return seq
 	}
