@@ -37,6 +37,9 @@ type ForkOptions struct {
 	// AtSeq is 0 for the whole conversation, else the seq of any event
 	// of the turn to keep last: whole turns up to that one are kept.
 	AtSeq int64
+	// Log is where the fork's event log is (session.Session.Log: "" or
+	// session.LogThread; the source's is not inherited).
+	Log string
 }
 
 // RewindOptions say what a rewind undoes.
@@ -433,7 +436,7 @@ func (h *Harness) Fork(ctx context.Context, id string, o ForkOptions) (*session.
 	}
 	ns, err := h.store.Add(session.Session{ProjectRoot: s.ProjectRoot, Persona: s.Persona, Mode: s.Mode, Engine: name,
 		Model: s.Model, PermissionMode: s.PermissionMode, Effort: s.Effort, Rules: s.Rules, Title: title,
-		Pending: pending, PromptHash: s.PromptHash})
+		Pending: pending, PromptHash: s.PromptHash, Log: o.Log})
 	if err != nil {
 		return nil, mapStoreErr(err)
 	}

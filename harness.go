@@ -383,6 +383,11 @@ type SessionSpec struct {
 	// Sandbox runs every turn's agent in the kernel sandbox (see
 	// sandbox.go); Config.Sandbox does so for every session.
 	Sandbox bool
+	// ID is the new session's ID ("" = a fresh one; else a UUIDv4 no
+	// session has: a door that names a thing after its session, as
+	// `harness rpc` a thread). Log is where its event log is
+	// (session.Session.Log: "" or session.LogThread).
+	ID, Log string
 }
 
 // NewSession makes a session from spec. It fails with ErrInvalidMode,
@@ -392,6 +397,9 @@ type SessionSpec struct {
 func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
 	if !persona.ValidMode(spec.Mode) {
 		return nil, fmt.Errorf("%w %q: want workbench, pipeline or direct", ErrInvalidMode, spec.Mode)
+	}
+	if spec.ID != "" && !session.ValidID(spec.ID) || spec.Log != "" && spec.Log != session.LogThread {
+		return nil, fmt.Errorf("%w: a new session's id must be a UUIDv4 and its log %q or none", ErrInvalidID, session.LogThread)
 	}
 	root, err := h.ResolveRoot(spec.ProjectRoot)
 	if err != nil {
@@ -432,7 +440,10 @@ func (h *Harness) NewSession(spec SessionSpec) (*session.Session, error) {
 		return nil, err
 	}
 	tmpl.ProjectRoot, tmpl.Persona, tmpl.Mode, tmpl.Engine, tmpl.Model, tmpl.Title = root, spec.Persona, spec.Mode, name, spec.Model, titleOf(spec.Title)
-	tmpl.Sandbox = spec.Sandbox
+	tmpl.Sandbox, tmpl.Log = spec.Sandbox, spec.Log
+	if tmpl.ID == "" {
+		tmpl.ID = spec.ID
+	}
 	s, err := h.store.Add(tmpl)
 	if err != nil {
 		h.unisolate(&tmpl)

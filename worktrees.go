@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -107,7 +108,7 @@ func (h *Harness) isolate(root string, spec SessionSpec) (session.Session, error
 		}
 		return session.Session{}, nil
 	case session.IsolationWorktree:
-		return h.newWorktree(context.Background(), root, uuid.NewString(), spec)
+		return h.newWorktree(context.Background(), root, cmp.Or(spec.ID, uuid.NewString()), spec)
 	}
 	return session.Session{}, fmt.Errorf("%w: isolation %q: want \"worktree\" or none", ErrInvalidIsolation, spec.Isolation)
 }

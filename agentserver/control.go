@@ -2,14 +2,12 @@ package agentserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/checkpoint"
+	"github.com/chirality/harness/internal/httpapi"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/session"
 )
@@ -69,7 +67,7 @@ const MaxRewindTurns = 1000
 
 // ErrNothingToRewind: a rewind asked for neither files nor conversation
 // (400).
-var ErrNothingToRewind = errors.New("a rewind needs files, conversation or both set to true")
+var ErrNothingToRewind = httpapi.BadRequest("a rewind needs files, conversation or both set to true")
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.h.Session(s.SessionID())
@@ -122,7 +120,9 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	from := s.SessionID()
-	sess, err := s.Fork(r.Context(), body.AtSeq)
+	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
+	defer cancel()
+	sess, err := s.Fork(ctx, body.AtSeq)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -169,7 +169,9 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, err := s.Rewind(r.Context(), body.ToTurn, body.Turns, harness.RewindOptions{Files: body.Files, Conversation: body.Conversation})
+	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
+	defer cancel()
+	res, err := s.Rewind(ctx, body.ToTurn, body.Turns, harness.RewindOptions{Files: body.Files, Conversation: body.Conversation})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -278,26 +280,23 @@ func (s *Server) previewRewind(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := RewindPreview{ToTurn: t.Seq, Text: t.Text, Files: []FileChange{}}
-	ctx, cancel := context.WithTimeout(r.Context(), previewTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
 	defer cancel()
-	changes, err := s.h.FilesDiff(ctx, id, t.Seq)
-	switch {
-	case err == nil:
-		for _, c := range changes {
-			out.Files = append(out.Files, FileChange{Path: c.Path, Op: c.Op})
-		}
-	case errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrNoGit),
-		errors.Is(err, checkpoint.ErrUnsafeStore):
-		out.FilesError = httpguard.Clip(err.Error())
-	default:
+	changes, filesError, err := httpapi.FilesPreview(ctx, s.h, id, t.Seq)
+	if err != nil {
 		writeError(w, err)
 		return
+	}
+	out.FilesError = filesError
+	for _, c := range changes {
+		out.Files = append(out.Files, FileChange{Path: c.Path, Op: c.Op})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-// previewTimeout bounds GET /rewind's diff of the project's files.
-const previewTimeout = time.Minute
+// conversationTimeout bounds a fork, a rewind and GET /rewind's diff of
+// the project's files, as at the gateway.
+const conversationTimeout = httpapi.ConversationTimeout
 
 // trust is POST /trust: a person trusts a persona file or a project MCP
 // server of the session's project, as a trust event showed it (hash).

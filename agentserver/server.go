@@ -94,7 +94,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -104,12 +103,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/checkpoint"
-	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/httpapi"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/internal/sse"
-	"github.com/chirality/harness/trust"
 )
 
 // Config configures New. Harness and SessionID are required.
@@ -282,68 +279,26 @@ func (s *Server) Close() {
 
 func writeJSON(w http.ResponseWriter, status int, v any) { httpguard.WriteJSON(w, status, v) }
 
-// Errors of the door (besides the Harness's).
+// Errors of the door (besides the Harness's), 400 as httpapi.BadRequest
+// makes them.
 var (
 	// ErrBadBody: a POST body that is not the one JSON object the route
 	// takes (400).
-	ErrBadBody = errors.New("bad request body")
+	ErrBadBody = httpapi.BadRequest("bad request body")
 	// ErrBadPosition: Last-Event-ID or ?after= is not an event id (400).
-	ErrBadPosition = errors.New("Last-Event-ID / after must be an event id (a seq, or seq.index)")
+	ErrBadPosition = httpapi.BadRequest("Last-Event-ID / after must be an event id (a seq, or seq.index)")
 )
 
-// statusOf maps an error to its HTTP status: the one place this door does.
-func statusOf(err error) int {
-	if s := httpguard.Status(err); s != 0 {
-		return s // the guard's: 403, 401, 415, 413, 408
-	}
-	switch {
-	case errors.Is(err, ErrBadBody), errors.Is(err, ErrBadPosition), errors.Is(err, harness.ErrEmptyMessage),
-		errors.Is(err, harness.ErrInvalidDecision), errors.Is(err, harness.ErrInvalidID), errors.Is(err, ErrNothingToRewind),
-		errors.Is(err, harness.ErrInvalidPersona), errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort),
-		errors.Is(err, trust.ErrInvalid), errors.Is(err, harness.ErrInvalidPlanDecision):
-		return http.StatusBadRequest
-	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved), errors.Is(err, trust.ErrStale),
-		errors.Is(err, harness.ErrNoPlan):
-		return http.StatusConflict
-	case errors.Is(err, harness.ErrApprovalNotFound), errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrSeqNotFound),
-		errors.Is(err, harness.ErrPersonaNotFound), errors.Is(err, trust.ErrNotFound), errors.Is(err, harness.ErrPromptNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, harness.ErrQueueFull):
-		return http.StatusTooManyRequests
-	case errors.Is(err, harness.ErrMessageTooLarge):
-		return http.StatusUnprocessableEntity
-	case errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported),
-		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore):
-		return http.StatusUnprocessableEntity
-	case errors.Is(err, checkpoint.ErrNoGit):
-		return http.StatusServiceUnavailable
-	case errors.Is(err, harness.ErrBypassRefused), errors.Is(err, harness.ErrRootNotAllowed):
-		return http.StatusForbidden
-	case errors.Is(err, harness.ErrClosed), errors.Is(err, sse.ErrTooManyStreams):
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
+// statusOf maps an error to its HTTP status: the HTTP doors' one mapping
+// (httpapi.Status), the gateway's.
+func statusOf(err error) int { return httpapi.Status(err) }
 
-func writeError(w http.ResponseWriter, err error) {
-	writeJSON(w, statusOf(err), map[string]string{"error": httpguard.Clip(err.Error())})
-}
+func writeError(w http.ResponseWriter, err error) { httpapi.WriteError(w, err) }
 
 // decode reads the body (capped by the guard) as exactly one JSON object
-// into v, refusing unknown fields.
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if httpguard.Status(err) != 0 {
-			return err // too large, too slow
-		}
-		return fmt.Errorf("%w: %v", ErrBadBody, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: want one JSON object", ErrBadBody)
-	}
-	return nil
+// into v, refusing unknown fields (httpapi.Decode, as the gateway).
+func (s *Server) decode(_ http.ResponseWriter, r *http.Request, v any) error {
+	return httpapi.Decode(r.Body, v, ErrBadBody)
 }
 
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/gorilla/mux"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/internal/httpapi"
 )
 
 // Conversation controls: switch (PATCH /session/{id}), fork, turns and
@@ -17,8 +17,8 @@ import (
 // answer. Errors go through statusOf like every other route.
 
 // conversationTimeout bounds a fork or a rewind (copying a log, restoring a
-// project's files).
-const conversationTimeout = 2 * time.Minute
+// project's files), as at agent serve.
+const conversationTimeout = httpapi.ConversationTimeout
 
 type patchRequest struct {
 	Title          *string `json:"title"`

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/internal/httpapi"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/internal/sse"
 	"github.com/chirality/harness/mcpserver"
@@ -209,24 +209,8 @@ func (g *Gateway) Close() {
 }
 
 // decodeBody reads one JSON object into v; unknown fields are refused (a
-// client cannot smuggle tool flags in).
-func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if httpguard.Status(err) != 0 { // too large, too slow
-			return err
-		}
-		return fmt.Errorf("%w: %s", errBadBody, httpguard.Clip(err.Error()))
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if httpguard.Status(err) != 0 {
-			return err
-		}
-		return fmt.Errorf("%w: more than one JSON value", errBadBody)
-	}
-	return nil
-}
+// client cannot smuggle tool flags in): httpapi.Decode, as agent serve.
+func decodeBody(r *http.Request, v any) error { return httpapi.Decode(r.Body, v, errBadBody) }
 
 // Handlers.
 

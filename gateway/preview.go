@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,7 +9,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/checkpoint"
+	"github.com/chirality/harness/internal/httpapi"
 	"github.com/chirality/harness/internal/httpguard"
 )
 
@@ -52,18 +51,14 @@ func (g *Gateway) previewRewind(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
 	defer cancel()
-	changes, err := g.h.FilesDiff(ctx, id, toTurn)
-	switch {
-	case err == nil:
-		for _, c := range changes {
-			out.Files = append(out.Files, changeJSON{Path: c.Path, Op: c.Op, Patch: c.Patch, Truncated: c.Truncated})
-		}
-	case errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, checkpoint.ErrTooLarge),
-		errors.Is(err, checkpoint.ErrNoGit), errors.Is(err, checkpoint.ErrUnsafeStore):
-		out.FilesError = httpguard.Clip(err.Error())
-	default:
+	changes, filesError, err := httpapi.FilesPreview(ctx, g.h, id, toTurn)
+	if err != nil {
 		g.writeError(w, r, err)
 		return
+	}
+	out.FilesError = filesError
+	for _, c := range changes {
+		out.Files = append(out.Files, changeJSON{Path: c.Path, Op: c.Op, Patch: c.Patch, Truncated: c.Truncated})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/session"
 )
 
 // Conversation control (issue 21), extensions beside the seed's methods
@@ -62,8 +63,14 @@ func (s *Server) newSession(t *thread, agent, eng, model string) *Error {
 	if model == "" {
 		model = t.meta.Model
 	}
-	sess, err := s.h.NewSession(harness.SessionSpec{ProjectRoot: t.meta.Directory, Persona: agent, Mode: "direct",
-		Engine: eng, Model: model, Title: t.meta.Title, Isolation: t.meta.Isolation, Base: t.meta.Base})
+	spec := harness.SessionSpec{ProjectRoot: t.meta.Directory, Persona: agent, Mode: "direct",
+		Engine: eng, Model: model, Title: t.meta.Title, Isolation: t.meta.Isolation, Base: t.meta.Base}
+	if t.meta.Store == storeSession {
+		// The thread is the session (same ID), its log the thread's
+		// events.jsonl (specification 002).
+		spec.ID, spec.Log = t.meta.ThreadID, session.LogThread
+	}
+	sess, err := s.h.NewSession(spec)
 	if err != nil {
 		if e := coreError(err); e.Code != CodeInternalError {
 			return e
@@ -257,11 +264,15 @@ func (s *Server) threadFork(ctx context.Context, raw json.RawMessage) (any, *Err
 				cut = i
 			}
 		}
-		l, lerr := src.events()
-		if lerr != nil {
-			return nil, errorf(CodeInternalError, "internal error: "+lerr.Error())
+		last := src.next - 1
+		if src.meta.Store != storeSession {
+			l, lerr := src.events()
+			if lerr != nil {
+				return nil, errorf(CodeInternalError, "internal error: "+lerr.Error())
+			}
+			last = l.LastSeq()
 		}
-		if cut < 0 || p.AtSeq > l.LastSeq() {
+		if cut < 0 || p.AtSeq > last {
 			return nil, errorf(CodeTurnNotFound, fmt.Sprintf("turn not found: no turn of thread %s holds seq %d", src.meta.ThreadID, p.AtSeq))
 		}
 	}
@@ -269,32 +280,67 @@ func (s *Server) threadFork(ctx context.Context, raw json.RawMessage) (any, *Err
 	if cut < len(refs)-1 {
 		atCore = refs[cut].Core
 	}
-	sess, ferr := s.h.Fork(ctx, sid, harness.ForkOptions{AtSeq: atCore})
+	fo := harness.ForkOptions{AtSeq: atCore}
+	if src.meta.Store == storeSession {
+		fo.Log = session.LogThread // the fork is a thread too: its log its events.jsonl
+	}
+	sess, ferr := s.h.Fork(ctx, sid, fo)
 	if ferr != nil {
 		return nil, coreError(ferr)
 	}
 	now := nowMS()
 	m := src.meta
-	m.Thread = Thread{ThreadID: uuid.NewString(), Title: src.meta.Title, Directory: src.meta.Directory, Time: threadTime{Created: now, Updated: now},
+	tid := uuid.NewString()
+	if src.meta.Store == storeSession {
+		tid = sess.ID
+	}
+	m.Thread = Thread{ThreadID: tid, Title: src.meta.Title, Directory: src.meta.Directory, Time: threadTime{Created: now, Updated: now},
 		ForkedFrom: src.meta.ThreadID}
 	m.SessionID, m.Engine = sess.ID, sess.Engine
 	m.Turns = append([]turnRef(nil), refs[:cut+1]...)
+	m.Notes = nil
 	t := &thread{dir: filepath.Join(s.root, m.ThreadID), meta: m}
 	// The history: thread.created, the source's notifications of the
 	// turns kept (their threadId made this thread's; same seqs), then
 	// thread.forked.
-	end := int64(0) // the last seq copied
-	if l, lerr := src.events(); lerr == nil {
-		end = l.LastSeq()
+	if src.meta.Store == storeSession {
+		// The turns kept render from the fork's copy of the log (the
+		// same seqs); the source's notes up to there are copied.
+		end := src.next - 1
 		if cut+1 < len(refs) {
 			end = refs[cut+1].Seq - 1
 		}
-	}
-	if err := t.saveMeta(); err != nil {
-		return nil, errorf(CodeInternalError, "internal error: "+err.Error())
-	}
-	if cerr := s.copyHistory(src, t, end); cerr != nil {
-		s.log.Error().Err(cerr).Msg("thread.fork: the history was not copied whole")
+		t.meta.Notes = append(t.meta.Notes, noteLine(1, "thread.created", map[string]any{"threadId": tid, "thread": m.Thread}))
+		for _, n := range src.meta.Notes {
+			var v struct {
+				Seq    int64          `json:"seq"`
+				Method string         `json:"method"`
+				Params map[string]any `json:"params"`
+			}
+			if json.Unmarshal(n, &v) != nil || v.Seq <= 1 || v.Seq > end || v.Params == nil {
+				continue
+			}
+			v.Params["threadId"] = tid
+			t.meta.Notes = append(t.meta.Notes, noteLine(v.Seq, v.Method, v.Params))
+		}
+		t.next = end + 1
+		if err := t.saveMeta(); err != nil {
+			return nil, errorf(CodeInternalError, "internal error: "+err.Error())
+		}
+	} else {
+		end := int64(0) // the last seq copied
+		if l, lerr := src.events(); lerr == nil {
+			end = l.LastSeq()
+			if cut+1 < len(refs) {
+				end = refs[cut+1].Seq - 1
+			}
+		}
+		if err := t.saveMeta(); err != nil {
+			return nil, errorf(CodeInternalError, "internal error: "+err.Error())
+		}
+		if cerr := s.copyHistory(src, t, end); cerr != nil {
+			s.log.Error().Err(cerr).Msg("thread.fork: the history was not copied whole")
+		}
 	}
 	s.mu.Lock()
 	s.threads[m.ThreadID] = t

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -16,24 +17,99 @@ import (
 // follow turns one harness turn's UI events into the protocol's
 // notifications, in order: turn.started, the items, then exactly one of
 // turn.completed (status completed or cancelled) or turn.error.
-func (s *Server) follow(t *thread, at *activeTurn, ht *harness.Turn) {
+func (s *Server) follow(t *thread, at *activeTurn, ht *harness.Turn, prev chan struct{}) {
 	defer s.turns.Done()
+	if prev != nil {
+		<-prev // the previous turn's end is sent: seqs of two turns never interleave
+	}
 	f := &follower{s: s, t: t, turn: at.turn, tools: map[string]toolItem{}, approvals: map[string]string{}}
+	// t.rec is held while what was sent and what meta.json says of the
+	// turn differ: from turn.started to its first record (where the turn
+	// is noted), then while each record is applied, so thread.get, which
+	// renders the turn from the log up to To, gives what was sent. The
+	// notifications made meanwhile are written once it is let go (never
+	// while held: thread.get takes it with the writer held).
+	hold := func() {
+		t.rec.Lock()
+		t.mu.Lock()
+		t.buffering = true
+		t.mu.Unlock()
+	}
+	release := func() {
+		t.mu.Lock()
+		t.buffering = false
+		lines := t.pending
+		t.pending = nil
+		t.mu.Unlock()
+		t.rec.Unlock()
+		for _, b := range lines {
+			_ = s.out.write(b)
+		}
+	}
+	hold()
+	held := true
 	started := f.notify("turn.started", map[string]any{"turn": f.turn})
+	ref := -1                 // the turn's index in meta.Turns, once noted
+	mine := func() *turnRef { // the caller holds t.mu
+		if ref >= 0 && ref < len(t.meta.Turns) && t.meta.Turns[ref].TurnID == at.turn.TurnID {
+			return &t.meta.Turns[ref]
+		}
+		return nil
+	}
 	_, _ = ht.Wait(context.Background(), func(rec session.Record) error {
+		if !held {
+			hold()
+		}
 		if rec.Typed.Type == event.TypeUserMessage && rec.Seq != 0 && !f.noted {
 			// Where the turn is in the core: thread.fork and
 			// thread.rollback name it by this.
 			f.noted = true
 			t.mu.Lock()
-			t.meta.Turns = append(t.meta.Turns, turnRef{TurnID: at.turn.TurnID, Seq: started, Core: rec.Seq})
+			t.meta.Turns = append(t.meta.Turns, turnRef{TurnID: at.turn.TurnID, Seq: started, Core: rec.Seq,
+				From: ht.StartSeq, Started: at.turn.Time.Started})
+			ref = len(t.meta.Turns) - 1
 			t.mu.Unlock()
 		}
-		f.apply(*rec.Typed)
+		f.record(rec.Seq, rec.Typed)
+		if rec.Seq != 0 {
+			t.mu.Lock()
+			if r := mine(); r != nil {
+				r.To = rec.Seq
+			}
+			t.mu.Unlock()
+		}
+		release()
+		held = false
 		return nil
 	})
+	if !held {
+		hold()
+	}
 	f.finish()
+	t.mu.Lock()
+	if r := mine(); r != nil {
+		r.End = f.last
+		if err := t.saveMeta(); err != nil {
+			s.log.Error().Err(err).Msg("meta.json not saved")
+		}
+	}
+	t.mu.Unlock()
+	release()
 	close(at.done)
+}
+
+// record applies one record of the core's log: its seq names the items it
+// opens and its time is the turn's end when it ends it, so rendering the
+// same records again (after a restart, from the one log) gives the same
+// notifications.
+func (f *follower) record(seq int64, ev *event.Event) {
+	if seq != 0 && seq != f.seq {
+		f.seq, f.opened = seq, 0
+	}
+	if ev.Time != 0 {
+		f.at = ev.Time
+	}
+	f.apply(*ev)
 }
 
 // finish sends the turn's one ending, once the harness turn is over (its
@@ -42,13 +118,15 @@ func (f *follower) finish() {
 	if f.ended {
 		return
 	}
-	f.t.mu.Lock()
-	f.t.turn = nil
-	f.t.meta.Time.Updated = nowMS()
-	if err := f.t.saveMeta(); err != nil {
-		f.s.log.Error().Err(err).Msg("meta.json not saved")
+	if f.emit == nil { // the turn ends (not a rendering of an ended one)
+		f.t.mu.Lock()
+		f.t.turn = nil
+		f.t.meta.Time.Updated = nowMS()
+		if err := f.t.saveMeta(); err != nil {
+			f.s.log.Error().Err(err).Msg("meta.json not saved")
+		}
+		f.t.mu.Unlock()
 	}
-	f.t.mu.Unlock()
 	switch {
 	case f.status == "completed" || f.status == "cancelled":
 		f.end(f.status)
@@ -80,13 +158,44 @@ type follower struct {
 	failure   *event.SessionError // how it failed, once known
 	lastCost  float64
 	lastUsage json.RawMessage
+	seq       int64 // the core record applied
+	opened    int   // items opened from it so far
+	at        int64 // its time (Unix ms; 0 = not stamped)
+	last      int64 // the seq of the last notification
+	// emit sends a notification (nil: Server.notify, stored and sent);
+	// it returns the notification's seq. Set, the follower renders a
+	// turn that has ended again and leaves the thread as it is.
+	emit func(method string, p map[string]any) int64
 }
 
-func newItemID() string { return "item_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16] }
+// newItemID names the next item the record being applied opens:
+// item_<its core seq>_<n>, the same however often the record is rendered.
+// Before any record (never, for a turn's items) it is random.
+func (f *follower) newItemID() string {
+	if f.seq == 0 {
+		return "item_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
+	}
+	f.opened++
+	return "item_" + strconv.FormatInt(f.seq, 10) + "_" + strconv.Itoa(f.opened)
+}
+
+// now is the time of the record being applied (the clock's when it has
+// none).
+func (f *follower) now() int64 {
+	if f.at != 0 {
+		return f.at
+	}
+	return nowMS()
+}
 
 func (f *follower) notify(method string, p map[string]any) int64 {
 	p["threadId"], p["turnId"] = f.turn.ThreadID, f.turn.TurnID
-	return f.s.notify(f.t, method, p)
+	if f.emit != nil {
+		f.last = f.emit(method, p)
+	} else {
+		f.last = f.s.notify(f.t, method, p)
+	}
+	return f.last
 }
 
 func (f *follower) item(itemID, typ string, data any) map[string]any {
@@ -133,7 +242,7 @@ func (f *follower) plan(ev *event.Event) {
 	switch ev.Type {
 	case event.TypePlanReady:
 		pr := ev.PlanReady
-		id := newItemID()
+		id := f.newItemID()
 		if f.plans == nil {
 			f.plans = map[string]string{}
 		}
@@ -161,13 +270,13 @@ func (f *follower) flush() {
 func (f *follower) render(it *fold.Item) {
 	switch it.Kind {
 	case fold.KindUser:
-		id := newItemID()
+		id := f.newItemID()
 		f.started(id, "user_message", map[string]any{"text": it.Text})
 		f.completed(id, "user_message", map[string]any{"text": it.Text})
 	case fold.KindText, fold.KindReasoning:
 		kind := string(it.Kind)
 		if it.New {
-			f.block = newItemID()
+			f.block = f.newItemID()
 		}
 		id := f.block
 		if it.Done {
@@ -184,7 +293,7 @@ func (f *follower) render(it *fold.Item) {
 	case fold.KindTool:
 		ti := f.tools[it.Tool.ID]
 		if it.New {
-			ti = toolItem{itemID: newItemID()}
+			ti = toolItem{itemID: f.newItemID()}
 			f.tools[it.Tool.ID] = ti
 		}
 		if it.Done {
@@ -194,7 +303,7 @@ func (f *follower) render(it *fold.Item) {
 	case fold.KindApproval:
 		a := it.Approval
 		if it.New && a.Request != nil {
-			id := newItemID()
+			id := f.newItemID()
 			f.approvals[a.ID] = id
 			f.s.mu.Lock()
 			f.s.approvals[a.ID] = f.turn.ThreadID
@@ -261,7 +370,7 @@ func (f *follower) tool(id string, it *fold.Item) {
 	res := t.Result
 	// The tool's output as a log (engines that stream it send several
 	// deltas; the Claude Code CLI gives it whole).
-	log := newItemID()
+	log := f.newItemID()
 	f.started(log, "tool_log", map[string]any{"toolItemId": id})
 	if res.Content != "" {
 		f.delta(log, "tool_output", res.Content)
@@ -276,7 +385,7 @@ func (f *follower) tool(id string, it *fold.Item) {
 		}
 		_ = json.Unmarshal(t.Input, &in)
 		if p := in.FilePath + in.NotebookPath; p != "" {
-			a := newItemID()
+			a := f.newItemID()
 			data := map[string]any{"path": p, "tool": name, "toolItemId": id}
 			f.started(a, "artifact", data)
 			f.completed(a, "artifact", data)
@@ -291,7 +400,7 @@ func (f *follower) end(status string) {
 	}
 	f.flush()
 	f.ended = true
-	now := nowMS()
+	now := f.now()
 	f.turn.Status, f.turn.Time.Completed = status, &now
 	p := map[string]any{"turn": f.turn}
 	if status == "completed" {
@@ -309,7 +418,7 @@ func (f *follower) errorEnd(e *event.SessionError) {
 	}
 	f.flush()
 	f.ended = true
-	now := nowMS()
+	now := f.now()
 	f.turn.Status, f.turn.Time.Completed = "error", &now
 	f.notify("turn.error", map[string]any{"turn": f.turn, "error": map[string]any{"message": e.Error, "kind": e.Kind}})
 }

@@ -540,7 +540,8 @@ func TestArtifactItems(t *testing.T) {
 }
 
 // BenchmarkNotify: one core event to its notification on the wire
-// (mapped, appended to events.jsonl, written).
+// (mapped and written; a thread stored in its session's log stores no
+// notification of a turn).
 func BenchmarkNotify(b *testing.B) {
 	cwd, _ := filepath.EvalSymlinks(b.TempDir())
 	h, _ := harness.New(harness.Config{Roots: []string{cwd}, StateDir: b.TempDir(), NoProjectLogs: true, Engines: engines.Builtin(engines.Config{})})

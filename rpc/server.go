@@ -123,13 +123,38 @@ type meta struct {
 	// thread.rollback name them (turns of a thread from before they were
 	// kept are not listed).
 	Turns []turnRef `json:"turns,omitempty"`
+	// Store is storeSession for a thread whose one log is its session's
+	// (the package doc): its own notifications are Notes, its turns'
+	// are rendered from the session's log. "" (a thread from before):
+	// events.jsonl is a log of every notification.
+	Store string `json:"store,omitempty"`
+	// Notes are the thread's own notifications (noteMethods), as sent:
+	// {"seq", "method", "params"}.
+	Notes []json.RawMessage `json:"notes,omitempty"`
 }
+
+// storeSession is meta.Store of a thread stored in its session's log.
+const storeSession = "session"
+
+// noteMethods are the notifications of the thread itself, kept in
+// meta.Notes; every other is a turn's, rendered from the session's log.
+var noteMethods = map[string]bool{"thread.created": true, "thread.forked": true, "thread.rolledBack": true}
 
 // turnRef ties a turn of the protocol to its turn in the core.
 type turnRef struct {
 	TurnID string `json:"turnId"`
 	Seq    int64  `json:"seq"`  // its turn.started notification
 	Core   int64  `json:"core"` // the seq of its user:message in the session's event log
+	// Its records in the session's event log are From+1 … To, and it
+	// started at Started (Unix ms): with them its notifications can be
+	// rendered again from the core's log alone (see the package doc).
+	// Absent for turns kept before they were.
+	From    int64 `json:"from,omitempty"`
+	To      int64 `json:"to,omitempty"`
+	Started int64 `json:"started,omitempty"`
+	// End is the seq of its last notification (0 while it runs, or when
+	// the server stopped before it ended).
+	End int64 `json:"end,omitempty"`
 }
 
 // Turn is a turn of a thread.
@@ -152,6 +177,15 @@ type thread struct {
 	mu   sync.Mutex // meta, the seq of notifications, turn
 	meta meta
 	turn *activeTurn
+	next int64         // the seq of the next notification (storeSession)
+	tail chan struct{} // closed once the last turn started has sent its end
+	// rec is held (before mu) while a turn's notifications are made
+	// ahead of meta.json's word of them (follow); thread.get takes it.
+	// Meanwhile (buffering) they are kept in pending, written once rec
+	// is let go.
+	rec       sync.Mutex
+	buffering bool
+	pending   [][]byte
 }
 
 type activeTurn struct {
@@ -292,7 +326,11 @@ func (s *Server) load() error {
 			m.Title = strings.ToValidUTF8(m.Title[:MaxTitleBytes], "")
 			s.log.Warn().Str("thread", e.Name()).Msg("thread title over the limit: cut when loaded")
 		}
-		s.threads[m.ThreadID] = &thread{dir: filepath.Join(s.root, e.Name()), meta: m}
+		t := &thread{dir: filepath.Join(s.root, e.Name()), meta: m}
+		if m.Store == storeSession {
+			t.next = s.lastSeq(t) + 1
+		}
+		s.threads[m.ThreadID] = t
 	}
 	return nil
 }
@@ -564,8 +602,8 @@ func (s *Server) threadCreate(raw json.RawMessage) (any, *Error) {
 	}
 	now := nowMS()
 	m := meta{Thread: Thread{ThreadID: uuid.NewString(), Title: p.Title, Directory: dir, Time: threadTime{Created: now, Updated: now},
-		Isolation: p.Isolation, Base: p.Base}}
-	t := &thread{dir: filepath.Join(s.root, m.ThreadID), meta: m}
+		Isolation: p.Isolation, Base: p.Base}, Store: storeSession}
+	t := &thread{dir: filepath.Join(s.root, m.ThreadID), meta: m, next: 1}
 	if err := t.saveMeta(); err != nil {
 		return nil, errorf(CodeInternalError, "internal error: "+err.Error())
 	}
@@ -650,31 +688,29 @@ func (s *Server) threadGet(raw json.RawMessage) (any, *Error) {
 		return nil, err
 	}
 	t.mu.Lock()
-	_, lerr := t.events()
+	var lerr error
+	if t.meta.Store != storeSession {
+		_, lerr = t.events()
+	}
 	t.mu.Unlock()
 	if lerr != nil {
 		return nil, errorf(CodeInternalError, "internal error: "+lerr.Error())
 	}
+	if t.meta.Store == storeSession {
+		return s.history(t), nil
+	}
 	return streamer(func(w *bufio.Writer) {
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		head, _ := json.Marshal(t.meta.Thread)
-		w.WriteString(`{"thread":`)
-		w.Write(head)
-		w.WriteString(`,"events":[`)
-		first := true
-		for rec, err := range t.log.Records(0) {
-			if err != nil {
-				s.log.Error().Err(err).Msg("thread.get: reading the event log failed; the answer is cut short")
-				break
+		writeHistory(w, t, func(write func([]byte)) {
+			for rec, err := range t.log.Records(0) {
+				if err != nil {
+					s.log.Error().Err(err).Msg("thread.get: reading the event log failed; the answer is cut short")
+					break
+				}
+				write(rec.Event)
 			}
-			if !first {
-				w.WriteByte(',')
-			}
-			first = false
-			w.Write(rec.Event)
-		}
-		w.WriteString("]}")
+		})
 	}), nil
 }
 
@@ -682,6 +718,28 @@ func (s *Server) threadGet(raw json.RawMessage) (any, *Error) {
 // the line's) and sends it. It returns the seq.
 func (s *Server) notify(t *thread, method string, p map[string]any) int64 {
 	t.mu.Lock()
+	if t.meta.Store == storeSession {
+		// Stored once: a turn's notification is rendered again from
+		// the session's log, the thread's own is kept in meta.json.
+		seq := t.next
+		t.next++
+		p["seq"] = seq
+		if noteMethods[method] {
+			t.meta.Notes = append(t.meta.Notes, noteLine(seq, method, p))
+			if err := t.saveMeta(); err != nil {
+				s.log.Error().Err(err).Msg("notification not stored: meta.json not saved")
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": p})
+		if t.buffering {
+			t.pending = append(t.pending, b)
+			t.mu.Unlock()
+			return seq
+		}
+		t.mu.Unlock()
+		_ = s.out.write(b)
+		return seq
+	}
 	l, err := t.events()
 	if err != nil {
 		t.mu.Unlock()
@@ -843,10 +901,12 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 	at := &activeTurn{turn: Turn{TurnID: "turn_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16], ThreadID: t.meta.ThreadID,
 		Status: "running", Time: turnTime{Started: nowMS()}}, done: make(chan struct{})}
 	t.turn = at
+	prev := t.tail // the last turn's end may not be sent yet: this one's notifications follow it
+	t.tail = at.done
 	t.mu.Unlock()
 	s.turns.Add(1)
 	return deferred{result: map[string]any{"turnId": at.turn.TurnID}, then: func() {
-		go s.follow(t, at, ht)
+		go s.follow(t, at, ht, prev)
 	}}, nil
 }
 

@@ -53,7 +53,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // with times in RFC 3339 (UTC, nanoseconds) and persona and claudeSessionId
 // null when empty; engine, engineSessionId, model, permissionMode,
 // effort, pending ({"resume":…,"resumeAt":…,"fork":true}), promptHash, title, rules,
-// costUsd, isolation, workdir, branch, base and baseCommit are left out
+// costUsd, isolation, workdir, branch, base, baseCommit and log are left out
 // when empty (files from before they existed read the same).
 type Session struct {
 	ID          string
@@ -111,6 +111,26 @@ type Session struct {
 	// Sandbox: every turn's agent runs in the kernel sandbox (package
 	// sandbox), chosen at creation.
 	Sandbox bool
+	// Log is where the session's event log is: "" at
+	// .chirality/sessions/<id>.events.jsonl, LogThread at
+	// .harness/threads/<id>/events.jsonl (a thread of `harness rpc`,
+	// specification 002's path), both in ProjectRoot. Chosen at creation.
+	Log string
+}
+
+// LogThread is Session.Log for a session whose event log is the
+// events.jsonl of the `harness rpc` thread of the same id.
+const LogThread = "thread"
+
+// ThreadsDir holds `harness rpc`'s threads, relative to a project root.
+const ThreadsDir = ".harness/threads"
+
+// EventLogPath is where s's event log is (see Session.Log).
+func (s *Session) EventLogPath() string {
+	if s.Log == LogThread {
+		return filepath.Join(s.ProjectRoot, ThreadsDir, s.ID, "events.jsonl")
+	}
+	return EventLogPath(s.ProjectRoot, s.ID)
 }
 
 // IsolationWorktree is Session.Isolation for a session in a git worktree.
@@ -173,6 +193,7 @@ type wireSession struct {
 	Base            string                  `json:"base,omitempty" doc:"the ref the branch started from, as named (the project's branch when none was)"`
 	BaseCommit      string                  `json:"baseCommit,omitempty" doc:"the commit base named at creation"`
 	Sandbox         bool                    `json:"sandbox,omitempty" doc:"present (true) when the session's agent runs in the kernel sandbox"`
+	Log             string                  `json:"log,omitempty" oa:"enum=thread" doc:"thread: the session's event log is its RPC thread's (.harness/threads/<id>/events.jsonl)"`
 }
 
 func nullable(s string) *string {
@@ -210,6 +231,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Base:            s.Base,
 		BaseCommit:      s.BaseCommit,
 		Sandbox:         s.Sandbox,
+		Log:             s.Log,
 	})
 }
 
@@ -229,7 +251,8 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 	*s = Session{ID: w.ID, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, ProjectRoot: w.ProjectRoot, Mode: w.Mode,
 		Engine: w.Engine, EngineSessionID: w.EngineSessionID, Model: w.Model, PermissionMode: w.PermissionMode, Effort: w.Effort,
 		Pending: w.Pending, PromptHash: w.PromptHash, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD, MCPServers: w.MCPServers,
-		Isolation: w.Isolation, Workdir: w.Workdir, Branch: w.Branch, Base: w.Base, BaseCommit: w.BaseCommit, Sandbox: w.Sandbox}
+		Isolation: w.Isolation, Workdir: w.Workdir, Branch: w.Branch, Base: w.Base, BaseCommit: w.BaseCommit, Sandbox: w.Sandbox,
+		Log: w.Log}
 	if w.Persona != nil {
 		s.Persona = *w.Persona
 	}

@@ -139,6 +139,9 @@ func validate(s *Session) error {
 	if !filepath.IsAbs(s.ProjectRoot) {
 		return &Error{ID: s.ID, Err: fmt.Errorf("project root %q is not absolute", s.ProjectRoot)}
 	}
+	if s.Log != "" && s.Log != LogThread {
+		return &Error{ID: s.ID, Err: fmt.Errorf("invalid log %q: want %q or none", s.Log, LogThread)}
+	}
 	return nil
 }
 
@@ -258,6 +261,8 @@ func decode(id, path string, data []byte) (*Session, error) {
 		return nil, &Error{ID: id, Path: path, Err: fmt.Errorf("%w: missing createdAt or updatedAt", ErrCorrupt)}
 	case !persona.ValidMode(s.Mode):
 		return nil, &Error{ID: id, Path: path, Err: fmt.Errorf("%w: invalid mode %q", ErrCorrupt, s.Mode)}
+	case s.Log != "" && s.Log != LogThread:
+		return nil, &Error{ID: id, Path: path, Err: fmt.Errorf("%w: invalid log %q", ErrCorrupt, s.Log)}
 	}
 	// The file's location is authoritative (the project may have moved).
 	s.ProjectRoot = filepath.Dir(filepath.Dir(filepath.Dir(path)))
@@ -479,9 +484,13 @@ func (st *Store) remove(root, id string) error {
 		l.Close()
 	}
 	var errs []error
+	logPath := EventLogPath(root, id)
+	if s, err := read(root, id); err == nil {
+		logPath = s.EventLogPath()
+	}
 	// The session file goes first: once it is gone the session no longer
 	// exists, even if removing a companion file fails.
-	for _, p := range []string{FilePath(root, id), EventLogPath(root, id), persona.PromptPath(root, id)} {
+	for _, p := range []string{FilePath(root, id), logPath, persona.PromptPath(root, id)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, &Error{ID: id, Path: p, Err: err})
 		}
@@ -513,9 +522,9 @@ func (st *Store) EventLog(id string) (*EventLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err = OpenEventLog(EventLogPath(s.ProjectRoot, id))
+	l, err = OpenEventLog(s.EventLogPath())
 	if err != nil {
-		return nil, &Error{ID: id, Path: EventLogPath(s.ProjectRoot, id), Err: err}
+		return nil, &Error{ID: id, Path: s.EventLogPath(), Err: err}
 	}
 	if l.repaired {
 		st.log.Warn().Str("sessionId", id).Str("path", l.path).Msg("event log: torn last line cut")

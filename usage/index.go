@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/session"
 )
 
 // Totals is what a set of turns used. Turns counts the turns that ended
@@ -207,6 +208,30 @@ func Logs(roots []string, sessionsDir string) []Log {
 			name := de.Name()
 			if id, ok := strings.CutSuffix(name, ".events.jsonl"); ok && de.Type().IsRegular() {
 				out = append(out, Log{SessionID: id, Root: root, Path: filepath.Join(dir, name)})
+			}
+		}
+	}
+	return out
+}
+
+// ThreadLogs lists the event logs kept at a thread's place
+// (<root>/<threadsDir>/<id>/events.jsonl: the sessions `harness rpc`
+// made, whose one log is their thread's).
+func ThreadLogs(roots []string, threadsDir string) []Log {
+	var out []Log
+	for _, root := range roots {
+		dir := filepath.Join(root, threadsDir)
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, de := range des {
+			if !de.IsDir() {
+				continue
+			}
+			p := filepath.Join(dir, de.Name(), "events.jsonl")
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+				out = append(out, Log{SessionID: de.Name(), Root: root, Path: p})
 			}
 		}
 	}
@@ -553,10 +578,11 @@ func ParseSince(s string) (time.Time, error) {
 }
 
 // Refresh brings the index up to date with the event logs of the
-// sessions of roots (in each root's sessionsDir), forgetting deleted
+// sessions of roots (in each root's sessionsDir, and the threads'
+// logs of `harness rpc`'s sessions), forgetting deleted
 // ones, and saves it to savePath when it changed ("" = not saved).
 func (ix *Index) Refresh(roots []string, sessionsDir, savePath string) error {
-	logs := Logs(roots, sessionsDir)
+	logs := append(Logs(roots, sessionsDir), ThreadLogs(roots, session.ThreadsDir)...)
 	changed := ix.Update(logs)
 	if ix.Forget(roots, logs) {
 		changed = true

@@ -175,7 +175,7 @@ func sessionsShow(root, id string, asJSON bool, stdout, stderr io.Writer) int {
 	fmt.Fprintf(tw, "created:\t%s\n", s.CreatedAt.Format(time.RFC3339))
 	fmt.Fprintf(tw, "updated:\t%s\n", s.UpdatedAt.Format(time.RFC3339))
 	fmt.Fprintf(tw, "file:\t%s\n", session.FilePath(s.ProjectRoot, s.ID))
-	fmt.Fprintf(tw, "event log:\t%s\n", session.EventLogPath(s.ProjectRoot, s.ID))
+	fmt.Fprintf(tw, "event log:\t%s\n", s.EventLogPath())
 	tw.Flush()
 	if err := printTranscript(stdout, st, s.ID); err != nil {
 		fmt.Fprintf(stderr, "harness: %s\n", userError(err))

@@ -1,0 +1,149 @@
+// Package httpapi is what the harness's HTTP doors (the gateway and
+// `harness agent serve`) share behind the guard (package httpguard): the
+// one mapping of the core's errors to HTTP statuses, the one reader of a
+// JSON body, the one error answer, and the operations both offer over the
+// core whose answer is more than one call (what a rewind would restore).
+// A door keeps only its routes and the shapes of its bodies, which its
+// specification fixes (gateway/openapi.json; agentserver's package doc).
+//
+// A door's own request errors are made with BadRequest, so that Status
+// maps them without the door mapping anything itself:
+//
+//	var errBadSeq = httpapi.BadRequest("bad seq")
+//	httpapi.Status(fmt.Errorf("%w: toTurn must be positive", errBadSeq)) // 400
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/checkpoint"
+	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/internal/httpguard"
+	"github.com/chirality/harness/internal/sse"
+	"github.com/chirality/harness/persona"
+	"github.com/chirality/harness/trust"
+)
+
+// ConversationTimeout bounds a fork, a rewind or a rewind's preview
+// (copying a log, diffing or restoring a project's files) at every door.
+const ConversationTimeout = 2 * time.Minute
+
+// ErrBadRequest is matched (errors.Is) by every error BadRequest makes:
+// the request itself is wrong (400).
+var ErrBadRequest = errors.New("bad request")
+
+// BadRequest returns a door's own sentinel for a wrong request: its text
+// is text, it is itself (errors.Is with it works as with errors.New) and
+// it is ErrBadRequest, so Status answers 400.
+func BadRequest(text string) error { return &badRequest{text} }
+
+type badRequest struct{ text string }
+
+func (e *badRequest) Error() string        { return e.text }
+func (e *badRequest) Is(target error) bool { return target == ErrBadRequest }
+
+// Status is the one place an error becomes an HTTP status, for every HTTP
+// door. The guard's errors (Host, Origin, token, Content-Type, body size
+// and time) map as httpguard.Status says; an error nothing here names is
+// 500.
+func Status(err error) int {
+	if s := httpguard.Status(err); s != 0 {
+		return s
+	}
+	switch {
+	case errors.Is(err, harness.ErrRootNotAllowed), errors.Is(err, harness.ErrBypassRefused), errors.Is(err, harness.ErrWidens):
+		return http.StatusForbidden
+	case errors.Is(err, ErrBadRequest),
+		errors.Is(err, harness.ErrInvalidID), errors.Is(err, harness.ErrInvalidMode),
+		errors.Is(err, harness.ErrInvalidRoot), errors.Is(err, harness.ErrEmptyMessage),
+		errors.Is(err, persona.ErrInvalidID), errors.Is(err, harness.ErrUnknownEngine),
+		errors.Is(err, harness.ErrInvalidDecision),
+		errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort),
+		errors.Is(err, harness.ErrInvalidTurnOptions), errors.Is(err, trust.ErrInvalid),
+		errors.Is(err, harness.ErrInvalidIsolation), errors.Is(err, harness.ErrInvalidQueueEdit),
+		errors.Is(err, harness.ErrInvalidPlanDecision), errors.Is(err, harness.ErrInvalidUsageQuery), errors.Is(err, harness.ErrInvalidBudget):
+		return http.StatusBadRequest
+	case errors.Is(err, harness.ErrQueueFull):
+		return http.StatusTooManyRequests
+	case errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrPersonaNotFound),
+		errors.Is(err, harness.ErrNotRunning), errors.Is(err, harness.ErrApprovalNotFound),
+		errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, trust.ErrNotFound), errors.Is(err, harness.ErrPromptNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved), errors.Is(err, trust.ErrStale),
+		errors.Is(err, harness.ErrNoTurnToSteer), errors.Is(err, harness.ErrNoPlan),
+		errors.Is(err, harness.ErrDirtyTarget), errors.Is(err, harness.ErrMergeConflict), errors.Is(err, harness.ErrUnmerged):
+		return http.StatusConflict
+	case errors.Is(err, harness.ErrInvalidMCPConfig), errors.Is(err, persona.ErrInvalidPersona), errors.Is(err, trust.ErrTooLarge),
+		errors.Is(err, harness.ErrInvalidPersona), // its file is malformed (a malformed ID is persona.ErrInvalidID: 400)
+		errors.Is(err, harness.ErrNotGitRepo), errors.Is(err, harness.ErrBaseNotFound), errors.Is(err, harness.ErrNotIsolated),
+		errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported),
+		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore), errors.Is(err, harness.ErrMessageTooLarge),
+		errors.Is(err, harness.ErrBudgetExceeded):
+		// The session cannot do this: its MCP configuration is malformed,
+		// its engine lacks the control, or its project is too large for
+		// file checkpoints (a property of the project, not of the request:
+		// not 413, which is about the request's body).
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, harness.ErrClosed), errors.Is(err, sse.ErrTooManyStreams), errors.Is(err, engine.ErrBinaryNotFound),
+		errors.Is(err, checkpoint.ErrNoGit), errors.Is(err, trust.ErrLocked), errors.Is(err, engine.ErrUnavailable),
+		errors.Is(err, harness.ErrSandboxUnavailable):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// WriteError answers {"error": "…"} with Status(err), the message cut to
+// httpguard.MaxMessage bytes (an error that quotes a 100 KB id does not
+// send it back). It returns the status.
+func WriteError(w http.ResponseWriter, err error) int {
+	status := Status(err)
+	httpguard.WriteJSON(w, status, map[string]string{"error": httpguard.Clip(err.Error())})
+	return status
+}
+
+// Decode reads exactly one JSON value from body (bounded by the guard)
+// into v, refusing unknown fields (a client cannot smuggle a tool flag
+// in). A body that is not that is bad (the door's BadRequest sentinel,
+// wrapped with why); the guard's errors (too large, too slow) come back
+// as they are.
+func Decode(body io.Reader, v any, bad error) error {
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if httpguard.Status(err) != 0 {
+			return err
+		}
+		return fmt.Errorf("%w: %s", bad, httpguard.Clip(err.Error()))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if httpguard.Status(err) != 0 {
+			return err
+		}
+		return fmt.Errorf("%w: more than one JSON value", bad)
+	}
+	return nil
+}
+
+// FilesPreview is what rewinding session id's files to before turn seq
+// would change (harness.FilesDiff), changing nothing. When the files
+// cannot be rewound (no snapshot was taken before that turn, the project
+// is too large, no git, an unsafe store) it is no error: filesError says
+// why, for the door to show (the turn's conversation may still be cut).
+func FilesPreview(ctx context.Context, h *harness.Harness, id string, seq int64) (changes []checkpoint.Change, filesError string, err error) {
+	changes, err = h.FilesDiff(ctx, id, seq)
+	switch {
+	case err == nil:
+		return changes, "", nil
+	case errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, checkpoint.ErrTooLarge),
+		errors.Is(err, checkpoint.ErrNoGit), errors.Is(err, checkpoint.ErrUnsafeStore):
+		return nil, httpguard.Clip(err.Error()), nil
+	}
+	return nil, "", err
+}

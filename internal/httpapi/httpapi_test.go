@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/internal/httpguard"
+	"github.com/chirality/harness/persona"
+)
+
+var errDoor = BadRequest("the door's own")
+
+func TestBadRequest(t *testing.T) {
+	err := fmt.Errorf("%w: why", errDoor)
+	if !errors.Is(err, errDoor) || !errors.Is(err, ErrBadRequest) || errors.Is(err, BadRequest("the door's own")) {
+		t.Fatalf("BadRequest: is itself and ErrBadRequest, not another with its text: %v", err)
+	}
+	if err.Error() != "the door's own: why" {
+		t.Fatalf("text %q", err.Error())
+	}
+}
+
+// One mapping for both doors; where they differed (a malformed persona
+// file: 400 at agent serve, 422 at the gateway) it is the gateway's.
+func TestStatus(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("%w: x", errDoor), 400},
+		{harness.ErrBusy, 409},
+		{harness.ErrNotFound, 404},
+		{httpguard.ErrTooLarge, 413},
+		{fmt.Errorf("%w: %w", harness.ErrInvalidPersona, persona.ErrInvalidID), 400},
+		{fmt.Errorf("%w: %w", harness.ErrInvalidPersona, persona.ErrInvalidPersona), 422},
+		{errors.New("boom"), 500},
+	} {
+		if got := Status(errors.Join(errors.New("ctx"), c.err)); got != c.want {
+			t.Errorf("Status(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+func TestDecode(t *testing.T) {
+	type body struct {
+		A int `json:"a"`
+	}
+	var v body
+	if err := Decode(strings.NewReader(` {"a": 1} `), &v, errDoor); err != nil || v.A != 1 {
+		t.Fatalf("one object: %v %+v", err, v)
+	}
+	for _, in := range []string{`{"a":1}{"a":2}`, `{"b":1}`, `{"a":"x"}`, `[]`, ``, `{`} {
+		err := Decode(strings.NewReader(in), &body{}, errDoor)
+		if !errors.Is(err, errDoor) || Status(err) != 400 {
+			t.Errorf("Decode(%q) = %v, want the door's bad request", in, err)
+		}
+	}
+}
+
+func TestWriteError(t *testing.T) {
+	w := httptest.NewRecorder()
+	long := strings.Repeat("x", 100<<10)
+	if got := WriteError(w, fmt.Errorf("%w: %s", harness.ErrNotFound, long)); got != 404 || w.Code != 404 {
+		t.Fatalf("status %d %d", got, w.Code)
+	}
+	if w.Body.Len() > 2*httpguard.MaxMessage || !strings.HasPrefix(w.Body.String(), `{"error":"session not found`) {
+		t.Fatalf("body (%d bytes) %.80s", w.Body.Len(), w.Body.String())
+	}
+}
