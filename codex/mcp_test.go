@@ -132,3 +132,37 @@ func TestRealCodexMCPToolsOnlyWhereARuleAllows(t *testing.T) {
 		})
 	}
 }
+
+// Codex starts a thread's MCP servers in the background and sends the
+// first model request with the tools of the servers ready by then; the
+// harness holds turn/start until each server reported ready or failed.
+// A server that takes a while to start (here a shell that sleeps before
+// it runs the server: a busy machine, an npx download) still has its
+// tools offered in the turn's first request, and session:init says it is
+// connected.
+func TestRealCodexMCPSlowServerToolsInFirstRequest(t *testing.T) {
+	g := newRig(t)
+	srv := mcptest.Everything(t, "everything", nil)
+	srv.Args = append([]string{"-c", `sleep 2; exec "$0" "$@"`, srv.Command}, srv.Args...)
+	srv.Command = "/bin/sh"
+	var first []string
+	g.fake.SetResponder(func(r *codextest.Request) codextest.Reply {
+		if len(r.Input) > 0 && strings.Contains(string(r.Input[len(r.Input)-1]), "function_call_output") {
+			return codextest.Reply{Text: "echoed"}
+		}
+		if first == nil {
+			first = append([]string{}, r.Tools...)
+		}
+		return codextest.Reply{Text: "done"}
+	})
+	r := g.turn(t, engine.Request{Message: "echo something", MCP: mcptest.Config(srv), PermissionMode: "bypassPermissions"}, nil)
+	if r.err != nil {
+		t.Fatalf("turn: %v", r.err)
+	}
+	if !slices.Contains(first, "mcp__everything") {
+		t.Errorf("the first model request was not offered the server's tools: %v", first)
+	}
+	if s := r.find(event.TypeSessionInit)[0].Init.MCPServers; len(s) != 1 || s[0].Status != "connected" {
+		t.Errorf("session:init mcpServers = %+v", s)
+	}
+}
