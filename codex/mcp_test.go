@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chirality/harness/codex"
 	"github.com/chirality/harness/codex/codextest"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
@@ -164,5 +166,26 @@ func TestRealCodexMCPSlowServerToolsInFirstRequest(t *testing.T) {
 	}
 	if s := r.find(event.TypeSessionInit)[0].Init.MCPServers; len(s) != 1 || s[0].Status != "connected" {
 		t.Errorf("session:init mcpServers = %+v", s)
+	}
+}
+
+// The wait is bounded: a server that never gets ready (it sleeps instead
+// of serving; Codex would give up on it after its own 10 s) does not hold
+// the turn past Config.MCPStartupWait. The turn runs without its tools
+// and session:init reports it still pending (after Codex's verdict it
+// would say failed).
+func TestRealCodexMCPStartupWaitIsBounded(t *testing.T) {
+	g := newRig(t)
+	codex.SetMCPStartupWait(g.eng, time.Millisecond)
+	srv := mcpconfig.Server{Name: "stuck", Type: mcpconfig.Stdio, Command: "/bin/sh", Args: []string{"-c", "exec sleep 600"}}
+	r := g.turn(t, engine.Request{Message: "hello", MCP: mcptest.Config(srv), PermissionMode: "bypassPermissions"}, nil)
+	if r.err != nil {
+		t.Fatalf("turn: %v", r.err)
+	}
+	if s := r.find(event.TypeSessionInit)[0].Init.MCPServers; len(s) != 1 || s[0].Status != "pending" {
+		t.Errorf("session:init mcpServers = %+v, want stuck pending", s)
+	}
+	if !strings.Contains(r.text(), "default answer") {
+		t.Errorf("the turn did not run: %q", r.text())
 	}
 }
