@@ -118,9 +118,13 @@
 // failed). Without servers nothing is sent and $CODEX_HOME/config.toml's
 // own servers apply. Codex offers a server's tools to the model as the
 // namespace tool mcp__SERVER and reports calls as mcpToolCall items,
-// mapped to tool:start/tool:result named mcp__SERVER__TOOL. session:init
-// reports each server pending, or what mcpServer/startupStatus/updated
-// said before it (ready is connected). Codex 0.169 runs MCP tools without
+// mapped to tool:start/tool:result named mcp__SERVER__TOOL. Codex starts
+// the servers in the background and offers the model only the tools of
+// those ready by its first request, so turn/start waits until each
+// server reported ready or failed (mcpServer/startupStatus/updated), at
+// most Config.MCPStartupWait (TestRealCodexMCPSlowServerToolsInFirstRequest).
+// session:init reports what they said (ready is connected; pending if the
+// wait ran out). Codex 0.169 runs MCP tools without
 // asking whatever its approval policy, so outside bypassPermissions a
 // server's tools are offered only where a rule in Request.AllowedTools
 // allows them (enabled_tools: mcp__SERVER__TOOL that tool, mcp__SERVER all

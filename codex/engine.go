@@ -50,6 +50,11 @@ type Config struct {
 	// project untrusted (trust.go). For a caller that configures the
 	// project itself (the IRC daemon writes a command rule there).
 	TrustProject bool
+	// MCPStartupWait bounds how long a turn waits, before it starts, for
+	// its MCP servers to report ready or failed (default 30s, above
+	// Codex's own 10s startup timeout; negative: no wait). Codex offers
+	// the model only the tools of servers ready by the first request.
+	MCPStartupWait time.Duration
 }
 
 // Engine runs Codex turns, one `codex app-server` child per turn (see
@@ -66,6 +71,9 @@ type Engine struct {
 func NewEngine(cfg Config) *Engine {
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 3 * time.Second
+	}
+	if cfg.MCPStartupWait == 0 {
+		cfg.MCPStartupWait = 30 * time.Second
 	}
 	cfg.ThreadConfig = maps.Clone(cfg.ThreadConfig)
 	return &Engine{cfg: cfg}

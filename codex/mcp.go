@@ -76,31 +76,42 @@ func threadConfig(base map[string]any, cfg *mcpconfig.Config, mode string, allow
 // ready is connected, failed carries Codex's error.
 func mcpStartup(status []event.MCPServerStatus, msgs []Message) {
 	for _, m := range msgs {
-		if m.Method != "mcpServer/startupStatus/updated" {
+		mcpStartupMsg(status, m)
+	}
+}
+
+// mcpStartupMsg applies one message to status (nothing unless it is an
+// mcpServer/startupStatus/updated notification).
+func mcpStartupMsg(status []event.MCPServerStatus, m Message) {
+	if m.Method != "mcpServer/startupStatus/updated" {
+		return
+	}
+	var p struct {
+		Name   string `json:"name"`
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		return
+	}
+	for i := range status {
+		if status[i].Name != p.Name {
 			continue
 		}
-		var p struct {
-			Name   string `json:"name"`
-			Status string `json:"status"`
-			Error  string `json:"error"`
-		}
-		if json.Unmarshal(m.Params, &p) != nil {
-			continue
-		}
-		for i := range status {
-			if status[i].Name != p.Name {
-				continue
-			}
-			switch p.Status {
-			case "ready":
-				status[i].Status, status[i].Error = "connected", ""
-			case "failed", "cancelled":
-				status[i].Status, status[i].Error = "failed", p.Error
-			case "starting":
-				status[i].Status = "pending"
-			}
+		switch p.Status {
+		case "ready":
+			status[i].Status, status[i].Error = "connected", ""
+		case "failed", "cancelled":
+			status[i].Status, status[i].Error = "failed", p.Error
+		case "starting":
+			status[i].Status = "pending"
 		}
 	}
+}
+
+// mcpPending reports whether a server in status is still starting.
+func mcpPending(status []event.MCPServerStatus) bool {
+	return slices.ContainsFunc(status, func(s event.MCPServerStatus) bool { return s.Status == "pending" })
 }
 
 // allowedMCPTools is what the rules in allowed enable of server's tools:

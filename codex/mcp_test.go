@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chirality/harness/codex"
 	"github.com/chirality/harness/codex/codextest"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
@@ -130,5 +132,60 @@ func TestRealCodexMCPToolsOnlyWhereARuleAllows(t *testing.T) {
 				t.Fatalf("echo was offered or started with no rule allowing it: starts %+v, offered %v", starts, offered)
 			}
 		})
+	}
+}
+
+// Codex starts a thread's MCP servers in the background and sends the
+// first model request with the tools of the servers ready by then; the
+// harness holds turn/start until each server reported ready or failed.
+// A server that takes a while to start (here a shell that sleeps before
+// it runs the server: a busy machine, an npx download) still has its
+// tools offered in the turn's first request, and session:init says it is
+// connected.
+func TestRealCodexMCPSlowServerToolsInFirstRequest(t *testing.T) {
+	g := newRig(t)
+	srv := mcptest.Everything(t, "everything", nil)
+	srv.Args = append([]string{"-c", `sleep 2; exec "$0" "$@"`, srv.Command}, srv.Args...)
+	srv.Command = "/bin/sh"
+	var first []string
+	g.fake.SetResponder(func(r *codextest.Request) codextest.Reply {
+		if len(r.Input) > 0 && strings.Contains(string(r.Input[len(r.Input)-1]), "function_call_output") {
+			return codextest.Reply{Text: "echoed"}
+		}
+		if first == nil {
+			first = append([]string{}, r.Tools...)
+		}
+		return codextest.Reply{Text: "done"}
+	})
+	r := g.turn(t, engine.Request{Message: "echo something", MCP: mcptest.Config(srv), PermissionMode: "bypassPermissions"}, nil)
+	if r.err != nil {
+		t.Fatalf("turn: %v", r.err)
+	}
+	if !slices.Contains(first, "mcp__everything") {
+		t.Errorf("the first model request was not offered the server's tools: %v", first)
+	}
+	if s := r.find(event.TypeSessionInit)[0].Init.MCPServers; len(s) != 1 || s[0].Status != "connected" {
+		t.Errorf("session:init mcpServers = %+v", s)
+	}
+}
+
+// The wait is bounded: a server that never gets ready (it sleeps instead
+// of serving; Codex would give up on it after its own 10 s) does not hold
+// the turn past Config.MCPStartupWait. The turn runs without its tools
+// and session:init reports it still pending (after Codex's verdict it
+// would say failed).
+func TestRealCodexMCPStartupWaitIsBounded(t *testing.T) {
+	g := newRig(t)
+	codex.SetMCPStartupWait(g.eng, time.Millisecond)
+	srv := mcpconfig.Server{Name: "stuck", Type: mcpconfig.Stdio, Command: "/bin/sh", Args: []string{"-c", "exec sleep 600"}}
+	r := g.turn(t, engine.Request{Message: "hello", MCP: mcptest.Config(srv), PermissionMode: "bypassPermissions"}, nil)
+	if r.err != nil {
+		t.Fatalf("turn: %v", r.err)
+	}
+	if s := r.find(event.TypeSessionInit)[0].Init.MCPServers; len(s) != 1 || s[0].Status != "pending" {
+		t.Errorf("session:init mcpServers = %+v, want stuck pending", s)
+	}
+	if !strings.Contains(r.text(), "default answer") {
+		t.Errorf("the turn did not run: %q", r.text())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -349,6 +350,7 @@ func (t *Turn) converse() error {
 	t.threadID = th.Thread.ID
 	t.mu.Unlock()
 	mcpStartup(mcpStatus, early)
+	early = t.awaitMCPStartup(mcpStatus, early)
 	t.emit(event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{
 		Model: model, CLIVersion: version, PermissionMode: t.req.PermissionMode, Cwd: t.req.Cwd,
 		Engine: Name, EngineSessionID: th.Thread.ID, MCPServers: mcpStatus,
@@ -401,6 +403,39 @@ func (t *Turn) converse() error {
 			}
 		}
 	}
+}
+
+// awaitMCPStartup holds the turn until every MCP server of status that is
+// still pending has reported ready or failed (mcpServer/startupStatus/
+// updated), for at most Config.MCPStartupWait, and returns early with the
+// messages read meanwhile. Codex starts a thread's MCP servers in the
+// background and sends the first model request with the tools of the
+// servers ready by then: a turn started at once would, on a busy
+// machine, be offered none of a server's tools. It stops waiting when
+// the turn is interrupted or killed, or the connection ends (the caller
+// then finds the end).
+func (t *Turn) awaitMCPStartup(status []event.MCPServerStatus, early []Message) []Message {
+	if !mcpPending(status) || t.eng.cfg.MCPStartupWait < 0 {
+		return early
+	}
+	timer := time.NewTimer(t.eng.cfg.MCPStartupWait)
+	defer timer.Stop()
+	for mcpPending(status) {
+		select {
+		case m, ok := <-t.peer.in:
+			if !ok {
+				return early // the caller finds the end
+			}
+			early = append(early, m)
+			mcpStartupMsg(status, m)
+		case <-timer.C:
+			t.log.Warn().Dur("waited", t.eng.cfg.MCPStartupWait).Msg("codex: MCP servers still starting; the turn starts without their tools")
+			return early
+		case <-t.ctx.Done():
+			return early
+		}
+	}
+	return early
 }
 
 // secretValues are the values of env's secret-looking variables (the
