@@ -138,9 +138,9 @@ expired, 10 s after its last heartbeat), route address, sessions owned.
 			return exitWith(c.nodes(url, token, asJSON))
 		},
 	}
-	cmd.Flags().StringVar(&url, "url", "http://127.0.0.1:8787", "a node's address")
+	flagURL(cmd, &url, "http://127.0.0.1:8787", "a node's address")
 	flagToken(cmd, &token, "bearer token of the node's API (or HARNESS_TOKEN)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the JSON answer")
+	flagJSON(cmd.Flags(), &asJSON, "print the JSON answer")
 	return cmd
 }
 

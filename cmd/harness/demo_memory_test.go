@@ -20,9 +20,12 @@ import (
 // Issue 24.6: the demo model keeps a bounded window of the requests it
 // answers. Eight demo turns with 1 MB messages took `harness serve
 // --demo` from 21 to 713 MB (every request, and each one carries the
-// whole conversation, was kept); now the server's peak RSS stays under
-// 100 MB. The server is the real binary, built without the race
-// detector, so its memory is what a user would see.
+// whole conversation, was kept); now the eight turns add under 70 MB to
+// the server's RSS at start (its peak was 93 MB from 35 at start; the
+// start itself is measured in BENCHMARKS.md, where the binary's own
+// pages — it grew with the cluster's NATS server — are accounted). The
+// server is the real binary, built without the race detector, so its
+// memory is what a user would see.
 func TestServeDemoMemoryStaysBounded(t *testing.T) {
 	cli := claudetest.FindCLI(t)
 	bin := filepath.Join(t.TempDir(), "harness")
@@ -86,6 +89,7 @@ func TestServeDemoMemoryStaysBounded(t *testing.T) {
 		}
 		return resp
 	}
+	_, start := procMemMB(t, cmd.Process.Pid)
 	resp := post("/api/harness/session/create", map[string]string{"projectRoot": root, "mode": "workbench"})
 	var created struct{ Session struct{ ID string } }
 	_ = json.NewDecoder(resp.Body).Decode(&created)
@@ -114,9 +118,9 @@ func TestServeDemoMemoryStaysBounded(t *testing.T) {
 		}
 	}
 	peak, now := procMemMB(t, cmd.Process.Pid)
-	t.Logf("serve --demo after 8 turns of 1 MB: peak RSS %.0f MB, now %.0f MB", peak, now)
-	if peak > 100 {
-		t.Fatalf("serve --demo peaked at %.0f MB RSS over 8 turns of 1 MB, want under 100 MB", peak)
+	t.Logf("serve --demo after 8 turns of 1 MB: RSS at start %.0f MB, peak %.0f MB, now %.0f MB", start, peak, now)
+	if peak-start > 70 {
+		t.Fatalf("serve --demo peaked at %.0f MB RSS over 8 turns of 1 MB, %.0f MB over its %.0f MB at start, want under 70 MB more", peak, peak-start, start)
 	}
 }
 

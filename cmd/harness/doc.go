@@ -3,6 +3,7 @@
 //
 //	harness turn [flags] MESSAGE               one turn in the current directory
 //	harness serve [flags]                      the /api/harness gateway and web console
+//	harness nodes [--url URL]                  the nodes of a cluster of servers (serve --node)
 //	harness replay SESSION_ID MESSAGE          re-run a turn exactly as the gateway would
 //	harness sessions list|show|rm              stored sessions
 //	harness personas list|show|prompt          personas and the prompt they build

@@ -289,3 +289,9 @@ func flagIsolation(cmd *cobra.Command, f *isolationFlags) {
 func flagSandbox(cmd *cobra.Command, p *bool, help string) {
 	cmd.Flags().BoolVar(p, "sandbox", false, help)
 }
+
+// flagURL is --url: a server to talk to (tui: an agent server; nodes: a
+// cluster node).
+func flagURL(cmd *cobra.Command, p *string, def, help string) {
+	cmd.Flags().StringVar(p, "url", def, help)
+}
