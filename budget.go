@@ -137,7 +137,8 @@ type turnBudget struct {
 
 // budgetFor is what session s may still spend, or a *BudgetError when a
 // budget is already spent: the session's own and its project's
-// (Config.ProjectBudgets).
+// (Config.ProjectBudgets). Its persona's is added once the turn's plan
+// has the persona as a person trusted it (addPersona).
 func (h *Harness) budgetFor(s *session.Session) (*turnBudget, error) {
 	tb := &turnBudget{}
 	if b := h.SessionBudget(s.ID); !b.IsZero() {
