@@ -9,6 +9,7 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/session"
 	"github.com/chirality/harness/usage"
 )
@@ -33,10 +34,12 @@ var ErrInvalidBudget = errors.New("invalid budget")
 
 // BudgetError says which budget was spent and how much.
 type BudgetError struct {
-	// Scope is "session" or "project".
-	Scope  string
-	Budget Budget
-	Spent  usage.Totals
+	// Scope is "session", "persona" or "project".
+	Scope string
+	// Persona names the persona and its file when Scope is "persona".
+	Persona, PersonaFile string
+	Budget               Budget
+	Spent                usage.Totals
 }
 
 func (e *BudgetError) Error() string {
@@ -47,6 +50,14 @@ func (e *BudgetError) Unwrap() error { return ErrBudgetExceeded }
 
 func (e *BudgetError) summary() string {
 	tokens := e.Spent.InputTokens + e.Spent.OutputTokens + e.Spent.CacheReadTokens + e.Spent.CacheWriteTokens
+	if e.Scope == "persona" {
+		raise := fmt.Sprintf("a person raises it in %s and trusts the file (harness trust accept persona %s)", e.PersonaFile, e.Persona)
+		if e.Budget.MaxCostUSD > 0 && e.Spent.CostUSD >= e.Budget.MaxCostUSD {
+			return fmt.Sprintf("the session spent $%.4f of the $%.4f budget of its persona %s (max_cost_usd); %s",
+				e.Spent.CostUSD, e.Budget.MaxCostUSD, e.Persona, raise)
+		}
+		return fmt.Sprintf("the session used %d of the %d tokens of its persona %s (max_tokens); %s", tokens, e.Budget.MaxTokens, e.Persona, raise)
+	}
 	if e.Budget.MaxCostUSD > 0 && e.Spent.CostUSD >= e.Budget.MaxCostUSD {
 		return fmt.Sprintf("the %s spent $%.4f of its $%.4f budget (maxCostUsd); a person raises it with PATCH /session/{id} {\"budget\":…}",
 			e.Scope, e.Spent.CostUSD, e.Budget.MaxCostUSD)
@@ -126,7 +137,8 @@ type turnBudget struct {
 
 // budgetFor is what session s may still spend, or a *BudgetError when a
 // budget is already spent: the session's own and its project's
-// (Config.ProjectBudgets).
+// (Config.ProjectBudgets). Its persona's is added once the turn's plan
+// has the persona as a person trusted it (addPersona).
 func (h *Harness) budgetFor(s *session.Session) (*turnBudget, error) {
 	tb := &turnBudget{}
 	if b := h.SessionBudget(s.ID); !b.IsZero() {
@@ -144,6 +156,26 @@ func (h *Harness) budgetFor(s *session.Session) (*turnBudget, error) {
 	return tb, nil
 }
 
+// addPersona adds the budget of the session's persona p (the one a
+// person trusted: the plan's) to tb, or returns it as a *BudgetError
+// when the session already spent it. p's budget limits each session of
+// the persona, so what counts is the session's spend.
+func (tb *turnBudget) addPersona(h *Harness, s *session.Session, p *persona.Persona) error {
+	if p == nil {
+		return nil
+	}
+	b := Budget{MaxCostUSD: p.MaxCostUSD, MaxTokens: p.MaxTokens}
+	if b.IsZero() {
+		return nil
+	}
+	l := &BudgetError{Scope: "persona", Persona: p.ID, PersonaFile: p.SourceFile, Budget: b, Spent: h.SessionUsage(s)}
+	if b.over(l.Spent) {
+		return l
+	}
+	tb.limits = append(tb.limits, l)
+	return nil
+}
+
 // spend adds a turn's usage:update to what the turn spent and says the
 // budget it crossed, once, or nil.
 func (tb *turnBudget) spend(turn event.UsageUpdate) *BudgetError {
@@ -155,7 +187,9 @@ func (tb *turnBudget) spend(turn event.UsageUpdate) *BudgetError {
 		spent.Add(usage.Totals{CostUSD: turn.CostUSD, InputTokens: turn.InputTokens, OutputTokens: turn.OutputTokens,
 			CacheReadTokens: turn.CacheReadTokens, CacheWriteTokens: turn.CacheWriteTokens})
 		if l.Budget.over(spent) {
-			tb.crossed = &BudgetError{Scope: l.Scope, Budget: l.Budget, Spent: spent}
+			c := *l
+			c.Spent = spent
+			tb.crossed = &c
 			return tb.crossed
 		}
 	}

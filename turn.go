@@ -382,6 +382,9 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	if err := h.applyTurnOptions(plan, s.PromptHash, o); err != nil {
 		return nil, err
 	}
+	if err := budget.addPersona(h, s, plan.Persona); err != nil { // budget.go: the persona's, as a person trusted it
+		return nil, err
+	}
 	if changed {
 		// Saved once the turn's options are known to be good: a refused
 		// turn changes nothing.

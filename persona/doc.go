@@ -16,6 +16,10 @@
 //	// p.MaxTurns, p.Model, p.PermissionMode as CLI flags and path as
 //	// --append-system-prompt-file.
 //
+// The frontmatter's max_cost_usd and max_tokens are the budget of each
+// session of the persona (the harness applies it with the session's and
+// the project's, the tightest winning); no engine flag carries them.
+//
 // The prompt has four parts in a fixed order: base identity, project context
 // (README.md then AGENTS.md, each capped at ContextFileCap bytes), persona
 // instructions, mode instructions. It is kept within MaxPromptChars (the

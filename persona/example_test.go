@@ -52,5 +52,5 @@ func ExampleParseContent() {
 	_, err := persona.ParseContent("X", "agents/AGENT_X.md", []byte("---\ntools: Read\ncolor: blue\n---\nbody\n"))
 	fmt.Println(err)
 	// Output:
-	// agents/AGENT_X.md:3: unknown key "color" (known: tools, disallowed_tools, auto_approve_tools, max_turns, model, permission_mode, description, engine, mcp_servers)
+	// agents/AGENT_X.md:3: unknown key "color" (known: tools, disallowed_tools, auto_approve_tools, max_turns, max_cost_usd, max_tokens, model, permission_mode, description, engine, mcp_servers)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -87,6 +88,13 @@ type Persona struct {
 	// PermissionMode is --permission-mode; "" means unset. When set it is
 	// one of PermissionModes.
 	PermissionMode string `json:"permissionMode"`
+	// MaxCostUSD is max_cost_usd: what each session of this persona may
+	// spend, in US dollars; 0 means no limit. It applies together with
+	// the session's and the project's budgets (the tightest wins).
+	MaxCostUSD float64 `json:"maxCostUsd,omitempty"`
+	// MaxTokens is max_tokens: the tokens of every kind each session of
+	// this persona may use; 0 means no limit.
+	MaxTokens int64 `json:"maxTokens,omitempty"`
 	// Engine names the engine a new session of this persona runs on
 	// ("claude-code", "anthropic", …); "" means the server's default.
 	Engine string `json:"engine,omitempty"`
@@ -265,6 +273,13 @@ func decodeFrontmatter(file, front string, p *Persona) error {
 			if err == nil && p.MaxTurns < 1 {
 				err = fmt.Errorf("must be a positive integer, got %d", p.MaxTurns)
 			}
+		case "max_cost_usd":
+			p.MaxCostUSD, err = decodeCost(v)
+		case "max_tokens":
+			err = decodeScalar(v, "!!int", &p.MaxTokens)
+			if err == nil && p.MaxTokens < 1 {
+				err = fmt.Errorf("must be a positive integer, got %d", p.MaxTokens)
+			}
 		case "model":
 			err = decodeScalar(v, "!!str", &p.Model)
 		case "permission_mode":
@@ -283,7 +298,7 @@ func decodeFrontmatter(file, front string, p *Persona) error {
 			}
 		default:
 			return &ParseError{File: file, Line: k.Line + frontmatterLineOffset,
-				Msg: fmt.Sprintf("unknown key %q (known: tools, disallowed_tools, auto_approve_tools, max_turns, model, permission_mode, description, engine, mcp_servers)", key)}
+				Msg: fmt.Sprintf("unknown key %q (known: tools, disallowed_tools, auto_approve_tools, max_turns, max_cost_usd, max_tokens, model, permission_mode, description, engine, mcp_servers)", key)}
 		}
 		if err != nil {
 			var le *lineError
@@ -303,6 +318,22 @@ type lineError struct {
 }
 
 func (e *lineError) Error() string { return e.err.Error() }
+
+// decodeCost decodes max_cost_usd: a positive, finite number of US
+// dollars (an integer such as 3 is one too).
+func decodeCost(v *yaml.Node) (float64, error) {
+	if v.Kind != yaml.ScalarNode || (v.ShortTag() != "!!float" && v.ShortTag() != "!!int") {
+		return 0, fmt.Errorf("want a number of US dollars such as 2.5, got %s", describe(v))
+	}
+	var f float64
+	if err := v.Decode(&f); err != nil {
+		return 0, err
+	}
+	if !(f > 0) || math.IsInf(f, 0) || f > 1e12 {
+		return 0, fmt.Errorf("must be a positive number of US dollars, got %s", v.Value)
+	}
+	return f, nil
+}
 
 // decodeScalar decodes a scalar of the given YAML tag into out.
 func decodeScalar(v *yaml.Node, tag string, out any) error {

@@ -12,9 +12,10 @@
 //     person's answer, are honoured (the session file's rules list is a
 //     copy, for display);
 //   - a persona file's grants (tools, disallowed_tools,
-//     auto_approve_tools, permission_mode, engine, mcp_servers): a file
-//     whose grants widened since a person last trusted it runs with the
-//     trusted grants until a person trusts it again;
+//     auto_approve_tools, permission_mode, engine, mcp_servers, and the
+//     budget max_cost_usd / max_tokens, which widens when raised or
+//     removed): a file whose grants widened since a person last trusted
+//     it runs with the trusted grants until a person trusts it again;
 //   - a project .mcp.json server: it starts only once a person trusted
 //     its name and the hash of its definition.
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/chirality/harness/mcpconfig"
@@ -20,6 +21,11 @@ type Grants struct {
 	AutoApproveTools []string `json:"autoApproveTools"`
 	PermissionMode   string   `json:"permissionMode,omitempty"`
 	Engine           string   `json:"engine,omitempty"`
+	// MaxCostUSD and MaxTokens are the persona's budget (max_cost_usd,
+	// max_tokens); 0 = no limit. A budget only limits: a lower one needs
+	// nobody's trust, a higher one (or none) widens.
+	MaxCostUSD float64 `json:"maxCostUsd,omitempty"`
+	MaxTokens  int64   `json:"maxTokens,omitempty"`
 	// MCP is mcp_servers: nil = every server the project and the server
 	// configuration give.
 	MCP *MCPGrant `json:"mcpServers,omitempty"`
@@ -54,7 +60,8 @@ func (g Grants) clone() Grants {
 // GrantsOf returns the grants of p.
 func GrantsOf(p *persona.Persona) Grants {
 	g := Grants{Tools: slices.Clone(p.Tools), DisallowedTools: slices.Clone(p.DisallowedTools),
-		AutoApproveTools: slices.Clone(p.AutoApproveTools), PermissionMode: p.PermissionMode, Engine: p.Engine}
+		AutoApproveTools: slices.Clone(p.AutoApproveTools), PermissionMode: p.PermissionMode, Engine: p.Engine,
+		MaxCostUSD: p.MaxCostUSD, MaxTokens: p.MaxTokens}
 	if p.MCP != nil {
 		m := &MCPGrant{Names: slices.Clone(p.MCP.Names)}
 		if m.Names == nil {
@@ -167,7 +174,26 @@ func Widened(trusted, now Grants) []Change {
 	if mcpWidened(trusted.MCP, now.MCP) {
 		add("mcp_servers", showMCP(trusted.MCP), showMCP(now.MCP))
 	}
+	if limitRaised(trusted.MaxCostUSD, now.MaxCostUSD) {
+		add("max_cost_usd", showLimit(trusted.MaxCostUSD), showLimit(now.MaxCostUSD))
+	}
+	if limitRaised(float64(trusted.MaxTokens), float64(now.MaxTokens)) {
+		add("max_tokens", showLimit(float64(trusted.MaxTokens)), showLimit(float64(now.MaxTokens)))
+	}
 	return out
+}
+
+// limitRaised says whether a budget limit (0 = none) is higher now than
+// the one trusted: removed, or raised. A lower one only limits.
+func limitRaised(trusted, now float64) bool {
+	return trusted > 0 && (now <= 0 || now > trusted)
+}
+
+func showLimit(v float64) string {
+	if v <= 0 {
+		return "(not set)"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 func orUnset(s string) string {
@@ -227,6 +253,10 @@ func Restrict(p *persona.Persona, trusted Grants) (*persona.Persona, []Change) {
 			c.PermissionMode = trusted.PermissionMode
 		case "engine":
 			c.Engine = trusted.Engine
+		case "max_cost_usd":
+			c.MaxCostUSD = trusted.MaxCostUSD
+		case "max_tokens":
+			c.MaxTokens = trusted.MaxTokens
 		case "mcp_servers":
 			if trusted.MCP == nil {
 				c.MCP = nil

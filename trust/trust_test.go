@@ -108,6 +108,35 @@ func TestWidenedPerField(t *testing.T) {
 			t.Errorf("%s: widened %q, want %q", c.name, fields, want)
 		}
 	}
+	// A budget only limits: lower (or newly set) needs nobody, higher or
+	// removed widens.
+	budget := func(cost float64, tokens int64) Grants {
+		g := base.clone()
+		g.MaxCostUSD, g.MaxTokens = cost, tokens
+		return g
+	}
+	for _, c := range []struct {
+		name             string
+		trusted, now     Grants
+		field, was, then string
+	}{
+		{"cost lowered", budget(2.5, 0), budget(1, 0), "", "", ""},
+		{"cost set where none was", base, budget(1, 0), "", "", ""},
+		{"cost same", budget(2.5, 0), budget(2.5, 0), "", "", ""},
+		{"cost raised", budget(2.5, 0), budget(10, 0), "max_cost_usd", "2.5", "10"},
+		{"cost removed", budget(2.5, 0), base, "max_cost_usd", "2.5", "(not set)"},
+		{"tokens lowered", budget(0, 5000), budget(0, 100), "", "", ""},
+		{"tokens raised", budget(0, 5000), budget(0, 5001), "max_tokens", "5000", "5001"},
+		{"tokens removed", budget(0, 5000), budget(1, 0), "max_tokens", "5000", "(not set)"},
+	} {
+		ch := Widened(c.trusted, c.now)
+		switch {
+		case c.field == "" && len(ch) != 0:
+			t.Errorf("%s: widened %+v, want nothing", c.name, ch)
+		case c.field != "" && (len(ch) != 1 || ch[0] != Change{Field: c.field, Trusted: c.was, Now: c.then}):
+			t.Errorf("%s: widened %+v, want %s from %s to %s", c.name, ch, c.field, c.was, c.then)
+		}
+	}
 	// From an unrestricted persona: a tools list is narrower, an inline
 	// server is not.
 	if ch := Widened(Grants{}, grants([]string{"Read"}, nil, nil, "", "", &MCPGrant{Names: []string{"a"}})); len(ch) != 0 {
@@ -182,6 +211,44 @@ func TestPersonaTrust(t *testing.T) {
 	}
 	if items, _ := s.Pending(root, nil); len(items) != 0 {
 		t.Fatalf("pending after narrowing %+v", items)
+	}
+}
+
+// A persona's budget only limits: a file that raises or removes it runs
+// with the trusted value and waits for a person; one that lowers it runs
+// with the lower value at once.
+func TestPersonaBudgetTrust(t *testing.T) {
+	s, root := open(t), t.TempDir()
+	file := func(budget string) string { return "---\ntools: [Read]\n" + budget + "---\nYou help.\n" }
+	writePersona(t, root, "thrifty", file("max_cost_usd: 2.5\nmax_tokens: 9000\n"))
+	if err := s.ChoosePersona(root, load(t, root, "thrifty")); err != nil {
+		t.Fatal(err)
+	}
+	writePersona(t, root, "thrifty", file("max_cost_usd: 1\nmax_tokens: 9000\n"))
+	if p, it, err := s.CheckPersona(root, load(t, root, "thrifty")); err != nil || it != nil || p.MaxCostUSD != 1 {
+		t.Fatalf("lowered: max_cost_usd %v, item %+v, %v; want 1 at once", p.MaxCostUSD, it, err)
+	}
+	for _, c := range []struct{ name, budget, field string }{
+		{"raised", "max_cost_usd: 50\nmax_tokens: 9000\n", "max_cost_usd"},
+		{"removed", "max_tokens: 9000\n", "max_cost_usd"},
+		{"tokens removed", "max_cost_usd: 2.5\n", "max_tokens"},
+	} {
+		writePersona(t, root, "thrifty", file(c.budget))
+		p, it, err := s.CheckPersona(root, load(t, root, "thrifty"))
+		if err != nil || it == nil || len(it.Changes) != 1 || it.Changes[0].Field != c.field {
+			t.Fatalf("%s: item %+v %v, want %s widened", c.name, it, err, c.field)
+		}
+		if p.MaxCostUSD != 2.5 || p.MaxTokens != 9000 {
+			t.Fatalf("%s: runs with $%v and %d tokens, want the trusted $2.5 and 9000", c.name, p.MaxCostUSD, p.MaxTokens)
+		}
+	}
+	writePersona(t, root, "thrifty", file("max_cost_usd: 50\nmax_tokens: 9000\n"))
+	_, it, _ := s.CheckPersona(root, load(t, root, "thrifty"))
+	if _, err := s.Accept(root, KindPersona, "thrifty", "", it.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if p, it, _ := s.CheckPersona(root, load(t, root, "thrifty")); it != nil || p.MaxCostUSD != 50 {
+		t.Fatalf("accepted: $%v, item %+v; want $50", p.MaxCostUSD, it)
 	}
 }
 
