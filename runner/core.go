@@ -209,9 +209,11 @@ type Core struct {
 	spec        harness.SessionSpec
 
 	// holdMu orders the core queue holds (syncHold); heldSID is the
-	// session whose core queue the runner holds ("" = none).
-	holdMu  sync.Mutex
-	heldSID string
+	// session whose core queue the runner holds ("" = none); holdRead,
+	// that the core's stored hold of the session was read once.
+	holdMu   sync.Mutex
+	heldSID  string
+	holdRead bool
 }
 
 // New returns a Core for cfg. It fails when cfg.Harness is nil, or when
@@ -295,11 +297,19 @@ func (c *Core) syncHold() {
 	c.holdMu.Lock()
 	defer c.holdMu.Unlock()
 	c.mu.Lock()
-	want := ""
+	sid, want := c.sessionID, ""
 	if c.held {
-		want = c.sessionID
+		want = sid
 	}
 	c.mu.Unlock()
+	if !c.holdRead && sid != "" {
+		// The core stores a hold; a runner's pause is not kept across
+		// processes: a hold a previous one left is released here.
+		c.holdRead = true
+		if held, err := c.h.QueueHeld(sid); err == nil && held {
+			c.heldSID = sid
+		}
+	}
 	if want == c.heldSID {
 		return
 	}

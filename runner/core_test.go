@@ -662,3 +662,26 @@ func TestCorePauseHoldsTheSessionsCoreQueue(t *testing.T) {
 	})
 	stop(t, k)
 }
+
+// TestCoreStartReleasesAStaleHold: the core stores a hold, the runner's
+// pause is not kept across processes; a runner that starts unpaused on a
+// session a previous process left held releases it, so the session's
+// core queue does not wait forever.
+func TestCoreStartReleasesAStaleHold(t *testing.T) {
+	e := newEnv(t, "")
+	s, err := e.h.NewSession(harness.SessionSpec{ProjectRoot: e.root, Mode: "pipeline", Engine: engine.Anthropic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.h.HoldQueue(s.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	c := e.core(engine.Anthropic, func(cfg *runner.Config) { cfg.ResumeSession = s.ID })
+	if err := c.Start(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := e.h.QueueHeld(s.ID); err != nil || held {
+		t.Fatalf("after Start the session's core queue held = %v, %v; want released", held, err)
+	}
+	stop(t, c)
+}
