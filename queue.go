@@ -55,7 +55,8 @@ type Queued struct {
 }
 
 // StartOrQueue starts a turn of session id with message, as StartTurnWith
-// does, when the session is idle and nothing is queued before it;
+// does, when the session is idle, its queue is not held (HoldQueue) and
+// nothing is queued before it;
 // otherwise it queues the message behind what runs and is queued, and
 // returns where (the *Turn is then nil). A queued prompt runs with the
 // session's settings at the time it starts: o applies to a turn started
@@ -87,7 +88,7 @@ func (h *Harness) startOrQueue(ctx context.Context, id, message string, o TurnOp
 	if err != nil {
 		return nil, nil, mapStoreErr(err)
 	}
-	if start && len(q.Prompts) == 0 && q.Started == nil {
+	if start && len(q.Prompts) == 0 && q.Started == nil && !q.Held {
 		t, err := h.StartTurnWith(ctx, id, message, o)
 		if !errors.Is(err, ErrBusy) {
 			return t, nil, err
@@ -113,6 +114,31 @@ func (h *Harness) startOrQueue(ctx context.Context, id, message string, o TurnOp
 func (h *Harness) Queue(id string) ([]QueuedPrompt, error) {
 	q, err := h.withQueue(id, nil)
 	return q.Prompts, err
+}
+
+// HoldQueue holds (on) or releases (!on) session id's queue. While it is
+// held no queued prompt starts: the turn that runs finishes, prompts are
+// still queued (StartOrQueue queues even on an idle session) and can be
+// edited, and a turn started directly (StartTurn) is not refused. The
+// hold is stored with the queue, so it outlives a restart. Releasing it
+// starts the next queued prompt when nothing runs. Holding a held queue,
+// or releasing one that is not held, changes nothing.
+func (h *Harness) HoldQueue(id string, on bool) error {
+	h.queueing.Store(true)
+	_, err := h.withQueue(id, func(q *session.Queue) error {
+		q.Held = on
+		return nil
+	})
+	if err == nil && !on {
+		h.kickQueue(id)
+	}
+	return err
+}
+
+// QueueHeld reports whether session id's queue is held (HoldQueue).
+func (h *Harness) QueueHeld(id string) (bool, error) {
+	q, err := h.withQueue(id, nil)
+	return q.Held, err
 }
 
 // QueueEdit changes a queued prompt: Message (when not nil) replaces its
@@ -304,7 +330,7 @@ func (h *Harness) drainQueue(id string) {
 		}
 		// Nothing runs: a prompt marked started has had its turn.
 		q.Started = nil
-		if len(q.Prompts) == 0 {
+		if len(q.Prompts) == 0 || q.Held {
 			_ = h.store.SaveQueue(id, q)
 			return
 		}

@@ -317,3 +317,87 @@ func TestEventsOutsideATurnAreScrubbed(t *testing.T) {
 		t.Fatalf("stored unscrubbed: %q", last.Queued.Message)
 	}
 }
+
+// A held queue starts no queued prompt: the running turn finishes, a
+// prompt sent to the idle held session is queued rather than started, a
+// direct turn is still allowed, and the hold outlives a restart. Released,
+// the queue runs in order. The drains are called directly, so "nothing
+// started" is asserted after the drain has surely run.
+func TestQueueHoldPausesAndOutlivesRestart(t *testing.T) {
+	e, qe, id := queueEnv(t)
+	ctx := context.Background()
+	tr, _, err := e.h.StartOrQueue(ctx, id, "hold first", TurnOptions{})
+	if err != nil || tr == nil {
+		t.Fatal(err)
+	}
+	if err := e.h.HoldQueue(id, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, q, err := e.h.StartOrQueue(ctx, id, "two", TurnOptions{}); err != nil || q == nil || q.Position != 0 {
+		t.Fatalf("queue behind the running turn = %+v, %v", q, err)
+	}
+	qe.free()
+	<-tr.Done()
+	waitFor(t, "the first turn to end", func() bool { return !e.h.IsRunning(id) })
+	e.h.drainQueue(id)
+	if e.h.IsRunning(id) || len(qe.messages()) != 1 {
+		t.Fatalf("a held queue started a prompt: turns ran %q", qe.messages())
+	}
+	// Idle and held: a prompt is queued, not started.
+	tr2, q, err := e.h.StartOrQueue(ctx, id, "three", TurnOptions{})
+	if err != nil || tr2 != nil || q == nil || q.Position != 1 {
+		t.Fatalf("StartOrQueue on an idle held session = %v, %+v, %v; want queued at 1", tr2, q, err)
+	}
+	// A direct turn is not the queue's: the hold does not refuse it.
+	direct, err := e.h.StartTurn(ctx, id, "direct")
+	if err != nil {
+		t.Fatalf("a direct turn on a held idle session = %v", err)
+	}
+	<-direct.Done()
+	waitFor(t, "the direct turn to end", func() bool { return !e.h.IsRunning(id) })
+	e.h.drainQueue(id)
+	if got := qe.messages(); !slices.Equal(got, []string{"hold first", "direct"}) {
+		t.Fatalf("turns ran %q while held", got)
+	}
+	if err := e.h.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A restart keeps the hold and the queue.
+	qb := newQueueEngine()
+	qb.free()
+	cfg := e.cfg
+	cfg.Engines = []engine.Engine{qb}
+	cfg.ResumeQueues = true
+	h2, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h2.Shutdown(context.Background()) })
+	h2.drainQueue(id)
+	if held, err := h2.QueueHeld(id); err != nil || !held {
+		t.Fatalf("after a restart QueueHeld = %v, %v; want held", held, err)
+	}
+	if l, _ := h2.Queue(id); !slices.Equal(promptIDs(l), []string{"two", "three"}) || len(qb.messages()) != 0 {
+		t.Fatalf("after a restart the held queue is %q and turns ran %q", promptIDs(l), qb.messages())
+	}
+	if err := h2.HoldQueue(id, false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the released queue to drain", func() bool {
+		l, _ := h2.Queue(id)
+		return len(l) == 0 && len(qb.messages()) == 2 && !h2.IsRunning(id)
+	})
+	if got := qb.messages(); !slices.Equal(got, []string{"two", "three"}) {
+		t.Fatalf("released, the queue ran %q", got)
+	}
+	if held, err := h2.QueueHeld(id); err != nil || held {
+		t.Fatalf("released, QueueHeld = %v, %v", held, err)
+	}
+	// Nothing left and not held: no queue file is kept (the drain after
+	// the last turn removes it; called here, it has surely run).
+	h2.drainQueue(id)
+	if ids := h2.Store().QueuedSessions(cfg.Roots); slices.Contains(ids, id) {
+		t.Errorf("an empty released queue is still stored")
+	}
+}

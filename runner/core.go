@@ -207,6 +207,13 @@ type Core struct {
 	held        bool          // Hold(true): no queue item starts until Hold(false)
 	carry       string        // a compaction summary for the next prompt
 	spec        harness.SessionSpec
+
+	// holdMu orders the core queue holds (syncHold); heldSID is the
+	// session whose core queue the runner holds ("" = none); holdRead,
+	// that the core's stored hold of the session was read once.
+	holdMu   sync.Mutex
+	heldSID  string
+	holdRead bool
 }
 
 // New returns a Core for cfg. It fails when cfg.Harness is nil, or when
@@ -266,10 +273,11 @@ func (c *Core) Busy() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.busy }
 // other starts until Hold(false); the queue is kept, SendPrompt still
 // adds to it (up to Config.MaxQueue), and a hold lasts across Stop and
 // Start. It is how a paused agent stops working without losing what
-// waits.
+// waits. The hold is also the core's on the runner's session
+// (Harness.HoldQueue): prompts another door queued for that session
+// (the console, agent serve) wait as the runner's own do.
 func (c *Core) Hold(on bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.held = on
 	if !on && c.wake != nil {
 		select {
@@ -277,6 +285,45 @@ func (c *Core) Hold(on bool) {
 		default:
 		}
 	}
+	c.mu.Unlock()
+	c.syncHold()
+}
+
+// syncHold makes the core's hold follow the runner's: the runner's
+// current session's queue is held while the runner is, and a session the
+// runner left (clear, compact) is released. Not under c.mu: the core
+// writes the hold to disk.
+func (c *Core) syncHold() {
+	c.holdMu.Lock()
+	defer c.holdMu.Unlock()
+	c.mu.Lock()
+	sid, want := c.sessionID, ""
+	if c.held {
+		want = sid
+	}
+	c.mu.Unlock()
+	if !c.holdRead && sid != "" {
+		// The core stores a hold; a runner's pause is not kept across
+		// processes: a hold a previous one left is released here.
+		c.holdRead = true
+		if held, err := c.h.QueueHeld(sid); err == nil && held {
+			c.heldSID = sid
+		}
+	}
+	if want == c.heldSID {
+		return
+	}
+	if c.heldSID != "" {
+		if err := c.h.HoldQueue(c.heldSID, false); err != nil {
+			c.log.Warn().Str("sessionId", c.heldSID).Err(err).Msg("the session's queue could not be released")
+		}
+	}
+	if want != "" {
+		if err := c.h.HoldQueue(want, true); err != nil {
+			c.log.Warn().Str("sessionId", want).Err(err).Msg("the session's queue could not be held")
+		}
+	}
+	c.heldSID = want
 }
 
 // Pending returns how many prompts wait in the queue.
@@ -315,10 +362,12 @@ func (c *Core) Start(ctx context.Context, initialPrompt string) error {
 		return fmt.Errorf("runner: session %s: %w", sid, err)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if err := c.startableLocked(); err != nil {
+		c.mu.Unlock()
 		return err // another Start won
 	}
+	defer c.syncHold() // a hold from before Start holds the session's core queue
+	defer c.mu.Unlock()
 	c.sessionID = sid
 	if strings.TrimSpace(initialPrompt) != "" {
 		c.queue = append([]item{{kind: itemPrompt, text: initialPrompt, queued: time.Now()}}, c.queue...)
@@ -360,11 +409,13 @@ func (c *Core) switchSession(carry string) (old, sid string, err error) {
 		s, err = c.h.NewSession(spec)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if err != nil {
+		defer c.mu.Unlock()
 		return c.sessionID, c.sessionID, fmt.Errorf("runner: new session: %w", err)
 	}
 	old, c.sessionID, c.carry = c.sessionID, s.ID, carry
+	c.mu.Unlock()
+	c.syncHold() // a hold moves to the new session
 	return old, s.ID, nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
@@ -618,6 +619,69 @@ func TestCoreClaudeCodeFailedTurn(t *testing.T) {
 	}
 	if ends[1].Outcome != runner.Completed || ends[1].Final != "fine now" {
 		t.Errorf("second turn %+v", ends[1])
+	}
+	stop(t, c)
+}
+
+// TestCorePauseHoldsTheSessionsCoreQueue (issue 32): a paused agent's
+// session is held in the core too, so a prompt a person queues for it
+// through another door (the console, agent serve) waits: StartOrQueue on
+// the idle session queues instead of starting. Resume releases the core
+// queue, and the queued prompt runs as a turn of the runner's session.
+func TestCorePauseHoldsTheSessionsCoreQueue(t *testing.T) {
+	e := newEnv(t, "")
+	c := e.core(engine.Anthropic, nil)
+	k := runner.NewKeeper(runner.KeeperConfig{Runner: c})
+	var requests atomic.Int32
+	e.api.SetResponder(func(req *claudetest.Request) claudetest.Reply {
+		requests.Add(1)
+		return echo(req)
+	})
+	if err := k.Start(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	sid := c.SessionID()
+	k.Pause()
+	if held, err := e.h.QueueHeld(sid); err != nil || !held {
+		t.Fatalf("paused, the session's core queue held = %v, %v", held, err)
+	}
+	tr, q, err := e.h.StartOrQueue(context.Background(), sid, "from the console", harness.TurnOptions{})
+	if err != nil || tr != nil || q == nil {
+		t.Fatalf("StartOrQueue on a paused agent's idle session = %v, %+v, %v; want queued", tr, q, err)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("paused, %d requests reached the model", n)
+	}
+	k.Resume()
+	if held, err := e.h.QueueHeld(sid); err != nil || held {
+		t.Fatalf("resumed, the session's core queue held = %v, %v", held, err)
+	}
+	waitFor(t, "the queued prompt's turn", func() bool {
+		l, _ := e.h.Queue(sid)
+		return len(l) == 0 && requests.Load() == 1 && !e.h.IsRunning(sid)
+	})
+	stop(t, k)
+}
+
+// TestCoreStartReleasesAStaleHold: the core stores a hold, the runner's
+// pause is not kept across processes; a runner that starts unpaused on a
+// session a previous process left held releases it, so the session's
+// core queue does not wait forever.
+func TestCoreStartReleasesAStaleHold(t *testing.T) {
+	e := newEnv(t, "")
+	s, err := e.h.NewSession(harness.SessionSpec{ProjectRoot: e.root, Mode: "pipeline", Engine: engine.Anthropic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.h.HoldQueue(s.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	c := e.core(engine.Anthropic, func(cfg *runner.Config) { cfg.ResumeSession = s.ID })
+	if err := c.Start(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := e.h.QueueHeld(s.ID); err != nil || held {
+		t.Fatalf("after Start the session's core queue held = %v, %v; want released", held, err)
 	}
 	stop(t, c)
 }

@@ -58,14 +58,17 @@ type QueuedPrompt struct {
 // has not yet been seen to end. Started is written, and the prompt taken
 // out of Prompts, in one atomic write before its turn starts: after a
 // crash a prompt is either still queued or started, never both, so none
-// runs twice.
+// runs twice. Held is a hold on the queue (a door paused the session:
+// no queued prompt starts until it is released); it is stored so that it
+// outlives a restart, and a held queue is kept even with nothing in it.
 type Queue struct {
 	Prompts []QueuedPrompt `json:"prompts"`
 	Started *QueuedPrompt  `json:"started,omitempty"`
+	Held    bool           `json:"held,omitempty"`
 }
 
 // Empty reports whether q holds nothing (no file is kept for it).
-func (q Queue) Empty() bool { return len(q.Prompts) == 0 && q.Started == nil }
+func (q Queue) Empty() bool { return len(q.Prompts) == 0 && q.Started == nil && !q.Held }
 
 // QueuePath returns the queue file of session id in projectRoot.
 func QueuePath(projectRoot, id string) string {

@@ -56,6 +56,16 @@ func TestQueueStoredWithSession(t *testing.T) {
 	if ids := st.QueuedSessions([]string{root}); len(ids) != 0 {
 		t.Fatalf("QueuedSessions after emptying = %v", ids)
 	}
+	// A hold is stored, and a held queue is kept with no prompt in it.
+	if err := st.SaveQueue(s.ID, Queue{Held: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.LoadQueue(s.ID); err != nil || !got.Held || got.Empty() {
+		t.Fatalf("a held empty queue reads back as %+v, %v", got, err)
+	}
+	if ids := st.QueuedSessions([]string{root}); !slices.Equal(ids, []string{s.ID}) {
+		t.Fatalf("QueuedSessions with a held empty queue = %v", ids)
+	}
 	if err := st.SaveQueue(s.ID, q); err != nil {
 		t.Fatal(err)
 	}
