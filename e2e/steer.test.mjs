@@ -24,11 +24,14 @@ test("a message steered into a running turn shows in it and the turn answers it"
   const ctx = await S.browser.newContext({ viewport: { width: 1200, height: 800 } });
   const page = await ctx.newPage();
   watchErrors(page, S.errors);
+  const nodesAnswer = page.waitForResponse((r) => r.url().endsWith("/api/harness/nodes"), { timeout: T });
   await page.goto(`${S.server.url}/#s=${encodeURIComponent(id)}`);
+  assert.equal((await nodesAnswer).status(), 404, "not a cluster node");
   const input = page.getByTestId("message-input");
   await input.waitFor({ timeout: T });
   const steer = page.getByTestId("steer");
   assert.ok(await steer.isHidden(), "nothing runs: no Steer");
+  assert.ok(await page.getByTestId("nodes").isHidden(), "GET /nodes was 404: no Nodes view");
 
   await input.fill("please give me a long answer");
   await input.press("Enter");
