@@ -3,7 +3,8 @@
 // 127.0.0.1:<free port>`: GET /nodes answers there, so the sidebar shows
 // the Nodes view with the node up, the sessions it owns and when it was
 // last seen, and each session in the list and on the board carries its
-// node. (steer.test.mjs checks that a server without --node shows no
+// node; a session whose node is down is marked and takes no message.
+// (steer.test.mjs checks that a server without --node shows no
 // Nodes view.)
 
 import { test } from "node:test";
@@ -58,6 +59,34 @@ test("a cluster node's console shows its nodes and each session's node", async (
   await page.locator('[data-testid="board-grid"] [data-testid="node-badge"]').first().waitFor({ timeout: T });
   assert.equal(await page.locator('[data-testid="board-grid"] [data-testid="node-badge"]').first().textContent(), "solo");
   await page.screenshot({ path: path.join(artifacts, "nodes.png") });
+
+  // A node whose lease expired: one node cannot show it of itself (it is
+  // the server), so the server's answers are changed on the way to the
+  // page as a surviving node would give them: the node down, its session
+  // marked, its send off with the reason, the Nodes view saying so.
+  const down = async (route) => {
+    const res = await route.fetch();
+    const body = await res.json();
+    for (const x of body) {
+      if (x.id === id) x.nodeState = "down"; // a session's summary
+      else if (x.node === "solo") x.state = "down"; // the node
+    }
+    await route.fulfill({ response: res, json: body });
+  };
+  await page.route("**/api/harness/nodes", down);
+  await page.route("**/api/harness/session/list", down);
+  await page.reload();
+  await page.waitForFunction(() => document.querySelector('[data-testid="node-badge"]')?.dataset.nodeState === "down", null, { timeout: T });
+  assert.equal(await badge.textContent(), "solo down");
+  assert.equal(await row.getByTestId("node-state").textContent(), "down");
+  assert.equal(await page.getByTestId("nodes").locator("h2").textContent(), "Nodes (0/1 up)");
+  await input.fill("hello");
+  await page.waitForFunction(() => document.querySelector('[data-testid="send"]')?.disabled, null, { timeout: T });
+  assert.match(await page.getByTestId("send").getAttribute("title"), /node solo is down/);
+  await input.press("Enter");
+  await page.locator(".toast", { hasText: "node solo is down" }).waitFor({ timeout: T });
+  assert.equal(await page.getByTestId("user-message").count(), 0, "nothing was sent");
+  await page.screenshot({ path: path.join(artifacts, "nodes-down.png") });
   assert.deepEqual(S.errors, []);
   await ctx.close();
 });

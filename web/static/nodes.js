@@ -38,7 +38,7 @@ export function nodeRows(nodes, now = Date.now()) {
  * can: no cluster, or its node is up). */
 export function nodeBlocked(s) {
   if (!s || !s.node || s.nodeState !== "down") return "";
-  return `Its node ${s.node} is down: the session takes no message until that node is back.`;
+  return `The session's node ${s.node} is down: it takes no message until that node is back.`;
 }
 
 /** The session's node badge ({text, title, down}), null off a cluster. */
