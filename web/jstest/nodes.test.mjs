@@ -3,7 +3,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { NodesView, nodeRows, nodeNote, nodeBlocked, ago } from "../static/nodes.js";
-import { canSteer } from "../static/steer.js";
+import { canSteer, steer } from "../static/steer.js";
+import { ApiError } from "../static/api.js";
 
 const now = Date.parse("2026-11-26T04:00:00Z");
 
@@ -90,4 +91,15 @@ test("the Nodes view renders each node's row on a node and hides on any other se
   assert.equal(root.hidden, true);
   assert.deepEqual(root.children, []);
   assert.equal(v.timer, null);
+});
+
+test("steer posts the message to the session's steer route and gives back the server's refusal as said", async () => {
+  const calls = [];
+  const answers = [{ delivered: true }, new ApiError(422, 'the opencode engine cannot steer a running turn; these can: anthropic, claude-code'), new ApiError(409, "no turn is running")];
+  const api = { json: async (m, p, b) => { calls.push([m, p, b]); const a = answers.shift(); if (a instanceof Error) throw a; return a; } };
+  assert.deepEqual(await steer(api, "a/b", "go left"), { ok: true });
+  assert.deepEqual(calls[0], ["POST", "session/a%2Fb/steer", { message: "go left" }]);
+  const r = await steer(api, "s", "x");
+  assert.deepEqual(r, { ok: false, status: 422, message: "the opencode engine cannot steer a running turn; these can: anthropic, claude-code" });
+  assert.equal((await steer(api, "s", "x")).status, 409);
 });
