@@ -11,6 +11,8 @@ import { QueuePanel } from "./queue.js";
 import { planCard, updatePlanCard, decidePlan } from "./plan.js";
 import { Board } from "./board.js";
 import { initUsage, showSpend } from "./usage.js";
+import { canSteer, steer } from "./steer.js";
+import { NodesView, nodeBadge, nodeBlocked } from "./nodes.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "harness.token";
@@ -503,6 +505,8 @@ async function send() {
   const text = input.value;
   const id = state.currentId;
   if (!id || !text.trim() || state.sending) return;
+  const blocked = nodeBlocked(state.sessions.find((s) => s.id === id)); // nodes.js
+  if (blocked) return toast(blocked);
   notifier.ask();
   if (busy()) return queuePrompt(id, text);
   state.sending = true;
@@ -548,6 +552,27 @@ async function queuePrompt(id, text) {
     }
   } catch (e) {
     if (!(e instanceof ApiError && e.status === 401)) toast(String(e.message || e));
+  } finally {
+    state.sending = false;
+    updateControls();
+  }
+}
+
+/** Steers the box's text into the running turn (steer.js); the server's
+ * refusal (no turn runs, an engine that cannot) is shown as it says. */
+async function steerTurn() {
+  const input = $("input");
+  const text = input.value;
+  const id = state.currentId;
+  if (!id || !text.trim() || state.sending) return;
+  state.sending = true;
+  updateControls();
+  try {
+    const r = await steer(api, id, text);
+    if (r.ok) {
+      input.value = "";
+      autoGrow();
+    } else if (r.status !== 401) toast(r.message);
   } finally {
     state.sending = false;
     updateControls();
@@ -768,6 +793,7 @@ function renderSessions() {
         "span",
         { class: "session-title", text: s.title || s.persona || "New session" },
         s.pendingApprovals > 0 ? el("span", { class: "waiting", "data-testid": "waiting-badge", title: "waiting for an approval", text: String(s.pendingApprovals) }) : "",
+        nodeBadge(el, s), // nodes.js: its cluster node, marked when down
       ),
       el("span", {
         class: "session-meta",
@@ -1063,6 +1089,11 @@ function updateControls() {
   $("input").disabled = !has;
   $("send").disabled = !has || state.sending;
   $("send").textContent = running ? "Queue" : "Send"; // queue.js: a message sent while a turn runs waits its turn
+  $("steer").hidden = !running || !canSteer(state.engines, currentEngine()); // steer.js
+  $("steer").disabled = !has || state.sending;
+  const blocked = nodeBlocked(state.sessions.find((s) => s.id === state.currentId)); // nodes.js: its node is down
+  if (blocked) $("send").disabled = $("steer").disabled = true;
+  $("send").title = blocked;
   $("interrupt").hidden = !running;
   $("interrupt").disabled = false;
   $("empty").hidden = state.transcript.turns.length > 0 || !has;
@@ -1193,6 +1224,7 @@ $("composer").addEventListener("submit", (e) => {
   send();
 });
 $("interrupt").addEventListener("click", interrupt);
+$("steer").addEventListener("click", steerTurn); // steer.js
 $("input").addEventListener("input", autoGrow);
 $("input").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing && e.keyCode !== 229) {
@@ -1302,6 +1334,10 @@ const board = new Board({
 });
 $("board-button").addEventListener("click", () => (board.shown ? board.hide() : board.show(state.current?.projectRoot)));
 $("nf-worktree").addEventListener("change", () => ($("nf-base-label").hidden = !$("nf-worktree").checked));
+
+// The cluster's nodes (nodes.js): shown only on a server started with --node.
+const nodesView = new NodesView({ api, el, root: $("nodes"), changed: () => refreshSessions().then(updateControls) });
+nodesView.load();
 
 updateControls();
 boot();

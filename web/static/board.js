@@ -11,6 +11,7 @@
 // Text from the server reaches the page only through textContent.
 
 import { ApiError, eventsOf, sleep } from "./api.js";
+import { nodeBadge } from "./nodes.js";
 
 const POLL_MS = 2500;
 
@@ -254,6 +255,8 @@ export class Board {
       meta.append(this.el("span", { class: "board-branch none", text: "project tree (no worktree)" }));
     }
     meta.append(this.el("span", { class: "board-engine", text: s.engine || "" }));
+    const node = nodeBadge(this.el, s); // nodes.js: its cluster node, marked when down
+    if (node) meta.append(node);
     const actions = this.el("div", { class: "row" });
     if (s.isolation === "worktree") {
       actions.append(this.el("button", { type: "button", class: "btn", "data-testid": "board-diff-button", text: "Diff and merge", onclick: () => this.showDiff(c.id) }));
