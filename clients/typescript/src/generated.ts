@@ -833,6 +833,8 @@ export const SessionSchema = z.looseObject({
   baseCommit: z.string().optional(),
   /** present (true) when the session's agent runs in the kernel sandbox */
   sandbox: z.boolean().optional(),
+  /** thread: the session's event log is its RPC thread's (.harness/threads/<id>/events.jsonl) */
+  log: z.literal("thread").optional(),
 });
 export type Session = z.infer<typeof SessionSchema>;
 
