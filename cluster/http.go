@@ -200,6 +200,9 @@ func (n *Node) serveList(w http.ResponseWriter, r *http.Request) {
 	out := make([]harness.SessionSummary, 0, len(mine))
 	seen := map[string]bool{}
 	for _, s := range mine {
+		if e, ok := n.entry(s.ID); ok && e.Node != n.cfg.Node || !ok && !n.claimable(s) {
+			continue // on a shared root: its owner's, listed below (once it claimed it)
+		}
 		seen[s.ID] = true
 		s.Node, s.NodeState = n.cfg.Node, "up"
 		out = append(out, s)
