@@ -186,6 +186,9 @@ func flagAddr(cmd *cobra.Command, p *string, def string) {
 	_ = cmd.RegisterFlagCompletionFunc("addr", cobra.NoFileCompletions)
 }
 
+// --url: the server a client command talks to (nodes, tui).
+func flagURL(fs *pflag.FlagSet, p *string, def, help string) { fs.StringVar(p, "url", def, help) }
+
 // --token: the bearer token of a server.
 func flagToken(cmd *cobra.Command, p *string, help string) {
 	cmd.Flags().StringVar(p, "token", "", help+" (default: $HARNESS_TOKEN)")
