@@ -37,6 +37,10 @@ import (
 // moveSubject is a node's subject for the two steps of a move.
 const moveSubject = ".move"
 
+// statusNoNode is ask's status when nothing answers for the node (it is
+// down); never written to a client.
+const statusNoNode = -1
+
 type moveMsg struct {
 	Op     string `json:"op"` // release (to the owner) | take (to the target)
 	ID     string `json:"id"`
@@ -76,6 +80,9 @@ func (n *Node) ask(ctx context.Context, node string, req moveMsg) moveReply {
 	ctx, cancel := context.WithTimeout(ctx, fwdTimeout)
 	defer cancel()
 	m, err := n.nc.RequestWithContext(ctx, forwardSubject+node+moveSubject, b)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return moveReply{Status: statusNoNode, Error: "node " + node + " is down"}
+	}
 	if err != nil {
 		return moveReply{Status: http.StatusServiceUnavailable, Error: "node " + node + " did not answer: " + err.Error()}
 	}
@@ -112,6 +119,15 @@ func (n *Node) serveMove(w http.ResponseWriter, r *http.Request, id string) {
 		step.Op, target = "release", e.Node
 	}
 	rep := n.ask(r.Context(), target, step)
+	if rep.Status == statusNoNode && step.Op == "release" {
+		// The owner's lease had not expired everywhere yet, but nothing
+		// answers for it: it is down, the target takes the session.
+		step.Op = "take"
+		rep = n.ask(r.Context(), req.Node, step)
+	}
+	if rep.Status == statusNoNode {
+		rep.Status = http.StatusServiceUnavailable
+	}
 	if rep.Status != http.StatusOK {
 		if rep.Status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "5")
@@ -152,6 +168,9 @@ func (n *Node) release(req moveMsg) moveReply {
 	}
 	req.Op, req.From = "take", n.cfg.Node
 	rep := n.ask(ctx, req.Target, req)
+	if rep.Status == statusNoNode {
+		rep.Status = http.StatusServiceUnavailable
+	}
 	if rep.Status != http.StatusOK {
 		return rep
 	}

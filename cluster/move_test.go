@@ -1,12 +1,14 @@
 package cluster_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // checkSeqs fails unless evs are seqs 1..len(evs), none lost or repeated.
@@ -137,5 +139,30 @@ func TestMoveSharedRoot(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(shared, ".chirality", "sessions", id+".json")); err != nil {
 		t.Error(err)
+	}
+
+	// B comes back: the session stays A's (B sees it on its disk, the
+	// bucket says A's), and a turn posted to B runs on A.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	b2, err := f.start(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[1] = b2
+	waitListed(t, b2, shared, id, func(ls listedSession) bool { return ls.Node == "a" && ls.NodeState == "up" })
+	_, turn4 := stream(t, "POST", b2.srv.URL+"/api/harness/turn", map[string]any{"sessionId": id, "message": "from b again"}, nil)
+	if len(turn4) == 0 || turn4[0].seq != logA[len(logA)-1].seq+1 || turn4[len(turn4)-1].typ != "process:exit" {
+		t.Fatalf("the turn posted to B after its return (want seqs from %d): %q", logA[len(logA)-1].seq+1, ids(turn4))
+	}
+	_, logA2 := stream(t, "GET", a.srv.URL+"/api/harness/session/"+id+"/events", nil, nil)
+	checkSeqs(t, "A's log after B's return", logA2)
+	if got := logA2[len(logA2)-1]; got.seq != turn4[len(turn4)-1].seq {
+		t.Errorf("A's log ends at %d, the turn posted to B at %d: it did not run on A", got.seq, turn4[len(turn4)-1].seq)
+	}
+	for _, nd := range []*node{b2, c} {
+		if got := waitListed(t, nd, shared, id, func(listedSession) bool { return true }); got.Node != "a" {
+			t.Errorf("%s lists the session on %s after B's return, want a", nd.name, got.Node)
+		}
 	}
 }
