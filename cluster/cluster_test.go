@@ -61,6 +61,9 @@ type fixture struct {
 	names []string
 	dirs  []string // per node: its root and state live under it
 	log   zerolog.Logger
+	// shared, if set, is a root of nodes a and b besides their own (a
+	// directory on storage both see at the same path)
+	shared string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -92,7 +95,11 @@ func (f *fixture) start(ctx context.Context, i int) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := harness.New(harness.Config{Roots: []string{root}, StateDir: filepath.Join(f.dirs[i], "state"), NoProjectLogs: true,
+	roots := []string{root}
+	if f.shared != "" && i < 2 {
+		roots = append(roots, f.shared)
+	}
+	h, err := harness.New(harness.Config{Roots: roots, StateDir: filepath.Join(f.dirs[i], "state"), NoProjectLogs: true,
 		ChildEnv: f.demo.Env, DefaultPermissionMode: "default", Approvals: true,
 		Aliases: engines.Aliases, DefaultEngine: "claude-code",
 		Engines: engines.Builtin(engines.Config{ClaudeBinary: f.cli, ChildEnv: f.demo.Env, InterruptGrace: time.Second, KillGrace: 2 * time.Second})})

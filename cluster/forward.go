@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -81,6 +82,16 @@ func (n *Node) answer(m *nats.Msg) {
 	r.Header = fr.Header
 	if r.Header == nil {
 		r.Header = http.Header{}
+	}
+	// A session that moved away since the asking node routed here is not
+	// served here (its turns run on one node).
+	if id, _, _ := sessionOf(&http.Request{Method: http.MethodPost, Body: io.NopCloser(bytes.NewReader(fr.Body))}, strings.TrimPrefix(r.URL.Path, APIPrefix)); id != "" {
+		if e, ok := n.entry(id); ok && e.Node != n.cfg.Node {
+			b, _ := json.Marshal(fwdReply{Status: http.StatusServiceUnavailable, Header: http.Header{"Retry-After": {"1"}},
+				Body: []byte(`{"error":"the session moved to node ` + e.Node + `; try again"}`)})
+			m.Respond(b)
+			return
+		}
 	}
 	r.RemoteAddr = "127.0.0.1:0"
 	r.Host = "127.0.0.1"

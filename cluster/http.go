@@ -44,6 +44,9 @@ func (n *Node) Attach(h *harness.Harness, local http.Handler) (http.Handler, err
 	if err := n.serveForwarded(); err != nil {
 		return nil, err
 	}
+	if err := n.serveMoves(); err != nil {
+		return nil, err
+	}
 	events, stop := h.Watch(queueSize)
 	n.unwatch = stop
 	// Up (its lease) once it answers forwarded requests.
@@ -69,6 +72,12 @@ func (n *Node) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		n.serveList(w, r)
 		return
 	}
+	if rest, ok := strings.CutPrefix(p, "/session/"); ok && r.Method == http.MethodPost {
+		if id, ok := strings.CutSuffix(rest, "/move"); ok && !strings.Contains(id, "/") {
+			n.serveMove(w, r, id)
+			return
+		}
+	}
 	id, body, err := sessionOf(r, p)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -78,7 +87,13 @@ func (n *Node) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	e, known := n.entry(id)
-	if id == "" || !known || e.Node == n.cfg.Node || n.isLocal(id) {
+	// A session another node owns goes there even when its root is here
+	// too (shared storage): one node runs a session's turns.
+	if id == "" || !known || e.Node == n.cfg.Node {
+		if r.Method == http.MethodPost && p == "/session/create" {
+			n.serveCreate(w, r)
+			return
+		}
 		n.local.ServeHTTP(w, r)
 		if r.Method != http.MethodGet {
 			n.poke()
@@ -106,9 +121,22 @@ func (n *Node) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	writeReply(w, rep)
 }
 
-func (n *Node) isLocal(id string) bool {
-	_, err := n.h.Session(id)
-	return err == nil
+// serveCreate creates a session here and remembers it as this node's:
+// a root other nodes see too (shared storage) has it on their disks as
+// well, and the node that made it claims it.
+func (n *Node) serveCreate(w http.ResponseWriter, r *http.Request) {
+	rec := &bufferWriter{header: http.Header{}}
+	n.local.ServeHTTP(rec, r)
+	var v struct {
+		Session struct {
+			ID string `json:"id"`
+		} `json:"session"`
+	}
+	if json.Unmarshal(rec.buf.Bytes(), &v) == nil && v.Session.ID != "" {
+		n.claim(v.Session.ID)
+	}
+	rec.copyTo(w)
+	n.poke()
 }
 
 func (n *Node) writeDown(w http.ResponseWriter, node string) {
@@ -172,6 +200,9 @@ func (n *Node) serveList(w http.ResponseWriter, r *http.Request) {
 	out := make([]harness.SessionSummary, 0, len(mine))
 	seen := map[string]bool{}
 	for _, s := range mine {
+		if e, ok := n.entry(s.ID); ok && e.Node != n.cfg.Node || !ok && !n.claimable(s) {
+			continue // on a shared root: its owner's, listed below (once it claimed it)
+		}
 		seen[s.ID] = true
 		s.Node, s.NodeState = n.cfg.Node, "up"
 		out = append(out, s)

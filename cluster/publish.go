@@ -66,6 +66,7 @@ func (n *Node) watch(events <-chan session.Record) {
 			if rec.Typed == nil || rec.Seq == 0 {
 				continue
 			}
+			n.claim(rec.Typed.SessionID)
 			select {
 			case n.pub.queue <- item{id: rec.Typed.SessionID, seq: rec.Seq, line: trimNL(rec.Event)}:
 			default:
@@ -209,6 +210,14 @@ func (p *publisher) catchUp(id string, upTo int64) {
 	}
 }
 
+// forget drops what the publisher knows of session id (it moved: the
+// stream is read back next time).
+func (p *publisher) forget(id string) {
+	p.mu.Lock()
+	delete(p.last, id)
+	p.mu.Unlock()
+}
+
 // catchUpAll catches up every session this node owns: at start (what
 // was stored while the node was down or before it joined) and now and
 // then (a failed publish, an overflowed queue).
@@ -220,6 +229,9 @@ func (p *publisher) catchUpAll() {
 	for _, s := range list {
 		if p.n.ctx.Err() != nil {
 			return
+		}
+		if e, ok := p.n.entry(s.ID); ok && e.Node != p.n.cfg.Node {
+			continue // another node's (a shared root): it publishes
 		}
 		p.catchUp(s.ID, 0)
 	}

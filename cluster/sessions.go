@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -24,7 +25,30 @@ type sessionEntry struct {
 type directory struct {
 	mu    sync.RWMutex
 	byID  map[string]sessionEntry
+	made  map[string]bool // sessions this node made or ran, not yet in the bucket
 	ready chan struct{}
+}
+
+// claim marks session id as this node's to put into the bucket: it made
+// it, or stored an event of it.
+func (n *Node) claim(id string) {
+	n.dir.mu.Lock()
+	if _, ok := n.dir.byID[id]; !ok {
+		n.dir.made[id] = true
+	}
+	n.dir.mu.Unlock()
+}
+
+// claimable reports whether this node puts session s, not in the bucket
+// yet, there as its own: one it made or ran, or one nobody claimed for
+// two lease periods (found on disk). A root on shared storage holds
+// other nodes' sessions too, which their nodes claim first; two nodes
+// claiming one at once, the bucket's create lets one win.
+func (n *Node) claimable(s harness.SessionSummary) bool {
+	n.dir.mu.RLock()
+	made := n.dir.made[s.ID]
+	n.dir.mu.RUnlock()
+	return made || time.Since(s.CreatedAt) > 2*n.cfg.LeaseTTL
 }
 
 func (n *Node) watchSessions() error {
@@ -32,7 +56,7 @@ func (n *Node) watchSessions() error {
 	if err != nil {
 		return err
 	}
-	n.dir = &directory{byID: map[string]sessionEntry{}, ready: make(chan struct{})}
+	n.dir = &directory{byID: map[string]sessionEntry{}, made: map[string]bool{}, ready: make(chan struct{})}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -99,23 +123,31 @@ func (n *Node) syncSessions(ctx context.Context) {
 	}
 	mine := map[string]bool{}
 	for _, s := range list {
+		old, known := n.entry(s.ID)
+		if known && old.Node != n.cfg.Node || !known && !n.claimable(s) {
+			continue // another node's, on a root this node sees too
+		}
 		mine[s.ID] = true
 		e := sessionEntry{Node: n.cfg.Node, ProjectRoot: s.ProjectRoot, Summary: s}
 		b, err := json.Marshal(e)
 		if err != nil {
 			continue
 		}
-		if old, ok := n.entry(s.ID); ok {
+		if known {
 			if ob, _ := json.Marshal(old); bytes.Equal(ob, b) {
 				continue
 			}
+			_, err = n.sessions.Put(ctx, s.ID, b)
+		} else if _, err = n.sessions.Create(ctx, s.ID, b); errors.Is(err, jetstream.ErrKeyExists) {
+			continue // another node claimed it first
 		}
-		if _, err := n.sessions.Put(ctx, s.ID, b); err != nil {
+		if err != nil {
 			n.log.Warn().Err(err).Str("sessionId", s.ID).Msg("cluster: session not published")
 			continue
 		}
 		n.dir.mu.Lock()
 		n.dir.byID[s.ID] = e
+		delete(n.dir.made, s.ID)
 		n.dir.mu.Unlock()
 	}
 	all, _ := n.allSessions(ctx)

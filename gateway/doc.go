@@ -40,6 +40,7 @@
 //	GET    /api/harness/health           → 200 {ok, claudeVersion, defaultEngine, engines}
 //	GET    /api/harness/usage            → 200 {total, groups, rateLimits} (?by=session|engine|model|day&since=&projectRoot=)
 //	GET    /api/harness/nodes            → 200 [{node, state, clusterAddr, startedAt, lastSeen, sessions}] on a cluster node (serve --node) | 404
+//	POST   /api/harness/session/{id}/move {node} → 200 {sessionId, from, node, lastSeq} on a cluster node | 404 | 409 turn runs | 422 root not seen | 503 target down
 //	GET    /api/harness/openapi.json     → 200 the OpenAPI document
 //	POST   /api/harness/mcp              the harness as an MCP server, streamable HTTP (package mcpserver's tools)
 //	GET    /api/harness/mcp              its server-to-client stream (SSE)

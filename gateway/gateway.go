@@ -467,8 +467,9 @@ func (g *Gateway) personas(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, list)
 }
 
-// nodes answers GET /nodes on a server that is not a cluster node (a
-// node's cluster.Node answers it before the router).
+// nodes answers GET /nodes and POST /session/{id}/move on a server that
+// is not a cluster node (a node's cluster.Node answers them before the
+// router).
 func (g *Gateway) nodes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotFound, map[string]string{"error": "not a cluster node: start harness serve with --node"})
 }

@@ -133,6 +133,15 @@ var routeTable = []route{
 		Replies: []reply{{Status: 200, Description: "OK", Body: reflect.TypeFor[[]harness.NodeInfo]()}},
 		Errors:  []int{401, 403, 404},
 	}},
+	{Method: http.MethodPost, Path: "/session/{id}/move", Serve: (*Gateway).nodes, Op: operation{
+		ID:          "moveSession",
+		Summary:     "Move the session to another cluster node that sees its project root at the same path (shared storage); 404 on a server that is not a node",
+		Description: "The owner stops serving it (its events flushed to the stream), the target opens it from the root and owns it; every node routes to it then. Also when the owner is down. 409 while a turn runs, 422 when the target cannot see the root or the session's file, 503 when the target is down.",
+		Params:      []param{sessionIDParam},
+		Body:        reflect.TypeFor[harness.MoveRequest](),
+		Replies:     []reply{{Status: 200, Description: "OK", Body: reflect.TypeFor[harness.MoveResult]()}},
+		Errors:      []int{400, 401, 403, 404, 409, 422, 503},
+	}},
 	{Method: http.MethodGet, Path: "/openapi.json", Serve: (*Gateway).openapi, Op: operation{
 		ID:      "openapi",
 		Summary: "This document",

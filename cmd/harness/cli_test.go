@@ -91,8 +91,8 @@ func TestUsageErrorsExit2Everywhere(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("HARNESS_NICK", "")
-	commands := []string{"turn", "serve", "nodes", "replay", "sessions", "sessions list", "sessions show", "sessions rm",
-		"personas", "personas list", "personas show", "personas prompt", "trust", "trust list", "trust show", "trust accept", "usage", "agent", "agent serve", "rpc", "tui", "mcp",
+	commands := []string{"turn", "serve", "replay", "sessions", "sessions list", "sessions show", "sessions rm",
+		"personas", "personas list", "personas show", "personas prompt", "trust", "trust list", "trust show", "trust accept", "usage", "agent", "agent serve", "rpc", "tui", "mcp", "nodes", "nodes move",
 		"agents", "agents start", "agents status", "agents pause", "agents resume", "agents stop", "agents skills", "agents skills install",
 		"channel", "channel send", "channel read", "channel ask", "channel join", "channel part", "channel channels", "channel who",
 		"channel topic", "channel compact", "channel clear", "version", "completion", "completion bash", "completion zsh", "completion fish", "help"}

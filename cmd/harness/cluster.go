@@ -129,6 +129,8 @@ func (c *cli) nodesCmd() *cobra.Command {
 Asks a server started with --node (any node of the cluster) for the
 cluster's nodes: name, state (up while its lease holds; down once it
 expired, 10 s after its last heartbeat), route address, sessions owned.
+harness nodes move SESSION NODE moves a session to a node that sees its
+project root at the same path (shared storage).
 `,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -138,9 +140,10 @@ expired, 10 s after its last heartbeat), route address, sessions owned.
 			return exitWith(c.nodes(url, token, asJSON))
 		},
 	}
-	flagURL(cmd, &url, "http://127.0.0.1:8787", "a node's address")
+	flagURL(cmd.PersistentFlags(), &url, "http://127.0.0.1:8787", "a node's address") // nodes move's too
 	flagToken(cmd, &token, "bearer token of the node's API (or HARNESS_TOKEN)")
 	flagJSON(cmd.Flags(), &asJSON, "print the JSON answer")
+	cmd.AddCommand(c.nodesMoveCmd(&url))
 	return cmd
 }
 

@@ -3,12 +3,13 @@
 //
 //	harness turn [flags] MESSAGE               one turn in the current directory
 //	harness serve [flags]                      the /api/harness gateway and web console
-//	harness nodes [--url URL]                  the nodes of a cluster of servers (serve --node)
 //	harness replay SESSION_ID MESSAGE          re-run a turn exactly as the gateway would
 //	harness sessions list|show|rm              stored sessions
 //	harness personas list|show|prompt          personas and the prompt they build
 //	harness trust list|show|accept             see and trust what an agent cannot grant itself
 //	harness usage [--by session|engine|model|day]  what the sessions' turns used and cost
+//	harness nodes [--url URL] [--json]         a cluster's nodes (serve --node) and the sessions each owns
+//	harness nodes move SESSION NODE            move a session to a node that sees its root (shared storage)
 //	harness agent serve [flags]                one conversation over HTTP (what harness tui talks to)
 //	harness rpc [flags]                        JSON-RPC 2.0 on stdin/stdout: threads, turns, approvals
 //	harness tui [flags]                        a conversation with the agent in the terminal

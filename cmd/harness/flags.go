@@ -186,6 +186,9 @@ func flagAddr(cmd *cobra.Command, p *string, def string) {
 	_ = cmd.RegisterFlagCompletionFunc("addr", cobra.NoFileCompletions)
 }
 
+// --url: the server a client command talks to (nodes, tui).
+func flagURL(fs *pflag.FlagSet, p *string, def, help string) { fs.StringVar(p, "url", def, help) }
+
 // --token: the bearer token of a server.
 func flagToken(cmd *cobra.Command, p *string, help string) {
 	cmd.Flags().StringVar(p, "token", "", help+" (default: $HARNESS_TOKEN)")
@@ -288,10 +291,4 @@ func flagIsolation(cmd *cobra.Command, f *isolationFlags) {
 // --sandbox: the agents run in the kernel sandbox (harness.Config.Sandbox).
 func flagSandbox(cmd *cobra.Command, p *bool, help string) {
 	cmd.Flags().BoolVar(p, "sandbox", false, help)
-}
-
-// flagURL is --url: a server to talk to (tui: an agent server; nodes: a
-// cluster node).
-func flagURL(cmd *cobra.Command, p *string, def, help string) {
-	cmd.Flags().StringVar(p, "url", def, help)
 }

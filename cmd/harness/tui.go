@@ -42,7 +42,7 @@ func (c *cli) tuiCmd() *cobra.Command {
 			return exitWith(c.tui(o, url, token, logFile))
 		},
 	}
-	flagURL(cmd, &url, "", "agent server to talk to (default: start one in-process)")
+	flagURL(cmd.Flags(), &url, "", "agent server to talk to (default: start one in-process)")
 	flagToken(cmd, &token, "its bearer token")
 	cmd.Flags().StringVar(&logFile, "log", defaultTUILog(), "file for the TUI's log (invalid events are written there, never to the screen)")
 	agentFlags(cmd, &o, false)

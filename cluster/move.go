@@ -1,0 +1,262 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/chirality/harness"
+	"github.com/chirality/harness/session"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Moving a session to another node, where its project root is on
+// storage both nodes see at the same path (POST /session/{id}/move):
+//
+//   - any node takes the request and checks the target is up (503);
+//   - if the owner is up, it is asked to release the session: it holds it
+//     (no turn starts; 409 while one runs), flushes its event log to the
+//     stream up to its last seq and closes the log, then asks the target
+//     to take it;
+//   - if the owner is down (that is the point: it died), the target is
+//     asked to take it directly;
+//   - the target checks the root (exists, inside its allowed roots, holds
+//     the session's file: else 422), opens the session from it, makes the
+//     sessions bucket say it owns it (an update at the entry's revision:
+//     two moves at once, one wins) and publishes what the stream lacks
+//     from the log. Every node routes to it from then on.
+
+// moveSubject is a node's subject for the two steps of a move.
+const moveSubject = ".move"
+
+// statusNoNode is ask's status when nothing answers for the node (it is
+// down); never written to a client.
+const statusNoNode = -1
+
+type moveMsg struct {
+	Op     string `json:"op"` // release (to the owner) | take (to the target)
+	ID     string `json:"id"`
+	Target string `json:"target"`
+	From   string `json:"from"`
+	Root   string `json:"root"`
+}
+
+type moveReply struct {
+	Status int                `json:"status"`
+	Error  string             `json:"error,omitempty"`
+	Result harness.MoveResult `json:"result"`
+}
+
+func (n *Node) serveMoves() error {
+	_, err := n.nc.Subscribe(forwardSubject+n.cfg.Node+moveSubject, func(m *nats.Msg) {
+		go func() {
+			var req moveMsg
+			var rep moveReply
+			if err := json.Unmarshal(m.Data, &req); err != nil {
+				rep = moveReply{Status: http.StatusBadRequest, Error: "bad move request"}
+			} else if req.Op == "release" {
+				rep = n.release(req)
+			} else {
+				rep = n.take(req)
+			}
+			b, _ := json.Marshal(rep)
+			m.Respond(b)
+		}()
+	})
+	return err
+}
+
+// ask sends a move step to node.
+func (n *Node) ask(ctx context.Context, node string, req moveMsg) moveReply {
+	b, _ := json.Marshal(req)
+	ctx, cancel := context.WithTimeout(ctx, fwdTimeout)
+	defer cancel()
+	m, err := n.nc.RequestWithContext(ctx, forwardSubject+node+moveSubject, b)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return moveReply{Status: statusNoNode, Error: "node " + node + " is down"}
+	}
+	if err != nil {
+		return moveReply{Status: http.StatusServiceUnavailable, Error: "node " + node + " did not answer: " + err.Error()}
+	}
+	var rep moveReply
+	if json.Unmarshal(m.Data, &rep) != nil {
+		return moveReply{Status: http.StatusBadGateway, Error: "bad answer from node " + node}
+	}
+	return rep
+}
+
+// serveMove answers POST /session/{id}/move on any node.
+func (n *Node) serveMove(w http.ResponseWriter, r *http.Request, id string) {
+	var req harness.MoveRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil || !nameOK(req.Node) {
+		writeError(w, http.StatusBadRequest, `want {"node": NAME}`)
+		return
+	}
+	e, ok := n.entry(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, "session "+strconv.Quote(id)+" not found on any node")
+		return
+	}
+	if e.Node == req.Node {
+		writeJSON(w, http.StatusOK, harness.MoveResult{SessionID: id, From: e.Node, Node: e.Node, LastSeq: n.streamLast(r.Context(), id)})
+		return
+	}
+	if up, err := n.up(r.Context(), req.Node); err != nil || !up {
+		n.writeDown(w, req.Node)
+		return
+	}
+	step := moveMsg{Op: "take", ID: id, Target: req.Node, From: e.Node, Root: e.ProjectRoot}
+	target := req.Node
+	if up, _ := n.up(r.Context(), e.Node); up {
+		step.Op, target = "release", e.Node
+	}
+	rep := n.ask(r.Context(), target, step)
+	if rep.Status == statusNoNode && step.Op == "release" {
+		// The owner's lease had not expired everywhere yet, but nothing
+		// answers for it: it is down, the target takes the session.
+		step.Op = "take"
+		rep = n.ask(r.Context(), req.Node, step)
+	}
+	if rep.Status == statusNoNode {
+		rep.Status = http.StatusServiceUnavailable
+	}
+	if rep.Status != http.StatusOK {
+		if rep.Status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "5")
+		}
+		writeError(w, rep.Status, rep.Error)
+		return
+	}
+	n.setEntry(id, req.Node)
+	writeJSON(w, http.StatusOK, rep.Result)
+}
+
+// release is the owner's step: hold, flush, hand over.
+func (n *Node) release(req moveMsg) moveReply {
+	if e, ok := n.entry(req.ID); !ok || e.Node != n.cfg.Node {
+		return moveReply{Status: http.StatusConflict, Error: "session " + req.ID + " is not this node's (moved meanwhile?)"}
+	}
+	done, err := n.h.Hold(req.ID)
+	if errors.Is(err, harness.ErrBusy) {
+		return moveReply{Status: http.StatusConflict, Error: "a turn of the session runs; move it once the turn ends"}
+	}
+	if err != nil {
+		return moveReply{Status: http.StatusInternalServerError, Error: err.Error()}
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(n.ctx, time.Minute)
+	defer cancel()
+	elog, err := n.h.Store().EventLog(req.ID)
+	if err != nil {
+		return moveReply{Status: http.StatusInternalServerError, Error: err.Error()}
+	}
+	last := elog.LastSeq()
+	if err := elog.Sync(); err != nil {
+		return moveReply{Status: http.StatusInternalServerError, Error: "event log not flushed: " + err.Error()}
+	}
+	n.pub.catchUp(req.ID, 0)
+	if got := n.streamLast(ctx, req.ID); got < last {
+		return moveReply{Status: http.StatusServiceUnavailable, Error: fmt.Sprintf("events not all published (%d of %d); try again", got, last)}
+	}
+	req.Op, req.From = "take", n.cfg.Node
+	rep := n.ask(ctx, req.Target, req)
+	if rep.Status == statusNoNode {
+		rep.Status = http.StatusServiceUnavailable
+	}
+	if rep.Status != http.StatusOK {
+		return rep
+	}
+	// The session is the target's: routed there (before the hold ends),
+	// its log closed here (the target appends to it now).
+	n.setEntry(req.ID, req.Target)
+	n.pub.forget(req.ID)
+	elog.Close()
+	return rep
+}
+
+// take is the target's step: check the root, open the session, own it.
+func (n *Node) take(req moveMsg) moveReply {
+	ctx, cancel := context.WithTimeout(n.ctx, time.Minute)
+	defer cancel()
+	root, err := n.h.ResolveRoot(req.Root)
+	if err != nil || root != filepath.Clean(req.Root) {
+		return moveReply{Status: http.StatusUnprocessableEntity, Error: fmt.Sprintf("node %s cannot use the project root %s at the same path: %v", n.cfg.Node, req.Root, err)}
+	}
+	if _, err := os.Stat(session.FilePath(root, req.ID)); err != nil {
+		return moveReply{Status: http.StatusUnprocessableEntity, Error: fmt.Sprintf("node %s does not see the session's file under %s: %v", n.cfg.Node, root, err)}
+	}
+	if _, err := n.h.SessionIn(root, req.ID); err != nil {
+		return moveReply{Status: http.StatusUnprocessableEntity, Error: "node " + n.cfg.Node + " cannot open the session: " + err.Error()}
+	}
+	kv, err := n.sessions.Get(ctx, req.ID)
+	if err != nil {
+		return moveReply{Status: http.StatusServiceUnavailable, Error: "sessions bucket: " + err.Error()}
+	}
+	var e sessionEntry
+	if json.Unmarshal(kv.Value(), &e) != nil || e.Node != req.From {
+		return moveReply{Status: http.StatusConflict, Error: "the session moved meanwhile"}
+	}
+	// A log this node had open (it owned the session before) is stale.
+	if l, err := n.h.Store().EventLog(req.ID); err == nil {
+		l.Close()
+	}
+	e.Node = n.cfg.Node
+	if list, err := n.h.ListSessions(root); err == nil {
+		for _, s := range list {
+			if s.ID == req.ID {
+				e.Summary = s
+			}
+		}
+	}
+	b, _ := json.Marshal(e)
+	if _, err := n.sessions.Update(ctx, req.ID, b, kv.Revision()); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return moveReply{Status: http.StatusConflict, Error: "the session moved meanwhile"}
+		}
+		return moveReply{Status: http.StatusServiceUnavailable, Error: "sessions bucket: " + err.Error()}
+	}
+	n.dir.mu.Lock()
+	n.dir.byID[req.ID] = e
+	n.dir.mu.Unlock()
+	// What the stream lacks (the owner died before publishing it) comes
+	// from the log, before the first new event.
+	n.pub.forget(req.ID)
+	n.pub.catchUp(req.ID, 0)
+	n.poke()
+	return moveReply{Status: http.StatusOK, Result: harness.MoveResult{SessionID: req.ID, From: req.From, Node: n.cfg.Node, LastSeq: n.streamLast(ctx, req.ID)}}
+}
+
+// setEntry makes this node's copy of the sessions bucket say node owns
+// id (the watch says so too, a moment later).
+func (n *Node) setEntry(id, node string) {
+	n.dir.mu.Lock()
+	if e, ok := n.dir.byID[id]; ok {
+		e.Node = node
+		n.dir.byID[id] = e
+	}
+	n.dir.mu.Unlock()
+}
+
+// streamLast is the last seq of session id in the events stream.
+func (n *Node) streamLast(ctx context.Context, id string) int64 {
+	m, err := n.events.GetLastMsgForSubject(ctx, eventsSubject+id)
+	if err != nil {
+		return 0
+	}
+	v, _ := strconv.ParseInt(m.Header.Get(seqHeader), 10, 64)
+	return v
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
