@@ -25,6 +25,9 @@
 //	GET  /queue     the prompts queued behind the running turn (POST /prompt with "queue": true
 //	                → 202 {queued, promptId, position}); PATCH /queue/{promptId} {message?, position?},
 //	                DELETE /queue/{promptId} edit, move or drop one (queue.go)
+//	POST /steer     {"content": "…"} → 200 {"ok":true}: the message goes into the running turn
+//	                (an extension, steer.go); 409 when no turn runs, 422 naming the engines
+//	                that can when this one cannot
 //
 // (control.go has the details of the six before the queue: bodies, answers, errors.)
 //
@@ -206,6 +209,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /queue", s.getQueue) // queue.go
 	mux.HandleFunc("PATCH /queue/{promptId}", s.patchQueued)
 	mux.HandleFunc("DELETE /queue/{promptId}", s.deleteQueued)
+	mux.HandleFunc("POST /steer", s.steer) // steer.go
 	s.handler = guard.Wrap(mux)
 	events, stop := s.h.Watch(0)
 	s.streams.Add(1)
