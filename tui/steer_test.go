@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 )
@@ -73,4 +74,27 @@ func TestSteerKeys(t *testing.T) {
 	if f := plain(m.Frame()); !strings.Contains(f, "no turn is running to steer") {
 		t.Fatalf("no refusal outside a turn:\n%s", f)
 	}
+}
+
+// TestRealTerminalSteer runs `harness tui --demo` on the native engine
+// in tmux: while the demo model's long answer streams, /steer puts a
+// message into the turn; it shows there, the same turn answers it (the
+// demo model echoes it) and ends; /steer after the turn is refused on the
+// screen.
+func TestRealTerminalSteer(t *testing.T) {
+	_, run, waitFor := demoTUIOn(t, "anthropic", 60, 120*time.Second)
+	typeLine := func(s string) {
+		run("send-keys", "-t", "t", "-l", s)
+		run("send-keys", "-t", "t", "Enter")
+	}
+	waitFor("the input box", func(s string) bool { return strings.Contains(s, "Message  (Enter send") })
+	typeLine("please give me a long answer")
+	waitFor("the long answer streaming", func(s string) bool { return strings.Contains(s, "A long answer") })
+	typeLine("/steer steered hello")
+	waitFor("the steered message in the turn", func(s string) bool { return strings.Contains(s, "▌ steered hello") })
+	waitFor("the turn answering it and ending", func(s string) bool {
+		return strings.Contains(s, "You said: steered hello") && !strings.Contains(s, "Thinking...") && !strings.Contains(s, "Running:")
+	})
+	typeLine("/steer too late")
+	waitFor("the refusal outside a turn", func(s string) bool { return strings.Contains(s, "no turn is running to steer") })
 }
