@@ -35,7 +35,8 @@
 // event happened: stamped once as the session log stores it, so two
 // readers, and a replay, see the same time):
 //
-//	user        {content}             the prompt, as accepted
+//	user        {content}             the prompt, as accepted; or, within a turn, a message
+//	                                  steered into it (POST /steer), followed by status thinking
 //	text        {content}             a completed block of the answer, its whole text
 //	reasoning   {content}             a completed block of thinking, its whole text
 //	tool_call   {id, name, input}     a tool use, once its input is complete
