@@ -104,3 +104,41 @@ func TestSteerUnsupportedOverHTTP(t *testing.T) {
 	}
 	s.until(t, isEnd)
 }
+
+// A steer while a tool waits on a person (Claude Code, which steers
+// through its streamed input): a client that reconnects with the steer's
+// event id gets exactly what the live stream had after it (the tool's
+// result with its call's id, the answer), though the server notes the
+// steer's user:message as it notes a turn's start.
+func TestSteerReplay(t *testing.T) {
+	e := newEnv(t, engine.ClaudeCode, "")
+	live := e.openStream("", "")
+	e.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Bash", map[string]any{"command": "touch x", "description": "make x"})}},
+		claudetest.TextReply("made it"))
+	e.prompt("make x")
+	evs := live.until(t, func(ev Event) bool { return ev.Type == "approval" })
+	ap := evs[len(evs)-1]
+	if code, body := e.post("/steer", `{"content":"and then stop"}`); code != 200 {
+		t.Fatalf("steer: %d %s", code, body)
+	}
+	steer := live.until(t, func(ev Event) bool { return ev.Type == "user" })
+	if code, body := e.post("/approval", `{"requestId":"`+ap.RequestID+`","decision":"allow"}`); code != 200 {
+		t.Fatalf("approval: %d %s", code, body)
+	}
+	after := live.until(t, isEnd)
+	again := e.openStream("", steer[len(steer)-1].id)
+	replayed := again.until(t, isEnd)
+	show := func(evs []sseEvent) string {
+		var b strings.Builder
+		for _, ev := range evs {
+			b.WriteString(ev.id + " " + ev.Type + " " + ev.ID + " " + ev.State + " " + ev.Content + "\n")
+		}
+		return b.String()
+	}
+	if got, want := show(replayed), show(after); got != want {
+		t.Fatalf("replayed after the steer:\n%s\nwant what the live stream had:\n%s", got, want)
+	}
+	if !strings.Contains(show(after), "tool_result toolu") || !strings.Contains(show(after), "text   made it") {
+		t.Fatalf("no tool result after the steer:\n%s", show(after))
+	}
+}
