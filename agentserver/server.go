@@ -25,6 +25,9 @@
 //	GET  /queue     the prompts queued behind the running turn (POST /prompt with "queue": true
 //	                → 202 {queued, promptId, position}); PATCH /queue/{promptId} {message?, position?},
 //	                DELETE /queue/{promptId} edit, move or drop one (queue.go)
+//	POST /steer     {"content": "…"} → 200 {"ok":true}: the message goes into the running turn
+//	                (an extension, steer.go); 409 when no turn runs, 422 naming the engines
+//	                that can when this one cannot
 //
 // (control.go has the details of the six before the queue: bodies, answers, errors.)
 //
@@ -32,7 +35,8 @@
 // event happened: stamped once as the session log stores it, so two
 // readers, and a replay, see the same time):
 //
-//	user        {content}             the prompt, as accepted
+//	user        {content}             the prompt, as accepted; or, within a turn, a message
+//	                                  steered into it (POST /steer), followed by status thinking
 //	text        {content}             a completed block of the answer, its whole text
 //	reasoning   {content}             a completed block of thinking, its whole text
 //	tool_call   {id, name, input}     a tool use, once its input is complete
@@ -206,6 +210,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /queue", s.getQueue) // queue.go
 	mux.HandleFunc("PATCH /queue/{promptId}", s.patchQueued)
 	mux.HandleFunc("DELETE /queue/{promptId}", s.deleteQueued)
+	mux.HandleFunc("POST /steer", s.steer) // steer.go
 	s.handler = guard.Wrap(mux)
 	events, stop := s.h.Watch(0)
 	s.streams.Add(1)

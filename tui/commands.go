@@ -22,6 +22,8 @@ import (
 //	                while a turn runs is queued); /queue edit N TEXT,
 //	                /queue move N M and /queue delete N change the Nth
 //	                (1 = next to run)
+//	/steer TEXT     put TEXT into the running turn (the agent takes it at its
+//	                next step, where its engine can); refused when no turn runs
 //	/sessions       the project's sessions: which runs, which waits, and the
 //	                branch of each one in a git worktree of its own
 //	/help           the keys and commands
@@ -30,8 +32,8 @@ import (
 // is dropped); any other line starting with "/" that is not one of these
 // commands is a message too (the demo's "/demo error").
 type Command struct {
-	Name string // model, agent, mode, fork, rewind, trust, queue, sessions, help
-	Arg  string // model, agent, mode: the name asked for; queue edit: the text
+	Name string // model, agent, mode, fork, rewind, trust, queue, steer, sessions, help
+	Arg  string // model, agent, mode: the name asked for; queue edit, steer: the text
 	// rewind: how many turns back (1 = before the last turn), and what to
 	// undo; neither set means the TUI asks.
 	Turns               int
@@ -55,6 +57,7 @@ var Commands = [][2]string{
 	{"//text", "send a message that starts with /"},
 	{"/queue", "the prompts sent while a turn ran, queued"},
 	{"", "/queue edit N TEXT · move N M · delete N"},
+	{"/steer TEXT", "put TEXT into the running turn"},
 }
 
 // ErrCommand is matched by every error of a malformed command.
@@ -114,6 +117,11 @@ func ParseCommand(line string) (c Command, isCmd bool, msg string, err error) {
 		}
 	case "queue":
 		return parseQueue(line, fields)
+	case "steer":
+		if len(fields) == 0 {
+			return bad("/steer takes the message for the running turn: /steer TEXT")
+		}
+		c.Arg = strings.TrimSpace(line[len("/steer"):]) // as typed
 	default:
 		return Command{}, false, line, nil // a message (the demo's "/demo error")
 	}

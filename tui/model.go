@@ -89,6 +89,10 @@ type Actions struct {
 	QueueList   func(asked bool) tea.Cmd
 	QueueEdit   func(promptID string, message *string, position *int) tea.Cmd
 	QueueDelete func(promptID string) tea.Cmd
+	// Steer puts text into the running turn (/steer; POST /steer). The
+	// server's stream then shows it as a user event of the turn; a
+	// refusal answers a NoteMsg with the server's why.
+	Steer func(text string) tea.Cmd
 	// Sessions lists the project's sessions with their branches
 	// (/sessions), as a NoteMsg.
 	Sessions func() tea.Cmd
@@ -742,6 +746,14 @@ func (m *Model) run(c Command) tea.Cmd {
 		return tea.Batch(cmds...)
 	case "queue":
 		return m.runQueue(c, refuse)
+	case "steer":
+		if m.act.Steer == nil {
+			return refuse("/steer is not available here")
+		}
+		if !m.busy() {
+			return refuse("/steer: no turn is running to steer; send the message as a prompt")
+		}
+		return m.act.Steer(c.Arg)
 	case "fork", "rewind":
 		if m.busy() {
 			return refuse("/" + c.Name + ": a turn is running; wait for its end or stop it with Ctrl+C")

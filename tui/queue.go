@@ -94,6 +94,19 @@ func (c *client) queuePrompt(text string) tea.Cmd {
 	}
 }
 
+// steer puts text into the running turn (POST /steer, agentserver/steer.go);
+// the stream shows it as the turn's user event, so success answers
+// nothing.
+func (c *client) steer(text string) tea.Cmd {
+	return func() tea.Msg {
+		b, _ := json.Marshal(map[string]string{"content": text})
+		if err := c.send("POST", "/steer", "/steer", b); err != nil {
+			return NoteMsg{Text: err.Error(), Err: true}
+		}
+		return nil
+	}
+}
+
 func (c *client) queueList(asked bool) tea.Cmd { return func() tea.Msg { return c.listQueue(asked) } }
 
 func (c *client) queueEdit(promptID string, message *string, position *int) tea.Cmd {

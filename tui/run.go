@@ -1,7 +1,7 @@
 // Package tui is `harness tui`: a conversation with an agent in the
 // terminal, a client of `harness agent serve` (GET /events?deltas=1,
 // POST /prompt, POST /cancel, POST /approval, and for the commands POST
-// /session, /fork and /rewind, and /queue; package agentserver).
+// /session, /fork and /rewind, /queue, and /steer; package agentserver).
 //
 //	err := tui.Run(ctx, tui.Options{URL: "http://127.0.0.1:8788"})
 //
@@ -14,7 +14,10 @@
 // edits) or feedback typed and Enter (keep planning). The
 // commands /model, /agent, /mode, /fork and /rewind (ParseCommand) control
 // the conversation, /sessions lists the project's sessions with each
-// worktree session's branch; their results, and the server's session and rewound
+// worktree session's branch, /steer TEXT puts a message into the running
+// turn (where the session's engine can take one: the server's POST /steer;
+// the turn then shows it as a user part; refused outside a turn); their
+// results, and the server's session and rewound
 // events, show as notes in it. Events
 // are decoded strictly (DecodeEvent); an invalid one is written to the log
 // file and skipped. The event stream reconnects by itself with back-off
@@ -80,7 +83,8 @@ func Run(ctx context.Context, opts Options) error {
 	c := &client{url: strings.TrimRight(opts.URL, "/"), token: opts.Token, http: &http.Client{}}
 	m := NewModel(DefaultTheme, Actions{Prompt: c.prompt, Cancel: c.cancel, Approve: c.approve, DecidePlan: c.decidePlan, Copy: copyOSC52,
 		Switch: c.switchTo, Fork: c.fork, Rewind: c.rewind, Preview: c.preview, Trust: c.trust, Sessions: c.sessions,
-		Queue: c.queuePrompt, QueueList: c.queueList, QueueEdit: c.queueEdit, QueueDelete: c.queueDelete}, LoadHistory(opts.HistoryFile))
+		Queue: c.queuePrompt, QueueList: c.queueList, QueueEdit: c.queueEdit, QueueDelete: c.queueDelete,
+		Steer: c.steer}, LoadHistory(opts.HistoryFile))
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
 	if opts.In != nil {
 		popts = append(popts, tea.WithInput(opts.In))

@@ -209,6 +209,12 @@ func TestRealTerminalApproval(t *testing.T) {
 // and returns it. The server is killed at the test's end.
 func demoTUI(t *testing.T, height int, wait time.Duration) (cwd string, run func(args ...string) string, waitFor func(what string, ok func(string) bool) string) {
 	t.Helper()
+	return demoTUIOn(t, "claude-code", height, wait)
+}
+
+// demoTUIOn is demoTUI on engine engineName.
+func demoTUIOn(t *testing.T, engineName string, height int, wait time.Duration) (cwd string, run func(args ...string) string, waitFor func(what string, ok func(string) bool) string) {
+	t.Helper()
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
 		t.Fatal("tmux is needed for the real-terminal test (Debian: apt-get install tmux; .ci/run installs it)")
@@ -230,7 +236,7 @@ func demoTUI(t *testing.T, height int, wait time.Duration) (cwd string, run func
 		}
 		return string(out)
 	}
-	cmd := "HOME=" + t.TempDir() + " exec " + bin + " tui --demo --engine claude-code --claude-bin " + cli + " --cwd " + cwd + " 2>" + errFile
+	cmd := "HOME=" + t.TempDir() + " exec " + bin + " tui --demo --engine " + engineName + " --claude-bin " + cli + " --cwd " + cwd + " 2>" + errFile
 	run("new-session", "-d", "-s", "t", "-x", "100", "-y", strconv.Itoa(height), cmd)
 	t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
 	waitFor = func(what string, ok func(string) bool) string {
