@@ -18,9 +18,9 @@ type Health struct {
 	// Error says why the default engine is not available (OK false).
 	Error string `json:"error,omitempty" doc:"why the default engine is not available"`
 	// DefaultEngine is the name of the default engine.
-	DefaultEngine string `json:"defaultEngine" doc:"the engine of sessions that name none"`
+	DefaultEngine string `json:"defaultEngine" doc:"the engine of sessions that name none" oa:"optional"`
 	// Engines is Engines: each engine's status, in the Harness's order.
-	Engines []engine.Status `json:"engines" doc:"every engine the server offers, whether it can run here and why not"`
+	Engines []engine.Status `json:"engines" doc:"every engine the server offers, whether it can run here and why not" oa:"optional"`
 }
 
 // Health checks every engine (concurrently, bounded by ctx) and reports

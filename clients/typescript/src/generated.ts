@@ -290,9 +290,9 @@ export const HealthSchema = z.looseObject({
   /** why the default engine is not available */
   error: z.string().optional(),
   /** the engine of sessions that name none */
-  defaultEngine: z.string(),
+  defaultEngine: z.string().optional(),
   /** every engine the server offers, whether it can run here and why not */
-  engines: z.array(EngineStatusSchema),
+  engines: z.array(EngineStatusSchema).optional(),
 });
 export type Health = z.infer<typeof HealthSchema>;
 
