@@ -43,22 +43,22 @@ test("a hidden tab is called when a turn ends or a person is needed; a visible o
   const opened = [];
   const n = new ConsoleNotifier({ doc, open: (id) => opened.push(id) });
   // visible: nothing
-  n.observe({ type: "user:message", time: now() }, "s1");
-  n.observe({ type: "session:complete", time: now() }, "s1");
-  n.observe({ type: "process:exit", time: now() }, "s1");
+  n.observe({ type: "user:message", timestamp: now() }, "s1");
+  n.observe({ type: "session:complete", timestamp: now() }, "s1");
+  n.observe({ type: "process:exit", timestamp: now() }, "s1");
   assert.equal(shown.length, 0);
   assert.equal(doc.title, "harness");
 
   doc.hidden = true;
-  n.observe({ type: "user:message", time: now() }, "s1");
-  n.observe({ type: "approval:requested", toolName: "Bash", time: now() }, "s1", "fix the build");
-  n.observe({ type: "session:error", kind: "interrupted", time: now() }, "s1");
-  n.observe({ type: "process:exit", time: now() }, "s1", "fix the build");
-  n.observe({ type: "user:message", time: now() }, "s1");
-  n.observe({ type: "session:error", kind: "api_error", time: now() }, "s1");
-  n.observe({ type: "process:exit", time: now() }, "s1");
-  n.observe({ type: "session:complete", time: now() }, "s1");
-  n.observe({ type: "process:exit", time: now() }, "s1");
+  n.observe({ type: "user:message", timestamp: now() }, "s1");
+  n.observe({ type: "approval:requested", toolName: "Bash", timestamp: now() }, "s1", "fix the build");
+  n.observe({ type: "session:error", kind: "interrupted", timestamp: now() }, "s1");
+  n.observe({ type: "process:exit", timestamp: now() }, "s1", "fix the build");
+  n.observe({ type: "user:message", timestamp: now() }, "s1");
+  n.observe({ type: "session:error", kind: "api_error", timestamp: now() }, "s1");
+  n.observe({ type: "process:exit", timestamp: now() }, "s1");
+  n.observe({ type: "session:complete", timestamp: now() }, "s1");
+  n.observe({ type: "process:exit", timestamp: now() }, "s1");
   assert.deepEqual(
     shown.map((s) => s.title),
     ["Approval needed: Bash", "Turn interrupted", "Turn failed", "Turn completed"],
@@ -80,9 +80,9 @@ test("history replayed on opening a session calls no one", () => {
   doc.hidden = true;
   const n = new ConsoleNotifier({ doc });
   n.opened();
-  n.observe({ type: "session:complete", time: Date.now() - 60_000 }, "s1");
-  n.observe({ type: "process:exit", time: Date.now() - 60_000 }, "s1");
-  n.observe({ type: "approval:requested", time: Date.now() - 60_000 }, "s1");
+  n.observe({ type: "session:complete", timestamp: Date.now() - 60_000 }, "s1");
+  n.observe({ type: "process:exit", timestamp: Date.now() - 60_000 }, "s1");
+  n.observe({ type: "approval:requested", timestamp: Date.now() - 60_000 }, "s1");
   assert.equal(shown.length, 0);
   assert.equal(doc.title, "harness");
   delete globalThis.Notification;
@@ -96,7 +96,7 @@ test("without permission the title still counts; permission is asked only while 
   const n = new ConsoleNotifier({ doc });
   n.ask();
   assert.equal(N.asked, 0);
-  n.observe({ type: "trust:required", time: now() }, "s1");
+  n.observe({ type: "trust:required", timestamp: now() }, "s1");
   assert.equal(shown.length, 0);
   assert.equal(doc.title, "(1) harness");
   N.permission = "default";

@@ -85,7 +85,10 @@ export class ConsoleNotifier {
   }
 
   call(type, ev, sessionId, title) {
-    if (typeof ev.time === "number" && ev.time < this.since) return; // history
+    // history: an event stamped before the session was opened (the wire's
+    // "timestamp", Unix ms, stamped once as it is stored)
+    const at = typeof ev.timestamp === "number" ? ev.timestamp : ev.time;
+    if (typeof at === "number" && at < this.since) return;
     if (!this.doc.hidden) return;
     this.count++;
     this.doc.title = `(${this.count}) ${this.baseTitle}`;
