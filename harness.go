@@ -353,13 +353,6 @@ func mapPersonaErrIn(root string, err error) error {
 	return err
 }
 
-// CreateSession makes a session in the project at projectRoot (absolute,
-// inside an allowed root) with persona personaID ("" for none) and mode,
-// on the persona's or the default engine. See NewSession.
-func (h *Harness) CreateSession(projectRoot, personaID, mode string) (*session.Session, error) {
-	return h.NewSession(SessionSpec{ProjectRoot: projectRoot, Persona: personaID, Mode: mode})
-}
-
 // SessionSpec is what a new session is made of.
 type SessionSpec struct {
 	// ProjectRoot is absolute and inside an allowed root.

@@ -260,7 +260,7 @@ func measure(bin string, api *claudetest.FakeAPI, warm, turns int) ([]timing, er
 	defer srv.Close()
 	base := "http://" + ln.Addr().String() + gateway.APIPrefix
 
-	s, err := h.CreateSession(root, "", "direct")
+	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct"})
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func rss(bin string, api *claudetest.FakeAPI, n int) error {
 	}
 	defer h.Shutdown(context.Background())
 	for range n {
-		if _, err := h.CreateSession(root, "", "direct"); err != nil {
+		if _, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct"}); err != nil {
 			return err
 		}
 	}
