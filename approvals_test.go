@@ -53,7 +53,7 @@ func (e *testEnv) pending(id string) event.ApprovalRequested {
 // and returns the turn's events.
 func runApproval(t *testing.T, e *testEnv, times int, answer func(id string, req event.ApprovalRequested)) []stored {
 	t.Helper()
-	s, err := e.h.CreateSession(e.root, "", "direct")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestApprovalDenyAllowAlways(t *testing.T) {
 	})
 
 	t.Run("unknown and malformed", func(t *testing.T) {
-		s, _ := e.h.CreateSession(e.root, "", "direct")
+		s, _ := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 		if err := e.h.Approve(s.ID, "apr_nope", ApprovalAnswer{Decision: "allow"}); !errors.Is(err, ErrApprovalNotFound) {
 			t.Errorf("unknown request: %v", err)
 		}
@@ -266,7 +266,7 @@ func TestApprovalsOffOrDontAskNeverAsk(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newTestEnv(t, mutate)
-			s, _ := e.h.CreateSession(e.root, "", "direct")
+			s, _ := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 			e.api.SetResponder(touchResponder(1))
 			evs, _ := e.turn(s.ID, "make a marker")
 			if n := len(ofType(evs, event.TypeApprovalRequested)); n != 0 {

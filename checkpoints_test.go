@@ -270,7 +270,7 @@ func TestRestoreFilesAfterClaudeTurn(t *testing.T) {
 	writeFile(t, filepath.Join(e.root, "a.txt"), "a at first\n")
 	writeFile(t, filepath.Join(e.root, "gone.txt"), "to be deleted\n")
 	before := projectFiles(t, e.root)
-	s, err := e.h.CreateSession(e.root, "", "direct")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 	if err != nil {
 		t.Fatal(err)
 	}

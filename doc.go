@@ -8,7 +8,7 @@
 //
 //	all := engines.Builtin(engines.Config{})              // package engines: the built-in ones
 //	h, err := harness.New(harness.Config{Roots: []string{root}, Engines: all, Aliases: engines.Aliases})
-//	s, err := h.CreateSession(root, "REVIEWER", "workbench")
+//	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Persona: "REVIEWER", Mode: "workbench"})
 //	t, err := h.StartTurn(ctx, s.ID, "review the diff")   // runs on the Harness's goroutine
 //	events, err := h.Follow(ctx, s.ID, t.StartSeq)       // stored, then live, until process:exit
 //	for rec, err := range events {                        // rec.Event: the UI event JSON with "seq"

@@ -111,7 +111,7 @@ func TestErrorWording(t *testing.T) {
 	if !errors.Is(err, ErrNotFound) || err.Error() != "session 0b7e4c8a-1111-4222-8333-944455556666 not found; list the sessions with `harness sessions list` (or GET /api/harness/session/list)" {
 		t.Errorf("not found: %v", err)
 	}
-	_, err = e.h.CreateSession(e.root, "reviewer", "direct")
+	_, err = e.h.NewSession(SessionSpec{ProjectRoot: e.root, Persona: "reviewer", Mode: "direct"})
 	if !errors.Is(err, ErrPersonaNotFound) || !strings.Contains(err.Error(), "persona reviewer not found (IDs are case-sensitive: did you mean REVIEWER?)") ||
 		!strings.Contains(err.Error(), "DECOMP, ORCHESTRATOR, REVIEWER") {
 		t.Errorf("persona: %v", err)

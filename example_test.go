@@ -27,7 +27,7 @@ func Example() {
 		defer cancel()
 		h.Shutdown(ctx) // interrupt running turns, wait, kill what is left
 	}()
-	s, err := h.CreateSession(root, "REVIEWER", "workbench")
+	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Persona: "REVIEWER", Mode: "workbench"})
 	if err != nil {
 		log.Fatal(err)
 	}

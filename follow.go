@@ -135,9 +135,10 @@ func (h *Harness) Follow(ctx context.Context, id string, after int64) (iter.Seq2
 	}, nil
 }
 
-// Subscribers returns how many live readers session id's running turn
-// has (0 when none is running). For tests and metrics.
-func (h *Harness) Subscribers(id string) int {
+// subscribers returns how many live readers session id's running turn
+// has (0 when none is running). For the root package's tests:
+// export_test.go.
+func (h *Harness) subscribers(id string) int {
 	h.mu.Lock()
 	lt := h.live[id]
 	h.mu.Unlock()

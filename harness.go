@@ -217,8 +217,9 @@ func (h *Harness) EngineNames() []string { return slices.Clone(h.order) }
 // Roots returns the allowed roots, absolute with symlinks resolved.
 func (h *Harness) Roots() []string { return append([]string(nil), h.roots...) }
 
-// Store returns the session store.
-func (h *Harness) Store() *session.Store { return h.store }
+// sessionStore returns the session store (for the root package's tests:
+// export_test.go; a door reads a session's events with EventLog).
+func (h *Harness) sessionStore() *session.Store { return h.store }
 
 // CLIVersion returns the version of the Claude Code CLI in use: what
 // the claude-code engine's Check reports. It fails when the Harness has
@@ -351,13 +352,6 @@ func mapPersonaErrIn(root string, err error) error {
 		return fmt.Errorf("%w: %w", ErrInvalidPersona, err)
 	}
 	return err
-}
-
-// CreateSession makes a session in the project at projectRoot (absolute,
-// inside an allowed root) with persona personaID ("" for none) and mode,
-// on the persona's or the default engine. See NewSession.
-func (h *Harness) CreateSession(projectRoot, personaID, mode string) (*session.Session, error) {
-	return h.NewSession(SessionSpec{ProjectRoot: projectRoot, Persona: personaID, Mode: mode})
 }
 
 // SessionSpec is what a new session is made of.

@@ -196,7 +196,7 @@ func text(evs []stored) string {
 func TestTurnPersonaPromptToolsAndLogs(t *testing.T) {
 	e := newTestEnv(t, nil)
 	writeFile(t, filepath.Join(e.root, "agents", "AGENT_TESTER.md"), "---\ntools: Read,Grep\ndescription: test persona\nmax_turns: 7\n---\nYou are the TESTER persona. Codeword: QUINCE.\n")
-	s, err := e.h.CreateSession(e.root, "TESTER", "workbench")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Persona: "TESTER", Mode: "workbench"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestTurnPersonaPromptToolsAndLogs(t *testing.T) {
 
 func TestResumeContinuesAndFallsBack(t *testing.T) {
 	e := newTestEnv(t, nil)
-	s, err := e.h.CreateSession(e.root, "", "direct")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestBusyInterruptAndSlowReader(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) { c.SubscriberBuffer = 2 })
-	s, err := e.h.CreateSession(e.root, "", "workbench")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "workbench"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func iterPull(seq func(func(session.Record, error) bool)) (func() (session.Recor
 
 func TestShutdownLeavesNoProcess(t *testing.T) {
 	e := newTestEnv(t, nil)
-	s, err := e.h.CreateSession(e.root, "", "workbench")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "workbench"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +520,7 @@ func TestShutdownLeavesNoProcess(t *testing.T) {
 
 func TestDeleteKillsRunningTurn(t *testing.T) {
 	e := newTestEnv(t, nil)
-	s, err := e.h.CreateSession(e.root, "", "workbench")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "workbench"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestMCPSecretFileOutsideTheProject(t *testing.T) {
 		c.MCP = mcptest.Config(mcptest.Everything(t, "everything", map[string]string{"HARNESS_MCP_TEST_TOKEN": secret}))
 		c.WarmTurns = 1
 	})
-	s, err := e.h.CreateSession(e.root, "", "direct")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestProtectedWriteAlwaysAsked(t *testing.T) {
 		c.PermissionMode = "acceptEdits"
 		c.ApprovalTimeout = time.Minute
 	})
-	s, err := e.h.CreateSession(e.root, "", "direct")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 	if err != nil {
 		t.Fatal(err)
 	}

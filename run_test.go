@@ -15,7 +15,7 @@ import (
 // returns how the turn ended.
 func TestRunTypedEventsAndResult(t *testing.T) {
 	e := newTestEnv(t, nil)
-	s, err := e.h.CreateSession(e.root, "", "direct")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestRunTypedEventsAndResult(t *testing.T) {
 // context, a callback that fails; and the start errors.
 func TestRunEndings(t *testing.T) {
 	e := newTestEnv(t, nil)
-	s, err := e.h.CreateSession(e.root, "", "direct")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 	if err != nil {
 		t.Fatal(err)
 	}

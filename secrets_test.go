@@ -57,7 +57,7 @@ func TestSecretsNeverReachAnAgentOrALog(t *testing.T) {
 		h.Shutdown(ctx)
 	})
 	e.h = h
-	s, err := h.CreateSession(e.root, "", "direct")
+	s, err := h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -266,9 +266,9 @@ func (h *Harness) stopWarm() {
 	wg.Wait()
 }
 
-// WarmPids returns the process ids of the waiting warm agents by
-// session (for tests and metrics).
-func (h *Harness) WarmPids() map[string]int {
+// warmPids returns the process ids of the waiting warm agents by
+// session (for the root package's tests: export_test.go).
+func (h *Harness) warmPids() map[string]int {
 	p := h.warm
 	p.mu.Lock()
 	defer p.mu.Unlock()

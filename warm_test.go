@@ -76,13 +76,13 @@ func TestWarmTurns(t *testing.T) {
 		e.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Thinking("let me think"), claudetest.Text("the same answer")}})
 	}
 	cold := newTestEnv(t, nil)
-	cs, _ := cold.h.CreateSession(cold.root, "", "direct")
+	cs, _ := cold.h.NewSession(SessionSpec{ProjectRoot: cold.root, Mode: "direct"})
 	reply(cold)
 	coldEvs, _ := cold.turn(cs.ID, "hello")
 
 	e, logs := warmEnv(t, 2, time.Minute)
 	writeFile(t, filepath.Join(e.root, "agents", "AGENT_W.md"), "---\ndescription: w\n---\nCodeword: APRICOT.\n")
-	s, err := e.h.CreateSession(e.root, "W", "direct")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Persona: "W", Mode: "direct"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestWarmTurns(t *testing.T) {
 		// of the conversation's first turn whatever file it is given, so
 		// only a first turn shows the edit reaching the model.)
 		writeFile(t, filepath.Join(e.root, "agents", "AGENT_V.md"), "---\ndescription: v\n---\nCodeword: APRICOT.\n")
-		s2, _ := e.h.CreateSession(e.root, "V", "direct")
+		s2, _ := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Persona: "V", Mode: "direct"})
 		pid := e.waitWarm(s2.ID)
 		writeFile(t, filepath.Join(e.root, "agents", "AGENT_V.md"), "---\ndescription: v\n---\nCodeword: BLUEBERRY.\n")
 		e.api.Script(claudetest.TextReply("second"))
@@ -152,7 +152,7 @@ func TestWarmTurns(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitNoProcess(t, pid)
-		s2, _ := e.h.CreateSession(e.root, "", "direct")
+		s2, _ := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 		pid2 := e.waitWarm(s2.ID)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -166,7 +166,7 @@ func TestWarmBoundsAndIdle(t *testing.T) {
 	var ids []string
 	var pids []int
 	for range 3 {
-		s, _ := e.h.CreateSession(e.root, "", "direct")
+		s, _ := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 		ids = append(ids, s.ID)
 		if len(ids) <= 2 {
 			pids = append(pids, e.waitWarm(s.ID))
@@ -196,7 +196,7 @@ func TestWarmBoundsAndIdle(t *testing.T) {
 	waitNoProcess(t, pids[1])
 
 	idle, _ := warmEnv(t, 1, 300*time.Millisecond)
-	s, _ := idle.h.CreateSession(idle.root, "", "direct")
+	s, _ := idle.h.NewSession(SessionSpec{ProjectRoot: idle.root, Mode: "direct"})
 	pid := idle.waitWarm(s.ID)
 	waitFor(t, "idle expiry", func() bool { return len(idle.h.WarmPids()) == 0 })
 	waitNoProcess(t, pid)
@@ -215,7 +215,7 @@ func TestWarmTurnAsks(t *testing.T) {
 }
 
 func runApprovalWarm(t *testing.T, e *testEnv) []stored {
-	s, _ := e.h.CreateSession(e.root, "", "direct")
+	s, _ := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 	e.waitWarm(s.ID)
 	e.api.SetResponder(touchResponder(1))
 	tr, err := e.h.StartTurn(context.Background(), s.ID, "make a marker")
@@ -313,7 +313,7 @@ func TestWarmBoundsProcessesBeforeStart(t *testing.T) {
 	}
 	ids := make([]string, 100)
 	storm(func(i int) {
-		s, err := e.h.CreateSession(e.root, "", "direct")
+		s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 		if err != nil {
 			t.Error(err)
 			return

@@ -122,7 +122,7 @@ func TestSwitchForkRewind(t *testing.T) {
 		t.Fatalf("the fork's turn lacks the history: %q", txt)
 	}
 	for id, has := range map[string]bool{orig: false, forked.SessionID: true} {
-		evs, _ := e.h.Store().EventLog(id)
+		evs, _ := e.h.EventLog(id)
 		recs, _ := evs.ReadAfter(0)
 		found := false
 		for _, rec := range recs {

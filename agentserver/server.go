@@ -230,7 +230,7 @@ func (s *Server) SessionID() string {
 // for a running turn): the seqs of the user:message records that open
 // turns, and the seq of its last session:forked record (0 = none).
 func (s *Server) scan(id string, after int64) (starts []int64, forked int64, err error) {
-	elog, err := s.h.Store().EventLog(id)
+	elog, err := s.h.EventLog(id)
 	if err != nil {
 		return nil, 0, err
 	}

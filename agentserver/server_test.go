@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -490,11 +491,15 @@ func TestWarmTurn(t *testing.T) {
 	s := e.openStream("", "")
 	e.prompt("first")
 	s.until(t, isEnd)
+	// The warm agent waits once the server logs it (what a person sees).
+	started := regexp.MustCompile(`"sessionId":"` + e.id + `","pid":(\d+),"engine":"[^"]*","message":"warm turn started"`)
 	deadline := time.Now().Add(30 * time.Second)
-	pid := 0
-	for pid == 0 {
-		if pid = e.h.WarmPids()[e.id]; pid == 0 && time.Now().After(deadline) {
-			t.Fatal("no warm agent after the first turn")
+	pid := ""
+	for pid == "" {
+		if m := started.FindStringSubmatch(logs.String()); m != nil {
+			pid = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no warm agent after the first turn:\n%s", logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -503,9 +508,9 @@ func TestWarmTurn(t *testing.T) {
 	if last := evs[len(evs)-1]; last.State != "idle" {
 		t.Fatalf("second turn: %+v", last)
 	}
-	used := fmt.Sprintf(`"pid":%d,"message":"warm turn used"`, pid)
+	used := fmt.Sprintf(`"pid":%s,"message":"warm turn used"`, pid)
 	if !strings.Contains(logs.String(), used) {
-		t.Fatalf("the warm agent %d was not used:\n%s", pid, logs.String())
+		t.Fatalf("the warm agent %s was not used:\n%s", pid, logs.String())
 	}
 }
 
@@ -715,7 +720,7 @@ func TestGuardRefusesAHostilePage(t *testing.T) {
 			t.Errorf("%s %s %v: %d (ACAO %q), want %d", a.method, a.path, a.hdr, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"), a.want)
 		}
 	}
-	elog, _ := e.h.Store().EventLog(e.id)
+	elog, _ := e.h.EventLog(e.id)
 	if n := len(e.api.Requests()); n != 0 || elog.LastSeq() != 0 {
 		t.Fatalf("the attacks ran something: %d model requests, %d events", n, elog.LastSeq())
 	}

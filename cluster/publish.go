@@ -193,7 +193,7 @@ func (p *publisher) catchUp(id string, upTo int64) {
 	if err != nil {
 		return
 	}
-	elog, err := p.n.h.Store().EventLog(id)
+	elog, err := p.n.h.EventLog(id)
 	if err != nil {
 		return // deleted
 	}

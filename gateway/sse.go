@@ -50,11 +50,7 @@ func (g *Gateway) acquireStream(w http.ResponseWriter, r *http.Request, id strin
 //
 // The caller holds a slot of g.limits (acquireStream) and g.streams.
 func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, id string, after int64) {
-	if _, err := g.h.Session(id); err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	elog, err := g.h.Store().EventLog(id)
+	elog, err := g.h.EventLog(id)
 	if err != nil {
 		g.writeError(w, r, err)
 		return

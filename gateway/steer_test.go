@@ -120,7 +120,7 @@ func TestSteerRoute(t *testing.T) {
 	if calls != "hold|use tabs" {
 		t.Fatalf("model calls %q: the steer must be the next call's", calls)
 	}
-	elog, err := s.h.Store().EventLog(id)
+	elog, err := s.h.EventLog(id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -380,10 +380,7 @@ func (s *Server) transcript(_ context.Context, _ *mcp.CallToolRequest, in Sessio
 	if err := checkID(in.SessionID); err != nil {
 		return nil, TranscriptOut{}, err
 	}
-	if _, err := s.h.Session(in.SessionID); err != nil {
-		return nil, TranscriptOut{}, toolError(err)
-	}
-	elog, err := s.h.Store().EventLog(in.SessionID)
+	elog, err := s.h.EventLog(in.SessionID)
 	if err != nil {
 		return nil, TranscriptOut{}, toolError(err)
 	}

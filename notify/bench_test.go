@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/event"
 )
@@ -95,7 +96,7 @@ func BenchmarkTurnEndToWebhook(b *testing.B) {
 	}
 	defer n.Close(context.Background())
 	api.SetResponder(func(*claudetest.Request) claudetest.Reply { return claudetest.TextReply("done") })
-	s, err := h.CreateSession(root, "", "direct")
+	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -155,7 +155,7 @@ func TestWebhookApprovalAndTurnEndSigned(t *testing.T) {
 		}
 		return claudetest.TextReply("done")
 	})
-	s, err := h.CreateSession(root, "", "direct")
+	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestDeadReceiverNeverSlowsATurn(t *testing.T) {
 	}
 	closeOnCleanup(t, n)
 	api.SetResponder(func(*claudetest.Request) claudetest.Reply { return claudetest.TextReply("done") })
-	s, err := h.CreateSession(root, "", "direct")
+	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func (s *Server) renderTurn(t *thread, ref turnRef, notes map[int64]bool, emit f
 		return seq - 1
 	}
 	f.notify("turn.started", map[string]any{"turn": f.turn})
-	elog, err := s.h.Store().EventLog(t.meta.SessionID)
+	elog, err := s.h.EventLog(t.meta.SessionID)
 	if err != nil {
 		return err
 	}

@@ -215,7 +215,7 @@ func waitPid(t *testing.T, pidFile string) int {
 
 // deltas counts the chat:delta events in session id's log.
 func deltas(e *env, id string) int {
-	l, err := e.h.Store().EventLog(id)
+	l, err := e.h.EventLog(id)
 	if err != nil {
 		return 0
 	}

@@ -746,7 +746,7 @@ func run(o opts) error {
 		return err
 	}
 	for range o.list {
-		if _, err := h2.CreateSession(big, "", "direct"); err != nil {
+		if _, err := h2.NewSession(harness.SessionSpec{ProjectRoot: big, Mode: "direct"}); err != nil {
 			return err
 		}
 	}

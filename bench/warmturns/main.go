@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -75,12 +76,17 @@ type timing struct{ used, init, api, first time.Duration }
 
 // usedMark is the server log seen by the bench: it notes when the harness
 // logs "warm turn used" (just before it writes the message to the warm
-// CLI's stdin).
+// CLI's stdin), and which warm agents wait, by session, from the
+// harness's "warm turn started" and "warm turn used"/"discarded" lines
+// (the bench sees what a person running the server sees: its log).
 type usedMark struct{}
 
 var (
 	usedAt    time.Time // guarded by apiMu
 	serverLog = zerolog.New(usedMark{})
+
+	warmMu     sync.Mutex
+	warmAgents = map[string]int{} // session id → pid of its waiting warm agent
 )
 
 func (usedMark) Write(p []byte) (int, error) {
@@ -89,7 +95,29 @@ func (usedMark) Write(p []byte) (int, error) {
 		usedAt = time.Now()
 		apiMu.Unlock()
 	}
+	var line struct {
+		Message   string `json:"message"`
+		SessionID string `json:"sessionId"`
+		Pid       int    `json:"pid"`
+	}
+	if bytes.Contains(p, []byte(`"warm turn `)) && json.Unmarshal(p, &line) == nil && line.SessionID != "" {
+		warmMu.Lock()
+		if line.Message == "warm turn started" {
+			warmAgents[line.SessionID] = line.Pid
+		} else if warmAgents[line.SessionID] == line.Pid {
+			delete(warmAgents, line.SessionID) // used or discarded
+		}
+		warmMu.Unlock()
+	}
 	return len(p), nil
+}
+
+// warmPids returns the process ids of the waiting warm agents by session,
+// as the server's log tells them.
+func warmPids() map[string]int {
+	warmMu.Lock()
+	defer warmMu.Unlock()
+	return maps.Clone(warmAgents)
 }
 
 func run(turns, rssSessions int) error {
@@ -260,7 +288,7 @@ func measure(bin string, api *claudetest.FakeAPI, warm, turns int) ([]timing, er
 	defer srv.Close()
 	base := "http://" + ln.Addr().String() + gateway.APIPrefix
 
-	s, err := h.CreateSession(root, "", "direct")
+	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct"})
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +297,7 @@ func measure(bin string, api *claudetest.FakeAPI, warm, turns int) ([]timing, er
 		time.Sleep(think)
 		if warm > 0 {
 			deadline := time.Now().Add(30 * time.Second)
-			for h.WarmPids()[s.ID] == 0 {
+			for warmPids()[s.ID] == 0 {
 				if time.Now().After(deadline) {
 					return nil, fmt.Errorf("turn %d: no warm agent after 30 s", i)
 				}
@@ -340,18 +368,18 @@ func rss(bin string, api *claudetest.FakeAPI, n int) error {
 	before := rssKB(os.Getpid())
 	h, err := harness.New(harness.Config{Roots: []string{root}, StateDir: filepath.Join(home, "state"),
 		Engines:  engines.Builtin(engines.Config{ClaudeBinary: bin, Env: claudetest.BaseEnv(home), ChildEnv: api.Env()}),
-		ChildEnv: api.Env(), WarmTurns: n, NoProjectLogs: true})
+		ChildEnv: api.Env(), WarmTurns: n, NoProjectLogs: true, Logger: &serverLog})
 	if err != nil {
 		return err
 	}
 	defer h.Shutdown(context.Background())
 	for range n {
-		if _, err := h.CreateSession(root, "", "direct"); err != nil {
+		if _, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct"}); err != nil {
 			return err
 		}
 	}
 	deadline := time.Now().Add(60 * time.Second)
-	for len(h.WarmPids()) < n && time.Now().Before(deadline) {
+	for len(warmPids()) < n && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// Measured once the CLIs have settled: their start-up work (and the
@@ -360,7 +388,7 @@ func rss(bin string, api *claudetest.FakeAPI, n int) error {
 	for settle := time.Now().Add(60 * time.Second); time.Now().Before(settle); {
 		time.Sleep(time.Second)
 		total = 0
-		for _, pid := range h.WarmPids() {
+		for _, pid := range warmPids() {
 			total += treeRSSKB(pid)
 		}
 		if prev > 0 && total-prev < prev/100 && prev-total < prev/100 {
@@ -369,7 +397,7 @@ func rss(bin string, api *claudetest.FakeAPI, n int) error {
 		prev = total
 	}
 	fmt.Printf("RSS: %d warm idle CLIs %.0f MB in all, %.0f MB each; this server process %.1f MB (%.1f MB before)\n",
-		len(h.WarmPids()), float64(total)/1024, float64(total)/1024/float64(max(1, len(h.WarmPids()))),
+		len(warmPids()), float64(total)/1024, float64(total)/1024/float64(max(1, len(warmPids()))),
 		float64(rssKB(os.Getpid()))/1024, float64(before)/1024)
 	return nil
 }
