@@ -20,3 +20,14 @@ type MoveResult struct {
 	Node      string `json:"node" doc:"the node that owns it now"`
 	LastSeq   int64  `json:"lastSeq" doc:"the last seq of its events when it moved; the new owner goes on from the next" oa:"min=0"`
 }
+
+// DropEventLog closes this process's open handle on session id's event
+// log, so that the next read or append opens the file again (the store
+// reopens a closed log on demand): for a session another node appended
+// to meanwhile (a cluster move on shared storage), whose handle here
+// holds a stale last seq.
+func (h *Harness) DropEventLog(id string) {
+	if l, err := h.store.EventLog(id); err == nil {
+		l.Close()
+	}
+}

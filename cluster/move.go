@@ -154,7 +154,7 @@ func (n *Node) release(req moveMsg) moveReply {
 	defer done()
 	ctx, cancel := context.WithTimeout(n.ctx, time.Minute)
 	defer cancel()
-	elog, err := n.h.Store().EventLog(req.ID)
+	elog, err := n.h.EventLog(req.ID)
 	if err != nil {
 		return moveReply{Status: http.StatusInternalServerError, Error: err.Error()}
 	}
@@ -205,9 +205,7 @@ func (n *Node) take(req moveMsg) moveReply {
 		return moveReply{Status: http.StatusConflict, Error: "the session moved meanwhile"}
 	}
 	// A log this node had open (it owned the session before) is stale.
-	if l, err := n.h.Store().EventLog(req.ID); err == nil {
-		l.Close()
-	}
+	n.h.DropEventLog(req.ID)
 	e.Node = n.cfg.Node
 	if list, err := n.h.ListSessions(root); err == nil {
 		for _, s := range list {
