@@ -415,6 +415,9 @@ test("switch the model and permission mode, rewind with a preview, fork from a m
   const other = await newPage(LAPTOP);
   await open(other, `#s=${encodeURIComponent(sessionId)}`);
   await other.waitForFunction(() => document.getElementById("pick-model")?.value === "claude-haiku-4-5", null, { timeout: T });
+  // the mode picker is filled when its options have come (GET /engines),
+  // which may be after the model field: wait for it, then assert it
+  await other.waitForFunction(() => document.getElementById("pick-mode")?.value === "acceptEdits", null, { timeout: T }).catch(() => {});
   assert.equal(await byId(other, "pick-mode").inputValue(), "acceptEdits");
   await other.context().close();
 
