@@ -27,31 +27,7 @@ func TestServeQueueSurvivesSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	api, err := claudetest.NewFakeAPI()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var asked []string
-	release := make(chan struct{})
-	api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
-		m := r.LastUserText()
-		mu.Lock()
-		asked = append(asked, m)
-		mu.Unlock()
-		if m == "hold" {
-			<-release // the server is killed while its turn waits here
-		}
-		return claudetest.TextReply("ok")
-	})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); api.Close() })
-	seen := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(asked)
-	}
+	api, seen, free := holdingAPI(t)
 	wait := func(what string, cond func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
@@ -194,4 +170,38 @@ func startServeProcess(t *testing.T, env []string, args ...string) (string, *exe
 		t.Fatalf("ready line %q", line)
 	}
 	return url, cmd, exited, errOut
+}
+
+// holdingAPI is a fake Messages API that answers "ok", except that a
+// request whose last user text is "hold" waits until free is called (a
+// server is killed while its turn waits there). seen lists every request's
+// last user text, in order; free is safe to call more than once.
+func holdingAPI(t *testing.T) (api *claudetest.FakeAPI, seen func() []string, free func()) {
+	t.Helper()
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []string
+	release := make(chan struct{})
+	api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+		m := r.LastUserText()
+		mu.Lock()
+		asked = append(asked, m)
+		mu.Unlock()
+		if m == "hold" {
+			<-release
+		}
+		return claudetest.TextReply("ok")
+	})
+	var once sync.Once
+	free = func() { once.Do(func() { close(release) }) }
+	t.Cleanup(func() { free(); api.Close() })
+	seen = func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(asked)
+	}
+	return api, seen, free
 }

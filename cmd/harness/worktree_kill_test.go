@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,36 +27,8 @@ func TestServeWorktreesSurviveSIGKILL(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "README.md"), []byte("# p\n"), 0o644)
 	gittest.Init(t, root)
 	state := t.TempDir()
-	api, err := claudetest.NewFakeAPI()
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	var mu sync.Mutex
-	var asked []string
-	api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
-		m := r.LastUserText()
-		mu.Lock()
-		asked = append(asked, m)
-		mu.Unlock()
-		if m == "hold" {
-			<-release // the server is killed while its turn waits here
-		}
-		return claudetest.TextReply("ok")
-	})
-	t.Cleanup(func() { free(); api.Close() })
-	saw := func(m string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, a := range asked {
-			if a == m {
-				return true
-			}
-		}
-		return false
-	}
+	api, seen, free := holdingAPI(t)
+	saw := func(m string) bool { return slices.Contains(seen(), m) }
 	start := func() string {
 		t.Helper()
 		url, _, _, errOut := startServeProcess(t, append(claudetest.ScratchEnv(t), api.Env()...),
