@@ -7,4 +7,3 @@ func (n *Node) ClientURL() string { return n.ns.ClientURL() }
 
 // NumRoutes is how many routes the embedded NATS server has.
 func (n *Node) NumRoutes() int { return n.ns.NumRoutes() }
-
