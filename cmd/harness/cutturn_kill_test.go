@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -38,14 +37,7 @@ func TestAKilledServersTurnIsEndedAndItsApprovalDenied(t *testing.T) {
 		})
 		return url, func() { cmd.Process.Kill(); <-exited }
 	}
-	post := func(url, body string) *http.Response {
-		t.Helper()
-		resp, err := http.Post(url, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
+	post := func(url, body string) *http.Response { t.Helper(); return postJSON(t, url, body) }
 	events := func(url, id string) []map[string]any {
 		t.Helper()
 		resp, err := http.Get(url + "/api/harness/session/" + id + "/events?after=0")
@@ -59,14 +51,7 @@ func TestAKilledServersTurnIsEndedAndItsApprovalDenied(t *testing.T) {
 	}
 
 	first, kill := start()
-	resp := post(first+"/api/harness/session/create", `{"projectRoot":"`+root+`","mode":"direct"}`)
-	var created struct{ Session struct{ ID string } }
-	json.NewDecoder(resp.Body).Decode(&created)
-	resp.Body.Close()
-	id := created.Session.ID
-	if resp.StatusCode != 201 || id == "" {
-		t.Fatalf("create = %d", resp.StatusCode)
-	}
+	id := createSession(t, first, `{"projectRoot":"`+root+`","mode":"direct"}`)
 	turn := post(first+"/api/harness/turn", `{"sessionId":"`+id+`","message":"touch a file"}`)
 	defer turn.Body.Close()
 	if turn.StatusCode != 200 {
