@@ -128,7 +128,7 @@ func TestServeQueueSurvivesSIGKILL(t *testing.T) {
 func startServeProcess(t *testing.T, env []string, args ...string) (string, *exec.Cmd, chan error, *syncBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
-	cmd.Env = append(env, "HARNESS_TEST_MAIN=1")
+	cmd.Env = append(slices.Clone(env), "HARNESS_TEST_MAIN=1") // a copy: several servers start at once from one env
 	errOut := &syncBuffer{}
 	cmd.Stderr = errOut
 	stdout, err := cmd.StdoutPipe()
