@@ -66,6 +66,18 @@
 // trust:required events after user:message; PendingTrust and AcceptTrust
 // show and take a person's trust.
 //
+// # A turn's owner, across processes (cutturn.go)
+//
+// A running turn holds its session's turn lock (an flock on
+// .chirality/sessions/<id>.d/turn.lock, package internal/flock), so a
+// turn of a session another process runs is refused with ErrBusy in
+// every process (a server and a CLI, two servers, a cluster node and its
+// restart). The first time a process touches a session (Session), a turn
+// the log shows open (no process:exit) whose lock nobody holds was cut by
+// a dead process: it is ended in the log, each approval it left waiting
+// denied (approval:resolved by "shutdown"), a session:error of kind
+// process, then its process:exit.
+//
 // # File checkpoints
 //
 // Before each turn the core snapshots the project's files (package

@@ -59,6 +59,9 @@ type Harness struct {
 	logsClosed bool
 
 	usage usageIndex // the usage of the sessions' logs (usagereport.go)
+
+	settledOnce settled   // sessions whose cut turn this process ended (cutturn.go)
+	turnLocks   turnLocks // the sessions' turn locks this process holds (cutturn.go)
 }
 
 type projectLog struct {
@@ -517,6 +520,7 @@ func (h *Harness) Session(id string) (*session.Session, error) {
 	if err := h.allowedSession(s); err != nil {
 		return nil, err
 	}
+	h.settle(s) // cutturn.go: once per process, a turn a dead process left open is ended
 	return s, nil
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
 )
@@ -371,45 +370,9 @@ func (h *Harness) drainQueue(id string) {
 func (h *Harness) resumeQueues() {
 	h.queueing.Store(true)
 	for _, id := range h.store.QueuedSessions(h.roots) {
-		if _, err := h.Session(id); err != nil {
+		if _, err := h.Session(id); err != nil { // settles a turn the previous process cut (cutturn.go)
 			continue
 		}
-		h.endCutTurn(id)
 		h.kickQueue(id)
 	}
-}
-
-// endCutTurn ends in the log a turn of session id that a previous
-// process left open: one opened (user:message, or prompt:dequeued of a
-// started prompt) and never ended by its process:exit.
-func (h *Harness) endCutTurn(id string) {
-	elog, err := h.store.EventLog(id)
-	if err != nil {
-		return
-	}
-	open := false
-	for rec, err := range elog.Records(0) {
-		if err != nil {
-			return
-		}
-		var ev event.Event
-		if ev.UnmarshalJSON(rec.Event) != nil {
-			continue
-		}
-		switch {
-		case ev.Type == event.TypeUserMessage:
-			open = true
-		case ev.Type == event.TypePromptDequeued && ev.Dequeued.Reason == event.DequeuedStarted:
-			open = true
-		case ev.Type == event.TypeProcessExit:
-			open = false
-		}
-	}
-	if !open {
-		return
-	}
-	h.log.Warn().Str("sessionId", id).Msg("queue: a turn cut by the end of the previous server process is ended in the log")
-	_ = h.appendEvent(id, event.Event{Type: event.TypeSessionError, Error: &event.SessionError{
-		Error: "the turn was cut: the server stopped (crash or kill) before it ended", Kind: event.ErrorProcess}})
-	_ = h.appendEvent(id, event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(false, 0, "")})
 }

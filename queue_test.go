@@ -266,7 +266,9 @@ func TestQueueSurvivesAbandonedServer(t *testing.T) {
 		t.Fatalf("first server ran %q", got)
 	}
 	// The first server is abandoned here: its turn never ends, nothing
-	// of it is shut down before the second one opens the same state.
+	// of it is shut down before the second one opens the same state; the
+	// kernel would let a dead process's turn lock go (cutturn.go).
+	e.h.dieForTest()
 	qb := newQueueEngine()
 	cfg := e.cfg
 	cfg.Engines = []engine.Engine{qb}

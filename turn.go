@@ -198,6 +198,9 @@ type liveTurn struct {
 	// reads the turn. Both are set once, before the engine starts.
 	asks *approvals
 	run  *runner
+	// unlockFile lets the session's turn lock go (cutturn.go); nil for a
+	// reservation.
+	unlockFile func()
 }
 
 // approvals returns the turn's Approver, or nil.
@@ -349,6 +352,11 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 	if err := h.occupy(lt); err != nil {
 		return nil, err
 	}
+	if lt.unlockFile, err = h.lockTurn(s); err != nil { // cutturn.go: ErrBusy while another process runs a turn of s
+		h.release(lt)
+		h.wg.Done()
+		return nil, err
+	}
 	started := false
 	defer func() {
 		if !started {
@@ -477,6 +485,9 @@ func (h *Harness) forget(lt *liveTurn) {
 
 // release forgets a live turn and wakes its readers.
 func (h *Harness) release(lt *liveTurn) {
+	if lt.unlockFile != nil {
+		lt.unlockFile()
+	}
 	h.forget(lt)
 	lt.broker.finish()
 	close(lt.done)

@@ -109,6 +109,15 @@ func (n *Node) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		n.writeDown(w, e.Node)
 		return
 	}
+	if body == nil && r.Body != nil {
+		// A route that names its session in the path (PATCH
+		// /session/{id}, its plan, steer, queue, rewind, fork…): its body
+		// travels too.
+		if body, err = readBody(r.Body); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	}
 	if r.Method == http.MethodPost && p == "/turn" {
 		n.forwardTurn(w, r, id, e.Node, body)
 		return
@@ -164,18 +173,28 @@ func sessionOf(r *http.Request, p string) (string, []byte, error) {
 	if r.Method != http.MethodPost || r.Body == nil {
 		return "", nil, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxPayload+1))
+	body, err := readBody(r.Body)
 	if err != nil {
 		return "", nil, err
-	}
-	if len(body) > MaxPayload {
-		return "", nil, errors.New("request body too large")
 	}
 	var v struct {
 		SessionID string `json:"sessionId"`
 	}
 	json.Unmarshal(body, &v) // the handler says what is wrong with a bad body
 	return v.SessionID, body, nil
+}
+
+// readBody reads a request's body to forward, at most MaxPayload bytes
+// (the guard in front bounds it already, by the server's own limit).
+func readBody(r io.Reader) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r, MaxPayload+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > MaxPayload {
+		return nil, errors.New("request body too large")
+	}
+	return body, nil
 }
 
 // serveList answers GET /session/list with this node's sessions (as the

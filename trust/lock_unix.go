@@ -3,37 +3,28 @@
 package trust
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"os"
-	"syscall"
 	"time"
+
+	"github.com/chirality/harness/internal/flock"
 )
 
 // lockFile holds an exclusive flock on path (created 0600) until the
 // returned function is called; the kernel drops it with the process. It
 // waits at most lockWait for another holder (ErrLocked).
 func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+	defer cancel()
+	unlock, err := flock.Lock(ctx, path)
+	if errors.Is(err, flock.ErrHeld) {
+		err = fmt.Errorf("%w (held by another process for %v)", ErrLocked, lockWait)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("trust: %w", err)
+		return nil, fmt.Errorf("trust: lock %s: %w", path, err)
 	}
-	deadline := time.Now().Add(lockWait)
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if err != syscall.EINTR && err != syscall.EWOULDBLOCK {
-			break
-		}
-		if err == syscall.EWOULDBLOCK && time.Now().After(deadline) {
-			err = fmt.Errorf("%w (held by another process for %v)", ErrLocked, lockWait)
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	f.Close()
-	return nil, fmt.Errorf("trust: lock %s: %w", path, err)
+	return unlock, nil
 }
 
 // lockWait bounds how long lockFile waits for another holder (a process

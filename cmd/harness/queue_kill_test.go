@@ -49,24 +49,10 @@ func TestServeQueueSurvivesSIGKILL(t *testing.T) {
 		})
 		return url, cmd, exited
 	}
-	post := func(url, body string) *http.Response {
-		t.Helper()
-		resp, err := http.Post(url, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
+	post := func(url, body string) *http.Response { t.Helper(); return postJSON(t, url, body) }
 
 	url, cmd, exited := start()
-	resp := post(url+"/api/harness/session/create", `{"projectRoot":"`+root+`","mode":"direct","engine":"anthropic"}`)
-	var created struct{ Session struct{ ID string } }
-	json.NewDecoder(resp.Body).Decode(&created)
-	resp.Body.Close()
-	id := created.Session.ID
-	if resp.StatusCode != 201 || id == "" {
-		t.Fatalf("create = %d", resp.StatusCode)
-	}
+	id := createSession(t, url, `{"projectRoot":"`+root+`","mode":"direct","engine":"anthropic"}`)
 	turn := post(url+"/api/harness/turn", `{"sessionId":"`+id+`","message":"hold","queue":true}`)
 	defer turn.Body.Close()
 	if turn.StatusCode != 200 {
@@ -142,7 +128,7 @@ func TestServeQueueSurvivesSIGKILL(t *testing.T) {
 func startServeProcess(t *testing.T, env []string, args ...string) (string, *exec.Cmd, chan error, *syncBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
-	cmd.Env = append(env, "HARNESS_TEST_MAIN=1")
+	cmd.Env = append(slices.Clone(env), "HARNESS_TEST_MAIN=1") // a copy: several servers start at once from one env
 	errOut := &syncBuffer{}
 	cmd.Stderr = errOut
 	stdout, err := cmd.StdoutPipe()

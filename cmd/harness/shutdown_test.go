@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -78,17 +77,7 @@ func TestServeExitsWithStuckClients(t *testing.T) {
 		"--demo", "--addr", "127.0.0.1:0", "--root", root, "--claude-bin", claudetest.FindCLI(t), "--shutdown-grace", grace.String(), "--warm", "0")
 	addr := strings.TrimPrefix(url, "http://")
 
-	resp, err := http.Post(url+"/api/harness/session/create", "application/json", strings.NewReader(`{"projectRoot":"`+root+`","mode":"workbench"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created struct{ Session struct{ ID string } }
-	json.NewDecoder(resp.Body).Decode(&created)
-	resp.Body.Close()
-	id := created.Session.ID
-	if resp.StatusCode != 201 || id == "" {
-		t.Fatalf("create = %d", resp.StatusCode)
-	}
+	id := createSession(t, url, `{"projectRoot":"`+root+`","mode":"workbench"}`)
 	// An 8 MB log, written before the server opens it.
 	l, err := session.OpenEventLog(session.EventLogPath(root, id))
 	if err != nil {
