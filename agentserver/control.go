@@ -7,7 +7,8 @@ import (
 	"strconv"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/internal/httpapi"
+	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/gateway/ops"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/session"
 )
@@ -63,11 +64,11 @@ func viewOf(s *session.Session) SessionView {
 }
 
 // MaxRewindTurns bounds POST /rewind's turns.
-const MaxRewindTurns = 1000
+const MaxRewindTurns = ops.MaxRewindTurns
 
 // ErrNothingToRewind: a rewind asked for neither files nor conversation
 // (400).
-var ErrNothingToRewind = httpapi.BadRequest("a rewind needs files, conversation or both set to true")
+var ErrNothingToRewind = ops.ErrNothingToRewind
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.h.Session(s.SessionID())
@@ -86,11 +87,11 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {
 		Effort         *string `json:"effort"`
 		Title          *string `json:"title"`
 	}
-	if err := s.decode(w, r, &body); err != nil {
+	if err := decode(r, &body); err != nil {
 		writeError(w, err)
 		return
 	}
-	sess, err := s.h.UpdateSession(s.SessionID(), harness.SessionUpdate{Persona: body.Persona, Model: body.Model,
+	sess, err := s.ops.UpdateSession(s.SessionID(), harness.SessionUpdate{Persona: body.Persona, Model: body.Model,
 		PermissionMode: body.PermissionMode, Effort: body.Effort, Title: body.Title})
 	if err != nil {
 		writeError(w, err)
@@ -100,29 +101,20 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) turns(w http.ResponseWriter, r *http.Request) {
-	turns, err := s.h.Turns(s.SessionID())
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if turns == nil {
-		turns = []harness.TurnInfo{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"turns": turns})
+	turns, err := s.ops.Turns(s.SessionID())
+	answer(w, http.StatusOK, map[string]any{"turns": turns}, err)
 }
 
 func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		AtSeq int64 `json:"atSeq"`
 	}
-	if err := s.decode(w, r, &body); err != nil {
+	if err := decode(r, &body); err != nil {
 		writeError(w, err)
 		return
 	}
 	from := s.SessionID()
-	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
-	defer cancel()
-	sess, err := s.Fork(ctx, body.AtSeq)
+	sess, err := s.Fork(r.Context(), body.AtSeq)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -136,24 +128,21 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 // the Harness's errors (ErrBusy while a turn runs, ErrSeqNotFound,
 // ErrUnsupported) and then changes nothing.
 func (s *Server) Fork(ctx context.Context, atSeq int64) (*session.Session, error) {
-	if atSeq < 0 {
-		return nil, fmt.Errorf("%w: atSeq must be a seq (1 or more), or 0 for the whole conversation", ErrBadBody)
-	}
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
 	from := s.SessionID()
-	sess, err := s.h.Fork(ctx, from, harness.ForkOptions{AtSeq: atSeq})
+	sess, err := s.ops.Fork(ctx, from, atSeq)
 	if err != nil {
 		return nil, err
 	}
-	starts, forked, err := s.scan(sess.ID, 0)
+	forked, err := s.lastOf(sess.ID, event.TypeSessionForked, 0)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.id, s.starts, s.moved = sess.ID, starts, max(0, forked-1)
-	s.wakeLocked()
+	s.id, s.moved = sess.ID, max(0, forked-1)
 	s.mu.Unlock()
+	s.wake()
 	s.log.Info().Str("from", from).Str("session", sess.ID).Msg("forked: serving the fork")
 	return sess, nil
 }
@@ -165,80 +154,29 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 		Files        bool  `json:"files"`
 		Conversation bool  `json:"conversation"`
 	}
-	if err := s.decode(w, r, &body); err != nil {
+	if err := decode(r, &body); err != nil {
 		writeError(w, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
-	defer cancel()
-	res, err := s.Rewind(ctx, body.ToTurn, body.Turns, harness.RewindOptions{Files: body.Files, Conversation: body.Conversation})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	res, err := s.Rewind(r.Context(), body.ToTurn, body.Turns, harness.RewindOptions{Files: body.Files, Conversation: body.Conversation})
 	if res.Files == nil {
 		res.Files = []harness.FileChange{}
 	}
-	writeJSON(w, http.StatusOK, res)
+	answer(w, http.StatusOK, res, err)
 }
 
 // Rewind undoes the session's turns from toTurn (a user:message seq) or,
 // when toTurn is 0, its last n turns not undone yet (0 = 1), as o says
-// (o.ToTurn is set from them). It fails with ErrNothingToRewind, ErrBadBody
-// (toTurn and turns both set, or out of range), the Harness's errors
-// (ErrBusy, ErrSeqNotFound, ErrUnsupported); the event streams get the
-// rewound event.
+// (o.ToTurn is set from them). It fails with ErrNothingToRewind,
+// ops.ErrBadSeq (toTurn and turns both set, or out of range), the
+// Harness's errors (ErrBusy, ErrSeqNotFound, ErrUnsupported); the event
+// streams get the rewound event.
 func (s *Server) Rewind(ctx context.Context, toTurn int64, n int, o harness.RewindOptions) (harness.RewindResult, error) {
-	switch {
-	case !o.Files && !o.Conversation:
-		return harness.RewindResult{}, ErrNothingToRewind
-	case toTurn != 0 && n != 0:
-		return harness.RewindResult{}, fmt.Errorf("%w: give toTurn or turns, not both", ErrBadBody)
-	case toTurn < 0 || n < 0 || n > MaxRewindTurns:
-		return harness.RewindResult{}, fmt.Errorf("%w: toTurn is a turn's seq; turns is 1 to %d", ErrBadBody, MaxRewindTurns)
-	}
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
-	id := s.SessionID()
-	t, err := s.target(id, toTurn, n)
-	if err != nil {
-		return harness.RewindResult{}, err
-	}
-	o.ToTurn = t.Seq
-	res, err := s.h.Rewind(ctx, id, o)
-	s.mu.Lock()
-	s.wakeLocked() // the session:rewound record (also after a partial failure)
-	s.mu.Unlock()
+	res, err := s.ops.Rewind(ctx, s.SessionID(), toTurn, n, o)
+	s.wake() // the session:rewound record (also after a partial failure)
 	return res, err
-}
-
-// target is the turn a rewind of session id goes back to: the one whose
-// user:message is seq toTurn, or (toTurn 0) the n-th last turn not undone
-// yet (n 0 = 1). It fails with harness.ErrSeqNotFound.
-func (s *Server) target(id string, toTurn int64, n int) (harness.TurnInfo, error) {
-	turns, err := s.h.Turns(id)
-	if err != nil {
-		return harness.TurnInfo{}, err
-	}
-	if toTurn != 0 {
-		for _, t := range turns {
-			if t.Seq == toTurn {
-				return t, nil
-			}
-		}
-		return harness.TurnInfo{}, fmt.Errorf("%w: %d is not the seq of a turn of this session (GET /turns)", harness.ErrSeqNotFound, toTurn)
-	}
-	var live []harness.TurnInfo
-	for _, t := range turns {
-		if !t.Rewound {
-			live = append(live, t)
-		}
-	}
-	n = max(n, 1)
-	if n > len(live) {
-		return harness.TurnInfo{}, fmt.Errorf("%w: %d turn(s) to undo, not %d", harness.ErrSeqNotFound, len(live), n)
-	}
-	return live[len(live)-n], nil
 }
 
 // RewindPreview is what GET /rewind answers.
@@ -273,30 +211,17 @@ func (s *Server) previewRewind(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	id := s.SessionID()
-	t, err := s.target(id, toTurn, n)
+	p, err := s.ops.PreviewRewind(r.Context(), s.SessionID(), toTurn, n)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	out := RewindPreview{ToTurn: t.Seq, Text: t.Text, Files: []FileChange{}}
-	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
-	defer cancel()
-	changes, filesError, err := httpapi.FilesPreview(ctx, s.h, id, t.Seq)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out.FilesError = filesError
-	for _, c := range changes {
+	out := RewindPreview{ToTurn: p.Turn.Seq, Text: p.Turn.Text, Files: []FileChange{}, FilesError: p.FilesError}
+	for _, c := range p.Files {
 		out.Files = append(out.Files, FileChange{Path: c.Path, Op: c.Op})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
-
-// conversationTimeout bounds a fork, a rewind and GET /rewind's diff of
-// the project's files, as at the gateway.
-const conversationTimeout = httpapi.ConversationTimeout
 
 // trust is POST /trust: a person trusts a persona file or a project MCP
 // server of the session's project, as a trust event showed it (hash).
@@ -307,23 +232,15 @@ func (s *Server) trust(w http.ResponseWriter, r *http.Request) {
 		Path string `json:"path"`
 		Hash string `json:"hash"`
 	}
-	if err := s.decode(w, r, &body); err != nil {
+	if err := decode(r, &body); err != nil {
 		writeError(w, err)
 		return
 	}
-	if body.Kind == "" || body.Hash == "" || (body.Name == "" && body.Path == "") {
-		writeError(w, fmt.Errorf("%w: kind, hash and name or path are required", ErrBadBody))
-		return
-	}
-	sess, err := s.h.Session(s.SessionID())
+	root, err := s.ops.ProjectRoot(s.SessionID())
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	it, err := s.h.AcceptTrust(sess.ProjectRoot, body.Kind, body.Name, body.Path, body.Hash)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"trusted": it})
+	it, err := s.ops.AcceptTrust(root, body.Kind, body.Name, body.Path, body.Hash)
+	answer(w, http.StatusOK, map[string]any{"trusted": it}, err)
 }

@@ -137,27 +137,6 @@ type mapper struct {
 
 // record appends the events ev makes to out and returns it.
 func (m *mapper) record(ev *event.Event, out []Event) []Event {
-	switch ev.Type {
-	case event.TypePlanReady: // not an item of the fold: a card of its own
-		pr := ev.PlanReady
-		return append(out, Event{Type: "plan", PlanID: pr.PlanID, Plan: pr.Plan, ToolUseID: pr.ToolUseID, ExpiresAt: pr.ExpiresAt})
-	case event.TypePlanResolved:
-		r := ev.PlanResolved
-		return append(out, Event{Type: "plan_resolved", PlanID: r.PlanID, Decision: r.Decision, Mode: r.Mode, Feedback: r.Feedback, By: r.By})
-	case event.TypeUsageUpdate: // opt-in (?usage=1); not an item of the fold
-		if m.usage {
-			u := ev.Usage
-			out = append(out, Event{Type: "usage", CostUSD: u.CostUSD, Tokens: u.Tokens()})
-		}
-		return out
-	case event.TypeRateLimit:
-		if m.usage {
-			rl := ev.RateLimit
-			used := rl.UsedPercent
-			out = append(out, Event{Type: "rate_limit", Limit: rl.Limit, UsedPercent: &used, ResetsAt: rl.ResetsAt})
-		}
-		return out
-	}
 	u := m.f.Add(ev)
 	items := u.Items()
 	for i := range items {
@@ -205,6 +184,23 @@ func (m *mapper) item(it *fold.Item, out []Event) []Event {
 		}
 		if r := it.Approval.Resolved; it.Done {
 			out = append(out, Event{Type: "approval_resolved", RequestID: r.RequestID, Decision: r.Decision, By: r.By, Message: r.Message})
+		}
+	case fold.KindPlan:
+		if pr := it.Plan.Ready; it.New && pr != nil {
+			out = append(out, Event{Type: "plan", PlanID: pr.PlanID, Plan: pr.Plan, ToolUseID: pr.ToolUseID, ExpiresAt: pr.ExpiresAt})
+		}
+		if r := it.Plan.Resolved; it.Done {
+			out = append(out, Event{Type: "plan_resolved", PlanID: r.PlanID, Decision: r.Decision, Mode: r.Mode, Feedback: r.Feedback, By: r.By})
+		}
+	case fold.KindUsage: // opt-in (?usage=1)
+		if !m.usage {
+			break
+		}
+		if u := it.Event.Usage; u != nil {
+			out = append(out, Event{Type: "usage", CostUSD: u.CostUSD, Tokens: u.Tokens()})
+		} else if rl := it.Event.RateLimit; rl != nil {
+			used := rl.UsedPercent
+			out = append(out, Event{Type: "rate_limit", Limit: rl.Limit, UsedPercent: &used, ResetsAt: rl.ResetsAt})
 		}
 	case fold.KindStatus:
 		out = m.status(it.Event, out)

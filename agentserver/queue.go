@@ -3,6 +3,8 @@ package agentserver
 import (
 	"net/http"
 
+	"github.com/gorilla/mux"
+
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
@@ -17,7 +19,7 @@ import (
 //	DELETE /queue/{promptId}               → 204 | 404
 //
 // The core starts a queued prompt's turn itself when the turn before it
-// ends; the server's event streams go on with it (watchTurns).
+// ends; the server's event streams go on with it (watch).
 
 // QueueList is GET /queue's answer (and PATCH's).
 type QueueList struct {
@@ -40,20 +42,14 @@ type QueueEditRequest struct {
 // promptOrQueue is POST /prompt with queue: start the turn, or queue it
 // behind the running one (and what is queued already).
 func (s *Server) promptOrQueue(w http.ResponseWriter, r *http.Request, content string) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if s.isClosed() {
 		writeError(w, harness.ErrClosed)
 		return
 	}
 	s.ctl.Lock() // not while a fork moves the server
-	id := s.SessionID()
-	t, q, err := s.h.StartOrQueue(r.Context(), id, content, harness.TurnOptions{})
-	if t != nil {
-		s.noteStart(t.StartSeq + 1)
-	}
+	_, q, err := s.ops.StartOrQueue(r.Context(), s.SessionID(), content, harness.TurnOptions{})
 	s.ctl.Unlock()
+	s.wake()
 	switch {
 	case err != nil:
 		writeError(w, err)
@@ -65,59 +61,34 @@ func (s *Server) promptOrQueue(w http.ResponseWriter, r *http.Request, content s
 }
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) {
-	list, err := s.h.Queue(s.SessionID())
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, QueueList{Prompts: orEmpty(list)})
+	list, err := s.ops.Queue(s.SessionID())
+	answer(w, http.StatusOK, QueueList{Prompts: list}, err)
 }
 
 func (s *Server) patchQueued(w http.ResponseWriter, r *http.Request) {
 	var body QueueEditRequest
-	if err := s.decode(w, r, &body); err != nil {
-		writeError(w, err)
-		return
+	var list []harness.QueuedPrompt
+	err := decode(r, &body)
+	if err == nil {
+		list, err = s.ops.EditQueued(s.SessionID(), mux.Vars(r)["promptId"], harness.QueueEdit{Message: body.Message, Position: body.Position})
 	}
-	list, err := s.h.EditQueued(s.SessionID(), r.PathValue("promptId"), harness.QueueEdit{Message: body.Message, Position: body.Position})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, QueueList{Prompts: orEmpty(list)})
+	answer(w, http.StatusOK, QueueList{Prompts: list}, err)
 }
 
 func (s *Server) deleteQueued(w http.ResponseWriter, r *http.Request) {
-	if err := s.h.DeleteQueued(s.SessionID(), r.PathValue("promptId")); err != nil {
+	if err := s.ops.DeleteQueued(s.SessionID(), mux.Vars(r)["promptId"]); err != nil {
 		writeError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func orEmpty(l []harness.QueuedPrompt) []harness.QueuedPrompt {
-	if l == nil {
-		return []harness.QueuedPrompt{}
-	}
-	return l
-}
-
-// noteStart records seq as the user:message that opens a turn (once)
-// and wakes the streams waiting for the next turn.
-func (s *Server) noteStart(seq int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n := len(s.starts); n == 0 || s.starts[n-1] < seq {
-		s.starts = append(s.starts, seq)
-	}
-	s.wakeLocked()
-}
-
-// watchTurns notes the turns of the served session that another hand
-// started (the core, from the queue; another door) until Close, so
-// that the streams go on with them as with the server's own. New starts
-// it; Close waits for it.
-func (s *Server) watchTurns(events <-chan session.Record, stop func()) {
+// watch wakes the event streams at every record of the served session
+// but the deltas of a running turn (which a stream follows already) until
+// Close: so the streams go on with what another hand did (the core's
+// queue starting the next turn, another door's turn, fork or rewind) as
+// with the server's own. New starts it; Close waits for it.
+func (s *Server) watch(events <-chan session.Record, stop func()) {
 	defer s.streams.Done()
 	defer stop()
 	for {
@@ -129,10 +100,10 @@ func (s *Server) watchTurns(events <-chan session.Record, stop func()) {
 				return
 			}
 			ev := rec.Typed
-			if ev == nil || ev.Type != event.TypeUserMessage || rec.Seq == 0 || ev.SessionID != s.SessionID() {
+			if ev == nil || ev.Type == event.TypeChatDelta || ev.Type == event.TypeThinkingDelta || ev.SessionID != s.SessionID() {
 				continue
 			}
-			s.noteStart(rec.Seq)
+			s.wake()
 		}
 	}
 }

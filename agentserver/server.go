@@ -104,10 +104,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gorilla/mux"
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/gateway/ops"
 	"github.com/chirality/harness/internal/httpapi"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/internal/sse"
@@ -140,13 +142,23 @@ type Config struct {
 
 // Server serves one session. It is safe for concurrent use; Close ends
 // its event streams.
+//
+// It is a thin adapter: every route reads the specification's request,
+// calls the gateway's operation (package gateway/ops) on the session
+// served and writes the specification's answer; the event stream renders
+// the core's one fold (package event/fold) of the session's log. What it
+// keeps is which session it serves (a fork moves it) and its open
+// streams: the session's turns, queue, approvals and plans are the
+// core's, so two servers over one Harness, or a restarted one, serve the
+// same session alike.
 type Server struct {
 	cfg     Config
 	h       *harness.Harness
+	ops     ops.Ops
 	log     zerolog.Logger
 	handler http.Handler // the routes behind the guard
 
-	ctl sync.Mutex // one fork or rewind at a time
+	ctl sync.Mutex // one fork, rewind or turn start at a time
 
 	mu      sync.Mutex
 	id      string // the session served: a fork moves it
@@ -154,8 +166,7 @@ type Server struct {
 	closed  bool
 	done    chan struct{}
 	limits  *sse.Limiter
-	started chan struct{} // closed (and replaced) when a turn starts, a fork moves, a rewind is stored
-	starts  []int64       // seqs of the user:message records that open turns, ascending
+	woken   chan struct{} // closed (and replaced) when the session has new records outside a stream's Follow, or a fork moves
 	streams sync.WaitGroup
 }
 
@@ -163,10 +174,9 @@ type Server struct {
 // otherwise.
 const DefaultMaxBody = httpguard.DefaultMaxBody
 
-// New returns a Server for cfg. It reads the session's event log once
-// (where each turn starts, for replay). It fails with the Harness's
-// errors for a bad session (harness.ErrInvalidID, harness.ErrNotFound, …)
-// and the guard's for a malformed Addr or origin.
+// New returns a Server for cfg. It fails with the Harness's errors for a
+// bad session (harness.ErrInvalidID, harness.ErrNotFound, …) and the
+// guard's for a malformed Addr or origin.
 func New(cfg Config) (*Server, error) {
 	if cfg.Harness == nil {
 		return nil, errors.New("agentserver: Config.Harness is required")
@@ -180,8 +190,8 @@ func New(cfg Config) (*Server, error) {
 	if _, err := cfg.Harness.Session(cfg.SessionID); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, h: cfg.Harness, id: cfg.SessionID, log: zerolog.Nop(), done: make(chan struct{}), started: make(chan struct{}),
-		limits: sse.NewLimiter(0, 0)}
+	s := &Server{cfg: cfg, h: cfg.Harness, ops: ops.Ops{H: cfg.Harness}, id: cfg.SessionID, log: zerolog.Nop(),
+		done: make(chan struct{}), woken: make(chan struct{}), limits: sse.NewLimiter(0, 0)}
 	if cfg.Logger != nil {
 		s.log = *cfg.Logger
 	}
@@ -190,32 +200,44 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.starts, _, err = s.scan(cfg.SessionID, 0); err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /events", s.events)
-	mux.HandleFunc("POST /prompt", s.prompt)
-	mux.HandleFunc("POST /cancel", s.cancel)
-	mux.HandleFunc("POST /approval", s.approval)
-	mux.HandleFunc("POST /plan", s.plan)
-	mux.HandleFunc("GET /session", s.getSession)
-	mux.HandleFunc("GET /sessions", s.listSessions)
-	mux.HandleFunc("POST /session", s.updateSession)
-	mux.HandleFunc("GET /turns", s.turns)
-	mux.HandleFunc("POST /fork", s.fork)
-	mux.HandleFunc("POST /rewind", s.rewind)
-	mux.HandleFunc("GET /rewind", s.previewRewind)
-	mux.HandleFunc("POST /trust", s.trust)
-	mux.HandleFunc("GET /queue", s.getQueue) // queue.go
-	mux.HandleFunc("PATCH /queue/{promptId}", s.patchQueued)
-	mux.HandleFunc("DELETE /queue/{promptId}", s.deleteQueued)
-	mux.HandleFunc("POST /steer", s.steer) // steer.go
-	s.handler = guard.Wrap(mux)
+	s.handler = guard.Wrap(s.routes())
 	events, stop := s.h.Watch(0)
 	s.streams.Add(1)
-	go s.watchTurns(events, stop) // queue.go
+	go s.watch(events, stop) // queue.go
 	return s, nil
+}
+
+// routes are the specification's routes and the opt-in extensions, on the
+// gateway's router (httpapi.NewRouter). Each reads its request, calls the
+// operation on the session served and writes the answer (control.go,
+// queue.go, steer.go, sessions.go have the rest).
+func (s *Server) routes() *mux.Router {
+	r := httpapi.NewRouter()
+	for _, rt := range []struct {
+		method, path string
+		serve        http.HandlerFunc
+	}{
+		{http.MethodGet, "/events", s.events},
+		{http.MethodPost, "/prompt", s.prompt},
+		{http.MethodPost, "/cancel", s.cancel},
+		{http.MethodPost, "/approval", s.approval},
+		{http.MethodPost, "/plan", s.plan},
+		{http.MethodGet, "/session", s.getSession},
+		{http.MethodGet, "/sessions", s.listSessions},
+		{http.MethodPost, "/session", s.updateSession},
+		{http.MethodGet, "/turns", s.turns},
+		{http.MethodPost, "/fork", s.fork},
+		{http.MethodPost, "/rewind", s.rewind},
+		{http.MethodGet, "/rewind", s.previewRewind},
+		{http.MethodPost, "/trust", s.trust},
+		{http.MethodGet, "/queue", s.getQueue},
+		{http.MethodPatch, "/queue/{promptId}", s.patchQueued},
+		{http.MethodDelete, "/queue/{promptId}", s.deleteQueued},
+		{http.MethodPost, "/steer", s.steer},
+	} {
+		r.HandleFunc(rt.path, rt.serve).Methods(rt.method)
+	}
+	return r
 }
 
 // SessionID is the session served: the one Config named, or the last
@@ -226,34 +248,13 @@ func (s *Server) SessionID() string {
 	return s.id
 }
 
-// scan reads session id's stored events after seq after (never waiting
-// for a running turn): the seqs of the user:message records that open
-// turns, and the seq of its last session:forked record (0 = none).
-func (s *Server) scan(id string, after int64) (starts []int64, forked int64, err error) {
-	elog, err := s.h.EventLog(id)
-	if err != nil {
-		return nil, 0, err
-	}
-	for rec, err := range elog.Records(after) {
-		if err != nil {
-			return nil, 0, err
-		}
-		switch typeOf(rec.Event) {
-		case event.TypeUserMessage:
-			starts = append(starts, rec.Seq)
-		case event.TypeSessionForked:
-			forked = rec.Seq
-		}
-	}
-	return starts, forked, nil
-}
-
-// wakeLocked wakes the event streams waiting for the next turn: the
-// session has new stored events (or another session is served). The
-// caller holds s.mu.
-func (s *Server) wakeLocked() {
-	close(s.started)
-	s.started = make(chan struct{})
+// wake wakes the event streams waiting for the session's next records
+// (or for another session to be served).
+func (s *Server) wake() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.woken)
+	s.woken = make(chan struct{})
 }
 
 // typeOf reads a stored event's type without decoding the rest.
@@ -282,10 +283,16 @@ func (s *Server) Close() {
 	s.streams.Wait()
 }
 
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) { httpguard.WriteJSON(w, status, v) }
 
-// Errors of the door (besides the Harness's), 400 as httpapi.BadRequest
-// makes them.
+// Errors of the door (besides the Harness's and the operations'), 400 as
+// httpapi.BadRequest makes them.
 var (
 	// ErrBadBody: a POST body that is not the one JSON object the route
 	// takes (400).
@@ -300,18 +307,29 @@ func statusOf(err error) int { return httpapi.Status(err) }
 
 func writeError(w http.ResponseWriter, err error) { httpapi.WriteError(w, err) }
 
+// answer writes a route's answer: err's status and message, or status
+// with v.
+func answer(w http.ResponseWriter, status int, v any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, status, v)
+}
+
 // decode reads the body (capped by the guard) as exactly one JSON object
 // into v, refusing unknown fields (httpapi.Decode, as the gateway).
-func (s *Server) decode(_ http.ResponseWriter, r *http.Request, v any) error {
-	return httpapi.Decode(r.Body, v, ErrBadBody)
-}
+func decode(r *http.Request, v any) error { return httpapi.Decode(r.Body, v, ErrBadBody) }
+
+// ok is the answer of the routes that answer {"ok": true}.
+var ok = map[string]bool{"ok": true}
 
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Content string `json:"content"`
 		Queue   bool   `json:"queue"` // queue.go: queue behind a running turn (202) instead of 409
 	}
-	if err := s.decode(w, r, &body); err != nil {
+	if err := decode(r, &body); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -319,11 +337,7 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 		s.promptOrQueue(w, r, body.Content)
 		return
 	}
-	if err := s.Prompt(r.Context(), body.Content); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]bool{"accepted": true})
+	answer(w, http.StatusOK, map[string]bool{"accepted": true}, s.Prompt(r.Context(), body.Content))
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
@@ -336,32 +350,20 @@ func (s *Server) approval(w http.ResponseWriter, r *http.Request) {
 		Decision  string `json:"decision"`
 		Message   string `json:"message,omitempty"`
 	}
-	if err := s.decode(w, r, &body); err != nil {
-		writeError(w, err)
-		return
+	err := decode(r, &body)
+	if err == nil {
+		err = s.ops.Approve(s.SessionID(), body.RequestID, harness.ApprovalAnswer{Decision: body.Decision, Message: body.Message})
 	}
-	if body.RequestID == "" {
-		writeError(w, fmt.Errorf("%w: requestId is required", ErrBadBody))
-		return
-	}
-	if err := s.h.Approve(s.SessionID(), body.RequestID, harness.ApprovalAnswer{Decision: body.Decision, Message: body.Message}); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	answer(w, http.StatusOK, ok, err)
 }
 
 func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 	var body harness.PlanDecision
-	if err := s.decode(w, r, &body); err != nil {
-		writeError(w, err)
-		return
+	err := decode(r, &body)
+	if err == nil {
+		err = s.ops.DecidePlan(s.SessionID(), body)
 	}
-	if err := s.h.DecidePlan(s.SessionID(), body); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	answer(w, http.StatusOK, ok, err)
 }
 
 // Prompt starts a turn with content; it runs on the Harness. It fails
@@ -369,55 +371,52 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 // harness.ErrClosed, or the engine's start error (the turn's events say
 // so too). ctx bounds only the start.
 func (s *Server) Prompt(ctx context.Context, content string) error {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if s.isClosed() {
 		return harness.ErrClosed
 	}
 	s.ctl.Lock() // not while a fork moves the server
 	defer s.ctl.Unlock()
-	id := s.SessionID()
-	t, err := s.h.StartTurn(ctx, id, content)
-	if err == nil || !errors.Is(err, harness.ErrBusy) && !errors.Is(err, harness.ErrEmptyMessage) {
-		// A turn that could not start still stored its user:message.
-		s.mu.Lock()
-		if t != nil {
-			s.starts = append(s.starts, t.StartSeq+1)
-		} else {
-			// A turn that failed to start stored its events; no Turn says
-			// where.
-			from := int64(0)
-			if n := len(s.starts); n > 0 {
-				from = s.starts[n-1]
-			}
-			more, _, _ := s.scan(id, from)
-			s.starts = append(s.starts, more...)
-		}
-		s.wakeLocked()
-		s.mu.Unlock()
-	}
+	_, err := s.ops.StartTurn(ctx, s.SessionID(), content, harness.TurnOptions{})
+	s.wake() // a turn that could not start still stored its user:message
 	return err
 }
 
 // Cancel interrupts the running turn; it reports whether one ran.
 func (s *Server) Cancel() bool {
-	return s.h.Interrupt(s.SessionID()) == nil
+	return s.ops.Interrupt(s.SessionID()) == nil
 }
 
-// replayFrom is where a stream at p must start reading: the start of the
-// turn that holds p, so the block open at p is known.
-func (s *Server) replayFrom(p Position) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	from := int64(0)
-	for _, st := range s.starts {
-		if st > p.Seq {
+// replayFrom is where a stream of session id at p must start reading: the
+// start of the turn that holds p (the user:message at or before it), so
+// that the block open at p is known.
+func (s *Server) replayFrom(id string, p Position) (int64, error) {
+	if p.Seq == 0 {
+		return 0, nil
+	}
+	seq, err := s.lastOf(id, event.TypeUserMessage, p.Seq)
+	return max(0, seq-1), err
+}
+
+// lastOf is the seq of session id's last stored record of type typ with
+// a seq up to upTo (0: any), 0 when there is none. It reads the log.
+func (s *Server) lastOf(id string, typ event.Type, upTo int64) (int64, error) {
+	elog, err := s.h.EventLog(id)
+	if err != nil {
+		return 0, err
+	}
+	last := int64(0)
+	for rec, err := range elog.Records(0) {
+		if err != nil {
+			return 0, err
+		}
+		if upTo != 0 && rec.Seq > upTo {
 			break
 		}
-		from = st - 1
+		if typeOf(rec.Event) == typ {
+			last = rec.Seq
+		}
 	}
-	return from
+	return last, nil
 }
 
 // position reads Last-Event-ID, else ?after=, else the beginning.
@@ -472,8 +471,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.streams.Add(1)
+	id := s.id
 	s.mu.Unlock()
 	defer s.streams.Done()
+	last, err := s.replayFrom(id, pos)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	st := sse.New(w, r, sse.Config{Heartbeat: s.cfg.Heartbeat, Done: s.done})
 	defer st.Close()
 	if st.Start() != nil {
@@ -481,16 +486,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := st.Context()
 
-	s.mu.Lock()
-	id := s.id
-	s.mu.Unlock()
 	m := &mapper{deltas: deltas, usage: withUsage, session: id}
-	last := s.replayFrom(pos)
 	var out []Event
 	var ev event.Event
 	for ctx.Err() == nil {
 		s.mu.Lock()
-		next := s.started
+		next := s.woken
 		if s.id != id {
 			// A fork moved the server: go on with the new session from its
 			// session:forked record (the records before it are the copy

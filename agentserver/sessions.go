@@ -31,12 +31,12 @@ type SessionList struct {
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	cur := s.SessionID()
-	sess, err := s.h.Session(cur)
+	root, err := s.ops.ProjectRoot(cur)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	list, err := s.h.ListSessions(sess.ProjectRoot)
+	list, err := s.h.ListSessions(root)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -29,13 +29,9 @@ type SteerAnswer struct {
 
 func (s *Server) steer(w http.ResponseWriter, r *http.Request) {
 	var body SteerRequest
-	if err := s.decode(w, r, &body); err != nil {
-		writeError(w, err)
-		return
+	err := decode(r, &body)
+	if err == nil {
+		err = s.ops.Steer(r.Context(), s.SessionID(), body.Content)
 	}
-	if err := s.h.Steer(r.Context(), s.SessionID(), body.Content); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, SteerAnswer{OK: true})
+	answer(w, http.StatusOK, SteerAnswer{OK: true}, err)
 }

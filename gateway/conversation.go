@@ -1,24 +1,18 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
 	"github.com/gorilla/mux"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/internal/httpapi"
 )
 
 // Conversation controls: switch (PATCH /session/{id}), fork, turns and
-// rewind. The core does the work (harness.UpdateSession, Fork, Turns,
-// FilesDiff, Rewind); these handlers only read the request, bound it and
-// answer. Errors go through statusOf like every other route.
-
-// conversationTimeout bounds a fork or a rewind (copying a log, restoring a
-// project's files), as at agent serve.
-const conversationTimeout = httpapi.ConversationTimeout
+// rewind. The operations (package gateway/ops, agent serve's too) check
+// and bound them and the core does the work; these handlers only read the
+// request and answer. Errors go through statusOf like every other route.
 
 type patchRequest struct {
 	Title          *string `json:"title"`
@@ -50,7 +44,7 @@ func (g *Gateway) patchSession(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s, err := g.h.UpdateSession(mux.Vars(r)["id"], harness.SessionUpdate{
+	s, err := g.ops.UpdateSession(mux.Vars(r)["id"], harness.SessionUpdate{
 		Title: req.Title, Persona: req.Persona, Model: req.Model, PermissionMode: req.PermissionMode, Effort: req.Effort,
 	})
 	if err != nil {
@@ -74,13 +68,7 @@ func (g *Gateway) forkSession(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if req.AtSeq < 0 {
-		g.writeError(w, r, fmt.Errorf("%w: atSeq must not be negative", errBadSeq))
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
-	defer cancel()
-	s, err := g.h.Fork(ctx, mux.Vars(r)["id"], harness.ForkOptions{AtSeq: req.AtSeq})
+	s, err := g.ops.Fork(r.Context(), mux.Vars(r)["id"], req.AtSeq)
 	if err != nil {
 		g.writeError(w, r, err)
 		return
@@ -102,7 +90,7 @@ func turnOf(t harness.TurnInfo) turnJSON {
 }
 
 func (g *Gateway) listTurns(w http.ResponseWriter, r *http.Request) {
-	turns, err := g.h.Turns(mux.Vars(r)["id"])
+	turns, err := g.ops.Turns(mux.Vars(r)["id"])
 	if err != nil {
 		g.writeError(w, r, err)
 		return
@@ -146,13 +134,7 @@ func (g *Gateway) rewindSession(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, fmt.Errorf("%w: toTurn must be a positive integer (the seq of the turn's user:message)", errBadSeq))
 		return
 	}
-	if !req.Files && !req.Conversation {
-		g.writeError(w, r, fmt.Errorf("%w: nothing to rewind (set files, conversation or both)", errBadBody))
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
-	defer cancel()
-	res, err := g.h.Rewind(ctx, mux.Vars(r)["id"], harness.RewindOptions{ToTurn: req.ToTurn, Files: req.Files, Conversation: req.Conversation})
+	res, err := g.ops.Rewind(r.Context(), mux.Vars(r)["id"], req.ToTurn, 0, harness.RewindOptions{Files: req.Files, Conversation: req.Conversation})
 	if err != nil {
 		g.writeError(w, r, err)
 		return

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/gateway/ops"
 	"github.com/chirality/harness/internal/httpapi"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/internal/sse"
@@ -99,6 +100,7 @@ type Config struct {
 type Gateway struct {
 	cfg     Config
 	h       *harness.Harness
+	ops     ops.Ops // the operations on a session, shared with agent serve (package gateway/ops)
 	log     zerolog.Logger
 	guard   *httpguard.Guard
 	limits  *sse.Limiter
@@ -126,7 +128,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
-	g := &Gateway{cfg: cfg, h: cfg.Harness, log: zerolog.Nop(), closing: make(chan struct{}),
+	g := &Gateway{cfg: cfg, h: cfg.Harness, ops: ops.Ops{H: cfg.Harness}, log: zerolog.Nop(), closing: make(chan struct{}),
 		limits: sse.NewLimiter(cfg.MaxStreams, cfg.MaxSessionStreams)}
 	if cfg.Logger != nil {
 		g.log = *cfg.Logger
@@ -155,10 +157,9 @@ func New(cfg Config) (*Gateway, error) {
 }
 
 func (g *Gateway) routes() *mux.Router {
-	r := mux.NewRouter()
-	// No cleaning: mux would answer an unclean path (../, %2e%2e, //) with a
-	// 301 redirect; here it gets a JSON 400 or 404 like any bad path.
-	r.SkipClean(true)
+	// Unclean paths not redirected, JSON 404 and 405: httpapi.NewRouter,
+	// agent serve's router too.
+	r := httpapi.NewRouter()
 	// The harness as an MCP server (streamable HTTP), behind the same
 	// guard: serveMCP.
 	g.mcp = mcpserver.New(g.h, mcpserver.Options{})
@@ -169,12 +170,6 @@ func (g *Gateway) routes() *mux.Router {
 		serve := rt.Serve
 		r.HandleFunc(APIPrefix+rt.Path, func(w http.ResponseWriter, r *http.Request) { serve(g, w, r) }).Methods(rt.Method)
 	}
-	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such route"})
-	})
-	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed"})
-	})
 	return r
 }
 
@@ -313,11 +308,7 @@ func (g *Gateway) approval(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	if req.RequestID == "" {
-		g.writeError(w, r, fmt.Errorf("%w: requestId is required", errBadBody))
-		return
-	}
-	err := g.h.Approve(req.SessionID, req.RequestID, harness.ApprovalAnswer{Decision: req.Decision, Message: req.Message, UpdatedInput: req.UpdatedInput})
+	err := g.ops.Approve(req.SessionID, req.RequestID, harness.ApprovalAnswer{Decision: req.Decision, Message: req.Message, UpdatedInput: req.UpdatedInput})
 	if err != nil {
 		g.writeError(w, r, err)
 		return
@@ -399,7 +390,7 @@ func (g *Gateway) turn(w http.ResponseWriter, r *http.Request) {
 		g.queueTurn(w, r, req)
 		return
 	}
-	t, err := g.h.StartTurnWith(r.Context(), req.SessionID, req.Message, req.options())
+	t, err := g.ops.StartTurn(r.Context(), req.SessionID, req.Message, req.options())
 	if err != nil {
 		g.writeError(w, r, err)
 		return
@@ -420,7 +411,7 @@ func (g *Gateway) interrupt(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	if err := g.h.Interrupt(req.SessionID); err != nil {
+	if err := g.ops.Interrupt(req.SessionID); err != nil {
 		g.writeError(w, r, err)
 		return
 	}

@@ -30,7 +30,7 @@ func (g *Gateway) decidePlan(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	err := g.h.DecidePlan(mux.Vars(r)["id"], harness.PlanDecision{Decision: req.Decision, Mode: req.Mode, Feedback: req.Feedback})
+	err := g.ops.DecidePlan(mux.Vars(r)["id"], harness.PlanDecision{Decision: req.Decision, Mode: req.Mode, Feedback: req.Feedback})
 	if err != nil {
 		g.writeError(w, r, err)
 		return

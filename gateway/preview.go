@@ -1,15 +1,12 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/gorilla/mux"
 
-	"github.com/chirality/harness"
-	"github.com/chirality/harness/internal/httpapi"
 	"github.com/chirality/harness/internal/httpguard"
 )
 
@@ -32,32 +29,14 @@ func (g *Gateway) previewRewind(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	id := mux.Vars(r)["id"]
-	turns, err := g.h.Turns(id)
+	p, err := g.ops.PreviewRewind(r.Context(), mux.Vars(r)["id"], toTurn, 0)
 	if err != nil {
 		g.writeError(w, r, err)
 		return
 	}
-	out := previewJSON{ToTurn: toTurn, Files: []changeJSON{}}
-	for _, t := range turns {
-		if t.Seq == toTurn {
-			tj := turnOf(t)
-			out.Turn = &tj
-		}
-	}
-	if out.Turn == nil {
-		g.writeError(w, r, fmt.Errorf("%w: %d is not the seq of a user message of session %s (GET its turns)", harness.ErrSeqNotFound, toTurn, httpguard.Clip(id)))
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), conversationTimeout)
-	defer cancel()
-	changes, filesError, err := httpapi.FilesPreview(ctx, g.h, id, toTurn)
-	if err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	out.FilesError = filesError
-	for _, c := range changes {
+	tj := turnOf(p.Turn)
+	out := previewJSON{ToTurn: toTurn, Turn: &tj, Files: []changeJSON{}, FilesError: p.FilesError}
+	for _, c := range p.Files {
 		out.Files = append(out.Files, changeJSON{Path: c.Path, Op: c.Op, Patch: c.Patch, Truncated: c.Truncated})
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -25,7 +25,7 @@ type queueAnswer struct {
 // queueTurn is POST /turn with queue: the turn starts (its stream, as
 // without queue) or the message is queued (202).
 func (g *Gateway) queueTurn(w http.ResponseWriter, r *http.Request, req turnRequest) {
-	t, q, err := g.h.StartOrQueue(r.Context(), req.SessionID, req.Message, req.options())
+	t, q, err := g.ops.StartOrQueue(r.Context(), req.SessionID, req.Message, req.options())
 	if err != nil {
 		g.writeError(w, r, err)
 		return
@@ -38,7 +38,7 @@ func (g *Gateway) queueTurn(w http.ResponseWriter, r *http.Request, req turnRequ
 }
 
 func (g *Gateway) getQueue(w http.ResponseWriter, r *http.Request) {
-	list, err := g.h.Queue(mux.Vars(r)["id"])
+	list, err := g.ops.Queue(mux.Vars(r)["id"])
 	if err != nil {
 		g.writeError(w, r, err)
 		return
@@ -58,7 +58,7 @@ func (g *Gateway) patchQueued(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := mux.Vars(r)
-	list, err := g.h.EditQueued(v["id"], v["promptId"], harness.QueueEdit{Message: req.Message, Position: req.Position})
+	list, err := g.ops.EditQueued(v["id"], v["promptId"], harness.QueueEdit{Message: req.Message, Position: req.Position})
 	if err != nil {
 		g.writeError(w, r, err)
 		return
@@ -68,7 +68,7 @@ func (g *Gateway) patchQueued(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gateway) deleteQueued(w http.ResponseWriter, r *http.Request) {
 	v := mux.Vars(r)
-	if err := g.h.DeleteQueued(v["id"], v["promptId"]); err != nil {
+	if err := g.ops.DeleteQueued(v["id"], v["promptId"]); err != nil {
 		g.writeError(w, r, err)
 		return
 	}

@@ -25,7 +25,7 @@ func (g *Gateway) steer(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	if err := g.h.Steer(r.Context(), mux.Vars(r)["id"], req.Message); err != nil {
+	if err := g.ops.Steer(r.Context(), mux.Vars(r)["id"], req.Message); err != nil {
 		g.writeError(w, r, err)
 		return
 	}

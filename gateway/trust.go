@@ -49,11 +49,11 @@ func (g *Gateway) trustAccept(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	if req.ProjectRoot == "" || req.Kind == "" || req.Hash == "" || (req.Name == "" && req.Path == "") {
-		g.writeError(w, r, fmt.Errorf("%w: projectRoot, kind, hash and name or path are required", errBadBody))
+	if req.ProjectRoot == "" {
+		g.writeError(w, r, fmt.Errorf("%w: projectRoot is required", errBadBody))
 		return
 	}
-	it, err := g.h.AcceptTrust(req.ProjectRoot, req.Kind, req.Name, req.Path, req.Hash)
+	it, err := g.ops.AcceptTrust(req.ProjectRoot, req.Kind, req.Name, req.Path, req.Hash)
 	if err != nil {
 		g.writeError(w, r, err)
 		return

@@ -225,11 +225,6 @@ func (f *follower) apply(ev event.Event) {
 	if f.ended {
 		return
 	}
-	switch ev.Type {
-	case event.TypePlanReady, event.TypePlanResolved: // not items of the fold
-		f.plan(&ev)
-		return
-	}
 	u := f.fold.Add(&ev)
 	for _, it := range u.Items() {
 		f.render(&it)
@@ -238,10 +233,8 @@ func (f *follower) apply(ev event.Event) {
 
 // plan renders plan review: plan:ready opens a plan item and asks the
 // client (plan.ready, answered with plan.decide), plan:resolved ends it.
-func (f *follower) plan(ev *event.Event) {
-	switch ev.Type {
-	case event.TypePlanReady:
-		pr := ev.PlanReady
+func (f *follower) plan(it *fold.Item) {
+	if pr := it.Plan.Ready; it.New && pr != nil {
 		id := f.newItemID()
 		if f.plans == nil {
 			f.plans = map[string]string{}
@@ -250,8 +243,8 @@ func (f *follower) plan(ev *event.Event) {
 		f.started(id, "plan", map[string]any{"planId": pr.PlanID, "plan": pr.Plan})
 		f.notify("plan.ready", map[string]any{"planId": pr.PlanID, "itemId": id, "plan": pr.Plan, "expiresAt": pr.ExpiresAt,
 			"options": []string{"approve", "revise"}})
-	case event.TypePlanResolved:
-		r := ev.PlanResolved
+	}
+	if r := it.Plan.Resolved; it.Done {
 		if id, ok := f.plans[r.PlanID]; ok {
 			f.completed(id, "plan", map[string]any{"planId": r.PlanID, "decision": r.Decision, "mode": r.Mode, "feedback": r.Feedback, "by": r.By})
 		}
@@ -322,6 +315,8 @@ func (f *follower) render(it *fold.Item) {
 				f.completed(id, "approval", map[string]any{"requestId": r.RequestID, "decision": r.Decision, "by": r.By, "message": r.Message})
 			}
 		}
+	case fold.KindPlan:
+		f.plan(it)
 	case fold.KindStatus:
 		if r := it.Event.Retry; it.Event.Type == event.TypeSessionRetry {
 			p := map[string]any{"attempt": r.Attempt, "maxRetries": r.MaxRetries, "delayMs": r.DelayMS, "error": r.Error, "message": r.Summary()}

@@ -18,6 +18,7 @@ import (
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/event/fold"
 )
 
 // `harness version --help` is help about the command, not the version; a
@@ -230,5 +231,38 @@ func TestCLINotFoundHint(t *testing.T) {
 	want := "(install it with `make cli` in a harness checkout, or `npm install @anthropic-ai/claude-code@" + claudecode.TestedCLIVersion + "`)"
 	if code != 1 || !strings.Contains(errOut.String(), want) {
 		t.Errorf("exit %d, stderr %q, want %q", code, errOut.String(), want)
+	}
+}
+
+// `turn` shows a plan to review and its decision on the side, and the
+// transcript the plan as decided: both from the fold's plan item.
+func TestPlanFromTheFold(t *testing.T) {
+	evs := []event.Event{
+		{Type: event.TypeUserMessage, Text: "plan it"},
+		{Type: event.TypeChatDelta, Text: "Here."},
+		{Type: event.TypePlanReady, PlanReady: &event.PlanReady{PlanID: "p1", Plan: "# Plan\n\n1. read\n2. write"}},
+		{Type: event.TypeUsageUpdate, Usage: &event.UsageUpdate{InputTokens: 3}},
+		{Type: event.TypePlanResolved, PlanResolved: &event.PlanResolved{PlanID: "p1", Decision: "approve", By: "user"}},
+	}
+	var out, errOut bytes.Buffer
+	w := bufio.NewWriter(&out)
+	p := &textPrinter{out: w, errw: &errOut}
+	for _, e := range evs {
+		p.print(e)
+	}
+	w.Flush()
+	if out.String() != "Here.\n" || errOut.String() != "? plan ready: # Plan 1. read 2. write\n  approve (user)\n" {
+		t.Errorf("turn: stdout %q, stderr %q", out.String(), errOut.String())
+	}
+	var tr bytes.Buffer
+	var f fold.Fold
+	for i := range evs {
+		u := f.Add(&evs[i])
+		for _, it := range u.Items() {
+			transcriptItem(&tr, &it)
+		}
+	}
+	if want := "\nuser: plan it\nplan: approve (user) # Plan 1. read 2. write\n"; tr.String() != want {
+		t.Errorf("transcript %q, want %q", tr.String(), want)
 	}
 }

@@ -214,7 +214,8 @@ func printTranscript(w io.Writer, st *session.Store, id string) error {
 }
 
 // transcriptItem prints one update of an item of the fold: the user's
-// messages, the answer's text blocks, tool calls, approvals and errors.
+// messages, the answer's text blocks, tool calls, approvals, plans as
+// decided and errors.
 func transcriptItem(w io.Writer, it *fold.Item) {
 	switch it.Kind {
 	case fold.KindUser:
@@ -230,6 +231,14 @@ func transcriptItem(w io.Writer, it *fold.Item) {
 	case fold.KindApproval:
 		if r := it.Approval.Resolved; it.Done {
 			fmt.Fprintf(w, "approval: %s (%s)\n", r.Decision, r.By)
+		}
+	case fold.KindPlan:
+		if r := it.Plan.Resolved; it.Done {
+			plan := ""
+			if it.Plan.Ready != nil {
+				plan = " " + oneLine(it.Plan.Ready.Plan, 120)
+			}
+			fmt.Fprintf(w, "plan: %s (%s)%s\n", r.Decision, r.By, plan)
 		}
 	case fold.KindStatus, fold.KindEnd:
 		if e := it.Event.Error; it.Event.Type == event.TypeSessionError && e != nil {

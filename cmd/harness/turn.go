@@ -401,6 +401,13 @@ func (p *textPrinter) item(it *fold.Item) {
 		if r := it.Approval.Resolved; it.Done {
 			p.side("  %s (%s)\n", r.Decision, r.By)
 		}
+	case fold.KindPlan:
+		if pr := it.Plan.Ready; it.New && pr != nil {
+			p.side("? plan ready: %s\n", oneLine(pr.Plan, 100))
+		}
+		if r := it.Plan.Resolved; it.Done {
+			p.side("  %s (%s)\n", r.Decision, r.By)
+		}
 	case fold.KindStatus, fold.KindEnd:
 		p.status(it.Event)
 	}

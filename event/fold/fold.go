@@ -1,7 +1,7 @@
 // Package fold turns the event stream of package event into items: the
 // things a person reads (a user message, a block of assistant text or
-// reasoning, a tool call with its result, an approval, a status, the end
-// of a turn). It is the one fold every door renders: each door maps items
+// reasoning, a tool call with its result, an approval, a plan to review,
+// what a model call used, a status, the end of a turn). It is the one fold every door renders: each door maps items
 // to its own wire or screen, and none keeps its own state of a turn's
 // blocks.
 //
@@ -47,6 +47,13 @@ const (
 	// approval:requested, Done at its approval:resolved (joined by
 	// requestId).
 	KindApproval Kind = "approval"
+	// KindPlan is a plan a person reviews: New at plan:ready, Done at its
+	// plan:resolved (joined by planId).
+	KindPlan Kind = "plan"
+	// KindUsage is what one model call used (usage:update: Event.Usage)
+	// or an account's rate limit (rate_limit: Event.RateLimit); New and
+	// Done at once. It closes no block: it may come between two deltas.
+	KindUsage Kind = "usage"
 	// KindStatus is one event that shows a state and ends nothing:
 	// session:init, session:retry, trust:required, session:forked,
 	// session:rewound, prompt:queued, prompt:dequeued, and a session:error
@@ -102,6 +109,7 @@ type Item struct {
 
 	Tool     *Tool
 	Approval *Approval
+	Plan     *Plan
 	End      *End
 }
 
@@ -120,6 +128,14 @@ type Approval struct {
 	ID       string // requestId
 	Request  *event.ApprovalRequested
 	Resolved *event.ApprovalResolved // nil until Done
+}
+
+// Plan is a plan an agent ended and the person's decision on it. Ready is
+// nil when a decision came without one.
+type Plan struct {
+	ID       string // planId
+	Ready    *event.PlanReady
+	Resolved *event.PlanResolved // nil until Done
 }
 
 // End is a turn's end. Error is the failure (Failed) or the interruption
@@ -144,9 +160,9 @@ type Fold struct {
 	last    string // the turn's last top-level text block
 	hasLast bool
 
-	// The tool calls and approvals not yet answered, as they opened, by
-	// toolUseId and requestId.
-	tools, approvals map[string]Item
+	// The tool calls, approvals and plans not yet answered, as they
+	// opened, by toolUseId, requestId and planId.
+	tools, approvals, plans map[string]Item
 
 	end               *openEnd
 	fail, interrupted *event.SessionError
@@ -222,6 +238,23 @@ func (f *Fold) addSeq(u *Updates, seq int64, ev *event.Event) {
 		if ev.Resolved != nil {
 			f.approvalResolved(u, seq, ev)
 		}
+	case event.TypePlanReady:
+		// Like usage below, it closes no block: it is a card beside the
+		// answer (the doors sent it so before it was an item).
+		if ev.PlanReady != nil {
+			p := &Plan{ID: ev.PlanReady.PlanID, Ready: ev.PlanReady}
+			u.add(f.open(&f.plans, p.ID, Item{Kind: KindPlan, Seq: seq, OpenSeq: seq, Event: ev, Plan: p}))
+		}
+	case event.TypePlanResolved:
+		if ev.PlanResolved != nil {
+			it := f.answer(f.plans, ev.PlanResolved.PlanID, KindPlan, seq, ev)
+			it.Plan.Resolved = ev.PlanResolved
+			u.add(it)
+		}
+	case event.TypeUsageUpdate, event.TypeRateLimit:
+		if ev.Usage != nil || ev.RateLimit != nil {
+			u.add(Item{ID: f.id(), Kind: KindUsage, New: true, Done: true, Seq: seq, OpenSeq: seq, Event: ev, Parent: ev.ParentToolUseID})
+		}
 	case event.TypeSessionComplete:
 		f.close(u, seq, ev)
 		if ev.Complete != nil {
@@ -275,6 +308,7 @@ func (f *Fold) reset() {
 	f.last, f.hasLast = "", false
 	clear(f.tools)
 	clear(f.approvals)
+	clear(f.plans)
 	f.end, f.fail, f.interrupted, f.complete = nil, nil, nil, nil
 }
 
@@ -347,8 +381,8 @@ func (f *Fold) open(m *map[string]Item, key string, it Item) Item {
 }
 
 // answer is the last update of the item of kind open in m under key, or
-// of a new one, with an empty Tool or Approval, when none is: the caller
-// adds the answer to it.
+// of a new one, with an empty Tool, Approval or Plan, when none is: the
+// caller adds the answer to it.
 func (f *Fold) answer(m map[string]Item, key string, kind Kind, seq int64, ev *event.Event) Item {
 	it, ok := m[key]
 	switch {
@@ -357,6 +391,8 @@ func (f *Fold) answer(m map[string]Item, key string, kind Kind, seq int64, ev *e
 		it.New = false
 	case kind == KindTool:
 		it = Item{ID: f.id(), Kind: kind, New: true, OpenSeq: seq, Parent: ev.ParentToolUseID, Tool: &Tool{ID: key}}
+	case kind == KindPlan:
+		it = Item{ID: f.id(), Kind: kind, New: true, OpenSeq: seq, Parent: ev.ParentToolUseID, Plan: &Plan{ID: key}}
 	default:
 		it = Item{ID: f.id(), Kind: kind, New: true, OpenSeq: seq, Parent: ev.ParentToolUseID, Approval: &Approval{ID: key}}
 	}

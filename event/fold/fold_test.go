@@ -60,6 +60,18 @@ func show(it fold.Item) string {
 			fmt.Fprintf(&b, " %s", a.Resolved.Decision)
 		}
 	}
+	if p := it.Plan; p != nil {
+		fmt.Fprintf(&b, " plan=%s", p.ID)
+		if p.Ready != nil {
+			fmt.Fprintf(&b, " %q", p.Ready.Plan)
+		}
+		if p.Resolved != nil {
+			fmt.Fprintf(&b, " %s", p.Resolved.Decision)
+		}
+	}
+	if it.Kind == fold.KindUsage {
+		fmt.Fprintf(&b, " event=%s", it.Event.Type)
+	}
 	if e := it.End; e != nil {
 		fmt.Fprintf(&b, " outcome=%s", e.Outcome)
 		if e.Error != nil {
@@ -153,6 +165,27 @@ func TestFold(t *testing.T) {
 			`6 text done text="de" seq=7/9`,
 		},
 	}, {
+		name: "a plan joined to its decision by planId, usage and rate limits: none closes a block; a decision without a plan",
+		evs: []event.Event{delta("a"), {Type: event.TypeUsageUpdate, Usage: &event.UsageUpdate{InputTokens: 3}},
+			{Type: event.TypePlanReady, PlanReady: &event.PlanReady{PlanID: "p1", Plan: "# do"}}, delta("b"),
+			{Type: event.TypeRateLimit, RateLimit: &event.RateLimit{Limit: "5h", UsedPercent: 40}},
+			{Type: event.TypePlanResolved, PlanResolved: &event.PlanResolved{PlanID: "p1", Decision: "approve"}},
+			{Type: event.TypePlanResolved, PlanResolved: &event.PlanResolved{PlanID: "p9", Decision: "revise"}},
+			{Type: event.TypeUsageUpdate}, user("next"),
+			{Type: event.TypePlanResolved, PlanResolved: &event.PlanResolved{PlanID: "p1", Decision: "approve"}}},
+		want: []string{
+			`1 text new delta="a" seq=1/1`,
+			`2 usage new done event=usage:update seq=2/2`,
+			`3 plan new plan=p1 "# do" seq=3/3`,
+			`1 text delta="b" seq=1/4`,
+			`4 usage new done event=rate_limit seq=5/5`,
+			`3 plan done plan=p1 "# do" approve seq=3/6`,
+			`5 plan new done plan=p9 revise seq=7/7`,
+			`1 text done text="ab" seq=1/9`,
+			`6 user new done text="next" seq=9/9`,
+			`7 plan new done plan=p1 approve seq=10/10`,
+		},
+	}, {
 		name: "a failure wins over an interruption; resume_not_found ends nothing",
 		evs: []event.Event{
 			{Type: event.TypeSessionError, Error: &event.SessionError{Kind: event.ErrorResumeNotFound}},
@@ -214,7 +247,7 @@ func FuzzFold(f *testing.F) {
 		}
 		// Also events whose payload is missing, as a caller may build them.
 		for _, typ := range []event.Type{event.TypeToolStart, event.TypeToolResult, event.TypeApprovalRequested, event.TypeApprovalResolved,
-			event.TypeSessionComplete, event.TypeSessionError, event.TypeProcessExit} {
+			event.TypePlanReady, event.TypePlanResolved, event.TypeUsageUpdate, event.TypeRateLimit, event.TypeSessionComplete, event.TypeSessionError, event.TypeProcessExit} {
 			evs = append(evs, event.Event{Type: typ})
 		}
 		var fo fold.Fold
@@ -248,6 +281,12 @@ func FuzzFold(f *testing.F) {
 				}
 				if it.Done && it.Kind == fold.KindApproval && (it.Approval == nil || it.Approval.Resolved == nil) {
 					t.Fatalf("approval item %d done without an answer", it.ID)
+				}
+				if it.Kind == fold.KindPlan && (it.Plan == nil || it.Plan.Ready == nil && !it.Done || it.Done && it.Plan.Resolved == nil) {
+					t.Fatalf("plan item %d without its plan or, done, without its decision", it.ID)
+				}
+				if it.Kind == fold.KindUsage && (!it.New || !it.Done || it.Event == nil || it.Event.Usage == nil && it.Event.RateLimit == nil) {
+					t.Fatalf("usage item %d not whole or without its usage", it.ID)
 				}
 				if it.Kind == fold.KindEnd && it.End == nil {
 					t.Fatalf("end item %d without End", it.ID)

@@ -1,10 +1,10 @@
 // Package httpapi is what the harness's HTTP doors (the gateway and
 // `harness agent serve`) share behind the guard (package httpguard): the
-// one mapping of the core's errors to HTTP statuses, the one reader of a
-// JSON body, the one error answer, and the operations both offer over the
-// core whose answer is more than one call (what a rewind would restore).
-// A door keeps only its routes and the shapes of its bodies, which its
-// specification fixes (gateway/openapi.json; agentserver's package doc).
+// one router, the one mapping of the core's errors to HTTP statuses, the
+// one reader of a JSON body and the one error answer. The operations both
+// doors offer on a session are package gateway/ops. A door keeps only its
+// routes and the shapes of its bodies, which its specification fixes
+// (gateway/openapi.json; agentserver's package doc).
 //
 // A door's own request errors are made with BadRequest, so that Status
 // maps them without the door mapping anything itself:
@@ -14,13 +14,13 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"time"
+
+	"github.com/gorilla/mux"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/checkpoint"
@@ -30,10 +30,6 @@ import (
 	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/trust"
 )
-
-// ConversationTimeout bounds a fork, a rewind or a rewind's preview
-// (copying a log, diffing or restoring a project's files) at every door.
-const ConversationTimeout = 2 * time.Minute
 
 // ErrBadRequest is matched (errors.Is) by every error BadRequest makes:
 // the request itself is wrong (400).
@@ -131,19 +127,19 @@ func Decode(body io.Reader, v any, bad error) error {
 	return nil
 }
 
-// FilesPreview is what rewinding session id's files to before turn seq
-// would change (harness.FilesDiff), changing nothing. When the files
-// cannot be rewound (no snapshot was taken before that turn, the project
-// is too large, no git, an unsafe store) it is no error: filesError says
-// why, for the door to show (the turn's conversation may still be cut).
-func FilesPreview(ctx context.Context, h *harness.Harness, id string, seq int64) (changes []checkpoint.Change, filesError string, err error) {
-	changes, err = h.FilesDiff(ctx, id, seq)
-	switch {
-	case err == nil:
-		return changes, "", nil
-	case errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, checkpoint.ErrTooLarge),
-		errors.Is(err, checkpoint.ErrNoGit), errors.Is(err, checkpoint.ErrUnsafeStore):
-		return nil, httpguard.Clip(err.Error()), nil
-	}
-	return nil, "", err
+// NewRouter is the router of every HTTP door (gorilla/mux, the gateway's
+// route table's): paths are not cleaned (mux would answer an unclean path
+// such as ../, %2e%2e or // with a 301 redirect; here it gets the JSON 404
+// like any unknown path); an unknown route is 404 {"error": "no such
+// route"}, a known path with another method 405.
+func NewRouter() *mux.Router {
+	r := mux.NewRouter()
+	r.SkipClean(true)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpguard.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "no such route"})
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpguard.WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed"})
+	})
+	return r
 }

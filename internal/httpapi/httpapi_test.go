@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -69,5 +70,29 @@ func TestWriteError(t *testing.T) {
 	}
 	if w.Body.Len() > 2*httpguard.MaxMessage || !strings.HasPrefix(w.Body.String(), `{"error":"session not found`) {
 		t.Fatalf("body (%d bytes) %.80s", w.Body.Len(), w.Body.String())
+	}
+}
+
+// The doors' one router: an unknown route and an unclean path are the
+// JSON 404 (no redirect), a known path with another method the JSON 405.
+func TestNewRouter(t *testing.T) {
+	r := NewRouter()
+	r.HandleFunc("/events", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }).Methods(http.MethodGet)
+	for _, c := range []struct {
+		method, path string
+		want         int
+		body         string
+	}{
+		{"GET", "/events", http.StatusTeapot, ""},
+		{"POST", "/events", http.StatusMethodNotAllowed, `{"error":"method not allowed"}`},
+		{"GET", "/nope", http.StatusNotFound, `{"error":"no such route"}`},
+		{"GET", "/x/../events", http.StatusNotFound, `{"error":"no such route"}`},
+		{"GET", "//events", http.StatusNotFound, `{"error":"no such route"}`},
+	} {
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest(c.method, "http://localhost"+c.path, nil))
+		if w.Code != c.want || strings.TrimSpace(w.Body.String()) != c.body {
+			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.path, w.Code, w.Body.String(), c.want, c.body)
+		}
 	}
 }
