@@ -80,10 +80,19 @@ go build -o "$OUT/naivejson" ./bench/naivejson
 # HARNESS=/path/to/binary skips the build and benchmarks that binary instead.
 case " $SIDES " in *" harness "*)
 	if [ -z "${HARNESS:-}" ]; then
-		go build -o "$OUT/harness" ./cmd/harness
+		CGO_ENABLED=0 go build -o "$OUT/harness" ./cmd/harness # as the Makefile builds it
 		HARNESS=$OUT/harness
 	fi ;;
 esac
+# Every side's binary as after an install or a reboot: a file the linker
+# has just written sits in the page cache in large folios (up to 2 MB on
+# this kernel's ext4) and a fault maps the whole folio, so a fresh build's
+# first runs show ~1.6x the RSS of the same bytes read back from disk
+# (BENCHMARKS.md, "A lean process"). Dropping the files' clean cached pages
+# (posix_fadvise DONTNEED) makes every side start from the same state.
+for b in "${HARNESS:-}" "${BASE:-}"; do
+	if [ -n "$b" ]; then dd if="$b" iflag=nocache count=0 status=none || true; fi
+done
 
 # --- transcript ------------------------------------------------------------
 if [ "$ROUNDS" = 200 ] && [ "$DELTAS" = 1000 ]; then
