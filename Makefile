@@ -14,7 +14,7 @@ all: build
 # ~1.1-1.6 MB less idle RSS (BENCHMARKS.md, "A lean process"). The tests
 # keep cgo (the race detector needs it). TAGS=nocluster leaves out the
 # cluster and its NATS server (issue 36): `serve --node` then says so.
-GO_BUILD = CGO_ENABLED=0 go build $(if $(TAGS),-tags '$(TAGS)')
+GO_BUILD = CGO_ENABLED=0 go build$(if $(TAGS), -tags '$(TAGS)')
 
 build: console-vendor
 	$(GO_BUILD) -o bin/harness ./cmd/harness
