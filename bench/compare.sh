@@ -46,6 +46,9 @@
 #   * tree peak MB = /usr/bin/time -f %M around all of it (max over the
 #     consumer, noreap and the replayer), printed as a cross-check.
 #   * user+sys = CPU seconds of the consumer (and noreap), not the replayer.
+#   * the harness binaries (HARNESS, BASE) are dropped from the page cache
+#     before the runs, as after an install: a freshly linked file is cached
+#     in large folios that a fault maps whole, ~1.6x the consumer's RSS.
 #   The machine has 2 cores: the replayer and the consumer each get one.
 set -euo pipefail
 
