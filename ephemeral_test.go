@@ -15,7 +15,12 @@ import (
 // leakEngine is an engine whose agent prints the secret it was handed
 // (its ChildEnv's key) in a tool result, in deltas that split it, and in
 // its error.
-type leakEngine struct{ req engine.Request }
+type leakEngine struct {
+	req engine.Request
+	// scrubbed: its turns say their events are scrubbed already
+	// (engine.ScrubbedTurn), with this answer.
+	scrubbed *bool
+}
 
 func (l *leakEngine) Name() string { return "leak" }
 func (l *leakEngine) Check(context.Context) engine.Status {
@@ -31,14 +36,26 @@ func (l *leakEngine) StartTurn(_ context.Context, req engine.Request) (engine.Tu
 		}
 	}
 	k := req.SessionKey
-	return &leakTurn{sliceTurn: sliceTurn{i: -1, evs: []event.Event{
+	lt := &leakTurn{sliceTurn: sliceTurn{i: -1, evs: []event.Event{
 		{Type: event.TypeToolResult, SessionID: k, ToolResult: &event.ToolResult{ToolUseID: "t1", Content: "LEAK_API_KEY=" + key}},
 		{Type: event.TypeChatDelta, SessionID: k, Text: "it is " + key[:5]},
 		{Type: event.TypeChatDelta, SessionID: k, Text: key[5:] + " ok"},
 		{Type: event.TypeSessionError, SessionID: k, Error: &event.SessionError{Kind: event.ErrorProcess, Error: "died with " + key}},
 		{Type: event.TypeProcessExit, SessionID: k, Exit: &event.ProcessExit{Code: 1}},
-	}}, err: errors.New("the agent said " + key)}, nil
+	}}, err: errors.New("the agent said " + key)}
+	if l.scrubbed != nil {
+		return &claimTurn{leakTurn: lt, scrubbed: *l.scrubbed}, nil
+	}
+	return lt, nil
 }
+
+// claimTurn is a leakTurn that answers engine.ScrubbedTurn.
+type claimTurn struct {
+	*leakTurn
+	scrubbed bool
+}
+
+func (t *claimTurn) EventsScrubbed() bool { return t.scrubbed }
 
 type leakTurn struct {
 	sliceTurn
@@ -110,5 +127,46 @@ func TestStartEphemeralScrubsAndKeepsNothing(t *testing.T) {
 	h.Shutdown(context.Background())
 	if _, err := h.StartEphemeral(context.Background(), "leak", engine.Request{Message: "hi"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("after Shutdown: %v", err)
+	}
+}
+
+// A turn whose engine scrubs its own events (engine.ScrubbedTurn: Claude
+// Code's) is not scrubbed a second time by StartEphemeral: its events
+// come out exactly as the engine gave them (this engine "forgot", so the
+// key shows that no second pass ran), while its error is still scrubbed.
+// A turn that answers false is scrubbed as any other.
+func TestStartEphemeralTrustsAnEngineThatScrubs(t *testing.T) {
+	const key = "ephemeral-claim-key-value-4567"
+	for _, claim := range []bool{true, false} {
+		root := realDir(t)
+		le := &leakEngine{scrubbed: &claim}
+		h, err := New(Config{Roots: []string{root}, StateDir: t.TempDir(), Engines: []engine.Engine{le},
+			ChildEnv: []string{"LEAK_API_KEY=" + key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := h.StartEphemeral(context.Background(), "leak", engine.Request{Message: "hi", Cwd: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text string
+		n := 0
+		for tr.Next() {
+			n++
+			if ev := tr.Event(); ev.Type == event.TypeChatDelta {
+				text += ev.Text
+			}
+		}
+		want := "it is [REDACTED] ok"
+		if claim {
+			want = "it is " + key + " ok"
+		}
+		if text != want || n != 5 {
+			t.Errorf("EventsScrubbed %v: %d events, deltas %q, want 5 and %q", claim, n, text, want)
+		}
+		if e := tr.Err().Error(); e != "the agent said [REDACTED]" {
+			t.Errorf("EventsScrubbed %v: error %q, want it scrubbed", claim, e)
+		}
+		h.Shutdown(context.Background())
 	}
 }

@@ -46,6 +46,9 @@
 #   * tree peak MB = /usr/bin/time -f %M around all of it (max over the
 #     consumer, noreap and the replayer), printed as a cross-check.
 #   * user+sys = CPU seconds of the consumer (and noreap), not the replayer.
+#   * the harness binaries (HARNESS, BASE) are dropped from the page cache
+#     before the runs, as after an install: a freshly linked file is cached
+#     in large folios that a fault maps whole, ~1.6x the consumer's RSS.
 #   The machine has 2 cores: the replayer and the consumer each get one.
 set -euo pipefail
 
@@ -80,10 +83,19 @@ go build -o "$OUT/naivejson" ./bench/naivejson
 # HARNESS=/path/to/binary skips the build and benchmarks that binary instead.
 case " $SIDES " in *" harness "*)
 	if [ -z "${HARNESS:-}" ]; then
-		go build -o "$OUT/harness" ./cmd/harness
+		CGO_ENABLED=0 go build -o "$OUT/harness" ./cmd/harness # as the Makefile builds it
 		HARNESS=$OUT/harness
 	fi ;;
 esac
+# Every side's binary as after an install or a reboot: a file the linker
+# has just written sits in the page cache in large folios (up to 2 MB on
+# this kernel's ext4) and a fault maps the whole folio, so a fresh build's
+# first runs show ~1.6x the RSS of the same bytes read back from disk
+# (BENCHMARKS.md, "A lean process"). Dropping the files' clean cached pages
+# (posix_fadvise DONTNEED) makes every side start from the same state.
+for b in "${HARNESS:-}" "${BASE:-}"; do
+	if [ -n "$b" ]; then dd if="$b" iflag=nocache count=0 status=none || true; fi
+done
 
 # --- transcript ------------------------------------------------------------
 if [ "$ROUNDS" = 200 ] && [ "$DELTAS" = 1000 ]; then

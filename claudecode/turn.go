@@ -285,6 +285,10 @@ func (t *Turn) run() {
 	}))
 }
 
+// EventsScrubbed reports that every event Next returns went through the
+// process's scrubber (emit): engine.ScrubbedTurn.
+func (t *Turn) EventsScrubbed() bool { return true }
+
 // emit scrubs ev and puts what it becomes on the stream (a delta may be
 // held back for the next one; see secrets.Events). Only run calls it.
 func (t *Turn) emit(ev event.Event) {

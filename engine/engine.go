@@ -89,6 +89,17 @@ type Turn interface {
 	Close() error
 }
 
+// ScrubbedTurn is a Turn whose engine passes every event through the
+// process's scrubber (internal/secrets.Events, deltas included) before
+// Next returns it, when EventsScrubbed reports true. The core then does
+// not scrub its events a second time on the way to a reader that only
+// prints them (Harness.StartEphemeral: `harness turn`); its Err is still
+// scrubbed. Claude Code's turns are: their driver scrubs as it maps.
+type ScrubbedTurn interface {
+	Turn
+	EventsScrubbed() bool
+}
+
 // Request is everything a turn is started with. The core builds it from
 // the session, its persona and the server's policy; the client has no
 // say in it. Engines map what they support and document what they do not.

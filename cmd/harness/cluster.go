@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"github.com/chirality/harness/cluster"
+	"github.com/chirality/harness"
 	"github.com/chirality/harness/session"
 )
 
@@ -31,7 +31,11 @@ type clusterFlags struct {
 
 func flagCluster(cmd *cobra.Command, f *clusterFlags) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.node, "node", "", "join a cluster of harness servers as this node (its name, unique in the cluster); starts an embedded NATS JetStream server. Without it: no cluster, nothing changes")
+	nodeUsage := "join a cluster of harness servers as this node (its name, unique in the cluster); starts an embedded NATS JetStream server. Without it: no cluster, nothing changes"
+	if !clusterBuilt {
+		nodeUsage = "not in this build (built with -tags nocluster): a cluster node needs a harness built without that tag"
+	}
+	fs.StringVar(&f.node, "node", "", nodeUsage)
 	fs.StringVar(&f.cluster, "cluster", "harness", "the cluster's name (with --node)")
 	fs.StringVar(&f.listen, "cluster-listen", "127.0.0.1:6250", "where this node takes the other nodes' routes (with --node); beyond loopback HARNESS_CLUSTER_SECRET must be set")
 	fs.Var(&f.peers, "cluster-peer", "another node's --cluster-listen address host:port (repeatable)")
@@ -88,9 +92,20 @@ func (f *clusterFlags) resolve(changed func(string) bool) error {
 	return nil
 }
 
+// clusterNode is what serve uses of a started node (*cluster.Node). The
+// cluster package (and the NATS server it embeds) is linked only by
+// cluster_on.go: a build with -tags nocluster leaves it out, and --node
+// then answers that this build has no cluster (cluster_off.go).
+type clusterNode interface {
+	Name() string
+	ClusterAddr() string
+	Close() error
+	Attach(h *harness.Harness, api http.Handler) (http.Handler, error)
+}
+
 // start starts the node, nil without --node. Its store is under the
 // state directory: cluster/<node>/.
-func (f *clusterFlags) start(stateDir string, logger *zerolog.Logger) (*cluster.Node, error) {
+func (f *clusterFlags) start(stateDir string, logger *zerolog.Logger) (clusterNode, error) {
 	if f.node == "" {
 		if len(f.peers) > 0 {
 			return nil, fmt.Errorf("--cluster-peer needs --node")
@@ -112,8 +127,7 @@ func (f *clusterFlags) start(stateDir string, logger *zerolog.Logger) (*cluster.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return cluster.Start(ctx, cluster.Config{Node: f.node, Cluster: f.cluster, Listen: f.listen, Peers: f.peers,
-		Dir: filepath.Join(stateDir, "cluster", f.node), Secret: secret, Logger: logger})
+	return startNode(ctx, f, filepath.Join(stateDir, "cluster", f.node), secret, logger)
 }
 
 // nodesCmd is `harness nodes`: a cluster's nodes, from any node's
@@ -181,7 +195,7 @@ func (c *cli) nodes(url, token string, asJSON bool) int {
 		c.stdout.Write(body)
 		return 0
 	}
-	var list []cluster.NodeInfo
+	var list []harness.NodeInfo
 	if err := json.Unmarshal(body, &list); err != nil {
 		fmt.Fprintln(c.stderr, "harness nodes: bad answer:", err)
 		return 1
