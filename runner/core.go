@@ -226,7 +226,9 @@ type Core struct {
 	carry       string        // a compaction summary for the next prompt
 	// permit lets the core start one queued prompt of the runner's
 	// session (the gate); the worker hands it out when it is idle.
-	permit bool
+	// inflight: the core took it and the worker has not yet seen what
+	// came of it (the turn's start, or its failure to start).
+	permit, inflight bool
 	spec   harness.SessionSpec
 
 	// gateMu orders the gate's moves; gateSID is the session gated,
@@ -371,6 +373,9 @@ func (c *Core) gate() bool {
 	defer c.mu.Unlock()
 	ok := c.permit
 	c.permit = false
+	if ok {
+		c.inflight = true
+	}
 	return ok
 }
 
@@ -454,7 +459,7 @@ func (c *Core) Start(ctx context.Context, initialPrompt string) error {
 		return err // another Start won
 	}
 	c.sessionID = sid
-	c.running, c.stopping, c.killing, c.permit = true, false, false, false
+	c.running, c.stopping, c.killing, c.permit, c.inflight = true, false, false, false, false
 	c.wake = make(chan struct{}, 1)
 	c.quit = make(chan struct{})
 	c.done = make(chan struct{})
@@ -794,7 +799,10 @@ func (c *Core) work(from int64, events <-chan session.Record, stopWatch func(), 
 			}
 		}
 		var tick <-chan time.Time
-		if f.t != nil || c.h.IsRunning(f.sid) {
+		c.mu.Lock()
+		inflight := c.inflight
+		c.mu.Unlock()
+		if f.t != nil || inflight || c.h.IsRunning(f.sid) {
 			// a turn runs: its events signal; should the watch have
 			// missed them (its queue full), the log is read again soon
 			tick = time.After(time.Second)
@@ -838,7 +846,7 @@ func (c *Core) between(f *follower) bool {
 		c.items = c.items[1:]
 		next, c.barrierOn = &it, true
 	}
-	grant := next == nil && c.running && !c.stopping && !c.held && !c.permit
+	grant := next == nil && c.running && !c.stopping && !c.held && !c.permit && !c.inflight
 	if grant {
 		c.permit = true
 	}
@@ -918,6 +926,9 @@ func (c *Core) record(f *follower, ev *event.Event) (crashed bool, code int) {
 		case event.DequeuedDeleted:
 			c.takeItem(d.PromptID) // a person deleted it: it never runs
 		case event.DequeuedFailed:
+			c.mu.Lock()
+			c.inflight = false
+			c.mu.Unlock()
 			it, ok := c.takeItem(d.PromptID)
 			if !ok {
 				return false, 0 // another door's prompt
@@ -1000,7 +1011,7 @@ func (c *Core) openTurn(f *follower, ev *event.Event) {
 	sid := f.sid
 	t := &turnState{it: it, report: report, started: time.Now()}
 	c.mu.Lock()
-	c.turnSID, c.permit = sid, false
+	c.turnSID, c.permit, c.inflight = sid, false, false
 	stopping, killing, onStart := c.stopping, c.killing, c.onTurnStart
 	c.mu.Unlock()
 	// A Stop that came while the core started the turn found none to end.
@@ -1053,7 +1064,7 @@ func (c *Core) closeTurn(f *follower, ev *event.Event) (crashed bool, code int) 
 		}
 	}
 	c.mu.Lock()
-	c.turnSID = ""
+	c.turnSID, c.inflight = "", false // (a permit the core could not use for another door's turn)
 	stopping, onEnd := c.stopping, c.onTurnEnd
 	c.mu.Unlock()
 	if end.TimedOut && end.Outcome != Completed {
