@@ -27,7 +27,9 @@ var (
 	// ErrEmptyPrompt is returned by SendPrompt for a blank prompt.
 	ErrEmptyPrompt = errors.New("runner: empty prompt")
 	// ErrQueueFull is returned by SendPrompt when Config.MaxQueue prompts
-	// wait already; the prompt is not queued (the caller keeps it).
+	// wait already (at most the core queue's harness.MaxQueued, whose
+	// harness.ErrQueueFull it then wraps); the prompt is not queued (the
+	// caller keeps it).
 	ErrQueueFull = errors.New("runner: prompt queue full")
 )
 
@@ -229,7 +231,7 @@ type Core struct {
 	// inflight: the core took it and the worker has not yet seen what
 	// came of it (the turn's start, or its failure to start).
 	permit, inflight bool
-	spec   harness.SessionSpec
+	spec             harness.SessionSpec
 
 	// gateMu orders the gate's moves; gateSID is the session gated,
 	// ungate removes its gate.
