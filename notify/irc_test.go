@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/chirality/harness"
-	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/irc"
@@ -102,22 +101,7 @@ func TestIRCApprovalAndTurnEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeOnCleanup(t, n)
-	api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
-		if len(r.ToolResults()) == 0 {
-			return claudetest.Reply{Blocks: []claudetest.Block{
-				claudetest.ToolUse("", "Bash", map[string]any{"command": "touch marker", "description": "make the marker"}),
-			}}
-		}
-		return claudetest.TextReply("done")
-	})
-	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := h.StartTurn(context.Background(), s.ID, "make a marker with "+key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tr := startAskingTurn(t, h, api, root, "make a marker with "+key)
 	ask := person.wait(t, "harness: approval:requested · Approval needed: Bash — make a marker with ")
 	pending := h.PendingApprovals(s.ID)
 	if len(pending) != 1 {

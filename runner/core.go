@@ -616,12 +616,9 @@ func (c *Core) barrier(ctx context.Context, kind itemKind) error {
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	c.mu.Lock()
-	if !c.running {
-		c.mu.Unlock()
+	if !c.IsRunning() {
 		return ErrNotRunning
 	}
-	c.mu.Unlock()
 	if c.Pending() >= c.cfg.MaxQueue {
 		return ErrQueueFull
 	}

@@ -11,29 +11,8 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/engine"
-	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/runner"
 )
-
-// harnessOn is a Harness over the env's project and the state directory
-// state: a second one over the same state is the same server restarted.
-func harnessOn(t *testing.T, e *env, state string) *harness.Harness {
-	t.Helper()
-	h, err := harness.New(harness.Config{
-		Roots: []string{e.root}, StateDir: state, ChildEnv: e.api.Env(),
-		Engines: engines.Builtin(engines.Config{Env: claudetest.BaseEnv(t.TempDir()), ChildEnv: e.api.Env(),
-			InterruptGrace: time.Second, KillGrace: 2 * time.Second}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		h.Shutdown(ctx)
-	})
-	return h
-}
 
 // holdFirst makes the fake model hold its first answer until release is
 // called (at the latest at the test's end); the later ones echo.
@@ -52,6 +31,20 @@ func holdFirst(t *testing.T, e *env) (reached <-chan struct{}, release func()) {
 	release = func() { freeOnce.Do(func() { close(free) }) }
 	t.Cleanup(release)
 	return first, release
+}
+
+// startHeld starts a runner whose first turn ("talk slowly") the model
+// holds until release.
+func startHeld(t *testing.T, e *env) (*runner.Core, *rec, func()) {
+	t.Helper()
+	c := e.core(engine.Anthropic, nil)
+	r := record(c)
+	reached, release := holdFirst(t, e)
+	if err := c.Start(context.Background(), "talk slowly"); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, "the first turn", reached)
+	return c, r, release
 }
 
 func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
@@ -78,7 +71,7 @@ func messagesOf(ps []harness.QueuedPrompt) []string {
 func TestCorePromptsWaitInTheCoreQueueAndSurviveARestart(t *testing.T) {
 	e := newEnv(t, "")
 	state := t.TempDir()
-	h1 := harnessOn(t, e, state)
+	h1 := harnessIn(t, e.api, e.root, state, "", time.Second)
 	c1, err := runner.New(runner.Config{Harness: h1, ProjectRoot: e.root, Engine: engine.Anthropic, StopGrace: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +114,7 @@ func TestCorePromptsWaitInTheCoreQueueAndSurviveARestart(t *testing.T) {
 
 	e.api.SetResponder(echo)
 	before := len(e.api.Requests())
-	h2 := harnessOn(t, e, state)
+	h2 := harnessIn(t, e.api, e.root, state, "", time.Second)
 	if q, err := h2.Queue(sid); err != nil || !slices.Equal(messagesOf(q), []string{"two", "three"}) {
 		t.Fatalf("after the restart the queue = %q, %v", messagesOf(q), err)
 	}
@@ -160,14 +153,8 @@ func TestCorePromptsWaitInTheCoreQueueAndSurviveARestart(t *testing.T) {
 // meanwhile, the clear with them in Pending.
 func TestCoreClearBetweenQueuedPrompts(t *testing.T) {
 	e := newEnv(t, "")
-	c := e.core(engine.Anthropic, nil)
-	r := record(c)
-	reached, release := holdFirst(t, e)
-	if err := c.Start(context.Background(), "talk slowly"); err != nil {
-		t.Fatal(err)
-	}
+	c, r, release := startHeld(t, e)
 	first := c.SessionID()
-	waitClosed(t, "the first turn", reached)
 	if err := c.SendPrompt("before"); err != nil {
 		t.Fatal(err)
 	}
@@ -215,14 +202,8 @@ func TestCoreClearBetweenQueuedPrompts(t *testing.T) {
 // the runner reports it as it reports its own.
 func TestCoreReportsPromptsOtherDoorsQueue(t *testing.T) {
 	e := newEnv(t, "")
-	c := e.core(engine.Anthropic, nil)
-	r := record(c)
-	reached, release := holdFirst(t, e)
-	if err := c.Start(context.Background(), "talk slowly"); err != nil {
-		t.Fatal(err)
-	}
+	c, r, release := startHeld(t, e)
 	sid := c.SessionID()
-	waitClosed(t, "the first turn", reached)
 	if err := c.SendPrompt("mine"); err != nil {
 		t.Fatal(err)
 	}
