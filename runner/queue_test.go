@@ -225,3 +225,37 @@ func TestCoreReportsPromptsOtherDoorsQueue(t *testing.T) {
 	}
 	stop(t, c)
 }
+
+// After a crash the queue waits: nothing queued starts until the Keeper
+// has started the runner again, and its resume prompt runs first, then
+// what was queued, in the same session.
+func TestCoreCrashHoldsTheCoreQueueForTheResumePrompt(t *testing.T) {
+	e := newEnv(t, "")
+	c := e.core(engine.Anthropic, nil)
+	k := runner.NewKeeper(runner.KeeperConfig{Runner: c, ResumePrompt: "RESUME"})
+	r := recordKeeper(k)
+	reached, release := holdFirst(t, e)
+	if err := k.Start(context.Background(), "talk slowly"); err != nil {
+		t.Fatal(err)
+	}
+	sid := c.SessionID()
+	waitClosed(t, "the first turn", reached)
+	if err := k.SendPrompt("queued"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.h.Kill(sid); err != nil { // killed from outside: a crash
+		t.Fatal(err)
+	}
+	release() // (the fake model answers one request at a time)
+	waitFor(t, "the crash and the two turns after it", func() bool { return r.endCount() == 3 })
+	_, _, ends := r.snapshot()
+	if ends[0].Outcome != runner.Crashed {
+		t.Errorf("the killed turn ended %+v, want a crash", ends[0])
+	}
+	for i, want := range []string{"RESUME", "queued"} {
+		if x := ends[i+1]; x.Prompt != want || x.Outcome != runner.Completed || x.SessionID != sid {
+			t.Errorf("turn %d after the crash: %+v, want %q completed in %s", i, x, want, sid)
+		}
+	}
+	stop(t, k)
+}
