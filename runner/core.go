@@ -970,20 +970,25 @@ func (c *Core) takeItem(id string) (item, bool) {
 	if id == "" {
 		return item{}, false
 	}
-	for try := 0; try < 2; try++ {
-		c.mu.Lock()
-		i := slices.IndexFunc(c.items, func(it item) bool { return it.id == id })
-		if i >= 0 {
-			it := c.items[i]
-			c.items = slices.Delete(c.items, i, i+1)
-			c.mu.Unlock()
-			return it, true
-		}
-		c.mu.Unlock()
-		c.sendMu.Lock() // a SendPrompt under way adds its item before it lets go
-		c.sendMu.Unlock()
+	if it, ok := c.removeItem(id); ok {
+		return it, true
 	}
-	return item{}, false
+	// A SendPrompt under way adds its item before it lets go of sendMu.
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	return c.removeItem(id)
+}
+
+func (c *Core) removeItem(id string) (item, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.items, func(it item) bool { return it.id == id })
+	if i < 0 {
+		return item{}, false
+	}
+	it := c.items[i]
+	c.items = slices.Delete(c.items, i, i+1)
+	return it, true
 }
 
 // emitter is t's Message callback: reported, or only kept (the last one
