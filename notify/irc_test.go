@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -230,4 +231,31 @@ func TestIRCInConfigFile(t *testing.T) {
 	if strings.Join(cfg.IRC, " ") != "ircs://irc.example/#dev irc://other.example/#ops" || cfg.IRCNick != "filebot" || !cfg.Enabled() {
 		t.Errorf("config %+v", cfg)
 	}
+}
+
+// parseIRC never panics; what it accepts has a host:port, a valid
+// channel and nick, and came without a password.
+func FuzzParseIRC(f *testing.F) {
+	for _, s := range []string{"irc://irc.example/#dev", "ircs://bot@h:7000/%23ops", "irc://[::1]/x", "ircs://u:p@h/#c", "irc://h/#", "irc://h/&local"} {
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, raw, nick string) {
+		got, err := parseIRC(raw, nick)
+		if err != nil {
+			return
+		}
+		if _, _, err := net.SplitHostPort(got.addr); err != nil {
+			t.Errorf("%q: addr %q: %v", raw, got.addr, err)
+		}
+		if irc.ValidateChannel(got.channel) != nil || irc.ValidateNick(got.nick, 0) != nil {
+			t.Errorf("%q: accepted channel %q nick %q", raw, got.channel, got.nick)
+		}
+		if strings.Contains(raw, ":") && strings.Contains(raw, "@") {
+			if u, err := url.Parse(raw); err == nil && u.User != nil {
+				if _, set := u.User.Password(); set {
+					t.Errorf("%q: a password was accepted", raw)
+				}
+			}
+		}
+	})
 }
