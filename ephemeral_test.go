@@ -50,7 +50,7 @@ func (t *leakTurn) Err() error { return t.err }
 // Issue 29.5: a turn outside any session (`harness turn` without
 // --session) goes through the core's scrubbing and leaves nothing in the
 // project: no session, event log, prompt or log file.
-func TestStartEphemeralScrubsAndKeepsNothing(t *testing.T) {
+func TestEphemeralTurnScrubsAndKeepsNothing(t *testing.T) {
 	const key = "ephemeral-test-key-value-0123"
 	root := realDir(t)
 	le := &leakEngine{}
@@ -60,22 +60,35 @@ func TestStartEphemeralScrubsAndKeepsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Shutdown(context.Background())
-	if _, err := h.StartEphemeral(context.Background(), "leak", engine.Request{Message: " "}); !errors.Is(err, ErrEmptyMessage) {
+	if _, err := h.StartTurn(context.Background(), TurnRequest{Engine: "leak", Message: " "}); !errors.Is(err, ErrEmptyMessage) {
 		t.Errorf("empty message: %v", err)
 	}
-	if _, err := h.StartEphemeral(context.Background(), "nope", engine.Request{Message: "hi"}); !errors.Is(err, ErrUnknownEngine) {
+	if _, err := h.StartTurn(context.Background(), TurnRequest{Engine: "nope", Message: "hi"}); !errors.Is(err, ErrUnknownEngine) {
 		t.Errorf("unknown engine: %v", err)
 	}
-	tr, err := h.StartEphemeral(context.Background(), "", engine.Request{Message: "hi", Cwd: root, AllowedTools: []string{"Bash(ls)"}})
+	if _, err := h.StartTurn(context.Background(), TurnRequest{Message: "hi", Options: TurnOptions{Persona: "REVIEWER"}}); !errors.Is(err, ErrInvalidTurnOptions) {
+		t.Errorf("an ephemeral turn with a persona: %v", err)
+	}
+	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "hi", Request: engine.Request{Cwd: root, AllowedTools: []string{"Bash(ls)"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var evs []event.Event
 	var all strings.Builder
-	for tr.Next() {
-		ev := tr.Event()
+	for rec, err := range tr.Events(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := *rec.Typed
+		if rec.Seq != int64(len(evs)+1) || !strings.Contains(string(rec.Event), string(ev.Type)) {
+			t.Errorf("record %d: seq %d, JSON %s", len(evs), rec.Seq, rec.Event)
+		}
 		evs = append(evs, ev)
-		all.Write(ev.AppendJSON(nil))
+		all.Write(rec.Event)
+	}
+	<-tr.Done()
+	if tr.SessionID != "" || tr.Err() == nil {
+		t.Fatalf("an ephemeral turn: session %q, error %v", tr.SessionID, tr.Err())
 	}
 	all.WriteString(tr.Err().Error())
 	if strings.Contains(all.String(), key) || strings.Contains(all.String(), key[:5]+key[5:]) {
@@ -108,7 +121,7 @@ func TestStartEphemeralScrubsAndKeepsNothing(t *testing.T) {
 		t.Errorf("the project has .chirality (%v): an ephemeral turn keeps nothing there", err)
 	}
 	h.Shutdown(context.Background())
-	if _, err := h.StartEphemeral(context.Background(), "leak", engine.Request{Message: "hi"}); !errors.Is(err, ErrClosed) {
+	if _, err := h.StartTurn(context.Background(), TurnRequest{Engine: "leak", Message: "hi"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("after Shutdown: %v", err)
 	}
 }
