@@ -24,7 +24,7 @@ func (e *testEnv) startWith(id, message string, o TurnOptions) {
 	e.t.Helper()
 	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: id, Message: message, Options: o})
 	if err != nil {
-		e.t.Fatalf("StartTurnWith %+v: %v", o, err)
+		e.t.Fatalf("StartTurn %+v: %v", o, err)
 	}
 	evs := e.follow(e.h, id, tr.StartSeq)
 	<-tr.Done()

@@ -378,7 +378,7 @@ func (s *Server) Prompt(ctx context.Context, content string) error {
 	s.ctl.Lock() // not while a fork moves the server
 	defer s.ctl.Unlock()
 	id := s.SessionID()
-	t, err := s.h.StartTurn(ctx, id, content)
+	t, err := s.h.StartTurn(ctx, harness.TurnRequest{SessionID: id, Message: content})
 	if err == nil || !errors.Is(err, harness.ErrBusy) && !errors.Is(err, harness.ErrEmptyMessage) {
 		// A turn that could not start still stored its user:message.
 		s.mu.Lock()

@@ -159,7 +159,7 @@ func TestWebhookApprovalAndTurnEndSigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := h.StartTurn(context.Background(), s.ID, "make a marker")
+	tr, err := h.StartTurn(context.Background(), harness.TurnRequest{SessionID: s.ID, Message: "make a marker"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestDeadReceiverNeverSlowsATurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 4 {
-		tr, err := h.StartTurn(context.Background(), s.ID, "hello")
+		tr, err := h.StartTurn(context.Background(), harness.TurnRequest{SessionID: s.ID, Message: "hello"})
 		if err != nil {
 			t.Fatal(err)
 		}

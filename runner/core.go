@@ -674,7 +674,7 @@ func (c *Core) turn(it item, report bool) turnResult {
 	if it.send != "" {
 		send = it.send
 	}
-	t, err := c.h.StartTurn(context.Background(), sid, send)
+	t, err := c.h.StartTurn(context.Background(), harness.TurnRequest{SessionID: sid, Message: send})
 	if err != nil {
 		end.Outcome, end.Kind, end.Error, end.ExitCode = Crashed, event.ErrorStart, err.Error(), 1
 		c.log.Error().Str("sessionId", sid).Err(err).Msg("turn could not start")
