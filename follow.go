@@ -124,6 +124,10 @@ func follow(ctx context.Context, elog *session.EventLog, b *broker, after int64)
 					dropped = sub.dropped
 					break live
 				}
+				if ctx.Err() != nil { // queued records too: the reader is gone
+					b.unsubscribe(sub)
+					return
+				}
 				if rec.Seq != 0 && rec.Seq <= last {
 					continue // already read from the log
 				}

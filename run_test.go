@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/chirality/harness/claudecode"
@@ -120,7 +119,7 @@ func TestWaitEndings(t *testing.T) {
 	// The one context rule: a cancelled ctx stops the reading, never
 	// the turn, which completes and is stored.
 	t.Run("context cancelled", func(t *testing.T) {
-		e.api.Script(slowReply())
+		e.api.Script(shortSlowReply())
 		tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "talk slowly"})
 		if err != nil {
 			t.Fatal(err)
@@ -136,13 +135,13 @@ func TestWaitEndings(t *testing.T) {
 			t.Fatalf("the turn: %v, want it completed", tr.Err())
 		}
 		res, err = tr.Wait(context.Background(), nil) // read again, from the log
-		if err != nil || res.Status != TurnCompleted || res.Final != strings.Repeat("slow words ", 400) {
+		if err != nil || res.Status != TurnCompleted || res.Final != shortSlowText {
 			t.Errorf("the stored turn: %v, %v, final %d bytes", err, res.Status, len(res.Final))
 		}
 	})
 
 	t.Run("callback error", func(t *testing.T) {
-		e.api.Script(slowReply())
+		e.api.Script(shortSlowReply())
 		stop := errors.New("the reader gave up")
 		calls := 0
 		fn := onFirstDelta(func() error { return stop })
