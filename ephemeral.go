@@ -79,10 +79,11 @@ func (h *Harness) startEphemeral(ctx context.Context, tr TurnRequest) (*Turn, er
 		h.wg.Done()
 		return nil, scrubbedError{err}
 	}
-	e := &ephemeral{turn: &scrubbedTurn{Turn: et, queue: notices, next: -1}, done: make(chan struct{}), wake: make(chan struct{})}
-	if len(notices) == 0 {
-		e.turn = &scrubbedTurn{Turn: et}
+	st := &scrubbedTurn{Turn: et}
+	if len(notices) > 0 {
+		st.queue, st.next = notices, -1 // the notices come first
 	}
+	e := &ephemeral{turn: st, done: make(chan struct{}), wake: make(chan struct{})}
 	go func() {
 		defer h.wg.Done()
 		e.run()
@@ -223,14 +224,4 @@ func (t *scrubbedTurn) Err() error {
 		return scrubbedError{err}
 	}
 	return nil
-}
-
-// Buffered reports how many events are ready without waiting (0 when the
-// engine does not say): a printer flushes at 0.
-func (t *scrubbedTurn) Buffered() int {
-	n := max(0, len(t.queue)-t.next-1)
-	if b, ok := t.Turn.(interface{ Buffered() int }); ok {
-		n += b.Buffered()
-	}
-	return n
 }
