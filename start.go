@@ -110,7 +110,12 @@ func (t *Turn) Events(ctx context.Context) iter.Seq2[session.Record, error] {
 		return t.eph.records(ctx)
 	}
 	return func(yield func(session.Record, error) bool) {
-		for rec, err := range follow(ctx, t.elog, t.lt.broker, t.StartSeq) {
+		elog, err := t.h.store.EventLog(t.SessionID) // the log as it is now (a moved session's is another handle)
+		if err != nil {
+			yield(session.Record{}, mapStoreErr(err))
+			return
+		}
+		for rec, err := range follow(ctx, elog, t.lt.broker, t.StartSeq) {
 			if err != nil {
 				yield(rec, err)
 				return

@@ -165,9 +165,8 @@ type Turn struct {
 	// unlike Events, what the session stores after them). 0 for an
 	// ephemeral turn.
 	StartSeq int64
-	lt       *liveTurn         // a session's turn
-	elog     *session.EventLog // where a session's turn is stored
-	eph      *ephemeral        // an ephemeral turn (ephemeral.go)
+	lt       *liveTurn  // a session's turn
+	eph      *ephemeral // an ephemeral turn (ephemeral.go)
 	h        *Harness
 }
 
@@ -450,7 +449,7 @@ func (h *Harness) startTurn(ctx context.Context, id, message string, o TurnOptio
 	lt.attach(et)
 	started = true
 	go r.run(et)
-	return &Turn{SessionID: id, StartSeq: startSeq, lt: lt, elog: elog, h: h}, nil
+	return &Turn{SessionID: id, StartSeq: startSeq, lt: lt, h: h}, nil
 }
 
 // forget removes a live turn from the running set. Safe to call twice.
