@@ -79,7 +79,8 @@ func (e *TurnError) Interrupted() bool {
 // Cancelling ctx stops the waiting, never the turn (the rule of Events):
 // Wait returns ctx's error at once and the turn goes on until it ends or
 // Interrupt stops it. An error from fn does the same: Wait calls fn no
-// more and returns that error at once. Otherwise the error is nil when
+// more and returns that error at once (Result then holds what was read,
+// with Status failed). Otherwise the error is nil when
 // the turn completed, an error reading the events (Result.Exit is nil),
 // or a *TurnError saying how the turn ended.
 //
