@@ -53,13 +53,13 @@ type Queued struct {
 	Position int `json:"position"`
 }
 
-// StartOrQueue starts a turn of session id with message, as StartTurnWith
+// StartOrQueue starts a turn of session id with message, as StartTurn
 // does, when the session is idle, its queue is not held (HoldQueue) and
 // nothing is queued before it;
 // otherwise it queues the message behind what runs and is queued, and
 // returns where (the *Turn is then nil). A queued prompt runs with the
 // session's settings at the time it starts: o applies to a turn started
-// here only. It fails as StartTurnWith does, and with ErrQueueFull or
+// here only. It fails as StartTurn does, and with ErrQueueFull or
 // ErrMessageTooLarge.
 func (h *Harness) StartOrQueue(ctx context.Context, id, message string, o TurnOptions) (*Turn, *Queued, error) {
 	return h.startOrQueue(ctx, id, message, o, true, false)
@@ -96,7 +96,7 @@ func (h *Harness) startOrQueue(ctx context.Context, id, message string, o TurnOp
 		return nil, nil, mapStoreErr(err)
 	}
 	if start && len(q.Prompts) == 0 && q.Started == nil && !q.Held {
-		t, err := h.StartTurnWith(ctx, id, message, o)
+		t, err := h.startTurn(ctx, id, message, o)
 		if !errors.Is(err, ErrBusy) {
 			return t, nil, err
 		}
@@ -352,7 +352,7 @@ func (h *Harness) drainQueue(id string) {
 			h.log.Error().Str("sessionId", id).Err(err).Msg("queue: the next prompt could not be marked started")
 			return
 		}
-		_, err = h.StartTurnWith(context.Background(), id, p.Message, TurnOptions{dequeued: p.PromptID})
+		_, err = h.startTurn(context.Background(), id, p.Message, TurnOptions{dequeued: p.PromptID})
 		if err == nil {
 			return // its end drains the next one
 		}

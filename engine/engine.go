@@ -93,7 +93,7 @@ type Turn interface {
 // process's scrubber (internal/secrets.Events, deltas included) before
 // Next returns it, when EventsScrubbed reports true. The core then does
 // not scrub its events a second time on the way to a reader that only
-// prints them (Harness.StartEphemeral: `harness turn`); its Err is still
+// prints them (an ephemeral Harness.StartTurn: `harness turn`); its Err is still
 // scrubbed. Claude Code's turns are: their driver scrubs as it maps.
 type ScrubbedTurn interface {
 	Turn

@@ -144,7 +144,7 @@ func startAskingTurn(t *testing.T, h *harness.Harness, api *claudetest.FakeAPI, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := h.StartTurn(context.Background(), s.ID, message)
+	tr, err := h.StartTurn(context.Background(), harness.TurnRequest{SessionID: s.ID, Message: message})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestDeadReceiverNeverSlowsATurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 4 {
-		tr, err := h.StartTurn(context.Background(), s.ID, "hello")
+		tr, err := h.StartTurn(context.Background(), harness.TurnRequest{SessionID: s.ID, Message: "hello"})
 		if err != nil {
 			t.Fatal(err)
 		}
