@@ -53,6 +53,11 @@ type TurnOpts struct {
 	// HOME and a private TMPDIR.
 	Sandbox   bool
 	Protected []string
+	// OpenNetwork leaves the sandboxed CLI's TCP open (engine.Request's
+	// OpenNetwork); otherwise it connects only to its API's port
+	// (ANTHROPIC_BASE_URL, else 443), its proxy's and its HTTP MCP
+	// servers'.
+	OpenNetwork bool
 	// NoPartialMessages turns off token streaming: text then arrives a
 	// block at a time.
 	NoPartialMessages bool

@@ -754,14 +754,19 @@ func writeMCPFile(dir string, cfg *mcpconfig.Config) (string, error) {
 // sandboxSpec is the kernel sandbox of the child with environment env:
 // the CLI may write its state under HOME (~/.claude/, ~/.claude.json,
 // ~/.cache/, ~/.local/state/, ~/.local/share/claude/, or
-// CLAUDE_CONFIG_DIR) besides the workdir and its private TMPDIR.
+// CLAUDE_CONFIG_DIR) besides the workdir and its private TMPDIR; unless
+// OpenNetwork, it may connect only to its API's port (ANTHROPIC_BASE_URL,
+// else https's 443), its proxy's and its HTTP MCP servers', and bind
+// none (the CLI listens on nothing: it talks to the harness on stdio).
 func (t *Turn) sandboxSpec(env []string) *sandbox.Spec {
 	home := sandbox.Home(env)
 	writable := sandbox.InHome(home, ".claude/", ".claude.json", ".cache/", ".local/state/", ".local/share/claude/")
 	if d := sandbox.Getenv(env, "CLAUDE_CONFIG_DIR"); d != "" {
 		writable = append(writable, d+string(filepath.Separator))
 	}
-	return &sandbox.Spec{Protected: t.opts.Protected, Writable: writable}
+	req := engine.Request{OpenNetwork: t.opts.OpenNetwork, MCP: t.opts.MCP}
+	return &sandbox.Spec{Protected: t.opts.Protected, Writable: writable,
+		Net: req.SandboxNet(env, nil, sandbox.Getenv(env, "ANTHROPIC_BASE_URL"))}
 }
 
 func (t *Turn) removeMCPFile() {

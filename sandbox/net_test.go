@@ -1,0 +1,128 @@
+package sandbox_test
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chirality/harness/sandbox"
+)
+
+// listen opens a loopback listener that accepts (and closes) connections
+// until the test ends, and returns its port.
+func listen(t *testing.T) uint16 {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	return uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// boxed runs argv in the sandbox with net, in wd, and returns its
+// combined output and error.
+func boxed(t *testing.T, wd string, n *sandbox.Net, argv ...string) (string, error) {
+	t.Helper()
+	c, err := sandbox.Wrap(sandbox.Spec{Workdir: wd, Net: n}, argv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Note != "" {
+		t.Fatalf("note on this kernel: %s", c.Note)
+	}
+	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd.Dir = wd
+	cmd.Env = append(os.Environ(), c.Env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func dial(port uint16) string {
+	return "exec 3<>/dev/tcp/127.0.0.1/" + strconv.Itoa(int(port)) + " && echo connected"
+}
+
+// A sandboxed child may connect to the ports its Net names and to no
+// other; with no Net its network is open.
+func TestSandboxNetConnect(t *testing.T) {
+	wd, _ := project(t)
+	api, other := listen(t), listen(t)
+	n := &sandbox.Net{Connect: []uint16{api}}
+	if out, err := boxed(t, wd, n, "bash", "-c", dial(api)); err != nil || !strings.Contains(out, "connected") {
+		t.Errorf("connect to the allowed port %d: %v %q", api, err, out)
+	}
+	out, err := boxed(t, wd, n, "bash", "-c", dial(other))
+	if err == nil || !strings.Contains(strings.ToLower(out), "permission denied") {
+		t.Errorf("connect to port %d: err %v, output %q; want a permission error", other, err, out)
+	}
+	// a grandchild is held by the same rules
+	out, err = boxed(t, wd, n, "sh", "-c", "bash -c '"+dial(other)+"'")
+	if err == nil || !strings.Contains(strings.ToLower(out), "permission denied") {
+		t.Errorf("a grandchild's connect: err %v, output %q", err, out)
+	}
+	if out, err := boxed(t, wd, nil, "bash", "-c", dial(other)); err != nil || !strings.Contains(out, "connected") {
+		t.Errorf("no Net: %v %q; want an open network", err, out)
+	}
+}
+
+// Binding is refused unless Net.Bind names the port (0: an ephemeral
+// one).
+func TestSandboxNetBind(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := project(t)
+	script := `require("net").createServer().on("error", e => { console.log(e.code); process.exit(1) }).listen(0, "127.0.0.1", function () { console.log("listening"); this.close() })`
+	out, err := boxed(t, wd, &sandbox.Net{}, node, "-e", script)
+	if err == nil || !strings.Contains(out, "EACCES") {
+		t.Errorf("bind with no Bind: err %v, output %q; want EACCES", err, out)
+	}
+	if out, err := boxed(t, wd, &sandbox.Net{Bind: []uint16{0}}, node, "-e", script); err != nil || !strings.Contains(out, "listening") {
+		t.Errorf("bind with Bind 0: %v %q", err, out)
+	}
+}
+
+// On a kernel without network rules the write sandbox still applies and
+// the Note says the network is open.
+func TestSandboxNetOldKernelNotes(t *testing.T) {
+	wd, _ := project(t)
+	defer sandbox.LandlockABI(3)()
+	c, err := sandbox.Wrap(sandbox.Spec{Workdir: wd, Net: &sandbox.Net{Connect: []uint16{443}}}, []string{"true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !strings.Contains(c.Note, "not limited") {
+		t.Errorf("note %q", c.Note)
+	}
+	if strings.Contains(strings.Join(c.Argv, " "), "--net") {
+		t.Errorf("argv %q asks the entry for network rules the kernel lacks", c.Argv)
+	}
+	if !strings.Contains(strings.Join(c.Argv, " "), "--workdir") {
+		t.Errorf("argv %q lacks the write sandbox", c.Argv)
+	}
+}
+
+func TestNetFor(t *testing.T) {
+	n := sandbox.NetFor([]string{"HTTPS_PROXY=http://proxy:3128", "HOME=/h"}, "http://127.0.0.1:8080/v1", "", "https://api.example.com", "not a url", "http://127.0.0.1:8080")
+	if got := n.Connect; len(got) != 3 || got[0] != 443 || got[1] != 3128 || got[2] != 8080 {
+		t.Errorf("Connect %v, want [443 3128 8080]", got)
+	}
+	if len(n.Bind) != 0 {
+		t.Errorf("Bind %v", n.Bind)
+	}
+}
