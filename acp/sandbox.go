@@ -1,6 +1,8 @@
 package acp
 
 import (
+	"encoding/json"
+	"net"
 	"path/filepath"
 
 	"github.com/chirality/harness/sandbox"
@@ -24,4 +26,61 @@ func stateDirs(env []string) []string {
 		}
 	}
 	return dirs
+}
+
+// modelURLs are the model APIs a sandboxed ACP agent with env may
+// connect to (their ports; see engine.Request.SandboxNet): claude-acp's
+// ANTHROPIC_BASE_URL, Copilot's COPILOT_PROVIDER_BASE_URL,
+// OPENAI_BASE_URL, and every provider's baseURL in opencode's
+// OPENCODE_CONFIG_CONTENT; when none is named, "" (a provider at its
+// default https address, port 443).
+func modelURLs(env []string) []string {
+	var urls []string
+	for _, k := range []string{"ANTHROPIC_BASE_URL", "COPILOT_PROVIDER_BASE_URL", "OPENAI_BASE_URL"} {
+		if v := sandbox.Getenv(env, k); v != "" {
+			urls = append(urls, v)
+		}
+	}
+	if c := sandbox.Getenv(env, "OPENCODE_CONFIG_CONTENT"); c != "" {
+		var v any
+		if json.Unmarshal([]byte(c), &v) == nil {
+			urls = append(urls, baseURLs(v)...)
+		}
+	}
+	if len(urls) == 0 {
+		urls = []string{""}
+	}
+	return urls
+}
+
+// baseURLs are the string values of every "baseURL" key in v.
+func baseURLs(v any) []string {
+	var out []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && k == "baseURL" {
+				out = append(out, s)
+			} else {
+				out = append(out, baseURLs(x)...)
+			}
+		}
+	case []any:
+		for _, x := range v {
+			out = append(out, baseURLs(x)...)
+		}
+	}
+	return out
+}
+
+// freePort is a loopback TCP port free a moment ago, for an agent that
+// listens (Config.PortFlag). Another process may take it before the agent
+// binds it: then the agent fails to start, and the next turn tries again.
+func freePort() (uint16, error) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return uint16(ln.Addr().(*net.TCPAddr).Port), nil
 }
