@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"slices"
+
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/sandbox"
@@ -18,8 +20,10 @@ var ErrSandboxUnavailable = sandbox.ErrUnavailable
 // worktree session's own protected paths are added to the project
 // root's. The session file is the agent's to write, so a sandbox a person
 // chose is kept in the trust record too, and the file cannot take it back
-// (nor can an unreadable record: then the file's word stands).
-func (h *Harness) sandboxRequest(s *session.Session, req *engine.Request) error {
+// (nor can an unreadable record: then the file's word stands). The
+// agent's TCP is limited too unless Config.SandboxOpenNetwork names its
+// engine (eng) or "*".
+func (h *Harness) sandboxRequest(s *session.Session, eng string, req *engine.Request) error {
 	if !s.Sandbox && !h.cfg.Sandbox {
 		if g, _ := h.trust.Session(s.ProjectRoot, s.ID); g == nil || !g.Sandbox {
 			return nil
@@ -29,6 +33,7 @@ func (h *Harness) sandboxRequest(s *session.Session, req *engine.Request) error 
 		return err
 	}
 	req.Sandbox = true
+	req.OpenNetwork = slices.Contains(h.cfg.SandboxOpenNetwork, eng) || slices.Contains(h.cfg.SandboxOpenNetwork, "*")
 	if dir := s.Dir(); dir != s.ProjectRoot {
 		req.Protected = append(req.Protected, protect.Paths(dir)...)
 	}

@@ -121,7 +121,7 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 		Model:            s.Model,
 		Protected:        protect.Paths(s.ProjectRoot, h.store.StateDir()),
 	}
-	if err := h.sandboxRequest(s, &req); err != nil {
+	if err := h.sandboxRequest(s, name, &req); err != nil {
 		return nil, err
 	}
 	mcpNotices, untrusted, err := []event.TrustRequired(nil), []event.MCPServerStatus(nil), error(nil)

@@ -31,6 +31,15 @@
 // A kernel without Landlock, or whose Landlock cannot restrict writes, is
 // an error (ErrUnavailable) when the sandbox is asked for: never a silent
 // unsandboxed run.
+//
+// The network (Spec.Net): with Landlock ABI 4 (Linux 6.7) the entry also
+// handles TCP bind and connect, and grants connect on the ports the
+// engine names (its model API's, its proxy's, its HTTP MCP servers') and
+// bind on none but an agent's own loopback port. What is restricted is
+// the port, not the host: a child allowed 443 reaches every host's 443,
+// and any local service on an allowed port. UDP (so DNS), Unix sockets
+// and other protocols are not restricted. On an older kernel the
+// network is left open, the writes sandboxed, and Cmd.Note says so.
 package sandbox
 
 import (

@@ -286,6 +286,7 @@ func flagIsolation(cmd *cobra.Command, f *isolationFlags) {
 	cmd.Flags().StringVar(&f.base, "base", "", "with --isolation worktree: the commit-ish the branch starts at (default: the project's HEAD; a remote ref such as origin/main is fetched first)")
 	cmd.Flags().StringVar(&f.branch, "branch", "", "with --isolation worktree: the new branch's name (default: harness/<first 8 of the session id>)")
 	flagSandbox(cmd, &f.sandbox, "run the agent in the kernel sandbox (Landlock): it writes only its workdir minus the protected paths, its own state and a private TMPDIR; turns fail on a kernel without Landlock")
+	flagSandboxOpenNetwork(cmd, &f.openNetwork)
 }
 
 // --sandbox: the agents run in the kernel sandbox (harness.Config.Sandbox).
