@@ -554,6 +554,9 @@ func (r *runner) finalize() {
 	if a := r.lt.approvals(); a != nil {
 		r.h.rememberAnswered(r.s.ID, a.ids())
 	}
+	if r.req.Sandbox {
+		r.h.adoptObjects(r.s) // the agent's commits, into its repository (sandbox.go)
+	}
 	r.h.forget(r.lt)
 	r.h.Prewarm(r.s.ID) // the next turn's agent, while the user reads this one
 }

@@ -337,7 +337,7 @@ func (e *Engine) startTurn(ctx context.Context, req engine.Request, forkOnly boo
 		args := e.cfg.Command[1:]
 		var box *sandbox.Spec
 		if req.Sandbox {
-			box = &sandbox.Spec{Protected: req.Protected, Writable: stateDirs(env), Net: req.SandboxNet(env, nil, modelURLs(env)...)}
+			box = &sandbox.Spec{Protected: req.Protected, Writable: append(stateDirs(env), req.SandboxWritable...), Net: req.SandboxNet(env, nil, modelURLs(env)...)}
 			if box.Net != nil && e.cfg.PortFlag != "" {
 				port, err := freePort()
 				if err != nil {

@@ -58,6 +58,9 @@ type TurnOpts struct {
 	// (ANTHROPIC_BASE_URL, else 443), its proxy's and its HTTP MCP
 	// servers'.
 	OpenNetwork bool
+	// SandboxWritable are more paths the sandboxed CLI may write
+	// (engine.Request's).
+	SandboxWritable []string
 	// NoPartialMessages turns off token streaming: text then arrives a
 	// block at a time.
 	NoPartialMessages bool

@@ -765,7 +765,7 @@ func (t *Turn) sandboxSpec(env []string) *sandbox.Spec {
 		writable = append(writable, d+string(filepath.Separator))
 	}
 	req := engine.Request{OpenNetwork: t.opts.OpenNetwork, MCP: t.opts.MCP}
-	return &sandbox.Spec{Protected: t.opts.Protected, Writable: writable,
+	return &sandbox.Spec{Protected: t.opts.Protected, Writable: append(writable, t.opts.SandboxWritable...),
 		Net: req.SandboxNet(env, nil, sandbox.Getenv(env, "ANTHROPIC_BASE_URL"))}
 }
 

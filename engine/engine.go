@@ -170,6 +170,10 @@ type Request struct {
 	// servers, and binds to none (see Request.SandboxNet), where the
 	// kernel has network rules.
 	OpenNetwork bool
+	// SandboxWritable are more paths a sandboxed agent may write (package
+	// sandbox's Spec.Writable form): what a worktree session's agent
+	// needs to commit on its branch (worktree.Grants), filled by the core.
+	SandboxWritable []string
 	// Approver, when set, is asked before a tool runs that no rule
 	// allows; nil means nothing asks (what no rule allows is denied).
 	Approver Approver
