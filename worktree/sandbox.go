@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -179,7 +180,8 @@ func adoptLoose(src, dst, prefix string) error {
 }
 
 // looseOK reports whether the loose object file p inflates to a git
-// object whose hash (SHA-1, or SHA-256 for a 64-digit name) is id.
+// object ("<type> <size>\0<size bytes>", of a known type) whose hash
+// (SHA-1, or SHA-256 for a 64-digit name) is id.
 func looseOK(p, id string) bool {
 	f, err := os.Open(p)
 	if err != nil {
@@ -205,7 +207,7 @@ func looseOK(p, id string) bool {
 			break
 		}
 	}
-	typ, _, ok := bytes.Cut(head, []byte(" "))
+	typ, size, ok := bytes.Cut(head, []byte(" "))
 	if !ok || head[len(head)-1] != 0 {
 		return false
 	}
@@ -214,8 +216,13 @@ func looseOK(p, id string) bool {
 	default:
 		return false
 	}
+	n, err := strconv.ParseInt(string(size[:len(size)-1]), 10, 64)
+	if err != nil || n < 0 || string(size[:len(size)-1]) != strconv.FormatInt(n, 10) {
+		return false
+	}
 	h.Write(head)
-	if _, err := io.Copy(h, z); err != nil {
+	got, err := io.Copy(h, z)
+	if err != nil || got != n {
 		return false
 	}
 	return hex.EncodeToString(h.Sum(nil)) == id
