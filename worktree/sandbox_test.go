@@ -141,3 +141,30 @@ func wellFormed(b []byte) bool {
 	n, err := strconv.Atoi(size)
 	return err == nil && strconv.Itoa(n) == size && n == len(body)
 }
+
+// BenchmarkGrants is what a sandboxed worktree session's turn start pays
+// for its commit grants (one rev-parse, a few mkdirs, the reflog's open),
+// and what AdoptObjects costs after a turn that wrote no object.
+func BenchmarkGrants(b *testing.B) {
+	ctx := context.Background()
+	root := newRepo(b)
+	m := New(0)
+	info, err := m.Create(ctx, CreateOptions{ProjectRoot: root, Dir: filepath.Join(b.TempDir(), "w"), Branch: "harness/w"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("grants", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := m.Grants(ctx, info.Dir, info.Branch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("adopt-nothing", func(b *testing.B) {
+		for b.Loop() {
+			if err := m.AdoptObjects(ctx, info.Dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
