@@ -1,7 +1,6 @@
 package sandbox_test
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -9,28 +8,11 @@ import (
 	"testing"
 
 	"github.com/chirality/harness/sandbox"
+	"github.com/chirality/harness/sandbox/sandboxtest"
 )
 
-// listen opens a loopback listener that accepts (and closes) connections
-// until the test ends, and returns its port.
-func listen(t *testing.T) uint16 {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
-		}
-	}()
-	return uint16(ln.Addr().(*net.TCPAddr).Port)
-}
+// listen is a loopback listener's port (sandboxtest.Listen).
+func listen(t *testing.T) uint16 { return uint16(sandboxtest.Listen(t)) }
 
 // boxed runs argv in the sandbox with net, in wd, and returns its
 // combined output and error.
