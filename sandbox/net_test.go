@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,4 +108,27 @@ func TestNetFor(t *testing.T) {
 	if len(n.Bind) != 0 {
 		t.Errorf("Bind %v", n.Bind)
 	}
+}
+
+// FuzzNetFor: any URL and proxy value gives sorted, distinct ports and no
+// bind, and a URL's own port is among them.
+func FuzzNetFor(f *testing.F) {
+	f.Add("http://127.0.0.1:8080/v1", "http://proxy:3128")
+	f.Add("", "")
+	f.Add("https://[::1]:99999", "socks5://h")
+	f.Add("ws://host", "://")
+	f.Fuzz(func(t *testing.T, u, proxy string) {
+		n := sandbox.NetFor([]string{"HTTPS_PROXY=" + proxy}, u)
+		for i := 1; i < len(n.Connect); i++ {
+			if n.Connect[i-1] >= n.Connect[i] {
+				t.Fatalf("Connect %v: not sorted and distinct", n.Connect)
+			}
+		}
+		if len(n.Bind) != 0 {
+			t.Fatalf("Bind %v", n.Bind)
+		}
+		if p, ok := sandbox.Port(u); ok && !slices.Contains(n.Connect, p) {
+			t.Fatalf("Connect %v lacks %q's port %d", n.Connect, u, p)
+		}
+	})
 }
