@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"encoding/json"
 	"net"
 	"path/filepath"
 
@@ -30,10 +29,11 @@ func stateDirs(env []string) []string {
 
 // modelURLs are the model APIs a sandboxed ACP agent with env may
 // connect to (their ports; see engine.Request.SandboxNet): claude-acp's
-// ANTHROPIC_BASE_URL, Copilot's COPILOT_PROVIDER_BASE_URL,
-// OPENAI_BASE_URL, and every provider's baseURL in opencode's
-// OPENCODE_CONFIG_CONTENT; when none is named, "" (a provider at its
-// default https address, port 443).
+// ANTHROPIC_BASE_URL (in env or its ~/.claude/settings.json), Copilot's
+// COPILOT_PROVIDER_BASE_URL, OPENAI_BASE_URL, and every provider's
+// baseURL in opencode's OPENCODE_CONFIG_CONTENT or its config files;
+// when none is named, "" (a provider at its default https address, port
+// 443).
 func modelURLs(env []string) []string {
 	var urls []string
 	for _, k := range []string{"ANTHROPIC_BASE_URL", "COPILOT_PROVIDER_BASE_URL", "OPENAI_BASE_URL"} {
@@ -41,36 +41,22 @@ func modelURLs(env []string) []string {
 			urls = append(urls, v)
 		}
 	}
-	if c := sandbox.Getenv(env, "OPENCODE_CONFIG_CONTENT"); c != "" {
-		var v any
-		if json.Unmarshal([]byte(c), &v) == nil {
-			urls = append(urls, baseURLs(v)...)
+	home := sandbox.Home(env)
+	urls = append(urls, sandbox.URLsIn([]byte(sandbox.Getenv(env, "OPENCODE_CONFIG_CONTENT")), "baseURL")...)
+	var files []string
+	for _, dir := range []string{sandbox.Getenv(env, "XDG_CONFIG_HOME"), filepath.Join(home, ".config")} {
+		if dir != "" {
+			for _, f := range []string{"opencode.json", "opencode.jsonc", "config.json"} {
+				files = append(files, filepath.Join(dir, "opencode", f))
+			}
 		}
 	}
+	urls = append(urls, sandbox.URLsInFiles("baseURL", files...)...)
+	urls = append(urls, sandbox.URLsInFiles("ANTHROPIC_BASE_URL", filepath.Join(home, ".claude", "settings.json"))...)
 	if len(urls) == 0 {
 		urls = []string{""}
 	}
 	return urls
-}
-
-// baseURLs are the string values of every "baseURL" key in v.
-func baseURLs(v any) []string {
-	var out []string
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			if s, ok := x.(string); ok && k == "baseURL" {
-				out = append(out, s)
-			} else {
-				out = append(out, baseURLs(x)...)
-			}
-		}
-	case []any:
-		for _, x := range v {
-			out = append(out, baseURLs(x)...)
-		}
-	}
-	return out
 }
 
 // freePort is a loopback TCP port free a moment ago, for an agent that

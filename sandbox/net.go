@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"net/url"
+	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,4 +73,28 @@ func getenvOnly(env []string, key string) string {
 		}
 	}
 	return ""
+}
+
+// URLsIn are the string values of key in the JSON (or JSONC) text b:
+// each `"key": "value"`, wherever it is nested. An agent's own
+// configuration file may name its model API this way (Claude Code's
+// settings.json env, opencode's providers' baseURL).
+func URLsIn(b []byte, key string) []string {
+	re := regexp.MustCompile(`"` + regexp.QuoteMeta(key) + `"\s*:\s*"([^"\n]*)"`)
+	var out []string
+	for _, m := range re.FindAllSubmatch(b, -1) {
+		out = append(out, string(m[1]))
+	}
+	return out
+}
+
+// URLsInFiles is URLsIn of each file of paths that can be read.
+func URLsInFiles(key string, paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			out = append(out, URLsIn(b, key)...)
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,4 +132,22 @@ func FuzzNetFor(f *testing.F) {
 			t.Fatalf("Connect %v lacks %q's port %d", n.Connect, u, p)
 		}
 	})
+}
+
+func TestURLsIn(t *testing.T) {
+	jsonc := []byte(`{
+  // a comment, as opencode.jsonc allows
+  "provider": {"a": {"options": {"baseURL": "http://127.0.0.1:4000/v1"}}, "b": {"options": {"baseURL" : "https://b.example"}}},
+  "env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+}`)
+	if got := sandbox.URLsIn(jsonc, "baseURL"); !slices.Equal(got, []string{"http://127.0.0.1:4000/v1", "https://b.example"}) {
+		t.Errorf("baseURL: %q", got)
+	}
+	p := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(p, jsonc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := sandbox.URLsInFiles("ANTHROPIC_BASE_URL", filepath.Join(t.TempDir(), "missing"), p); !slices.Equal(got, []string{"http://127.0.0.1:9"}) {
+		t.Errorf("ANTHROPIC_BASE_URL: %q", got)
+	}
 }
