@@ -19,7 +19,7 @@ func TestModelURLs(t *testing.T) {
 	}
 	for p, s := range map[string]string{
 		filepath.Join(home, ".config", "opencode", "opencode.jsonc"): `{/* c */ "provider": {"p": {"options": {"baseURL": "http://127.0.0.1:7001"}}}}`,
-		filepath.Join(home, ".claude", "settings.json"):             `{"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:7002"}}`,
+		filepath.Join(home, ".claude", "settings.json"):              `{"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:7002"}}`,
 	} {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			t.Fatal(err)
