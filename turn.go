@@ -121,7 +121,7 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 		Model:            s.Model,
 		Protected:        protect.Paths(s.ProjectRoot, h.store.StateDir()),
 	}
-	if err := h.sandboxRequest(s, &req); err != nil {
+	if err := h.sandboxRequest(s, name, &req); err != nil {
 		return nil, err
 	}
 	mcpNotices, untrusted, err := []event.TrustRequired(nil), []event.MCPServerStatus(nil), error(nil)
@@ -550,6 +550,9 @@ func (r *runner) finalize() {
 	r.smu.Unlock()
 	if a := r.lt.approvals(); a != nil {
 		r.h.rememberAnswered(r.s.ID, a.ids())
+	}
+	if r.req.Sandbox {
+		r.h.adoptObjects(r.s) // the agent's commits, into its repository (sandbox.go)
 	}
 	r.h.forget(r.lt)
 	r.h.Prewarm(r.s.ID) // the next turn's agent, while the user reads this one
