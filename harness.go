@@ -318,7 +318,7 @@ type sentinelError struct {
 }
 
 func (e *sentinelError) Error() string   { return e.msg }
-func (e *sentinelError) Is(t error) bool { return t == e.sentinel }
+func (e *sentinelError) Is(t error) bool { return errors.Is(e.sentinel, t) }
 func (e *sentinelError) Unwrap() error   { return e.cause }
 
 func mapPersonaErr(err error) error {

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -450,15 +449,7 @@ func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnO
 		// never holds a turn without its end.
 		r.emit(event.Event{Type: event.TypeSessionError, Error: &event.SessionError{Error: "the turn could not start: " + err.Error(), Kind: event.ErrorStart}})
 		r.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(false, 0, "")}) // no process ended: 1
-		switch {
-		case errors.Is(err, engine.ErrBusy):
-			return nil, ErrBusy
-		case errors.Is(err, engine.ErrClosed):
-			return nil, ErrClosed
-		case errors.Is(err, engine.ErrUnsupported):
-			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
-		}
-		return nil, err
+		return nil, err                                                                       // engine's error set: ErrBusy, ErrClosed, ErrUnsupported are the core's
 	}
 	lt.attach(et)
 	started = true

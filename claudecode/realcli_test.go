@@ -16,6 +16,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 )
 
@@ -323,10 +324,10 @@ func TestRealCLIInterruptMidStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	if err := r.mgr.Interrupt("other-session"); !errors.Is(err, claudecode.ErrNotRunning) {
+	if err := r.mgr.Interrupt("other-session"); !errors.Is(err, engine.ErrNotRunning) {
 		t.Errorf("Interrupt(unknown) = %v, want ErrNotRunning", err)
 	}
-	if _, err := r.mgr.StartTurn(ctx, "s-int", "again", claudecode.TurnOpts{Cwd: r.cwd}); !errors.Is(err, claudecode.ErrBusy) {
+	if _, err := r.mgr.StartTurn(ctx, "s-int", "again", claudecode.TurnOpts{Cwd: r.cwd}); !errors.Is(err, engine.ErrBusy) {
 		t.Errorf("second StartTurn = %v, want ErrBusy", err)
 	}
 	var evs []event.Event

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 )
 
@@ -19,8 +20,8 @@ const SchemaVersion = 1
 // Sentinel errors; test with errors.Is. They reach callers wrapped in an
 // *Error.
 var (
-	ErrNotFound  = errors.New("not found")
-	ErrInvalidID = errors.New("invalid id (want a UUIDv4 such as 0b8f3a2e-1c4d-4e5f-8a9b-0c1d2e3f4a5b)")
+	ErrNotFound  = engine.NewError(engine.ErrNotFound, "not found")
+	ErrInvalidID = engine.NewError(engine.ErrInvalid, "invalid id (want a UUIDv4 such as 0b8f3a2e-1c4d-4e5f-8a9b-0c1d2e3f4a5b)")
 	ErrCorrupt   = errors.New("corrupt or foreign file")
 	// ErrClosed is returned by an EventLog after Close.
 	ErrClosed = errors.New("event log closed")
