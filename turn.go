@@ -108,7 +108,7 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 	req := engine.Request{
 		SessionKey:       s.ID,
 		Cwd:              s.Dir(), // a worktree session's worktree, else the project root
-		Resume:           s.ResumeID(),
+		Resume:           s.ConversationID,
 		SystemPrompt:     prompt,
 		SystemPromptFile: path,
 		PermissionMode:   perm,
@@ -574,11 +574,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 		switch ev.Type {
 		case event.TypeSessionInit:
 			r.smu.Lock()
-			if ev.Init.EngineSessionID != "" {
-				r.s.EngineSessionID = ev.Init.EngineSessionID
-			} else {
-				r.s.ClaudeSessionID = ev.Init.ClaudeSessionID
-			}
+			r.s.ConversationID = ev.Init.ConversationID
 			// The conversation took the turn: a fork's or rewind's cut is
 			// done, and it has been given this prompt.
 			r.s.Pending = nil
@@ -592,7 +588,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			r.smu.Unlock()
 			r.usage.model = ev.Init.Model
 			r.saveAside("session:init")
-			r.log.Info().Str("sessionId", r.s.ID).Str("claudeSessionId", ev.Init.ConversationID()).
+			r.log.Info().Str("sessionId", r.s.ID).Str("claudeSessionId", ev.Init.ConversationID).
 				Str("model", ev.Init.Model).Strs("tools", ev.Init.Tools).Str("permissionMode", ev.Init.PermissionMode).Msg(logging.EventSessionInit)
 		case event.TypeToolStart:
 			r.tools[ev.ToolStart.ToolUseID] = ev.ToolStart.Name

@@ -263,7 +263,7 @@ func (e *Engine) ForkNow(ctx context.Context, req engine.Request) (string, error
 	id := ""
 	for t.Next() {
 		if ev := t.Event(); ev.Type == event.TypeSessionInit && ev.Init != nil {
-			id = ev.Init.EngineSessionID
+			id = ev.Init.ConversationID
 		}
 	}
 	if err := t.Err(); err != nil {

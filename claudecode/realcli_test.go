@@ -135,7 +135,7 @@ func TestRealCLIText(t *testing.T) {
 		t.Fatalf("first event %s, want session:init", evs[0].Type)
 	}
 	init := evs[0].Init
-	if init.ClaudeSessionID == "" || init.Model == "" || !slices.Contains(init.Tools, "Bash") {
+	if init.ConversationID == "" || init.Model == "" || !slices.Contains(init.Tools, "Bash") {
 		t.Errorf("session:init = %+v", init)
 	}
 	if init.CLIVersion != claudecode.TestedCLIVersion {
@@ -229,12 +229,12 @@ func TestRealCLIResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claudeID := evs[0].Init.ClaudeSessionID
+	claudeID := evs[0].Init.ConversationID
 	evs, err = r.turn("s-resume", "what was the word?", claudecode.TurnOpts{Resume: claudeID})
 	if err != nil {
 		t.Fatalf("resumed turn failed: %v", err)
 	}
-	if got := evs[0].Init.ClaudeSessionID; got != claudeID {
+	if got := evs[0].Init.ConversationID; got != claudeID {
 		t.Errorf("resumed session id %q, want %q", got, claudeID)
 	}
 	reqs := r.api.Requests()

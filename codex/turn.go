@@ -353,7 +353,7 @@ func (t *Turn) converse() error {
 	early = t.awaitMCPStartup(mcpStatus, early)
 	t.emit(event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{
 		Model: model, CLIVersion: version, PermissionMode: t.req.PermissionMode, Cwd: t.req.Cwd,
-		Engine: Name, EngineSessionID: th.Thread.ID, MCPServers: mcpStatus,
+		Engine: Name, ConversationID: th.Thread.ID, MCPServers: mcpStatus,
 	}})
 
 	start := map[string]any{"threadId": th.Thread.ID, "input": []any{map[string]any{"type": "text", "text": t.req.Message}}}

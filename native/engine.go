@@ -416,7 +416,7 @@ func (t *Turn) run() {
 	}
 	t.emit(event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{
 		Model: h.Model(), Tools: names, PermissionMode: t.req.PermissionMode, Cwd: t.req.Cwd,
-		Engine: engine.Anthropic, EngineSessionID: conv, MCPServers: mc.status,
+		Engine: engine.Anthropic, ConversationID: conv, MCPServers: mc.status,
 	}})
 	hd := &handler{t: t}
 	h.handler = hd

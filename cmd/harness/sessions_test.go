@@ -27,7 +27,7 @@ func TestSessionsList(t *testing.T) {
 	st, root := sessionEnv(t)
 	a, _ := st.Create(root, "REVIEWER", "workbench")
 	b, _ := st.Create(root, "", "pipeline")
-	b.ClaudeSessionID = "claude-b"
+	b.ConversationID = "claude-b"
 	if err := st.Save(b); err != nil {
 		t.Fatal(err)
 	}
