@@ -23,8 +23,9 @@ var (
 	ErrNotFound  = engine.NewError(engine.ErrNotFound, "not found")
 	ErrInvalidID = engine.NewError(engine.ErrInvalid, "invalid id (want a UUIDv4 such as 0b8f3a2e-1c4d-4e5f-8a9b-0c1d2e3f4a5b)")
 	ErrCorrupt   = errors.New("corrupt or foreign file")
-	// ErrClosed is returned by an EventLog after Close.
-	ErrClosed = errors.New("event log closed")
+	// ErrClosed is returned by an EventLog after Close (the store is
+	// shutting down: it is engine.ErrClosed).
+	ErrClosed = engine.NewError(engine.ErrClosed, "event log closed")
 )
 
 // Error is a failure concerning one session: its ID, the file involved

@@ -71,7 +71,7 @@ func TestStatusOfEverySentinel(t *testing.T) {
 			harness.ErrInvalidPersona, harness.ErrNotGitRepo, harness.ErrBaseNotFound, harness.ErrNotIsolated,
 			harness.ErrUnsupported, engine.ErrUnsupported, harness.ErrSteerUnsupported, checkpoint.ErrTooLarge, &checkpoint.LimitError{},
 			checkpoint.ErrUnsafeStore, harness.ErrMessageTooLarge, harness.ErrBudgetExceeded, engine.ErrCannot},
-		503: {harness.ErrClosed, engine.ErrClosed, sse.ErrTooManyStreams, engine.ErrBinaryNotFound, &engine.BinaryNotFoundError{Name: "x"},
+		503: {harness.ErrClosed, engine.ErrClosed, session.ErrClosed, sse.ErrTooManyStreams, engine.ErrBinaryNotFound, &engine.BinaryNotFoundError{Name: "x"},
 			checkpoint.ErrNoGit, trust.ErrLocked, engine.ErrUnavailable, harness.ErrSandboxUnavailable},
 		500: {errors.New("boom"), session.ErrCorrupt, harness.ErrNoEngines},
 	} {
