@@ -142,7 +142,7 @@ func (a *approvals) reviewPlan(ctx context.Context, q engine.ApprovalRequest) en
 	a.mu.Lock()
 	if a.closedBy != "" {
 		a.mu.Unlock()
-		return engine.ApprovalDecision{Message: "The turn is ending; the plan was not reviewed."}
+		return engine.ApprovalDecision{Message: "The turn is ending; the plan was not reviewed.", NoAnswer: true}
 	}
 	p := &pendingPlan{answer: make(chan engine.ApprovalDecision, 1), ev: event.PlanReady{
 		PlanID:    "pln_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16],
@@ -161,10 +161,10 @@ func (a *approvals) reviewPlan(ctx context.Context, q engine.ApprovalRequest) en
 		return d
 	case <-timer.C:
 		msg := fmt.Sprintf("No one reviewed the plan within %s; keep planning, do not act on it.", a.timeout)
-		_ = a.resolvePlan(p, engine.ApprovalDecision{Message: msg}, event.PlanResolved{Decision: event.PlanRevise, Feedback: msg, By: event.ByTimeout})
+		_ = a.resolvePlan(p, engine.ApprovalDecision{Message: msg, NoAnswer: true}, event.PlanResolved{Decision: event.PlanRevise, Feedback: msg, By: event.ByTimeout})
 	case <-ctx.Done():
 		msg := "The turn was interrupted; the plan was not approved."
-		_ = a.resolvePlan(p, engine.ApprovalDecision{Message: msg}, event.PlanResolved{Decision: event.PlanRevise, Feedback: msg, By: event.ByInterrupt})
+		_ = a.resolvePlan(p, engine.ApprovalDecision{Message: msg, NoAnswer: true}, event.PlanResolved{Decision: event.PlanRevise, Feedback: msg, By: event.ByInterrupt})
 	}
 	return <-p.answer
 }

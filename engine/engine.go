@@ -205,6 +205,11 @@ type ApprovalDecision struct {
 	// Always is set when the user chose "always allow" (the core then
 	// resolves matching requests itself; an engine may pass it on).
 	Always bool
+	// NoAnswer is set when no person answered (the deadline passed, the
+	// turn was interrupted or is ending): Allow is then false. An engine
+	// that would otherwise go on by itself on a denial (Codex's plan
+	// review: another planning turn) stops instead.
+	NoAnswer bool
 }
 
 // Status is one engine's entry of GET /api/harness/engines.

@@ -105,6 +105,55 @@ func (r *Request) Texts() []string {
 	return out
 }
 
+// CollaborationMode is the Codex collaboration mode the request runs in,
+// by the last <collaboration_mode> developer text Codex put in its input:
+// "plan" (Codex's Plan Mode instructions), "default", or "" when Codex
+// sent none (a thread never given a collaboration mode).
+func (r *Request) CollaborationMode() string {
+	mode := ""
+	for _, raw := range r.Input {
+		var it struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if json.Unmarshal(raw, &it) != nil || it.Role != "developer" {
+			continue
+		}
+		for _, c := range it.Content {
+			body, ok := strings.CutPrefix(c.Text, "<collaboration_mode>")
+			switch {
+			case !ok:
+			case strings.HasPrefix(body, "# Plan Mode"):
+				mode = "plan"
+			case strings.HasPrefix(body, "# Collaboration Mode: Default"):
+				mode = "default"
+			default:
+				mode = "other"
+			}
+		}
+	}
+	return mode
+}
+
+// LastUserText is the text of the input's last user message ("" if none).
+func (r *Request) LastUserText() string {
+	text := ""
+	for _, raw := range r.Input {
+		var it struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if json.Unmarshal(raw, &it) == nil && it.Role == "user" && len(it.Content) > 0 {
+			text = it.Content[len(it.Content)-1].Text
+		}
+	}
+	return text
+}
+
 // FunctionOutputs returns the outputs of function_call_output items.
 func (r *Request) FunctionOutputs() []string {
 	var out []string
