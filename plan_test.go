@@ -3,11 +3,15 @@ package harness
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/codex"
+	"github.com/chirality/harness/codex/codextest"
 	"github.com/chirality/harness/event"
 )
 
@@ -126,6 +130,138 @@ func TestPlanReviewClaudeCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-tr2.Done()
+	var mode string
+	for _, ev := range logEvents(t, e, e.h, id) {
+		if ev.Type == event.TypeSessionInit {
+			mode = ev.Init.PermissionMode
+		}
+	}
+	if mode != "acceptEdits" {
+		t.Errorf("the next turn's session:init permission mode = %q, want acceptEdits", mode)
+	}
+}
+
+// codexPlanEnv is a Harness that asks (Approvals) and a Codex session
+// (the pinned codex on the fake Responses API) in plan mode.
+func codexPlanEnv(t *testing.T) (*testEnv, *codextest.FakeAPI, string) {
+	t.Helper()
+	bin, err := filepath.Abs("node_modules/.bin/codex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("the pinned codex is missing (make cli): %v", err)
+	}
+	t.Setenv("HARNESS_CODEX_BIN", bin)
+	fake, err := codextest.NewFakeAPI(codextest.Reply{Text: "default answer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	codexHome := filepath.Join(t.TempDir(), "codex")
+	if _, err := fake.WriteConfig(codexHome); err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv(t, func(c *Config) {
+		c.Approvals = true
+		c.ChildEnv = append(c.ChildEnv, "CODEX_HOME="+codexHome)
+	})
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "codex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := "plan"
+	if _, err := e.h.UpdateSession(s.ID, SessionUpdate{PermissionMode: &plan}); err != nil {
+		t.Fatal(err)
+	}
+	return e, fake, s.ID
+}
+
+// Codex in plan mode through the core: its plan is a plan:ready with the
+// markdown; a revise's feedback is the next plan turn's message; an
+// approve in acceptEdits lets the same turn implement it out of plan mode
+// (the model's next request is in Codex's default collaboration mode; the
+// engine's own test shows the implementation writing),
+// and the session's next turn runs in acceptEdits.
+func TestPlanReviewCodex(t *testing.T) {
+	if codex.ToolPlan != PlanTool || codex.ImplementPrompt == "" {
+		t.Fatalf("codex reports its plans as %q, the core reviews %q", codex.ToolPlan, PlanTool)
+	}
+	e, fake, id := codexPlanEnv(t)
+	fake.SetResponder(func(req *codextest.Request) codextest.Reply {
+		switch {
+		case req.CollaborationMode() == "plan" && strings.Contains(req.LastUserText(), "use a table"):
+			return codextest.Reply{Text: "<proposed_plan>\n# plan v2\n\n1. a table\n</proposed_plan>"}
+		case req.CollaborationMode() == "plan":
+			return codextest.Reply{Text: "My plan:\n<proposed_plan>\n# plan v1\n\n1. a list\n</proposed_plan>"}
+		}
+		return codextest.Reply{Text: "done: " + req.LastUserText()}
+	})
+	ctx := context.Background()
+	tr, err := e.h.StartTurn(ctx, id, "plan the work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "plan v1", func() bool { p := e.h.PendingPlan(id); return p != nil && strings.Contains(p.Plan, "plan v1") })
+	if err := e.h.DecidePlan(id, PlanDecision{Decision: "revise", Feedback: "use a table"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "plan v2", func() bool { p := e.h.PendingPlan(id); return p != nil && strings.Contains(p.Plan, "plan v2") })
+	if err := e.h.DecidePlan(id, PlanDecision{Decision: "approve", Mode: "acceptEdits"}); err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	if err := tr.Err(); err != nil {
+		t.Fatalf("turn: %v", err)
+	}
+	reqs := fake.Requests()
+	var modes []string
+	for _, q := range reqs {
+		modes = append(modes, q.CollaborationMode())
+	}
+	if len(reqs) != 3 || strings.Join(modes, ",") != "plan,plan,default" || !strings.Contains(reqs[1].LastUserText(), "use a table") || reqs[2].LastUserText() != codex.ImplementPrompt {
+		t.Fatalf("model requests' collaboration modes %q (want plan,plan,default), the revise's %q", modes, reqs[min(1, len(reqs)-1)].LastUserText())
+	}
+	s, err := e.h.Session(id)
+	if err != nil || s.PermissionMode != "acceptEdits" {
+		t.Fatalf("session mode after approve = %q (%v), want acceptEdits", s.PermissionMode, err)
+	}
+	var ready, resolved []stored
+	for _, ev := range logEvents(t, e, e.h, id) {
+		switch ev.Type {
+		case event.TypePlanReady:
+			ready = append(ready, ev)
+		case event.TypePlanResolved:
+			resolved = append(resolved, ev)
+		case event.TypeApprovalRequested:
+			if ev.Approval.ToolName == PlanTool {
+				t.Error("the plan was asked as a tool approval, not a plan review")
+			}
+		}
+	}
+	if len(ready) != 2 || len(resolved) != 2 || ready[0].PlanReady.Plan != "# plan v1\n\n1. a list\n" {
+		t.Fatalf("plan:ready %d, plan:resolved %d", len(ready), len(resolved))
+	}
+	if r := resolved[0].PlanResolved; r.Decision != "revise" || r.Feedback != "use a table" || r.PlanID != ready[0].PlanReady.PlanID {
+		t.Errorf("first plan:resolved %+v", r)
+	}
+	if r := resolved[1].PlanResolved; r.Decision != "approve" || r.Mode != "acceptEdits" || r.PlanID != ready[1].PlanReady.PlanID {
+		t.Errorf("second plan:resolved %+v", r)
+	}
+
+	// The next turn: acceptEdits, out of plan mode.
+	tr2, err := e.h.StartTurn(ctx, id, "second turn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-tr2.Done()
+	if err := tr2.Err(); err != nil {
+		t.Fatalf("second turn: %v", err)
+	}
+	reqs = fake.Requests()
+	if last := reqs[len(reqs)-1]; last.CollaborationMode() != "default" || last.LastUserText() != "second turn" {
+		t.Errorf("the next turn's request: mode %q, %q", last.CollaborationMode(), last.LastUserText())
+	}
 	var mode string
 	for _, ev := range logEvents(t, e, e.h, id) {
 		if ev.Type == event.TypeSessionInit {
