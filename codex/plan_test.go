@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -218,4 +219,74 @@ func TestRealCodexPlanInterruptWhileWaiting(t *testing.T) {
 	if n := len(g.fake.Requests()); n != 1 {
 		t.Errorf("%d model requests after the interrupt, want 1", n)
 	}
+}
+
+// TestSchemaPlanMode: what plan mode relies on, in the pinned codex's
+// experimental schema (`generate-json-schema --experimental`; the
+// collaboration mode is experimental in 0.169, so TestSchemaContract's
+// bundle lacks it): initialize's capabilities.experimentalApi; turn/start's
+// collaborationMode {mode: plan|default, settings: {model*,
+// reasoning_effort, developer_instructions}}, approvalPolicy,
+// sandboxPolicy and permissions; the plan item (type plan, text); and
+// thread/resume's collaborationMode.mode.
+func TestSchemaPlanMode(t *testing.T) {
+	dir := t.TempDir()
+	out, err := exec.Command(codexBin(t), "app-server", "generate-json-schema", "--experimental", "--out", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("generate-json-schema --experimental: %v: %s", err, out)
+	}
+	read := func(file string) map[string]any {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		return v
+	}
+	// at follows keys (and a $ref's definition, or the non-null branch
+	// of an anyOf) through a schema.
+	at := func(root map[string]any, keys ...string) map[string]any {
+		cur := root
+		for _, k := range keys {
+			for range 4 {
+				if ref, ok := cur["$ref"].(string); ok {
+					cur, _ = root["definitions"].(map[string]any)[strings.TrimPrefix(ref, "#/definitions/")].(map[string]any)
+				} else if alts, ok := cur["anyOf"].([]any); ok && cur["properties"] == nil {
+					cur, _ = alts[0].(map[string]any)
+				}
+			}
+			next, _ := cur["properties"].(map[string]any)[k].(map[string]any)
+			if next == nil {
+				t.Errorf("the schema has no %s", strings.Join(keys, "."))
+				return map[string]any{}
+			}
+			cur = next
+		}
+		return cur
+	}
+	init := read("v1/InitializeParams.json")
+	if init = at(init, "capabilities", "experimentalApi"); init["type"] != "boolean" {
+		t.Errorf("initialize capabilities.experimentalApi %v", init)
+	}
+	ts := read("v2/TurnStartParams.json")
+	for _, k := range [][]string{{"approvalPolicy"}, {"sandboxPolicy"}, {"permissions"}, {"collaborationMode", "settings", "developer_instructions"}, {"collaborationMode", "settings", "reasoning_effort"}} {
+		at(ts, k...)
+	}
+	if b, _ := json.Marshal(at(ts, "collaborationMode", "mode")); !strings.Contains(string(b), "ModeKind") {
+		t.Errorf("collaborationMode.mode %s", b)
+	}
+	mk, _ := json.Marshal(ts["definitions"].(map[string]any)["ModeKind"])
+	cm, _ := json.Marshal(ts["definitions"].(map[string]any)["CollaborationMode"])
+	st, _ := json.Marshal(ts["definitions"].(map[string]any)["Settings"])
+	if !strings.Contains(string(mk), `"plan"`) || !strings.Contains(string(mk), `"default"`) || !strings.Contains(string(cm), `"required":["mode","settings"]`) || !strings.Contains(string(st), `"required":["model"]`) {
+		t.Errorf("collaboration mode: ModeKind %s, CollaborationMode %s, Settings %s", mk, cm, st)
+	}
+	items, _ := json.Marshal(read("v2/ItemCompletedNotification.json")["definitions"].(map[string]any)["ThreadItem"])
+	if !strings.Contains(string(items), `"title":"PlanThreadItemType"`) || !strings.Contains(string(items), `"required":["id","text","type"]`) {
+		t.Error("the plan item (type plan, id, text) is not in ThreadItem")
+	}
+	at(read("v2/ThreadResumeResponse.json"), "collaborationMode", "mode")
 }
