@@ -17,12 +17,44 @@ import (
 
 // Plan review (issue 32): when an agent ends a plan (Claude Code's
 // ExitPlanMode, asked of the turn's Approver, also through
-// claude-agent-acp), the turn publishes plan:ready with the plan as
-// markdown and waits for a person, as an approval does (its deadline is
-// the approvals'): approve lets the agent go on and the session's next
-// turns run in the chosen mode; revise sends the feedback back and the
-// agent keeps planning. Nobody in time, an interrupt or the turn's end
-// is a revise no person made: only a person approves.
+// claude-agent-acp; Codex's plan item, which the codex engine asks as
+// the same tool: codex/plan.go), the turn publishes plan:ready with the
+// plan as markdown and waits for a person, as an approval does (its
+// deadline is the approvals'): approve lets the agent go on and the
+// session's next turns run in the chosen mode; revise sends the feedback
+// back and the agent keeps planning. Nobody in time, an interrupt or the
+// turn's end is a revise no person made (engine.ApprovalDecision.NoAnswer):
+// only a person approves. Claude Code is told and plans on; Codex's turn
+// ends, the plan unapproved.
+//
+// Codex (0.169) plans in its "plan" collaboration mode, which a turn in
+// permission mode plan selects; its turn ends with the plan, and the
+// engine, not Codex, waits: approve runs "Implement the plan." in Codex's
+// default mode within the same harness turn, revise another plan turn
+// with the feedback.
+//
+// The other ACP agents have no plan whose end waits for a decision, so
+// they have no plan review (verified on the pinned binaries, offline, with
+// the session in permission mode plan):
+//   - opencode 1.18.33: its "plan" mode (session/set_config_option mode
+//     plan; "Disallows all edit tools") is a read-only agent whose turn ends
+//     with end_turn. Its plan_exit tool ("Would you like to switch to the
+//     build agent?") is registered only when OPENCODE_EXPERIMENTAL_PLAN_MODE
+//     is set and the client is "cli"; `opencode acp` sets OPENCODE_CLIENT=acp,
+//     and the model is offered bash, edit, glob, grep, read, skill, task,
+//     todowrite, webfetch and write, no plan_exit (nor its question tool).
+//   - copilot 1.0.102: its "#plan" mode prefixes the prompt with [[PLAN]]
+//     and tells the model to write plan.md into Copilot's session state and
+//     "not start implementing unless the user explicitly asks"; the turn
+//     ends with end_turn. No tool ends the plan (offered: bash, view,
+//     create, edit, sql, task_complete, …), nothing is asked: the next
+//     prompt ("implement it") is the approval, and Copilot's own mode must
+//     be switched for it to act.
+//   - ACP's plan session updates (sessionUpdate "plan") of every agent are
+//     progress lists (entries with status and priority, from a todo tool),
+//     sent while the turn goes on: not a plan that waits.
+// There a session in plan mode plans, and the person's next turn in
+// another mode carries it out.
 
 // PlanTool is the tool whose use ends a plan.
 const PlanTool = "ExitPlanMode"
