@@ -19,8 +19,8 @@ import (
 
 // planModel is a fake model that plans in Codex's plan collaboration
 // mode (a <proposed_plan> block; v2 once the feedback "use a table"
-// came), and outside it implements: a shell call writing implemented.txt,
-// then a text.
+// came), and outside it implements: a shell call writing implemented.txt
+// (and trying the protected .mcp.json), then a text.
 func planModel(req *codextest.Request) codextest.Reply {
 	switch {
 	case req.CollaborationMode() == "plan" && strings.Contains(req.LastUserText(), "use a table"):
@@ -28,7 +28,7 @@ func planModel(req *codextest.Request) codextest.Reply {
 	case req.CollaborationMode() == "plan":
 		return codextest.Reply{Text: "Here is my plan.\n\n<proposed_plan>\n# plan v1\n\n1. a list\n</proposed_plan>\n", Deltas: 3}
 	case len(req.FunctionOutputs()) == 0 && req.LastUserText() == codex.ImplementPrompt:
-		return codextest.Reply{Call: &codextest.Call{Command: "echo done > implemented.txt"}}
+		return codextest.Reply{Call: &codextest.Call{Command: "echo done > implemented.txt; echo written > .mcp.json"}}
 	}
 	return codextest.Reply{Text: "implemented"}
 }
@@ -115,6 +115,11 @@ func TestRealCodexPlanReviewApproveAfterRevise(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "implemented.txt")); err != nil || strings.TrimSpace(string(b)) != "done" {
 		t.Errorf("the approved plan was not implemented: %q %v", b, err)
+	}
+	// The implementation runs on the protected-path profile: a protected
+	// file stays unwritten.
+	if b, _ := os.ReadFile(filepath.Join(dir, ".mcp.json")); strings.Contains(string(b), "written") {
+		t.Error("the implementation wrote the protected .mcp.json")
 	}
 	var modes []string
 	for _, q := range g.fake.Requests() {
