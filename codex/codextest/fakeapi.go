@@ -81,21 +81,34 @@ type Request struct {
 	Body  []byte
 }
 
+// inputMessage is the part of an input item Texts, CollaborationMode and
+// LastUserText read.
+type inputMessage struct {
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Content []struct {
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+// messages decodes the input's message items, in order.
+func (r *Request) messages() []inputMessage {
+	var out []inputMessage
+	for _, raw := range r.Input {
+		var it inputMessage
+		if json.Unmarshal(raw, &it) == nil && (it.Type == "message" || it.Type == "") {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
 // Texts returns every text of the input's messages, in order: the
 // conversation the agent sent (its first exchange included on a resumed
 // thread).
 func (r *Request) Texts() []string {
 	var out []string
-	for _, raw := range r.Input {
-		var it struct {
-			Type    string `json:"type"`
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-		}
-		if json.Unmarshal(raw, &it) != nil || (it.Type != "message" && it.Type != "") {
-			continue
-		}
+	for _, it := range r.messages() {
 		for _, c := range it.Content {
 			if c.Text != "" {
 				out = append(out, c.Text)
@@ -111,14 +124,8 @@ func (r *Request) Texts() []string {
 // sent none (a thread never given a collaboration mode).
 func (r *Request) CollaborationMode() string {
 	mode := ""
-	for _, raw := range r.Input {
-		var it struct {
-			Role    string `json:"role"`
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-		}
-		if json.Unmarshal(raw, &it) != nil || it.Role != "developer" {
+	for _, it := range r.messages() {
+		if it.Role != "developer" {
 			continue
 		}
 		for _, c := range it.Content {
@@ -140,14 +147,8 @@ func (r *Request) CollaborationMode() string {
 // LastUserText is the text of the input's last user message ("" if none).
 func (r *Request) LastUserText() string {
 	text := ""
-	for _, raw := range r.Input {
-		var it struct {
-			Role    string `json:"role"`
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-		}
-		if json.Unmarshal(raw, &it) == nil && it.Role == "user" && len(it.Content) > 0 {
+	for _, it := range r.messages() {
+		if it.Role == "user" && len(it.Content) > 0 {
 			text = it.Content[len(it.Content)-1].Text
 		}
 	}
