@@ -135,15 +135,21 @@ func TestRealCodexPlanReviewApproveAfterRevise(t *testing.T) {
 
 	// The next turn, in acceptEdits on the resumed thread: default mode
 	// (the thread left plan mode), no mode message of its own.
-	threadID := r.events[0].Init.EngineSessionID
-	r = g.turn(t, engine.Request{SessionKey: "plan1", Message: "next", Cwd: dir, PermissionMode: "acceptEdits", Approver: a, Resume: threadID}, nil)
-	if r.err != nil {
-		t.Fatalf("next turn: %v", r.err)
-	}
-	reqs := g.fake.Requests()
+	reqs := g.resumeIn(t, r, engine.Request{SessionKey: "plan1", Message: "next", Cwd: dir, PermissionMode: "acceptEdits", Approver: a})
 	if last, prev := reqs[len(reqs)-1], reqs[len(reqs)-2]; last.CollaborationMode() != "default" || modeMessages(last) != modeMessages(prev) {
 		t.Errorf("the next turn's request: mode %q, %d mode messages after %d", last.CollaborationMode(), modeMessages(last), modeMessages(prev))
 	}
+}
+
+// resumeIn runs req on the thread of the turn prev ran, which must
+// complete, and returns the model requests so far.
+func (g *rig) resumeIn(t *testing.T, prev *run, req engine.Request) []codextest.Request {
+	t.Helper()
+	req.Resume = prev.events[0].Init.EngineSessionID
+	if r := g.turn(t, req, nil); r.err != nil {
+		t.Fatalf("next turn: %v", r.err)
+	}
+	return g.fake.Requests()
 }
 
 // modeMessages counts the <collaboration_mode> texts of req's input.
@@ -185,12 +191,7 @@ func TestRealCodexPlanNoAnswer(t *testing.T) {
 	if len(res) != 1 || !res[0].ToolResult.IsError || res[0].ToolResult.Content != "nobody answered" {
 		t.Errorf("tool:result %+v", res)
 	}
-	threadID := r.events[0].Init.EngineSessionID
-	r = g.turn(t, engine.Request{SessionKey: "plan2", Message: "just do it", Cwd: dir, PermissionMode: "default", Approver: a, Resume: threadID}, nil)
-	if r.err != nil {
-		t.Fatalf("next turn: %v", r.err)
-	}
-	reqs := g.fake.Requests()
+	reqs := g.resumeIn(t, r, engine.Request{SessionKey: "plan2", Message: "just do it", Cwd: dir, PermissionMode: "default", Approver: a})
 	if m := reqs[len(reqs)-1].CollaborationMode(); m != "default" {
 		t.Errorf("the default-mode turn after an unapproved plan runs in collaboration mode %q, want default", m)
 	}
