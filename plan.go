@@ -29,9 +29,11 @@ import (
 //
 // Codex (0.169) plans in its "plan" collaboration mode, which a turn in
 // permission mode plan selects; its turn ends with the plan, and the
-// engine, not Codex, waits: approve runs "Implement the plan." in Codex's
-// default mode within the same harness turn, revise another plan turn
-// with the feedback.
+// engine, not Codex, waits: revise runs another plan turn with the
+// feedback; approve ends the turn, and DecidePlan queues the request's
+// Next ("Implement the plan.") in the session's queue, so the session's
+// next turn, in the chosen mode, carries the plan out (queued behind
+// prompts queued before; it survives a restart like them).
 //
 // The other ACP agents have no plan whose end waits for a decision, so
 // they have no plan review (verified on the pinned binaries, offline, with
@@ -85,6 +87,7 @@ type PlanDecision struct {
 // pendingPlan is a plan:ready waiting for a decision.
 type pendingPlan struct {
 	ev       event.PlanReady
+	next     string // the request's Next: queued when approved
 	answer   chan engine.ApprovalDecision
 	resolved bool
 }
@@ -134,7 +137,17 @@ func (h *Harness) DecidePlan(id string, d PlanDecision) error {
 		if _, err := h.UpdateSession(id, SessionUpdate{PermissionMode: &mode}); err != nil {
 			return err
 		}
-		return a.resolvePlan(p, engine.ApprovalDecision{Allow: true}, event.PlanResolved{Decision: event.PlanApprove, Mode: d.Mode, By: event.ByUser})
+		if err := a.resolvePlan(p, engine.ApprovalDecision{Allow: true}, event.PlanResolved{Decision: event.PlanApprove, Mode: d.Mode, By: event.ByUser}); err != nil {
+			return err
+		}
+		if p.next != "" {
+			// The engine's turn ends here (Codex): the plan is carried
+			// out by the session's next turn, queued behind it.
+			if _, err := h.Enqueue(id, p.next); err != nil {
+				return fmt.Errorf("the plan is approved, but its next turn could not be queued: %w", err)
+			}
+		}
+		return nil
 	}
 	return a.resolvePlan(p, engine.ApprovalDecision{Message: "The person reviewed your plan and asks you to keep planning and revise it before you act:\n\n" + d.Feedback},
 		event.PlanResolved{Decision: event.PlanRevise, Feedback: d.Feedback, By: event.ByUser})
@@ -176,7 +189,7 @@ func (a *approvals) reviewPlan(ctx context.Context, q engine.ApprovalRequest) en
 		a.mu.Unlock()
 		return engine.ApprovalDecision{Message: "The turn is ending; the plan was not reviewed.", NoAnswer: true}
 	}
-	p := &pendingPlan{answer: make(chan engine.ApprovalDecision, 1), ev: event.PlanReady{
+	p := &pendingPlan{next: q.Next, answer: make(chan engine.ApprovalDecision, 1), ev: event.PlanReady{
 		PlanID:    "pln_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16],
 		Plan:      planText(a.r.planInput(q)),
 		ToolUseID: q.ToolUseID,

@@ -209,10 +209,10 @@ func codexPlanEnv(t *testing.T) (*testEnv, *codextest.FakeAPI, string) {
 
 // Codex in plan mode through the core: its plan is a plan:ready with the
 // markdown; a revise's feedback is the next plan turn's message; an
-// approve in acceptEdits lets the same turn implement it out of plan mode
-// (the model's next request is in Codex's default collaboration mode; the
-// engine's own test shows the implementation writing),
-// and the session's next turn runs in acceptEdits.
+// approve in acceptEdits ends the turn and queues "Implement the plan.",
+// which runs next, in acceptEdits and out of Codex's plan mode (its model
+// request is in Codex's default collaboration mode; the engine's own test
+// shows the implementation writing); the turn after it too.
 func TestPlanReviewCodex(t *testing.T) {
 	if codex.ToolPlan != PlanTool || codex.ImplementPrompt == "" {
 		t.Fatalf("codex reports its plans as %q, the core reviews %q", codex.ToolPlan, PlanTool)
@@ -228,6 +228,26 @@ func TestPlanReviewCodex(t *testing.T) {
 		return codextest.Reply{Text: "done: " + req.LastUserText()}
 	})
 	reviseThenApprove(t, e, id, nil)
+	// The approve ended the turn and queued "Implement the plan.", which
+	// runs as the session's next turn.
+	waitFor(t, "the queued implementation turn", func() bool {
+		n := 0
+		for _, ev := range logEvents(t, e, e.h, id) {
+			if ev.Type == event.TypeSessionComplete || ev.Type == event.TypeSessionError {
+				n++
+			}
+		}
+		return n == 2 && !e.h.IsRunning(id)
+	})
+	queued := 0
+	for _, ev := range logEvents(t, e, e.h, id) {
+		if ev.Type == event.TypePromptQueued && ev.Queued.Message == codex.ImplementPrompt {
+			queued++
+		}
+	}
+	if queued != 1 {
+		t.Errorf("%d prompt:queued %q, want 1", queued, codex.ImplementPrompt)
+	}
 	reqs := fake.Requests()
 	var modes []string
 	for _, q := range reqs {

@@ -23,13 +23,13 @@ import (
 // and asks Request.Approver, which the core answers with plan:ready and a
 // person's decision (the root package's plan.go):
 //
-//	approve   tool:result; the same harness turn goes on with a Codex turn
-//	          "Implement the plan." in collaboration mode default, with the
-//	          approval policy and sandbox of permission mode default
-//	          (acceptEdits maps the same on Codex: PolicyFor): turn/start's
-//	          approvalPolicy and sandboxPolicy workspaceWrite, or the
-//	          protected-path profile (protect.go), which a plan thread's
-//	          config defines without using it (its read-only sandbox wins)
+//	approve   tool:result; the turn ends (session:complete) and the core
+//	          queues the request's Next, ImplementPrompt ("Implement the
+//	          plan."), as the session's next turn, which runs in the mode
+//	          the person chose like any turn of it: a fresh child, the
+//	          thread resumed with that mode's approval policy and sandbox
+//	          (the protected-path profile included), and collaboration
+//	          mode default, since the thread is still in plan mode
 //	revise    tool:result (an error, the feedback); another Codex turn in
 //	          plan mode with the feedback as its message
 //	no answer tool:result (an error); the turn ends (session:complete):
@@ -40,24 +40,32 @@ import (
 // then a tool:result saying nobody reviewed it) and the turn ends.
 //
 // Codex keeps a thread's collaboration mode: thread/resume reports it
-// (collaborationMode.mode), and a thread left in plan mode (its plan never
-// approved) would go on planning in a turn of another permission mode.
+// (collaborationMode.mode), and a thread left in plan mode (as every plan
+// turn leaves it) would go on planning in a turn of another permission
+// mode.
 // Such a turn sends collaborationMode default; so does a turn on a fork,
 // whose mode thread/fork does not report. Other turns send none (Codex
 // keeps its own default, and the model sees no mode message).
 //
+// Why the next turn and not the same one: a turn in the same child would
+// have to switch the read-only thread to the mode's sandbox with
+// turn/start's approvalPolicy and permissions (the protected-path
+// profile, protect.go), which Codex reports active; on 0.169 an approved
+// command of that turn still wrote a protected file in about half the
+// runs. The implementation is instead an ordinary turn of the chosen
+// mode. (On 0.169 a resumed thread's profile did not hold either, in
+// about half the runs, whatever the mode of its first turn: a defect of
+// every Codex session's later turns, not of plan mode; reported.)
+//
 // While a plan waits, no Codex turn runs: Steer answers
-// engine.ErrNotRunning. The network access and writable roots of the
-// implementation's workspace-write sandbox come from Config.ThreadConfig
-// (sandbox_workspace_write.network_access, .writable_roots); a user's own
-// sandbox_workspace_write in $CODEX_HOME/config.toml does not reach it.
+// engine.ErrNotRunning.
 
 // ToolPlan is the tool name a Codex plan is reported under: the core's
 // harness.PlanTool, the tool whose use ends a plan (Claude Code's).
 const ToolPlan = "ExitPlanMode"
 
-// ImplementPrompt is the message of the Codex turn that implements an
-// approved plan (what Codex's TUI sends).
+// ImplementPrompt is the message of the turn that implements an approved
+// plan (what Codex's TUI sends).
 const ImplementPrompt = "Implement the plan."
 
 // Collaboration modes of turn/start's collaborationMode.
@@ -97,31 +105,6 @@ type planItem struct {
 	Text string
 }
 
-// implementStart adds to turn/start's params the permissions of the turn
-// that implements an approved plan: permission mode default's approval
-// policy, and its sandbox: the protected-path profile when the plan
-// thread defines it, else workspace-write with ThreadConfig's network
-// access and writable roots.
-func (t *Turn) implementStart(start map[string]any, profile bool) {
-	pol := PolicyFor("default", t.req.Approver != nil)
-	start["approvalPolicy"] = pol.ApprovalPolicy
-	if profile {
-		start["permissions"] = protectProfile
-		return
-	}
-	sp := map[string]any{"type": "workspaceWrite"}
-	cfg := t.eng.cfg.ThreadConfig
-	nested, _ := cfg["sandbox_workspace_write"].(map[string]any)
-	for _, k := range []struct{ key, field string }{{"network_access", "networkAccess"}, {"writable_roots", "writableRoots"}} {
-		if v, ok := cfg["sandbox_workspace_write."+k.key]; ok {
-			sp[k.field] = v
-		} else if v, ok := nested[k.key]; ok {
-			sp[k.field] = v
-		}
-	}
-	start["sandboxPolicy"] = sp
-}
-
 // reviewPlan reports the plan p as the use of ToolPlan and asks the
 // Approver (from a goroutine of its own, once the events before it were
 // read), reading what the child sends meanwhile. ok is false when there
@@ -137,7 +120,7 @@ func (t *Turn) reviewPlan(m *mapper, p *planItem) (dec engine.ApprovalDecision, 
 		return engine.ApprovalDecision{NoAnswer: true}, false, nil
 	}
 	answer := make(chan engine.ApprovalDecision, 1)
-	req := engine.ApprovalRequest{ToolUseID: p.ID, ToolName: ToolPlan, Input: in}
+	req := engine.ApprovalRequest{ToolUseID: p.ID, ToolName: ToolPlan, Input: in, Next: ImplementPrompt}
 	t.approvals.Add(1)
 	if !t.s.Defer(func() {
 		go func() {

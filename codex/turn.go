@@ -295,18 +295,7 @@ func (t *Turn) converse() error {
 	if !t.eng.cfg.TrustProject {
 		config = untrustProject(config, t.req.Cwd) // never the project's own .codex/config.toml (trust.go)
 	}
-	protected := protect.Or(t.req.Protected, t.req.Cwd)
-	config = withProtectedProfile(params, config, t.req.Cwd, protected)
-	// A plan thread (read-only) defines the protected-path profile an
-	// approved plan's implementation runs on (plan.go); its sandbox
-	// parameter keeps the profile unused until then.
-	profile := false
-	if pol.Sandbox == "read-only" && t.req.PermissionMode == "plan" {
-		ww := map[string]any{"sandbox": "workspace-write"}
-		if c := withProtectedProfile(ww, config, t.req.Cwd, protected); ww["sandbox"] == nil {
-			config, profile = c, true
-		}
-	}
+	config = withProtectedProfile(params, config, t.req.Cwd, protect.Or(t.req.Protected, t.req.Cwd))
 	if config != nil {
 		params["config"] = config
 	}
@@ -386,7 +375,6 @@ func (t *Turn) converse() error {
 	}
 	m := newMapper(t)
 	message := t.req.Message
-	implement := false
 	for {
 		start := map[string]any{"threadId": th.Thread.ID, "input": []any{map[string]any{"type": "text", "text": message}}}
 		if t.req.Effort != "" {
@@ -394,9 +382,6 @@ func (t *Turn) converse() error {
 		}
 		if collab != "" {
 			start["collaborationMode"] = collaboration(collab, model, effort)
-		}
-		if implement {
-			t.implementStart(start, profile)
 		}
 		if err := t.codexTurn(m, th.Thread.ID, start, early); err != nil {
 			return err
@@ -414,14 +399,13 @@ func (t *Turn) converse() error {
 		if t.ctx.Err() != nil {
 			return t.fail(event.ErrorInterrupted, "the turn was interrupted while its plan waited for a decision")
 		}
-		if !ok || dec.NoAnswer {
-			break // only a person sends Codex on
+		if !ok || dec.NoAnswer || dec.Allow {
+			// Approved: the core queues ImplementPrompt (the request's
+			// Next) as the session's next turn. Not answered: only a
+			// person sends Codex on.
+			break
 		}
-		if dec.Allow {
-			message, collab, implement = ImplementPrompt, collabDefault, true
-		} else {
-			message = dec.Message
-		}
+		message = dec.Message // revised: plan again
 	}
 	m.complete()
 	return nil

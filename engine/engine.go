@@ -193,6 +193,11 @@ type ApprovalRequest struct {
 	// Suggestions are the rules an "always allow" would add, in the
 	// agent's own form (Claude's permission_suggestions); may be nil.
 	Suggestions json.RawMessage
+	// Next, for the tool that ends a plan: the engine's turn ends when
+	// the plan is approved, and Next is the message that carries it out
+	// as the session's next turn (the core queues it; Codex). "" = the
+	// agent goes on in the same turn (Claude Code).
+	Next string
 }
 
 // ApprovalDecision is the answer.
