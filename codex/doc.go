@@ -15,8 +15,8 @@
 // with Request.Resume, the thread id session:init reported as
 // EngineSessionID), then turn/start; Interrupt sends turn/interrupt.
 // A turn in permission mode plan runs in Codex's plan collaboration mode,
-// and a plan it proposes is reviewed before the same turn implements it
-// (plan.go).
+// and a plan it proposes is reviewed by a person; once approved, the
+// session's next turn (queued by the core) implements it (plan.go).
 //
 // # Fork and rewind
 //
