@@ -254,7 +254,7 @@ func (a *approvals) closeAll(by string) {
 		a.resolveLocked(a.byID[id], engine.ApprovalDecision{Message: msg}, by, msg)
 	}
 	for _, p := range a.plans {
-		_ = a.resolvePlanLocked(p, engine.ApprovalDecision{Message: msg}, event.PlanResolved{Decision: event.PlanRevise, Feedback: msg, By: by})
+		_ = a.resolvePlanLocked(p, engine.ApprovalDecision{Message: msg, NoAnswer: true}, event.PlanResolved{Decision: event.PlanRevise, Feedback: msg, By: by})
 	}
 }
 

@@ -16,12 +16,46 @@ import (
 
 // Plan review (issue 32): when an agent ends a plan (Claude Code's
 // ExitPlanMode, asked of the turn's Approver, also through
-// claude-agent-acp), the turn publishes plan:ready with the plan as
-// markdown and waits for a person, as an approval does (its deadline is
-// the approvals'): approve lets the agent go on and the session's next
-// turns run in the chosen mode; revise sends the feedback back and the
-// agent keeps planning. Nobody in time, an interrupt or the turn's end
-// is a revise no person made: only a person approves.
+// claude-agent-acp; Codex's plan item, which the codex engine asks as
+// the same tool: codex/plan.go), the turn publishes plan:ready with the
+// plan as markdown and waits for a person, as an approval does (its
+// deadline is the approvals'): approve lets the agent go on and the
+// session's next turns run in the chosen mode; revise sends the feedback
+// back and the agent keeps planning. Nobody in time, an interrupt or the
+// turn's end is a revise no person made (engine.ApprovalDecision.NoAnswer):
+// only a person approves. Claude Code is told and plans on; Codex's turn
+// ends, the plan unapproved.
+//
+// Codex (0.169) plans in its "plan" collaboration mode, which a turn in
+// permission mode plan selects; its turn ends with the plan, and the
+// engine, not Codex, waits: revise runs another plan turn with the
+// feedback; approve ends the turn, and DecidePlan queues the request's
+// Next ("Implement the plan.") in the session's queue, so the session's
+// next turn, in the chosen mode, carries the plan out (queued behind
+// prompts queued before; it survives a restart like them).
+//
+// The other ACP agents have no plan whose end waits for a decision, so
+// they have no plan review (verified on the pinned binaries, offline, with
+// the session in permission mode plan):
+//   - opencode 1.18.33: its "plan" mode (session/set_config_option mode
+//     plan; "Disallows all edit tools") is a read-only agent whose turn ends
+//     with end_turn. Its plan_exit tool ("Would you like to switch to the
+//     build agent?") is registered only when OPENCODE_EXPERIMENTAL_PLAN_MODE
+//     is set and the client is "cli"; `opencode acp` sets OPENCODE_CLIENT=acp,
+//     and the model is offered bash, edit, glob, grep, read, skill, task,
+//     todowrite, webfetch and write, no plan_exit (nor its question tool).
+//   - copilot 1.0.102: its "#plan" mode prefixes the prompt with [[PLAN]]
+//     and tells the model to write plan.md into Copilot's session state and
+//     "not start implementing unless the user explicitly asks"; the turn
+//     ends with end_turn. No tool ends the plan (offered: bash, view,
+//     create, edit, sql, task_complete, …), nothing is asked: the next
+//     prompt ("implement it") is the approval, and Copilot's own mode must
+//     be switched for it to act.
+//   - ACP's plan session updates (sessionUpdate "plan") of every agent are
+//     progress lists (entries with status and priority, from a todo tool),
+//     sent while the turn goes on: not a plan that waits.
+// There a session in plan mode plans, and the person's next turn in
+// another mode carries it out.
 
 // PlanTool is the tool whose use ends a plan.
 const PlanTool = "ExitPlanMode"
@@ -52,6 +86,7 @@ type PlanDecision struct {
 // pendingPlan is a plan:ready waiting for a decision.
 type pendingPlan struct {
 	ev       event.PlanReady
+	next     string // the request's Next: queued when approved
 	answer   chan engine.ApprovalDecision
 	resolved bool
 }
@@ -101,7 +136,17 @@ func (h *Harness) DecidePlan(id string, d PlanDecision) error {
 		if _, err := h.UpdateSession(id, SessionUpdate{PermissionMode: &mode}); err != nil {
 			return err
 		}
-		return a.resolvePlan(p, engine.ApprovalDecision{Allow: true}, event.PlanResolved{Decision: event.PlanApprove, Mode: d.Mode, By: event.ByUser})
+		if err := a.resolvePlan(p, engine.ApprovalDecision{Allow: true}, event.PlanResolved{Decision: event.PlanApprove, Mode: d.Mode, By: event.ByUser}); err != nil {
+			return err
+		}
+		if p.next != "" {
+			// The engine's turn ends here (Codex): the plan is carried
+			// out by the session's next turn, queued behind it.
+			if _, err := h.Enqueue(id, p.next); err != nil {
+				return fmt.Errorf("the plan is approved, but its next turn could not be queued: %w", err)
+			}
+		}
+		return nil
 	}
 	return a.resolvePlan(p, engine.ApprovalDecision{Message: "The person reviewed your plan and asks you to keep planning and revise it before you act:\n\n" + d.Feedback},
 		event.PlanResolved{Decision: event.PlanRevise, Feedback: d.Feedback, By: event.ByUser})
@@ -141,9 +186,9 @@ func (a *approvals) reviewPlan(ctx context.Context, q engine.ApprovalRequest) en
 	a.mu.Lock()
 	if a.closedBy != "" {
 		a.mu.Unlock()
-		return engine.ApprovalDecision{Message: "The turn is ending; the plan was not reviewed."}
+		return engine.ApprovalDecision{Message: "The turn is ending; the plan was not reviewed.", NoAnswer: true}
 	}
-	p := &pendingPlan{answer: make(chan engine.ApprovalDecision, 1), ev: event.PlanReady{
+	p := &pendingPlan{next: q.Next, answer: make(chan engine.ApprovalDecision, 1), ev: event.PlanReady{
 		PlanID:    "pln_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16],
 		Plan:      planText(a.r.planInput(q)),
 		ToolUseID: q.ToolUseID,
@@ -160,10 +205,10 @@ func (a *approvals) reviewPlan(ctx context.Context, q engine.ApprovalRequest) en
 		return d
 	case <-timer.C:
 		msg := fmt.Sprintf("No one reviewed the plan within %s; keep planning, do not act on it.", a.timeout)
-		_ = a.resolvePlan(p, engine.ApprovalDecision{Message: msg}, event.PlanResolved{Decision: event.PlanRevise, Feedback: msg, By: event.ByTimeout})
+		_ = a.resolvePlan(p, engine.ApprovalDecision{Message: msg, NoAnswer: true}, event.PlanResolved{Decision: event.PlanRevise, Feedback: msg, By: event.ByTimeout})
 	case <-ctx.Done():
 		msg := "The turn was interrupted; the plan was not approved."
-		_ = a.resolvePlan(p, engine.ApprovalDecision{Message: msg}, event.PlanResolved{Decision: event.PlanRevise, Feedback: msg, By: event.ByInterrupt})
+		_ = a.resolvePlan(p, engine.ApprovalDecision{Message: msg, NoAnswer: true}, event.PlanResolved{Decision: event.PlanRevise, Feedback: msg, By: event.ByInterrupt})
 	}
 	return <-p.answer
 }

@@ -10,9 +10,13 @@
 // the harness's one JSON-RPC codec, internal/jsonrpc, in its Codex
 // dialect: LineReader bounds a line at MaxLineBytes, DecodeMessage parses
 // it, calls are correlated by id, the server's requests are answered).
-// The turn sends initialize + initialized, thread/start (or thread/resume
+// The turn sends initialize (opting into the experimental API, for plan
+// mode's collaborationMode) + initialized, thread/start (or thread/resume
 // with Request.Resume, the thread id session:init reported as
 // ConversationID), then turn/start; Interrupt sends turn/interrupt.
+// A turn in permission mode plan runs in Codex's plan collaboration mode,
+// and a plan it proposes is reviewed by a person; once approved, the
+// session's next turn (queued by the core) implements it (plan.go).
 //
 // # Fork and rewind
 //
@@ -52,6 +56,9 @@
 //	                                        tool:start once ("shell", "apply_patch",
 //	                                        "mcp__SERVER__TOOL"), tool:result with
 //	                                        aggregatedOutput (else the output deltas)
+//	item/completed plan                     tool:start ExitPlanMode {"plan": markdown}
+//	                                        once the turn completed, then the
+//	                                        Approver; tool:result (plan.go)
 //	turn/completed completed                session:complete (usage summed over the turn)
 //	turn/completed interrupted / failed     session:error interrupted / api_error
 //	child gone                              process:exit, always last
@@ -62,7 +69,8 @@
 //	dontAsk, ""               any       never           workspace-write
 //	default, acceptEdits      set       untrusted       workspace-write
 //	default, acceptEdits      nil       never           workspace-write
-//	plan                      set / nil untrusted/never read-only
+//	plan                      set / nil untrusted/never read-only, Codex's plan
+//	                                                     collaboration mode (plan.go)
 //	bypassPermissions         any       never           danger-full-access
 //
 // Every thread's config marks the project untrusted (trust.go): Codex

@@ -27,6 +27,10 @@ type mapper struct {
 	usage   usage
 	calls   int
 	retries int // the turn's error notifications with willRetry
+
+	plan       *planItem // the current Codex turn's proposed plan (plan.go)
+	lastTurn   string    // the last completed Codex turn's id
+	durationMS int64     // the Codex turns' durations, summed
 }
 
 type usage struct {
@@ -108,6 +112,10 @@ func (m *mapper) handle(msg Message) (done bool, err error) {
 		switch p.Item.Type {
 		case "agentMessage":
 			t.emit(event.Event{Type: event.TypeChatComplete, Text: p.Item.Text})
+		case "plan":
+			// Codex's proposed plan (plan collaboration mode): reviewed
+			// once the turn completed (plan.go).
+			m.plan = &planItem{ID: p.Item.ID, Text: p.Item.Text}
 		case "commandExecution", "fileChange", "mcpToolCall":
 			m.toolStart(&p)
 			m.toolResult(&p)
@@ -158,10 +166,8 @@ func (m *mapper) handle(msg Message) (done bool, err error) {
 		_ = json.Unmarshal(msg.Params, &p)
 		switch p.Turn.Status {
 		case "completed":
-			u, _ := json.Marshal(m.usage)
-			// The turn's id is its checkpoint: thread/fork's lastTurnId
-			// (Request.ResumeAt) keeps the thread up to it.
-			t.emit(event.Event{Type: event.TypeSessionComplete, Complete: &event.SessionComplete{Usage: u, NumTurns: m.calls, DurationMS: p.Turn.DurationMS, Checkpoint: p.Turn.ID}})
+			m.lastTurn = p.Turn.ID
+			m.durationMS += p.Turn.DurationMS
 			return true, nil
 		case "interrupted":
 			return true, &engine.TurnError{Kind: event.ErrorInterrupted, Message: "the turn was interrupted"}
@@ -174,6 +180,15 @@ func (m *mapper) handle(msg Message) (done bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// complete emits session:complete once the harness turn's last Codex
+// turn completed (one, or more after a plan review: plan.go).
+func (m *mapper) complete() {
+	u, _ := json.Marshal(m.usage)
+	// The last Codex turn's id is the checkpoint: thread/fork's
+	// lastTurnId (Request.ResumeAt) keeps the thread up to it.
+	m.t.emit(event.Event{Type: event.TypeSessionComplete, Complete: &event.SessionComplete{Usage: u, NumTurns: m.calls, DurationMS: m.durationMS, Checkpoint: m.lastTurn}})
 }
 
 // reconnectCount reads "3/5" in Codex's "Reconnecting... 3/5 (…)".

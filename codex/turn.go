@@ -47,6 +47,7 @@ type Turn struct {
 	cancel      context.CancelFunc
 	approvals   sync.WaitGroup
 	started     chan struct{} // closed once turn/start answered with the turn's id
+	startedOnce sync.Once     // the first Codex turn's (a plan review starts more)
 }
 
 func newTurn(e *Engine, req engine.Request) *Turn {
@@ -269,7 +270,10 @@ func (t *Turn) fail(kind event.ErrorKind, msg string) error {
 // when the turn completed.
 func (t *Turn) converse() error {
 	var early []Message
-	ch, err := t.peer.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "harness", "title": "harness", "version": "1"}})
+	// experimentalApi: turn/start's collaborationMode (plan mode, plan.go)
+	// is an experimental field of 0.169.
+	ch, err := t.peer.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "harness", "title": "harness", "version": "1"},
+		"capabilities": map[string]any{"experimentalApi": true}})
 	if err != nil {
 		return t.fail(event.ErrorStart, "initialize: "+err.Error())
 	}
@@ -332,7 +336,11 @@ func (t *Turn) converse() error {
 			Model string `json:"model"`
 			Cwd   string `json:"cwd"`
 		} `json:"thread"`
-		Model string `json:"model"`
+		Model             string  `json:"model"`
+		ReasoningEffort   *string `json:"reasoningEffort"`
+		CollaborationMode *struct {
+			Mode string `json:"mode"`
+		} `json:"collaborationMode"` // thread/resume's only
 	}
 	_ = json.Unmarshal(thRes.Result, &th)
 	var ini struct {
@@ -357,15 +365,61 @@ func (t *Turn) converse() error {
 		Engine: Name, ConversationID: th.Thread.ID, MCPServers: mcpStatus,
 	}})
 
-	start := map[string]any{"threadId": th.Thread.ID, "input": []any{map[string]any{"type": "text", "text": t.req.Message}}}
-	if t.req.Effort != "" {
-		start["effort"] = t.req.Effort // the model's reasoning effort, for this turn and the thread's next ones
+	threadMode := ""
+	if th.CollaborationMode != nil {
+		threadMode = th.CollaborationMode.Mode
 	}
-	ch, err = t.peer.call("turn/start", start)
+	collab := collabFor(t.req.PermissionMode, threadMode, method == "thread/fork")
+	effort := t.req.Effort
+	if effort == "" && th.ReasoningEffort != nil {
+		effort = *th.ReasoningEffort
+	}
+	m := newMapper(t)
+	message := t.req.Message
+	for {
+		start := map[string]any{"threadId": th.Thread.ID, "input": []any{map[string]any{"type": "text", "text": message}}}
+		if t.req.Effort != "" {
+			start["effort"] = t.req.Effort // the model's reasoning effort, for this turn and the thread's next ones
+		}
+		if collab != "" {
+			start["collaborationMode"] = collaboration(collab, model, effort)
+		}
+		if err := t.codexTurn(m, th.Thread.ID, start, early); err != nil {
+			return err
+		}
+		early = nil
+		p := m.plan
+		m.plan = nil
+		if collab != collabPlan || p == nil {
+			break
+		}
+		dec, ok, err := t.reviewPlan(m, p)
+		if err != nil {
+			return err
+		}
+		if t.ctx.Err() != nil {
+			return t.fail(event.ErrorInterrupted, "the turn was interrupted while its plan waited for a decision")
+		}
+		if !ok || dec.NoAnswer || dec.Allow {
+			// Approved: the core queues ImplementPrompt (the request's
+			// Next) as the session's next turn. Not answered: only a
+			// person sends Codex on.
+			break
+		}
+		message = dec.Message // revised: plan again
+	}
+	m.complete()
+	return nil
+}
+
+// codexTurn runs one Codex turn: turn/start with start, then the
+// messages (early ones first) until turn/completed; nil when it
+// completed.
+func (t *Turn) codexTurn(m *mapper, threadID string, start map[string]any, early []Message) error {
+	ch, err := t.peer.call("turn/start", start)
 	if err != nil {
 		return t.fail(event.ErrorProcess, "turn/start: "+err.Error())
 	}
-	m := newMapper(t)
 	for _, msg := range early {
 		if done, err := m.handle(msg); done {
 			return err
@@ -391,9 +445,9 @@ func (t *Turn) converse() error {
 			t.turnID = ts.Turn.ID
 			intr := t.interrupted
 			t.mu.Unlock()
-			close(t.started)
+			t.startedOnce.Do(func() { close(t.started) })
 			if intr {
-				_, _ = t.peer.call("turn/interrupt", map[string]any{"threadId": th.Thread.ID, "turnId": ts.Turn.ID})
+				_, _ = t.peer.call("turn/interrupt", map[string]any{"threadId": threadID, "turnId": ts.Turn.ID})
 			}
 		case msg, ok := <-t.peer.in:
 			if !ok {

@@ -213,6 +213,11 @@ type ApprovalRequest struct {
 	// Suggestions are the rules an "always allow" would add, in the
 	// agent's own form (Claude's permission_suggestions); may be nil.
 	Suggestions json.RawMessage
+	// Next, for the tool that ends a plan: the engine's turn ends when
+	// the plan is approved, and Next is the message that carries it out
+	// as the session's next turn (the core queues it; Codex). "" = the
+	// agent goes on in the same turn (Claude Code).
+	Next string
 }
 
 // ApprovalDecision is the answer.
@@ -225,6 +230,11 @@ type ApprovalDecision struct {
 	// Always is set when the user chose "always allow" (the core then
 	// resolves matching requests itself; an engine may pass it on).
 	Always bool
+	// NoAnswer is set when no person answered (the deadline passed, the
+	// turn was interrupted or is ending): Allow is then false. An engine
+	// that would otherwise go on by itself on a denial (Codex's plan
+	// review: another planning turn) stops instead.
+	NoAnswer bool
 }
 
 // Status is one engine's entry of GET /api/harness/engines.

@@ -54,8 +54,8 @@ const (
 	TypePromptQueued   Type = "prompt:queued"
 	TypePromptDequeued Type = "prompt:dequeued"
 	// Plan review events of the core (inside a turn): plan:ready says an
-	// agent ended a plan (Claude Code's ExitPlanMode) and waits for a
-	// person; plan:resolved says what was decided (approve: the agent
+	// agent ended a plan (Claude Code's ExitPlanMode, Codex's plan) and
+	// waits for a person; plan:resolved says what was decided (approve: the agent
 	// goes on, the session's next turns run in Mode; revise: Feedback
 	// goes back and it keeps planning), or that nobody did in time.
 	TypePlanReady    Type = "plan:ready"

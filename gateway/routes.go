@@ -228,7 +228,7 @@ var routeTable = []route{
 	{Method: http.MethodPost, Path: "/session/{id}/plan", Serve: (*Gateway).decidePlan, Op: operation{
 		ID:          "decidePlan",
 		Summary:     "Approve or revise the plan the session's running turn waits with (plan:ready)",
-		Description: "When an agent ends a plan (Claude Code's ExitPlanMode in plan mode, also through claude-agent-acp), the turn emits plan:ready with the plan as markdown and waits, with the approvals' deadline (then it is a revise by timeout). approve: the agent goes on, and the session's next turns run in mode (default when left out; the session keeps it). revise: feedback goes back to the agent, which keeps planning (a new plan:ready follows). plan:resolved says what was decided.",
+		Description: "When an agent ends a plan in plan mode (Claude Code's ExitPlanMode, also through claude-agent-acp; Codex's proposed plan in its plan collaboration mode), the turn emits plan:ready with the plan as markdown and waits, with the approvals' deadline (then it is a revise by timeout; on Codex the turn then ends, the plan unapproved). approve: the agent goes on (Codex: its turn ends and \"Implement the plan.\" is queued as the next turn), and the session's next turns run in mode (default when left out; the session keeps it). revise: feedback goes back to the agent, which keeps planning (a new plan:ready follows). plan:resolved says what was decided.",
 		Params:      []param{sessionIDParam},
 		Body:        reflect.TypeFor[planDecisionRequest](),
 		Replies: []reply{{Status: 200, Description: "Decided: plan:resolved is in the log and the agent has the answer", Body: reflect.TypeFor[planDecisionAnswer]()},

@@ -29,7 +29,10 @@ type DemoOptions struct {
 //   - the follow-up request carrying the command's output: a summary
 //     saying how many entries the listing had;
 //   - a message containing "long": a long answer streamed slowly;
-//   - a message opts.Error accepts: a 400 API error.
+//   - a message opts.Error accepts: a 400 API error;
+//   - a request in Codex's plan collaboration mode (a session in
+//     permission mode plan): a proposed plan (DemoPlan), which the
+//     harness puts to a person's review (plan:ready).
 //
 // Use it with FakeAPI.SetResponder.
 func DemoResponder(opts DemoOptions) func(*Request) Reply {
@@ -47,6 +50,8 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 		switch {
 		case opts.Error != nil && opts.Error(prompt):
 			return Reply{Status: 400, ErrorMessage: "demo: you asked for an error, so here is a 400 from the fake Responses API"}
+		case req.CollaborationMode() == "plan" && !req.lastIsFunctionOutput():
+			return Reply{Text: "Here is my plan.\n\n<proposed_plan>\n" + DemoPlan + "\n</proposed_plan>\n", Deltas: 12, ChunkDelay: opts.ChunkDelay}
 		case req.lastIsFunctionOutput():
 			outs := req.FunctionOutputs()
 			out := outs[len(outs)-1]
@@ -76,6 +81,9 @@ func DemoResponder(opts DemoOptions) func(*Request) Reply {
 		}
 	}
 }
+
+// DemoPlan is the plan DemoResponder proposes in Codex's plan mode.
+const DemoPlan = "## Demo plan\n\n1. Read `README.md`.\n2. Add a line to it.\n3. Run the tests."
 
 // LastPrompt is the text of the newest user message that is not context
 // the agent inserted (environment, instructions: text starting with "<"

@@ -62,3 +62,22 @@ func TestEntriesWord(t *testing.T) {
 		}
 	}
 }
+
+// In Codex's plan collaboration mode the demo model proposes DemoPlan in
+// a <proposed_plan> block; out of it, the same prompt gets the usual
+// answer.
+func TestDemoResponderPlans(t *testing.T) {
+	demo := DemoResponder(DemoOptions{})
+	dev := func(text string) map[string]any {
+		return map[string]any{"type": "message", "role": "developer", "content": []any{map[string]any{"type": "input_text", "text": text}}}
+	}
+	plan := demo(demoRequest(t, dev("<collaboration_mode># Plan Mode (Conversational)\n…"), userText("add a line")))
+	if plan.Call != nil || !strings.Contains(plan.Text, "<proposed_plan>\n"+DemoPlan+"\n</proposed_plan>") {
+		t.Fatalf("plan mode answer = %+v", plan)
+	}
+	after := demo(demoRequest(t, dev("<collaboration_mode># Plan Mode (Conversational)\n…"), userText("add a line"),
+		dev("<collaboration_mode># Collaboration Mode: Default\n…"), userText("Implement the plan.")))
+	if after.Call == nil || strings.Contains(after.Text, "proposed_plan") {
+		t.Fatalf("default mode answer = %+v", after)
+	}
+}

@@ -81,21 +81,34 @@ type Request struct {
 	Body  []byte
 }
 
+// inputMessage is the part of an input item Texts, CollaborationMode and
+// LastUserText read.
+type inputMessage struct {
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Content []struct {
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+// messages decodes the input's message items, in order.
+func (r *Request) messages() []inputMessage {
+	var out []inputMessage
+	for _, raw := range r.Input {
+		var it inputMessage
+		if json.Unmarshal(raw, &it) == nil && (it.Type == "message" || it.Type == "") {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
 // Texts returns every text of the input's messages, in order: the
 // conversation the agent sent (its first exchange included on a resumed
 // thread).
 func (r *Request) Texts() []string {
 	var out []string
-	for _, raw := range r.Input {
-		var it struct {
-			Type    string `json:"type"`
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-		}
-		if json.Unmarshal(raw, &it) != nil || (it.Type != "message" && it.Type != "") {
-			continue
-		}
+	for _, it := range r.messages() {
 		for _, c := range it.Content {
 			if c.Text != "" {
 				out = append(out, c.Text)
@@ -103,6 +116,43 @@ func (r *Request) Texts() []string {
 		}
 	}
 	return out
+}
+
+// CollaborationMode is the Codex collaboration mode the request runs in,
+// by the last <collaboration_mode> developer text Codex put in its input:
+// "plan" (Codex's Plan Mode instructions), "default", or "" when Codex
+// sent none (a thread never given a collaboration mode).
+func (r *Request) CollaborationMode() string {
+	mode := ""
+	for _, it := range r.messages() {
+		if it.Role != "developer" {
+			continue
+		}
+		for _, c := range it.Content {
+			body, ok := strings.CutPrefix(c.Text, "<collaboration_mode>")
+			switch {
+			case !ok:
+			case strings.HasPrefix(body, "# Plan Mode"):
+				mode = "plan"
+			case strings.HasPrefix(body, "# Collaboration Mode: Default"):
+				mode = "default"
+			default:
+				mode = "other"
+			}
+		}
+	}
+	return mode
+}
+
+// LastUserText is the text of the input's last user message ("" if none).
+func (r *Request) LastUserText() string {
+	text := ""
+	for _, it := range r.messages() {
+		if it.Role == "user" && len(it.Content) > 0 {
+			text = it.Content[len(it.Content)-1].Text
+		}
+	}
+	return text
 }
 
 // FunctionOutputs returns the outputs of function_call_output items.
