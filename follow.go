@@ -94,10 +94,10 @@ func (h *Harness) Follow(ctx context.Context, id string, after int64) (iter.Seq2
 			dropped := false
 		live:
 			for {
-				var rec session.Record
+				var p *session.Record
 				var ok bool
 				select {
-				case rec, ok = <-sub.ch:
+				case p, ok = <-sub.ch:
 				default:
 					// Nothing queued: hand over what is held, then wait.
 					if !release() {
@@ -108,13 +108,14 @@ func (h *Harness) Follow(ctx context.Context, id string, after int64) (iter.Seq2
 					case <-ctx.Done():
 						b.unsubscribe(sub)
 						return
-					case rec, ok = <-sub.ch:
+					case p, ok = <-sub.ch:
 					}
 				}
 				if !ok {
 					dropped = sub.dropped
 					break live
 				}
+				rec := *p // shared by every reader: this one's copy
 				if rec.Seq != 0 && rec.Seq <= last {
 					continue // already read from the log
 				}

@@ -763,9 +763,9 @@ func (r *runner) emitLocked(ev event.Event) {
 	}
 	// The typed event travels with its JSON: in-process readers
 	// (Turn.Wait) take it as it is, without decoding the line back.
-	rec := session.Record{Seq: seq, Event: wire(seq, r.buf), Typed: &ev}
+	rec := &session.Record{Seq: seq, Event: wire(seq, r.buf), Typed: &ev}
 	r.lt.broker.publish(rec, isTerminal(ev.Type))
-	r.h.taps.publish(rec) // watch.go
+	r.h.taps.publish(*rec) // watch.go
 }
 
 // wire is the stored line of an event: its JSON with "seq" first (as
