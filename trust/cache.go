@@ -38,8 +38,10 @@ type recordCache struct {
 func (s *Store) view(root string) (*Record, error) {
 	root = filepath.Clean(root)
 	path := s.Path(root)
-	raw, err := readRaw(path)
-	if err != nil {
+	buf := rawBufs.Get().(*bytes.Buffer)
+	defer rawBufs.Put(buf)
+	buf.Reset()
+	if err := readRaw(path, buf); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return &Record{Version: recordVersion, ProjectRoot: root}, nil
 		}
@@ -47,11 +49,12 @@ func (s *Store) view(root string) (*Record, error) {
 	}
 	c := &s.cache
 	c.mu.Lock()
-	if e := c.m[root]; e != nil && bytes.Equal(e.raw, raw) {
+	if e := c.m[root]; e != nil && bytes.Equal(e.raw, buf.Bytes()) {
 		c.mu.Unlock()
 		return e.rec, nil
 	}
 	c.mu.Unlock()
+	raw := bytes.Clone(buf.Bytes())
 	r, err := decode(raw, path, root)
 	if err != nil {
 		return r, err
@@ -65,19 +68,17 @@ func (s *Store) view(root string) (*Record, error) {
 	return r, nil
 }
 
-// readRaw reads a record file (at most MaxFileSize+1 bytes).
-func readRaw(path string) ([]byte, error) {
+// rawBufs are the buffers view reads a record's bytes into (most reads
+// find the bytes it decoded last, and keep nothing).
+var rawBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// readRaw reads a record file (at most MaxFileSize+1 bytes) into buf.
+func readRaw(path string, buf *bytes.Buffer) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	var buf bytes.Buffer
-	if fi, err := f.Stat(); err == nil && fi.Size() < MaxFileSize {
-		buf.Grow(int(fi.Size()) + 1)
-	}
-	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileSize+1)); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	_, err = buf.ReadFrom(io.LimitReader(f, MaxFileSize+1))
+	return err
 }
