@@ -658,3 +658,61 @@ func TestPacked(t *testing.T) {
 	}
 	sameFiles(t, "restored", files(t, root), before)
 }
+
+// Overlapping calls of one store share snapshots, yet each returns one
+// taken after it was made: every caller's own write, made just before
+// its call, is in the snapshot it gets, also when a caller that took a
+// snapshot for others gives up (its context cancelled).
+func TestSharedSnapshotsHoldEachCallersWrite(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "base.txt", "base\n", 0o644)
+	s := open(t, root, Options{})
+	defer s.Close()
+	c := ctx(t)
+	if _, err := s.Snapshot(c); err != nil {
+		t.Fatal(err)
+	}
+	const callers = 24
+	ids := make([]string, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			if i%8 == 7 {
+				gone, cancel := context.WithCancel(c)
+				cancel()
+				_, err := s.SnapshotInfo(gone)
+				if err == nil {
+					errs[i] = errors.New("a cancelled call succeeded")
+				}
+				return
+			}
+			if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("w%02d.txt", i)), []byte(fmt.Sprint(i)), 0o644); err != nil {
+				errs[i] = err
+				return
+			}
+			var info Info
+			info, errs[i] = s.SnapshotInfo(c)
+			ids[i] = info.ID
+		})
+	}
+	wg.Wait()
+	distinct := map[string]bool{}
+	for i := range callers {
+		if errs[i] != nil {
+			t.Fatalf("caller %d: %v", i, errs[i])
+		}
+		if i%8 == 7 {
+			continue
+		}
+		distinct[ids[i]] = true
+		out, _, err := s.run(c, call{args: []string{"ls-tree", "--name-only", ids[i]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name := fmt.Sprintf("w%02d.txt", i); !slices.Contains(strings.Fields(string(out)), name) {
+			t.Errorf("caller %d's snapshot %s lacks %s, written before the call: %s", i, ids[i], name, out)
+		}
+	}
+	t.Logf("%d callers, %d snapshots", callers-callers/8, len(distinct))
+}
