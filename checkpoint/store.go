@@ -124,9 +124,6 @@ type Store struct {
 	o                            Options
 	mu                           sync.Mutex
 
-	fmu  sync.Mutex
-	next *flight // the snapshot the next calls of SnapshotInfo wait for (see there)
-
 	// Under mu: the watcher and what the last snapshot holds.
 	w       *watcher
 	noWatch string   // why no watcher is started (for good)
@@ -315,57 +312,8 @@ func (s *Store) Snapshot(ctx context.Context) (string, error) {
 }
 
 // SnapshotInfo is Snapshot, saying how the snapshot was taken.
-//
-// Calls that overlap share snapshots: a call waits for the next snapshot
-// to start after it was made, and takes that one, whoever asked for it
-// first. So the snapshot a call returns holds the files as they were at
-// some moment between the call and its return, as when each call took
-// its own; when many turns of one project start at once (a gateway's
-// sessions), a few snapshots serve them all instead of one each, taken
-// one after the other under the store's lock.
 func (s *Store) SnapshotInfo(ctx context.Context) (Info, error) {
-	for {
-		s.fmu.Lock()
-		f := s.next
-		leader := f == nil
-		if leader {
-			f = &flight{done: make(chan struct{})}
-			s.next = f
-		}
-		s.fmu.Unlock()
-		if leader {
-			f.info, f.err = s.lead(ctx, f)
-			close(f.done)
-			return f.info, f.err
-		}
-		select {
-		case <-ctx.Done():
-			return Info{}, fmt.Errorf("checkpoint: waiting for a snapshot: %w", ctx.Err())
-		case <-f.done:
-		}
-		if f.err != nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) && ctx.Err() == nil {
-			continue // the caller that took it gave up: not this one
-		}
-		return f.info, f.err
-	}
-}
-
-// flight is one snapshot and the calls waiting for it.
-type flight struct {
-	done chan struct{} // closed when info and err are set
-	info Info
-	err  error
-}
-
-// lead takes snapshot f: once it holds the store's locks, f takes no
-// more callers (a later call waits for the next one).
-func (s *Store) lead(ctx context.Context, f *flight) (Info, error) {
 	done, err := s.begin(ctx)
-	s.fmu.Lock()
-	if s.next == f {
-		s.next = nil
-	}
-	s.fmu.Unlock()
 	if err != nil {
 		return Info{}, err
 	}
