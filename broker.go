@@ -29,7 +29,11 @@ type broker struct {
 const terminalSlack = 4
 
 type subscription struct {
-	ch chan session.Record
+	// ch carries pointers to records shared by every reader (read them,
+	// never modify them): a queue of size events costs 8 bytes a slot,
+	// not a record's 48, allocated and zeroed for each reader as it
+	// subscribes (hundreds at once when many turns start).
+	ch chan *session.Record
 	// dropped is written before ch is closed, so a reader that saw the
 	// close may read it without a lock.
 	dropped bool
@@ -42,7 +46,7 @@ func newBroker(size int) *broker {
 // subscribe registers a reader. On a finished broker the channel is
 // already closed (and not dropped).
 func (b *broker) subscribe() *subscription {
-	s := &subscription{ch: make(chan session.Record, b.size+terminalSlack)}
+	s := &subscription{ch: make(chan *session.Record, b.size+terminalSlack)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.done {
@@ -65,7 +69,8 @@ func (b *broker) unsubscribe(s *subscription) {
 }
 
 // publish hands rec to every reader without blocking (see the policy).
-func (b *broker) publish(rec session.Record, terminal bool) {
+// Every reader gets the same *rec.
+func (b *broker) publish(rec *session.Record, terminal bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {

@@ -11,7 +11,7 @@ func TestBrokerBackPressure(t *testing.T) {
 	b := newBroker(2)
 	slow, fast := b.subscribe(), b.subscribe()
 	for seq := int64(1); seq <= 3; seq++ {
-		b.publish(session.Record{Seq: seq}, false)
+		b.publish(&session.Record{Seq: seq}, false)
 		<-fast.ch // the fast reader keeps up
 	}
 	// The slow reader's queue held 2; the third ordinary event dropped it.
@@ -22,10 +22,10 @@ func TestBrokerBackPressure(t *testing.T) {
 		t.Errorf("%d subscribers, want 1", b.subscribers())
 	}
 	// Terminal events use the reserved room even when the queue is full.
-	b.publish(session.Record{Seq: 4}, false)
-	b.publish(session.Record{Seq: 5}, false)
-	b.publish(session.Record{Seq: 6}, true)
-	b.publish(session.Record{Seq: 7}, true)
+	b.publish(&session.Record{Seq: 4}, false)
+	b.publish(&session.Record{Seq: 5}, false)
+	b.publish(&session.Record{Seq: 6}, true)
+	b.publish(&session.Record{Seq: 7}, true)
 	b.finish()
 	var got []int64
 	for rec := range fast.ch {
@@ -43,7 +43,7 @@ func TestBrokerBackPressure(t *testing.T) {
 }
 
 // isClosed drains n buffered records and reports whether ch is closed.
-func isClosed(ch chan session.Record, n int) bool {
+func isClosed(ch chan *session.Record, n int) bool {
 	for range n {
 		if _, ok := <-ch; !ok {
 			return false

@@ -103,10 +103,10 @@ func follow(ctx context.Context, elog *session.EventLog, b *broker, after int64)
 			dropped := false
 		live:
 			for {
-				var rec session.Record
+				var p *session.Record
 				var ok bool
 				select {
-				case rec, ok = <-sub.ch:
+				case p, ok = <-sub.ch:
 				default:
 					// Nothing queued: hand over what is held, then wait.
 					if !release() {
@@ -117,7 +117,7 @@ func follow(ctx context.Context, elog *session.EventLog, b *broker, after int64)
 					case <-ctx.Done():
 						b.unsubscribe(sub)
 						return
-					case rec, ok = <-sub.ch:
+					case p, ok = <-sub.ch:
 					}
 				}
 				if !ok {
@@ -128,6 +128,7 @@ func follow(ctx context.Context, elog *session.EventLog, b *broker, after int64)
 					b.unsubscribe(sub)
 					return
 				}
+				rec := *p // shared by every reader: this one's copy
 				if rec.Seq != 0 && rec.Seq <= last {
 					continue // already read from the log
 				}

@@ -494,6 +494,8 @@ type runner struct {
 	s         *session.Session
 	finalized bool
 	saving    sync.WaitGroup // saveAside's saves in flight
+	logs      chan logLine   // logAside's lines, written in order by one goroutine
+	logsEnd   chan struct{}  // closed when that goroutine has written them all
 
 	rulesMu  sync.Mutex
 	ruleList []string // the rules a person gave, readable while s is being saved
@@ -535,6 +537,7 @@ func (r *runner) finalize() {
 		return
 	}
 	r.finalized = true
+	r.drainLogs()
 	r.saving.Wait() // the turn's save comes last
 	r.smu.Lock()
 	r.saveLocked("turn")
@@ -547,6 +550,48 @@ func (r *runner) finalize() {
 	}
 	r.h.forget(r.lt)
 	r.h.Prewarm(r.s.ID) // the next turn's agent, while the user reads this one
+}
+
+// logAside writes a log line of the turn (e, its fields taken now, and
+// msg) beside the event path: the project's log is one file that every
+// turn of the project writes, a line at a time under its lock, and when
+// many turns start at once a line waited there for milliseconds with the
+// events behind it. The lines are written in order by one goroutine, and
+// all of them before the turn's process:exit is published (finalize). Only
+// the runner's goroutine calls it.
+func (r *runner) logAside(e *zerolog.Event, msg string) {
+	if e == nil {
+		return // the level is off
+	}
+	if r.finalized {
+		e.Msg(msg)
+		return
+	}
+	if r.logs == nil {
+		r.logs, r.logsEnd = make(chan logLine, 64), make(chan struct{})
+		logs, end := r.logs, r.logsEnd
+		go func() {
+			defer close(end)
+			for l := range logs {
+				l.e.Msg(l.msg)
+			}
+		}()
+	}
+	r.logs <- logLine{e, msg}
+}
+
+type logLine struct {
+	e   *zerolog.Event
+	msg string
+}
+
+// drainLogs waits until logAside's lines are written (finalize).
+func (r *runner) drainLogs() {
+	if r.logs != nil {
+		close(r.logs)
+		<-r.logsEnd
+		r.logs = nil
+	}
 }
 
 // saveAside saves the session beside the event path: a save is a write
@@ -588,18 +633,18 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			r.smu.Unlock()
 			r.usage.model = ev.Init.Model
 			r.saveAside("session:init")
-			r.log.Info().Str("sessionId", r.s.ID).Str("claudeSessionId", ev.Init.ConversationID).
-				Str("model", ev.Init.Model).Strs("tools", ev.Init.Tools).Str("permissionMode", ev.Init.PermissionMode).Msg(logging.EventSessionInit)
+			r.logAside(r.log.Info().Str("sessionId", r.s.ID).Str("claudeSessionId", ev.Init.ConversationID).
+				Str("model", ev.Init.Model).Strs("tools", ev.Init.Tools).Str("permissionMode", ev.Init.PermissionMode), logging.EventSessionInit)
 		case event.TypeToolStart:
 			r.tools[ev.ToolStart.ToolUseID] = ev.ToolStart.Name
 			if ev.ToolStart.Name == PlanTool {
 				r.notePlan(ev.ToolStart)
 			}
-			r.log.Info().Str("sessionId", r.s.ID).Str("toolName", ev.ToolStart.Name).
-				Str("inputSummary", logging.Truncate(string(ev.ToolStart.Input), 200)).Msg(logging.EventToolStart)
+			r.logAside(r.log.Info().Str("sessionId", r.s.ID).Str("toolName", ev.ToolStart.Name).
+				Str("inputSummary", logging.Truncate(string(ev.ToolStart.Input), 200)), logging.EventToolStart)
 		case event.TypeToolResult:
-			r.log.Info().Str("sessionId", r.s.ID).Str("toolName", r.tools[ev.ToolResult.ToolUseID]).
-				Bool("isError", ev.ToolResult.IsError).Int("contentLength", len(ev.ToolResult.Content)).Msg(logging.EventToolResult)
+			r.logAside(r.log.Info().Str("sessionId", r.s.ID).Str("toolName", r.tools[ev.ToolResult.ToolUseID]).
+				Bool("isError", ev.ToolResult.IsError).Int("contentLength", len(ev.ToolResult.Content)), logging.EventToolResult)
 		case event.TypeUsageUpdate:
 			var ok bool
 			if ev, ok = r.usageEvent(ev); !ok {
@@ -614,9 +659,9 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			r.s.CostUSD += ev.Complete.CostUSD
 			r.smu.Unlock()
 			in, out := usageTokens(ev.Complete.Usage)
-			r.log.Info().Str("sessionId", r.s.ID).Float64("costUsd", ev.Complete.CostUSD).Int("inputTokens", in).
+			r.logAside(r.log.Info().Str("sessionId", r.s.ID).Float64("costUsd", ev.Complete.CostUSD).Int("inputTokens", in).
 				Int("outputTokens", out).Int("numTurns", ev.Complete.NumTurns).Int64("durationMs", ev.Complete.DurationMS).
-				Dur("wall", time.Since(r.started)).Msg(logging.EventTurnComplete)
+				Dur("wall", time.Since(r.started)), logging.EventTurnComplete)
 			ev = r.budgetEnd(ev) // budget.go: a turn that crossed its budget ends budget_exceeded
 		case event.TypeSessionError:
 			if ev.Error.CostUSD > 0 {
@@ -750,9 +795,9 @@ func (r *runner) emitLocked(ev event.Event) {
 	}
 	// The typed event travels with its JSON: in-process readers
 	// (Turn.Wait) take it as it is, without decoding the line back.
-	rec := session.Record{Seq: seq, Event: wire(seq, r.buf), Typed: &ev}
+	rec := &session.Record{Seq: seq, Event: wire(seq, r.buf), Typed: &ev}
 	r.lt.broker.publish(rec, isTerminal(ev.Type))
-	r.h.taps.publish(rec) // watch.go
+	r.h.taps.publish(*rec) // watch.go
 }
 
 // wire is the stored line of an event: its JSON with "seq" first (as

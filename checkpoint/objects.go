@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"compress/zlib"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -11,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+
+	"github.com/klauspost/compress/zlib"
 )
 
 // The store's objects written in process, in git's formats so git reads

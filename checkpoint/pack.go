@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1"
 	bin "encoding/binary"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+
+	"github.com/klauspost/compress/zlib"
 )
 
 // packWriter collects the objects of one snapshot into one pack file

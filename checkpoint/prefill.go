@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"errors"
 	"io"
@@ -10,6 +9,9 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
+
+	"github.com/klauspost/compress/zlib"
 )
 
 // prefill hashes many new files (the untracked ones git listed, as
@@ -22,15 +24,16 @@ import (
 // complete says that the index now holds exactly the listed files
 // (listed is how many git listed): the store had none, and each was
 // read (none gone, no nested repository, no file too big to read here),
-// so git add -A has nothing to do. On any error nothing was changed but
+// so git add -A has nothing to do; then tr is the picture of that index,
+// its trees hashed. On any error nothing was changed but
 // a pack that is of no harm; git then hashes the files itself.
-func (s *Store) prefill(ctx context.Context, untracked []found, listed int) (complete bool, err error) {
+func (s *Store) prefill(ctx context.Context, untracked []found, listed int) (complete bool, tr *tracked, err error) {
 	if runtime.GOOS != "linux" || len(untracked) == 0 {
-		return false, errors.ErrUnsupported // the index's stat data is read on Linux only
+		return false, nil, errors.ErrUnsupported // the index's stat data is read on Linux only
 	}
 	old, err := readIndex(s.index)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	// Big files are left to git (streamed); nested repositories too.
 	var todo []found
@@ -44,34 +47,41 @@ func (s *Store) prefill(ctx context.Context, untracked []found, listed int) (com
 		raw []byte // the pack entry: header and compressed bytes
 		ok  bool
 	}
+	dr, err := openDirReader(s.root)
+	if err != nil {
+		return false, nil, err
+	}
+	defer dr.close()
 	res := make([]result, len(todo))
+	// The workers take the files in runs of prefillChunk (one atomic
+	// add each, no channel hand-off per file).
 	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(4, len(todo)) {
+	var next atomic.Int64
+	for range min(4, (len(todo)+prefillChunk-1)/prefillChunk) {
 		wg.Go(func() {
 			var buf []byte
-			for i := range next {
-				f := todo[i]
-				mode := modeOf(f.fi)
-				data, err := readFile(s.abs(f.rel), mode, f.fi.Size(), &buf)
-				if err != nil {
-					continue // changed or gone: git looks at it again
+			for ctx.Err() == nil {
+				end := int(next.Add(prefillChunk))
+				start := end - prefillChunk
+				if start >= len(todo) {
+					return
 				}
-				id, raw := packEntry(packBlob, "blob", data)
-				res[i] = result{e: indexEntry{path: f.rel, mode: mode, id: id, st: statOf(f.fi), size: f.fi.Size()}, raw: raw, ok: true}
+				for i := start; i < min(end, len(todo)); i++ {
+					f := todo[i]
+					mode := modeOf(f.fi)
+					data, err := dr.read(f.rel, mode, f.fi.Size(), &buf)
+					if err != nil {
+						continue // changed or gone: git looks at it again
+					}
+					id, raw := packEntry(packBlob, "blob", data)
+					res[i] = result{e: indexEntry{path: f.rel, mode: mode, id: id, st: statOf(f.fi), size: f.fi.Size()}, raw: raw, ok: true}
+				}
 			}
 		})
 	}
-	for i := range todo {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	p := newPackWriter(s.objectsDir())
 	defer p.abort()
@@ -81,24 +91,30 @@ func (s *Store) prefill(ctx context.Context, untracked []found, listed int) (com
 			continue
 		}
 		if err := p.addRaw(r.e.id, r.raw); err != nil {
-			return false, err
+			return false, nil, err
 		}
 		es = append(es, r.e)
 	}
 	complete = len(old) == 0 && len(es) == listed
 	if len(old) == 0 {
-		tr, err := newTracked(es)
+		t, err := newTracked(es)
 		if err == nil {
-			_, err = tr.treeID(&objectWriter{dir: s.objectsDir(), pack: p})
+			_, err = t.treeID(&objectWriter{dir: s.objectsDir(), pack: p})
 		}
 		if err != nil {
-			return false, err
+			return false, nil, err
+		}
+		if complete {
+			tr = t
 		}
 	}
 	if err := p.finish(); err != nil {
-		return false, err
+		return false, nil, err
 	}
-	return complete, writeIndex(s.index, es)
+	if err := writeIndex(s.index, es); err != nil {
+		return false, nil, err
+	}
+	return complete, tr, nil
 }
 
 func (s *Store) objectsDir() string { return s.gitDir + string(os.PathSeparator) + "objects" }
@@ -115,20 +131,8 @@ func modeOf(fi fs.FileInfo) uint32 {
 	return modeFile
 }
 
-// readFile reads a file of size bytes (a symlink's target) into *buf,
-// failing with errChanged when its size is not that.
-func readFile(path string, mode uint32, size int64, buf *[]byte) ([]byte, error) {
-	if mode == modeSymlink {
-		target, err := os.Readlink(path)
-		return []byte(target), err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readSmall(f, size, buf)
-}
+// prefillChunk is how many files a prefill worker takes at a time.
+const prefillChunk = 64
 
 // readSmall reads exactly size bytes from f into *buf.
 func readSmall(f *os.File, size int64, buf *[]byte) ([]byte, error) {

@@ -133,6 +133,10 @@ type Store struct {
 	trStale bool     // the index file does not hold tr (snapshots taken in process since)
 	last    oid      // the last snapshot
 	closed  bool
+	// walked is the picture prefill made of the index it wrote, when
+	// that index holds every file (a first snapshot): track takes it
+	// rather than reading back and hashing again what it just wrote.
+	walked *tracked
 }
 
 // Info says how a snapshot was taken.
@@ -397,15 +401,19 @@ func (s *Store) snapshot(ctx context.Context) (Info, error) {
 // computes from it are git's own; if not, the watcher is of no use and
 // is stopped for good.
 func (s *Store) track(id string) {
-	es, err := readIndex(s.index)
-	if err != nil {
-		s.trWhy = err.Error()
-		return
-	}
-	tr, err := newTracked(es)
-	if errors.Is(err, errGitlink) {
-		s.trWhy = "nested repository"
-		return
+	tr := s.walked
+	s.walked = nil
+	if tr == nil {
+		es, err := readIndex(s.index)
+		if err != nil {
+			s.trWhy = err.Error()
+			return
+		}
+		tr, err = newTracked(es)
+		if errors.Is(err, errGitlink) {
+			s.trWhy = "nested repository"
+			return
+		}
 	}
 	got, err := tr.treeID(nil)
 	if err != nil || got.String() != id {
@@ -418,6 +426,7 @@ func (s *Store) track(id string) {
 
 // walk has git walk the tree (add -A) and write its trees.
 func (s *Store) walk(ctx context.Context) (string, error) {
+	s.walked = nil
 	fresh, untracked, err := s.checkLimits(ctx)
 	if err != nil {
 		return "", err
@@ -426,8 +435,11 @@ func (s *Store) walk(ctx context.Context) (string, error) {
 	bulk := fresh >= bulkFiles
 	complete := false
 	if bulk {
-		if c, err := s.prefill(ctx, untracked, fresh); err == nil {
+		if c, tr, err := s.prefill(ctx, untracked, fresh); err == nil {
 			complete = c
+			if c {
+				s.walked = tr
+			}
 			// Many new files (the first snapshot), hashed here into
 			// one pack with the index entries that say so: git add -A
 			// finds them clean (it still decides what the snapshot

@@ -327,10 +327,12 @@ func testPrefill(t *testing.T, odd bool) {
 	s := open(t, root, Options{})
 	defer s.Close()
 	c := ctx(t)
+	before := files(t, root)
 	info, err := s.SnapshotInfo(c)
 	if err != nil {
 		t.Fatal(err)
 	}
+	first := info.ID
 	fresh := filepath.Join(t.TempDir(), "index")
 	if _, _, err := s.run(c, call{args: []string{"add", "-A"}, index: fresh}); err != nil {
 		t.Fatal(err)
@@ -354,6 +356,20 @@ func testPrefill(t *testing.T, odd bool) {
 	if want, err := open(t, root, Options{NoWatch: true}).Snapshot(c); err != nil || info.ID != want {
 		t.Fatalf("next snapshot %s, a walk says %s (%v)", info.ID, want, err)
 	}
+	// The first snapshot, read and packed here, restores byte for byte.
+	if _, err := s.Restore(c, first); err != nil {
+		t.Fatal(err)
+	}
+	// (A nested repository's own .git is git's there: not compared.)
+	after := files(t, root)
+	for _, m := range []map[string]string{before, after} {
+		for k := range m {
+			if strings.HasPrefix(k, filepath.Join("nested", ".git")) {
+				delete(m, k)
+			}
+		}
+	}
+	sameFiles(t, "restored", after, before)
 }
 
 // Two watching stores on one project (a server and a CLI) share the

@@ -277,6 +277,17 @@ func (st *Store) Get(id string) (*Session, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
+	// The usual case reads the index entry and the file it names without
+	// the session's lock: a save replaces the file whole (a reader sees
+	// the old or the new one), so the lock would only make readers (a
+	// turn's start, each of its SSE readers) wait for a save's two fsyncs.
+	// Anything else (no entry, a stale or corrupt one, a file that cannot
+	// be read) takes the lock and the path that repairs the index.
+	if root, ok := st.peekIndex(id); ok {
+		if s, err := read(root, id); err == nil {
+			return s, nil
+		}
+	}
 	unlock := st.lock(id)
 	defer unlock()
 	return st.get(id)
@@ -572,6 +583,20 @@ func (st *Store) readIndex(id string) (string, error) {
 		return "", fmt.Errorf("%w: index entry", ErrCorrupt)
 	}
 	return e.ProjectRoot, nil
+}
+
+// peekIndex is readIndex that changes nothing (a corrupt entry is not
+// ok, and left for readIndex to remove under the lock).
+func (st *Store) peekIndex(id string) (string, bool) {
+	data, err := os.ReadFile(st.indexPath(id))
+	if err != nil {
+		return "", false
+	}
+	var e indexEntry
+	if json.Unmarshal(data, &e) != nil || e.SchemaVersion != SchemaVersion || !filepath.IsAbs(e.ProjectRoot) {
+		return "", false
+	}
+	return e.ProjectRoot, true
 }
 
 func (st *Store) writeIndex(id, root string) error {

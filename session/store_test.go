@@ -419,6 +419,12 @@ func TestConcurrentSaves(t *testing.T) {
 				readerErr <- fmt.Errorf("torn file seen: %v: %q", err, data)
 				return
 			}
+			// Get, which reads without the session's lock while saves
+			// run, always finds the session whole.
+			if g, err := st.Get(s.ID); err != nil || g.ID != s.ID {
+				readerErr <- fmt.Errorf("Get during saves: %+v, %v", g, err)
+				return
+			}
 		}
 	}()
 	for w := range writers {

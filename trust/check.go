@@ -69,7 +69,7 @@ func (s *Store) CheckPersona(root string, p *persona.Persona) (*persona.Persona,
 		return nil, nil, err
 	}
 	hash := Hash(data)
-	rec, lerr := s.Load(root)
+	rec, lerr := s.view(root) // read only: Restrict clones what it keeps
 	pt := rec.Personas[p.SourceFile]
 	var trusted Grants
 	why := "a person trusted it"
@@ -135,7 +135,7 @@ func (s *Store) MCPServers(root string, project, configured *mcpconfig.Config) (
 	if project.Len() == 0 {
 		return nil, nil
 	}
-	rec, err := s.Load(root)
+	rec, err := s.view(root)
 	for _, srv := range project.Servers {
 		if _, ok := configured.Get(srv.Name); ok {
 			continue
@@ -169,7 +169,7 @@ func (s *Store) Pending(root string, configured *mcpconfig.Config) ([]Item, erro
 		if e.Persona == nil || strings.HasPrefix(e.SourceFile, persona.EmbeddedPrefix) {
 			continue
 		}
-		rec, _ := s.Load(root)
+		rec, _ := s.view(root)
 		if rec.Personas[e.SourceFile] == nil {
 			if _, ok := persona.Builtin(e.ID); !ok {
 				continue // nobody chose it yet: choosing it trusts it

@@ -87,8 +87,9 @@ type PersonaTrust struct {
 // Store reads and writes the records of a state directory. Safe for
 // concurrent use, also by several processes.
 type Store struct {
-	dir string
-	mu  sync.Mutex // writers of this process
+	dir   string
+	mu    sync.Mutex // writers of this process
+	cache recordCache
 }
 
 // Open returns the Store of stateDir, creating stateDir/trust (0700).
@@ -131,15 +132,21 @@ func read(path, root string) (*Record, error) {
 	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileSize+1)); err != nil {
 		return empty, fmt.Errorf("trust: %s: %w", path, err)
 	}
+	return decode(buf.Bytes(), path, root)
+}
+
+// decode reads the bytes of root's record file (path).
+func decode(data []byte, path, root string) (*Record, error) {
+	empty := &Record{Version: recordVersion, ProjectRoot: root}
 	bad := func(why string) (*Record, error) {
 		return empty, fmt.Errorf("%w: %s: %s; nothing in it is trusted until a person grants again (the next grant replaces it and keeps it as %s)",
 			ErrCorrupt, path, why, filepath.Base(path)+corruptSuffix)
 	}
-	if buf.Len() > MaxFileSize {
+	if len(data) > MaxFileSize {
 		return bad(fmt.Sprintf("larger than %d bytes", MaxFileSize))
 	}
 	var r Record
-	dec := json.NewDecoder(&buf)
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
 		return bad("not a trust record: " + err.Error())
@@ -227,7 +234,7 @@ func (r *Record) session(id string) *SessionGrants {
 // Rules returns the rules a person gave session id of root ("always").
 // With a corrupt record it returns none and the error.
 func (s *Store) Rules(root, id string) ([]string, error) {
-	r, err := s.Load(root)
+	r, err := s.view(root)
 	if g := r.Sessions[id]; g != nil {
 		return slices.Clone(g.Rules), err
 	}
@@ -251,7 +258,7 @@ func (s *Store) AddRule(root, id, rule string) error {
 // Session returns what a person gave session id of root (nil: nothing
 // recorded). With a corrupt record it returns nil and the error.
 func (s *Store) Session(root, id string) (*SessionGrants, error) {
-	r, err := s.Load(root)
+	r, err := s.view(root)
 	if g := r.Sessions[id]; g != nil {
 		c := *g
 		c.Rules = slices.Clone(g.Rules)
@@ -294,7 +301,7 @@ func (s *Store) CopyRules(root, from, to string) error {
 
 // DropSession forgets session id's rules (the session was deleted).
 func (s *Store) DropSession(root, id string) error {
-	r, err := s.Load(root)
+	r, err := s.view(root)
 	if err != nil || r.Sessions[id] == nil {
 		return err
 	}
@@ -306,8 +313,13 @@ func (s *Store) DropSession(root, id string) error {
 
 // Persona returns how a person last trusted the persona file at path.
 func (s *Store) Persona(root, path string) (*PersonaTrust, error) {
-	r, err := s.Load(root)
-	return r.Personas[path], err
+	r, err := s.view(root)
+	if pt := r.Personas[path]; pt != nil {
+		c := *pt
+		c.Grants = pt.Grants.clone()
+		return &c, err
+	}
+	return nil, err
 }
 
 // TrustPersona records that a person trusts the persona file at path as
@@ -347,7 +359,7 @@ func (s *Store) TrustPersonaIfNew(root, path, hash string, g Grants) (bool, erro
 // MCPTrusted reports whether a person trusted project server name with
 // the definition of hash.
 func (s *Store) MCPTrusted(root, name, hash string) (bool, error) {
-	r, err := s.Load(root)
+	r, err := s.view(root)
 	return r.MCP[name] == hash && hash != "", err
 }
 

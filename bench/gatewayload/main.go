@@ -37,6 +37,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
@@ -290,6 +291,10 @@ func serve(tmp string) int {
 			err = p.start()
 		case len(f) == 1 && f[0] == "stop":
 			err = p.stop()
+		case len(f) == 1 && f[0] == "mem":
+			gc, alloc := memStats()
+			fmt.Printf("mem %d %d\n", gc, alloc)
+			continue
 		}
 		if err != nil {
 			fmt.Printf("error %v\n", err)
@@ -665,7 +670,8 @@ func run(o opts) error {
 	// 1. Concurrent sessions, interleaved with the same load read straight
 	// from the driver (no gateway): the difference is what the gateway
 	// adds.
-	var adds, steadyAdds []time.Duration
+	var adds, steadyAdds, serverCPU []time.Duration
+	var allocMB, gcCycles []float64
 	for run := 1; run <= o.runs; run++ {
 		ids := make([]string, o.sessions)
 		for i := range ids {
@@ -684,6 +690,7 @@ func run(o opts) error {
 			}
 		}
 		la := loadavg()
+		gc0, al0, memOK := e.mem()
 		c0 := e.cpu()
 		t0 := time.Now()
 		all, errs := e.turns(ids, o.perSession, o.lines)
@@ -703,6 +710,14 @@ func run(o opts) error {
 		fmt.Printf("run %d (load average %s): %d concurrent turns × %d deltas, %d SSE readers each, in %v; 0 lost, 0 reordered\n", run, la, o.sessions, o.lines, o.perSession, time.Since(t0).Round(time.Millisecond))
 		c1 := e.cpu()
 		fmt.Printf("  CPU: server %v, its stand-in CLIs %v, load generator %v\n", c1.server-c0.server, c1.children-c0.children, c1.self-c0.self)
+		serverCPU = append(serverCPU, c1.server-c0.server)
+		if gc1, al1, ok := e.mem(); ok && memOK {
+			// Less dependent on the machine's load than latencies: what
+			// the server allocated and how often it collected.
+			fmt.Printf("  server heap: %.1f MB allocated, %d GC cycles\n", float64(al1-al0)/1e6, gc1-gc0)
+			allocMB = append(allocMB, float64(al1-al0)/1e6)
+			gcCycles = append(gcCycles, float64(gc1-gc0))
+		}
 		g50, g99, gst := summary("child line → SSE client:", all, o.lines)
 		base, err := baseline(filepath.Join(tmp, "claude"), e.root, ids, o.lines)
 		if err != nil {
@@ -716,6 +731,11 @@ func run(o opts) error {
 	if o.runs > 1 {
 		fmt.Printf("over %d runs: what the gateway adds at p99, per run: median %s (runs: %s); in the steady state: median %s (runs: %s)\n",
 			o.runs, ms(pct(slices.Clone(adds), .5)), list(adds), ms(pct(slices.Clone(steadyAdds), .5)), list(steadyAdds))
+		fmt.Printf("over %d runs: server CPU median %v", o.runs, pct(slices.Clone(serverCPU), .5))
+		if len(allocMB) > 0 {
+			fmt.Printf(", allocated median %.1f MB, GC cycles median %.0f", median(allocMB), median(gcCycles))
+		}
+		fmt.Println()
 	}
 
 	// 2. Many readers of one session.
@@ -776,6 +796,30 @@ func run(o opts) error {
 }
 
 type cpuTimes struct{ server, children, self time.Duration }
+
+// memStats returns this process's GC cycles and bytes allocated so far.
+func memStats() (gcs, alloc uint64) {
+	m := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(m)
+	return m[0].Value.Uint64(), m[1].Value.Uint64()
+}
+
+// mem asks the server process for its GC cycles and bytes allocated so
+// far (ok false in -inproc mode: the load generator's would be counted).
+func (e *server) mem() (gcs, alloc uint64, ok bool) {
+	if e.cmd == nil {
+		return 0, 0, false
+	}
+	if _, err := io.WriteString(e.ctl, "mem\n"); err != nil {
+		return 0, 0, false
+	}
+	ans, err := e.ctlIn.ReadString('\n')
+	if err != nil {
+		return 0, 0, false
+	}
+	_, err = fmt.Sscanf(ans, "mem %d %d", &gcs, &alloc)
+	return gcs, alloc, err == nil
+}
 
 // cpu reads the CPU time used so far by the server process, by its
 // reaped children, and by this process (in -inproc mode the server's
@@ -980,4 +1024,13 @@ func idleRSS(tmp, root string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmRSS")
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v) == 0 {
+		return 0
+	}
+	return v[len(v)/2]
 }
