@@ -27,6 +27,7 @@ step "usage report (issue 33)"
 go test -run '^$' -bench 'Report2000x50' ./usage
 step "gateway fan-out: 50 sessions x 4 readers, and 1 x 64 (issue 35)"
 go run ./bench/gatewayload -readers 4 -list 10 -runs 3
+go run ./bench/gatewayload -sessions 1 -per-session 64 -readers 64 -runs 3
 step "idle RSS and 10 demo sessions at once (issues 31, 35)"
 go run ./bench/demomem -bin bin/harness -n 10
 if [ "${QUICK:-}" = "" ]; then
