@@ -30,9 +30,9 @@ type Grants struct {
 
 // Grants returns what the agent in the worktree at dir (on branch) may
 // write so that `git commit` works there with the repository's .git
-// read-only to it, and detaches the worktree's HEAD at the commit it is
-// on, so that the agent's commits move only that HEAD, which lives in the
-// worktree's own git directory (Settle brings them onto the branch):
+// read-only to it, once Detach has put the worktree on a detached HEAD:
+// the agent's commits then move only that HEAD, which lives in the
+// worktree's own git directory, and Settle brings them onto the branch.
 //
 //   - the worktree's own git directory (.git/worktrees/<name>/: its HEAD,
 //     index, logs, and objects/, the worktree's private object store);
@@ -46,8 +46,6 @@ type Grants struct {
 // ref and reflog under .git/refs and .git/logs/refs, its own branch's
 // among them; so `git gc`, `git pack-refs`, a change of configuration or
 // hooks, or a move of any branch (another session's harness/* too) fail.
-// A HEAD detached already (a turn that ended before Settle) is left as
-// it is: it holds the agent's commits.
 func (m *Manager) Grants(ctx context.Context, dir, branch string) (*Grants, error) {
 	gitDir, common, err := m.gitDirs(ctx, dir)
 	if err != nil {
@@ -60,17 +58,19 @@ func (m *Manager) Grants(ctx context.Context, dir, branch string) (*Grants, erro
 	if err := os.MkdirAll(filepath.Join(objects, "pack"), 0o755); err != nil {
 		return nil, err
 	}
-	if _, err := m.r.git(ctx, dir, nil, "symbolic-ref", "-q", "HEAD"); err == nil {
-		if _, err := m.r.git(ctx, dir, nil, "update-ref", "--no-deref", "-m", "harness: sandboxed turn", "HEAD", "HEAD"); err != nil {
-			return nil, err
-		}
-	} else if exitCode(err) != 1 {
-		return nil, err
-	}
 	return &Grants{
 		Writable: []string{gitDir + string(filepath.Separator)},
 		Env:      []string{"GIT_OBJECT_DIRECTORY=" + objects, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(common, "objects")},
 	}, nil
+}
+
+// Detach puts the worktree at dir on a detached HEAD at the commit its
+// HEAD names (its branch's, or the agent's own when a turn ended without
+// Settle): the state a sandboxed agent's turn starts in (see Grants).
+// One git command.
+func (m *Manager) Detach(ctx context.Context, dir string) error {
+	_, err := m.r.git(ctx, dir, nil, "update-ref", "--no-deref", "-m", "harness: sandboxed turn", "HEAD", "HEAD")
+	return err
 }
 
 // ErrNotForward: a sandboxed agent left its worktree on a commit that

@@ -29,6 +29,9 @@ func TestGrantsAdoptObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := m.Detach(ctx, info.Dir); err != nil {
+		t.Fatal(err)
+	}
 	common := filepath.Join(root, ".git")
 	gitDir := filepath.Join(common, "worktrees", "s1")
 	want := []string{gitDir + "/"}
@@ -106,6 +109,9 @@ func TestSettleOnlyForward(t *testing.T) {
 		t.Helper()
 		g, err := m.Grants(ctx, info.Dir, info.Branch)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Detach(ctx, info.Dir); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := m.r.git(ctx, info.Dir, nil, "symbolic-ref", "-q", "HEAD"); err == nil {
@@ -204,8 +210,9 @@ func wellFormed(b []byte) bool {
 }
 
 // BenchmarkGrants is what a sandboxed worktree session's turn start pays
-// for its commit grants (one rev-parse, a mkdir, HEAD detached: two git
-// commands), and what AdoptObjects costs after a turn that wrote no object.
+// for its commit grants (one rev-parse, a mkdir) and its detached HEAD
+// (one git command), and what AdoptObjects costs after a turn that wrote
+// no object.
 func BenchmarkGrants(b *testing.B) {
 	ctx := context.Background()
 	root := newRepo(b)
@@ -217,6 +224,13 @@ func BenchmarkGrants(b *testing.B) {
 	b.Run("grants", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := m.Grants(ctx, info.Dir, info.Branch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("detach", func(b *testing.B) {
+		for b.Loop() {
+			if err := m.Detach(ctx, info.Dir); err != nil {
 				b.Fatal(err)
 			}
 		}
