@@ -96,7 +96,8 @@ func TestGrantsAdoptObjects(t *testing.T) {
 // HEAD to an unrelated history, or to an earlier commit, leaves the
 // branch where it was, and its files show as uncommitted changes; the
 // worktree is on its branch again either way. A branch with no "/" in
-// its name is committed to like any other.
+// its name is committed to like any other. Before Settle, commits on the
+// detached HEAD count as unmerged.
 func TestSettleOnlyForward(t *testing.T) {
 	ctx := context.Background()
 	root := newRepo(t)
@@ -125,6 +126,9 @@ func TestSettleOnlyForward(t *testing.T) {
 	}
 	write(t, filepath.Join(info.Dir, "a.txt"), "two\n")
 	agentTurn([]string{"commit", "-qam", "two"})
+	if un, err := m.Unmerged(ctx, root, info.Dir, info.Branch, info.Branch); err != nil || !un {
+		t.Errorf("Unmerged with the agent's commit on the detached HEAD only: %v, %v; want true", un, err)
+	}
 	two, err := m.Settle(ctx, root, info.Dir, info.Branch)
 	if err != nil || two == "" || gitT(t, root, "rev-parse", "topic") != two {
 		t.Fatalf("Settle: %q, %v; topic at %s", two, err, gitT(t, root, "rev-parse", "topic"))
