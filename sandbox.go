@@ -43,7 +43,8 @@ func (h *Harness) sandboxRequest(s *session.Session, eng string, req *engine.Req
 		req.Protected = append(req.Protected, protect.Paths(dir)...)
 	}
 	if s.Isolation == session.IsolationWorktree && s.Branch != "" {
-		// what a commit on the session's branch needs (worktree.Grants)
+		// what a commit in the worktree needs (worktree.Grants; its HEAD
+		// is detached as the turn starts: detachWorktree)
 		ctx, cancel := context.WithTimeout(context.Background(), h.gitTimeout())
 		g, err := h.gitwt().Grants(ctx, s.Dir(), s.Branch)
 		cancel()
@@ -56,17 +57,47 @@ func (h *Harness) sandboxRequest(s *session.Session, eng string, req *engine.Req
 	return nil
 }
 
-// adoptObjects moves the git objects a sandboxed agent wrote in worktree
-// session s's private store into its repository (worktree.Grants), so
-// that its branch's commits are the repository's; a failure is logged.
-func (h *Harness) adoptObjects(s *session.Session) {
-	if s.Isolation != session.IsolationWorktree || s.Workdir == "" {
-		return
+// detachWorktree puts sandboxed worktree session s's worktree on a
+// detached HEAD (worktree.Detach) just before its agent's turn starts, so
+// the agent commits with no ref of the repository writable to it
+// (worktree.Grants); settleWorktree brings its commits onto the branch
+// when the turn ends.
+func (h *Harness) detachWorktree(s *session.Session, req engine.Request) error {
+	if !req.Sandbox || s.Isolation != session.IsolationWorktree || s.Branch == "" {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), h.gitTimeout())
 	defer cancel()
-	if err := h.gitwt().AdoptObjects(ctx, s.Dir()); err != nil {
-		h.log.Warn().Str("session", s.ID).Err(err).Msg("adopting the worktree's git objects failed")
+	if err := h.gitwt().Detach(ctx, s.Dir()); err != nil {
+		return fmt.Errorf("sandbox: the worktree's HEAD: %w", mapWorktreeErr(err))
+	}
+	return nil
+}
+
+// settleWorktree ends a sandboxed agent's hold on worktree session s's
+// git state (worktree.Settle): its objects are adopted into the
+// repository, its branch moved forward to the commits it made on its
+// worktree's detached HEAD, and the branch checked out again. A HEAD that
+// does not descend from the branch leaves the branch where it was (the
+// agent's files stay as its uncommitted changes), logged in the project's
+// log; so is any other failure. A worktree on its branch costs one git
+// command more than adopting nothing.
+func (h *Harness) settleWorktree(ctx context.Context, s *session.Session) {
+	if s.Isolation != session.IsolationWorktree || s.Workdir == "" || s.Branch == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.gitTimeout())
+	defer cancel()
+	top, err := h.gitwt().Toplevel(ctx, s.ProjectRoot)
+	if err != nil {
+		return // no repository any more
+	}
+	moved, err := h.gitwt().Settle(ctx, top, wtDir(s, top), s.Branch)
+	log := h.projectLog(s.ProjectRoot)
+	if err != nil {
+		log.Warn().Str("sessionId", s.ID).Str("branch", s.Branch).Err(err).Msg("the sandboxed agent's worktree HEAD not brought onto its branch")
+	} else if moved != "" {
+		log.Info().Str("sessionId", s.ID).Str("branch", s.Branch).Str("commit", moved).Msg("branch moved to the sandboxed agent's commits")
 	}
 }
 

@@ -436,7 +436,10 @@ func (h *Harness) startTurn(ctx context.Context, id, message string, o TurnOptio
 	if seq := elog.LastSeq(); seq > startSeq {
 		h.snapshotTurn(ctx, s, seq, plog) // the files before the turn (checkpoints.go); never stops it
 	}
-	et, err := h.startEngineTurn(eng, r.req)
+	var et engine.Turn
+	if err = h.detachWorktree(s, r.req); err == nil { // a sandboxed agent commits on a detached HEAD (sandbox.go)
+		et, err = h.startEngineTurn(eng, r.req)
+	}
 	if err != nil {
 		plog.Error().Str("sessionId", id).Str("engine", plan.Engine).Err(err).Msg("turn could not start")
 		// The message is in the log: end the turn there too, so the log
@@ -546,7 +549,7 @@ func (r *runner) finalize() {
 		r.h.rememberAnswered(r.s.ID, a.ids())
 	}
 	if r.req.Sandbox {
-		r.h.adoptObjects(r.s) // the agent's commits, into its repository (sandbox.go)
+		r.h.settleWorktree(context.Background(), r.s) // the agent's commits, onto its branch (sandbox.go)
 	}
 	r.h.forget(r.lt)
 	r.h.Prewarm(r.s.ID) // the next turn's agent, while the user reads this one

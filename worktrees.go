@@ -258,6 +258,7 @@ func (h *Harness) MergeSession(ctx context.Context, id string, o MergeOptions) (
 		return nil, err
 	}
 	defer release()
+	h.settleWorktree(ctx, s) // a sandboxed turn that ended without it (a crash)
 	res, err := h.gitwt().Merge(ctx, worktree.MergeOptions{Top: top, Dir: wtDir(s, top), Branch: s.Branch,
 		Into: o.Into, Strategy: o.Strategy, Message: o.Message})
 	log := h.projectLog(s.ProjectRoot)
@@ -353,6 +354,7 @@ func (h *Harness) CommitSession(ctx context.Context, id, message string) (string
 		return "", err
 	}
 	defer release()
+	h.settleWorktree(ctx, s) // a sandboxed turn that ended without it (a crash)
 	c, err := h.gitwt().Commit(ctx, wtDir(s, top), message)
 	return c, mapWorktreeErr(err)
 }

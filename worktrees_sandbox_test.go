@@ -17,10 +17,12 @@ import (
 // TestSandboxWorktreeCommit: the real Claude Code, sandboxed in a
 // worktree session, commits with Bash `git commit -am`: the commit lands
 // on the session's branch, seen from the project's repository after the
-// turn. Its attempts on the rest of the repository's .git — its config,
-// a hook, the main branch's ref (by git and by hand), packed-refs, gc,
-// the shared objects — each fail with a permission error, and none
-// changed anything.
+// turn, and the worktree is on its branch again. Its attempts on the rest
+// of the repository's .git — its config, a hook, the main branch's ref
+// (by git and by hand), another session's harness/* branch (update-ref,
+// the ref file by hand, `git branch -f`), its own branch's ref,
+// packed-refs, gc, the shared objects — each fail with a permission
+// error, and none changed anything.
 func TestSandboxWorktreeCommit(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) { c.AllowedTools = []string{"Bash"} })
 	writeFile(t, filepath.Join(e.root, "a.txt"), "a\n")
@@ -34,6 +36,12 @@ func TestSandboxWorktreeCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	other, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Isolation: session.IsolationWorktree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherRef := "refs/heads/" + other.Branch
+	gitOut(t, other.Workdir, "checkout", "-q", "--detach") // as in a sandboxed turn of its own: `git branch -f` would not refuse it
 	const commit = "echo more >> a.txt && git -c user.name=A -c user.email=a@example.com commit -qam 'agent commit' && git log -1 --format=%s"
 	// the repository's .git as the agent finds it (a literal path outside
 	// the workdir is refused by Claude Code's own checks first)
@@ -44,6 +52,10 @@ func TestSandboxWorktreeCommit(t *testing.T) {
 		"toolu_updateref": "git update-ref refs/heads/main HEAD",
 		"toolu_mainref":   g + "echo " + strings.Repeat("0", 40) + ` > "$g/refs/heads/main"`,
 		"toolu_packrefs":  "git pack-refs --all",
+		"toolu_other":     "git update-ref " + otherRef + " HEAD",
+		"toolu_otherfile": g + `git rev-parse HEAD > "$g/` + otherRef + `"`,
+		"toolu_otherf":    "git branch -f " + other.Branch + " HEAD",
+		"toolu_ownref":    "git update-ref refs/heads/" + s.Branch + " HEAD~1",
 		"toolu_gc":        "git gc --prune=now",
 		"toolu_objects":   g + `rm -rf "$g/objects/pack" "$g/objects/` + mainTip[:2] + `"`,
 	}
@@ -74,6 +86,12 @@ func TestSandboxWorktreeCommit(t *testing.T) {
 	}
 	if got := gitOut(t, e.root, "rev-parse", "main"); got != mainTip {
 		t.Errorf("main moved: %s, was %s", got, mainTip)
+	}
+	if got := gitOut(t, e.root, "rev-parse", otherRef); got != mainTip {
+		t.Errorf("the other session's branch %s moved: %s, was %s", other.Branch, got, mainTip)
+	}
+	if got := gitOut(t, s.Workdir, "symbolic-ref", "HEAD"); got != "refs/heads/"+s.Branch {
+		t.Errorf("the worktree's HEAD after the turn: %q, want its branch", got)
 	}
 	if b, _ := os.ReadFile(filepath.Join(git, "config")); string(b) != string(config) {
 		t.Errorf(".git/config changed:\n%s", b)

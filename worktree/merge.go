@@ -246,7 +246,8 @@ func (m *Manager) checkedOutAt(ctx context.Context, top, ref string) (string, er
 // commit target (of the main worktree Top; "HEAD" = what it has checked
 // out) lacks: uncommitted changes, or a branch whose merge into target
 // would change target's tree (so a squashed or rebased branch counts as
-// merged once its changes are in).
+// merged once its changes are in), or a detached HEAD with commits the
+// branch lacks (a sandboxed agent's, not yet settled: see Settle).
 func (m *Manager) Unmerged(ctx context.Context, top, dir, branch, target string) (bool, error) {
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		_ = m.AdoptObjects(ctx, dir) // a sandboxed agent's commits (Grants); git says what is missing
@@ -258,6 +259,13 @@ func (m *Manager) Unmerged(ctx context.Context, top, dir, branch, target string)
 	tip, err := m.r.out(ctx, top, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
 	if err != nil || tip == "" {
 		return false, nil // no branch, nothing of it to lose
+	}
+	if head, err := m.r.out(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err == nil && head != tip {
+		// a sandboxed agent's detached HEAD (Detach) with commits its
+		// branch lacks yet (Settle brings them)
+		if _, err := m.r.git(ctx, top, nil, "merge-base", "--is-ancestor", head, tip); err != nil {
+			return true, nil
+		}
 	}
 	t, err := m.r.out(ctx, top, "rev-parse", "--verify", "-q", target+"^{commit}")
 	if err != nil {

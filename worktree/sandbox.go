@@ -17,8 +17,8 @@ import (
 	"strings"
 )
 
-// Grants is what a sandboxed agent needs to commit on its worktree's
-// branch, and no more (see Manager.Grants).
+// Grants is what a sandboxed agent needs to commit in its worktree, and
+// no more (see Manager.Grants).
 type Grants struct {
 	// Writable are the paths the sandbox lets the agent write (package
 	// sandbox's Spec.Writable form: a directory ends in a separator).
@@ -30,26 +30,22 @@ type Grants struct {
 
 // Grants returns what the agent in the worktree at dir (on branch) may
 // write so that `git commit` works there with the repository's .git
-// otherwise read-only to it:
+// read-only to it, once Detach has put the worktree on a detached HEAD:
+// the agent's commits then move only that HEAD, which lives in the
+// worktree's own git directory, and Settle brings them onto the branch.
 //
 //   - the worktree's own git directory (.git/worktrees/<name>/: its HEAD,
 //     index, logs, and objects/, the worktree's private object store);
-//   - the directory of the branch's loose ref (.git/refs/heads/harness/
-//     for harness/<id>: git writes <ref>.lock there and renames it), and
-//     the branch's reflog file;
 //   - GIT_OBJECT_DIRECTORY (the private store) and
 //     GIT_ALTERNATE_OBJECT_DIRECTORIES (the repository's objects) in its
 //     environment: the shared object store stays read-only, so no object
 //     of another branch can be removed or rewritten. AdoptObjects moves
 //     what the agent wrote into the repository, checked.
 //
-// Not granted: .git/config, hooks/, packed-refs, HEAD and the other refs;
-// so `git gc`, `git pack-refs`, a change of configuration or hooks, or a
-// move of another top-level branch fail. A branch with no directory of
-// its own (a name without "/") gets no ref directory: the agent cannot
-// commit on it. Branches that share its directory (harness/*) share the
-// grant: an agent could move another session's branch there (the
-// sandbox cannot grant one file's creation in a directory).
+// Not granted: .git/config, hooks/, packed-refs, the main HEAD and every
+// ref and reflog under .git/refs and .git/logs/refs, its own branch's
+// among them; so `git gc`, `git pack-refs`, a change of configuration or
+// hooks, or a move of any branch (another session's harness/* too) fail.
 func (m *Manager) Grants(ctx context.Context, dir, branch string) (*Grants, error) {
 	gitDir, common, err := m.gitDirs(ctx, dir)
 	if err != nil {
@@ -62,27 +58,73 @@ func (m *Manager) Grants(ctx context.Context, dir, branch string) (*Grants, erro
 	if err := os.MkdirAll(filepath.Join(objects, "pack"), 0o755); err != nil {
 		return nil, err
 	}
-	g := &Grants{
+	return &Grants{
 		Writable: []string{gitDir + string(filepath.Separator)},
 		Env:      []string{"GIT_OBJECT_DIRECTORY=" + objects, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(common, "objects")},
+	}, nil
+}
+
+// Detach puts the worktree at dir on a detached HEAD at the commit its
+// HEAD names (its branch's, or the agent's own when a turn ended without
+// Settle): the state a sandboxed agent's turn starts in (see Grants).
+// One git command.
+func (m *Manager) Detach(ctx context.Context, dir string) error {
+	_, err := m.r.git(ctx, dir, nil, "update-ref", "--no-deref", "-m", "harness: sandboxed turn", "HEAD", "HEAD")
+	return err
+}
+
+// ErrNotForward: a sandboxed agent left its worktree on a commit that
+// does not descend from its branch's; Settle did not move the branch.
+var ErrNotForward = errors.New("the worktree's HEAD does not descend from its branch")
+
+// Settle ends a sandboxed agent's hold on the worktree at dir of the
+// repository top (see Grants): it adopts the agent's objects, moves
+// refs/heads/<branch> forward to the worktree's HEAD when that descends
+// from the branch's commit, and checks the branch out again in the
+// worktree (its HEAD only: files and index stay as the agent left them).
+// It returns the branch's new commit ("" when it did not move). A HEAD
+// that does not descend from the branch (a reset to an earlier or an
+// unrelated commit, another branch checked out) does not move it: the
+// branch only ever moves forward by an agent's hand, and what the agent
+// left in the files shows as the session's uncommitted changes; the
+// error is ErrNotForward. A worktree on its branch already is left as it
+// is (one git command).
+func (m *Manager) Settle(ctx context.Context, top, dir, branch string) (string, error) {
+	adoptErr := m.AdoptObjects(ctx, dir)
+	ref := "refs/heads/" + branch
+	sym, err := m.r.out(ctx, dir, "symbolic-ref", "-q", "HEAD")
+	if err == nil && sym == ref {
+		return "", adoptErr
+	} else if err != nil && exitCode(err) != 1 {
+		return "", err
 	}
-	if parent := filepath.Dir(filepath.FromSlash(branch)); branch != "" && parent != "." {
-		refDir := filepath.Join(common, "refs", "heads", parent)
-		if err := os.MkdirAll(refDir, 0o755); err != nil {
-			return nil, err
-		}
-		reflog := filepath.Join(common, "logs", "refs", "heads", filepath.FromSlash(branch))
-		if err := os.MkdirAll(filepath.Dir(reflog), 0o755); err != nil {
-			return nil, err
-		}
-		f, err := os.OpenFile(reflog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return nil, err
-		}
-		_ = f.Close()
-		g.Writable = append(g.Writable, refDir+string(filepath.Separator), reflog)
+	tip, err := m.r.out(ctx, top, "rev-parse", "--verify", "-q", ref+"^{commit}")
+	if err != nil {
+		return "", errors.Join(adoptErr, err)
 	}
-	return g, nil
+	var moved string
+	var fwdErr error
+	// HEAD is the agent's to write: anything there that is not a commit
+	// of the repository descending from the branch leaves the branch be.
+	head, err := m.r.out(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	switch {
+	case err != nil:
+		fwdErr = fmt.Errorf("%w: %s is at %s, the worktree's HEAD is not a commit", ErrNotForward, branch, tip)
+	case head == tip:
+	default:
+		if _, err := m.r.git(ctx, top, nil, "merge-base", "--is-ancestor", tip, head); err != nil {
+			fwdErr = fmt.Errorf("%w: %s is at %s, the worktree at %s", ErrNotForward, branch, tip, head)
+			break
+		}
+		if _, err := m.r.git(ctx, top, nil, "update-ref", "-m", "harness: the sandboxed agent's commits", ref, head, tip); err != nil {
+			return "", errors.Join(adoptErr, err)
+		}
+		moved = head
+	}
+	if _, err := m.r.git(ctx, dir, nil, "symbolic-ref", "-m", "harness: end of a sandboxed turn", "HEAD", ref); err != nil {
+		return moved, errors.Join(adoptErr, fwdErr, err)
+	}
+	return moved, errors.Join(adoptErr, fwdErr)
 }
 
 // gitDirs are the worktree's own git directory and the repository's

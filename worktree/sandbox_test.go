@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,8 +16,10 @@ import (
 )
 
 // An agent's commits made with Grants' environment land in the
-// worktree's private store, out of the repository's sight; AdoptObjects
-// moves them in (loose and packed), and drops a forged loose object.
+// worktree's private store, out of the repository's sight, on a detached
+// HEAD (no ref of the repository is the agent's to write); AdoptObjects
+// moves them in (loose and packed), and drops a forged loose object;
+// Settle moves the branch to them.
 func TestGrantsAdoptObjects(t *testing.T) {
 	ctx := context.Background()
 	root := newRepo(t)
@@ -26,9 +29,12 @@ func TestGrantsAdoptObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := m.Detach(ctx, info.Dir); err != nil {
+		t.Fatal(err)
+	}
 	common := filepath.Join(root, ".git")
 	gitDir := filepath.Join(common, "worktrees", "s1")
-	want := []string{gitDir + "/", filepath.Join(common, "refs", "heads", "harness") + "/", filepath.Join(common, "logs", "refs", "heads", "harness", "s1")}
+	want := []string{gitDir + "/"}
 	if !slices.Equal(g.Writable, want) {
 		t.Errorf("Writable %q, want %q", g.Writable, want)
 	}
@@ -60,6 +66,15 @@ func TestGrantsAdoptObjects(t *testing.T) {
 	if err := m.AdoptObjects(ctx, info.Dir); err != nil {
 		t.Fatal(err)
 	}
+	if got := gitT(t, root, "log", "--format=%s", info.Branch); got != "first" {
+		t.Errorf("the branch moved before Settle: %q", got)
+	}
+	if moved, err := m.Settle(ctx, root, info.Dir, info.Branch); err != nil || moved != tip {
+		t.Fatalf("Settle: %q, %v; want %s", moved, err, tip)
+	}
+	if got := gitT(t, info.Dir, "symbolic-ref", "HEAD"); got != "refs/heads/"+info.Branch {
+		t.Errorf("the worktree's HEAD after Settle: %q", got)
+	}
 	if got := gitT(t, root, "log", "--format=%s", info.Branch); got != "loose\npacked\nfirst" {
 		t.Errorf("the branch's log from the repository: %q", got)
 	}
@@ -77,20 +92,76 @@ func TestGrantsAdoptObjects(t *testing.T) {
 	}
 }
 
-// A branch without a directory of its own gets no ref grant.
-func TestGrantsTopLevelBranch(t *testing.T) {
+// Settle moves a branch only forward: an agent's reset of its detached
+// HEAD to an unrelated history, or to an earlier commit, leaves the
+// branch where it was, and its files show as uncommitted changes; the
+// worktree is on its branch again either way. A branch with no "/" in
+// its name is committed to like any other. Before Settle, commits on the
+// detached HEAD count as unmerged.
+func TestSettleOnlyForward(t *testing.T) {
+	ctx := context.Background()
 	root := newRepo(t)
 	m := New(0)
-	info, err := m.Create(context.Background(), CreateOptions{ProjectRoot: root, Dir: filepath.Join(t.TempDir(), "w"), Branch: "topic"})
+	info, err := m.Create(ctx, CreateOptions{ProjectRoot: root, Dir: filepath.Join(t.TempDir(), "w"), Branch: "topic"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := m.Grants(context.Background(), info.Dir, info.Branch)
-	if err != nil {
-		t.Fatal(err)
+	agentTurn := func(cmds ...[]string) {
+		t.Helper()
+		g, err := m.Grants(ctx, info.Dir, info.Branch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Detach(ctx, info.Dir); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.r.git(ctx, info.Dir, nil, "symbolic-ref", "-q", "HEAD"); err == nil {
+			t.Fatal("HEAD still on the branch after Grants")
+		}
+		for _, c := range cmds {
+			if _, err := m.r.git(ctx, info.Dir, g.Env, c...); err != nil {
+				t.Fatalf("git %v: %v", c, err)
+			}
+		}
 	}
-	if len(g.Writable) != 1 || !strings.HasSuffix(g.Writable[0], filepath.Join("worktrees", "w")+"/") {
-		t.Errorf("Writable %q, want the worktree's gitdir only", g.Writable)
+	write(t, filepath.Join(info.Dir, "a.txt"), "two\n")
+	agentTurn([]string{"commit", "-qam", "two"})
+	if un, err := m.Unmerged(ctx, root, info.Dir, info.Branch, info.Branch); err != nil || !un {
+		t.Errorf("Unmerged with the agent's commit on the detached HEAD only: %v, %v; want true", un, err)
+	}
+	two, err := m.Settle(ctx, root, info.Dir, info.Branch)
+	if err != nil || two == "" || gitT(t, root, "rev-parse", "topic") != two {
+		t.Fatalf("Settle: %q, %v; topic at %s", two, err, gitT(t, root, "rev-parse", "topic"))
+	}
+	if moved, err := m.Settle(ctx, root, info.Dir, info.Branch); err != nil || moved != "" { // on its branch: nothing to do
+		t.Fatalf("Settle again: %q, %v", moved, err)
+	}
+
+	// an unrelated history
+	write(t, filepath.Join(info.Dir, "a.txt"), "other\n")
+	agentTurn([]string{"checkout", "-q", "--orphan", "x"}, []string{"commit", "-qam", "unrelated"}, []string{"checkout", "-q", "--detach"})
+	moved, err := m.Settle(ctx, root, info.Dir, info.Branch)
+	if !errors.Is(err, ErrNotForward) || moved != "" {
+		t.Fatalf("Settle after an unrelated history: %q, %v; want ErrNotForward", moved, err)
+	}
+	if got := gitT(t, root, "rev-parse", "topic"); got != two {
+		t.Errorf("topic moved to %s, was %s", got, two)
+	}
+	if got := gitT(t, info.Dir, "symbolic-ref", "HEAD"); got != "refs/heads/topic" {
+		t.Errorf("HEAD: %q", got)
+	}
+	if dirty, err := m.Dirty(ctx, info.Dir); err != nil || !dirty {
+		t.Errorf("Dirty: %v, %v; want the agent's files as changes", dirty, err)
+	}
+
+	// back to an earlier commit
+	gitT(t, info.Dir, "checkout", "-q", "-f", "topic")
+	agentTurn([]string{"reset", "-q", "--hard", "HEAD~1"})
+	if _, err := m.Settle(ctx, root, info.Dir, info.Branch); !errors.Is(err, ErrNotForward) {
+		t.Fatalf("Settle after a reset back: %v; want ErrNotForward", err)
+	}
+	if got := gitT(t, root, "rev-parse", "topic"); got != two {
+		t.Errorf("topic moved to %s, was %s", got, two)
 	}
 }
 
@@ -143,8 +214,9 @@ func wellFormed(b []byte) bool {
 }
 
 // BenchmarkGrants is what a sandboxed worktree session's turn start pays
-// for its commit grants (one rev-parse, a few mkdirs, the reflog's open),
-// and what AdoptObjects costs after a turn that wrote no object.
+// for its commit grants (one rev-parse, a mkdir) and its detached HEAD
+// (one git command), and what AdoptObjects costs after a turn that wrote
+// no object.
 func BenchmarkGrants(b *testing.B) {
 	ctx := context.Background()
 	root := newRepo(b)
@@ -156,6 +228,13 @@ func BenchmarkGrants(b *testing.B) {
 	b.Run("grants", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := m.Grants(ctx, info.Dir, info.Branch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("detach", func(b *testing.B) {
+		for b.Loop() {
+			if err := m.Detach(ctx, info.Dir); err != nil {
 				b.Fatal(err)
 			}
 		}
