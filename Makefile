@@ -78,8 +78,7 @@ demo:
 	./bin/harness serve --demo
 
 bench: build cli
-	go test -run '^$$' -bench . -benchmem ./claudecode ./session
-	bench/compare.sh
+	bench/all.sh
 
 fuzz:
 	go test ./claudecode -run '^$$' -fuzz FuzzDecoder -fuzztime 60s

@@ -73,7 +73,7 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 	s, _ := h.NewSession(SessionSpec{ProjectRoot: root, Mode: "direct"})
 	var toReader, toEngine []time.Duration
 	for range b.N {
-		tr, err := h.StartTurn(context.Background(), s.ID, "go")
+		tr, err := h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "go"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -58,7 +58,7 @@ func runApproval(t *testing.T, e *testEnv, times int, answer func(id string, req
 		t.Fatal(err)
 	}
 	e.api.SetResponder(touchResponder(times))
-	tr, err := e.h.StartTurn(context.Background(), s.ID, "make a marker")
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "make a marker"})
 	if err != nil {
 		t.Fatal(err)
 	}

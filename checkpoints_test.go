@@ -167,7 +167,10 @@ func TestRestoreFilesUndoesTurns(t *testing.T) {
 
 	// A running turn: no restore, the preview still works.
 	held := make(chan error, 1)
-	go func() { _, err := e.h.StartTurn(context.Background(), s.ID, "hold"); held <- err }()
+	go func() {
+		_, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "hold"})
+		held <- err
+	}()
 	waitFor(t, "the held turn", func() bool { return e.h.IsRunning(s.ID) })
 	if _, err := e.h.RestoreFiles(context.Background(), s.ID, seq1); !errors.Is(err, ErrBusy) {
 		t.Fatalf("RestoreFiles during a turn: %v, want ErrBusy", err)

@@ -121,6 +121,12 @@ type Config struct {
 	// Sandbox runs every session's agent in the kernel sandbox, whatever
 	// the session says (see sandbox.go; `harness serve --sandbox`).
 	Sandbox bool
+	// SandboxOpenNetwork names the engines whose sandboxed agents keep
+	// an open network ("*": every engine; `--sandbox-open-network`).
+	// Others connect over TCP only to their model API's port, their
+	// proxy's and the session's HTTP MCP servers' (engine.Request's
+	// OpenNetwork), where the kernel has Landlock's network rules.
+	SandboxOpenNetwork []string
 
 	// WarmTurns is how many agents may exist started ahead for a
 	// session's next message, counting those starting, waiting and being

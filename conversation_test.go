@@ -493,7 +493,7 @@ func TestConversationControlErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := e.h.StartTurn(ctx, b.ID, "hold")
+	tr, err := e.h.StartTurn(ctx, TurnRequest{SessionID: b.ID, Message: "hold"})
 	if err != nil {
 		t.Fatal(err)
 	}

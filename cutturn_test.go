@@ -54,7 +54,7 @@ func TestACutTurnIsEndedOnceAndItsApprovalsDenied(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := h2.StartTurn(ctx, id, "meanwhile"); !errors.Is(err, ErrBusy) {
+	if _, err := h2.StartTurn(ctx, TurnRequest{SessionID: id, Message: "meanwhile"}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("a turn while another process runs one: %v, want ErrBusy", err)
 	}
 	// That process dies (the kernel lets its lock go): the next touch
@@ -90,7 +90,7 @@ func TestACutTurnIsEndedOnceAndItsApprovalsDenied(t *testing.T) {
 		t.Fatalf("the ended turn was ended again: %d events, want %d", n, len(evs))
 	}
 	// And the session goes on.
-	turn, err := h3.StartTurn(ctx, id, "next")
+	turn, err := h3.StartTurn(ctx, TurnRequest{SessionID: id, Message: "next"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestBackToBackTurnsShareTheLock(t *testing.T) {
 		var turn *Turn
 		var err error
 		for {
-			turn, err = e.h.StartTurn(ctx, id, "turn")
+			turn, err = e.h.StartTurn(ctx, TurnRequest{SessionID: id, Message: "turn"})
 			if !errors.Is(err, ErrBusy) || !e.h.IsRunning(id) {
 				break
 			}

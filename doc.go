@@ -9,13 +9,12 @@
 //	all := engines.Builtin(engines.Config{})              // package engines: the built-in ones
 //	h, err := harness.New(harness.Config{Roots: []string{root}, Engines: all, Aliases: engines.Aliases})
 //	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Persona: "REVIEWER", Mode: "workbench"})
-//	t, err := h.StartTurn(ctx, s.ID, "review the diff")   // runs on the Harness's goroutine
-//	events, err := h.Follow(ctx, s.ID, t.StartSeq)       // stored, then live, until process:exit
-//	for rec, err := range events {                        // rec.Event: the UI event JSON with "seq"
-//		…                                                  // rec.Typed: the event.Event, in process
+//	t, err := h.StartTurn(ctx, harness.TurnRequest{SessionID: s.ID, Message: "review the diff"}) // on the Harness's goroutine
+//	for rec, err := range t.Events(ctx) {                 // stored, then live, until its process:exit
+//		…                                                  // rec.Typed: the event.Event; rec.Event: its JSON with "seq"
 //	}
-//	res, err := h.Run(ctx, s.ID, "fix it", func(rec session.Record) error { … }) // both, and how it ended:
-//	                                                      // res.Status, res.Final, res.Complete; err a *TurnError
+//	res, err := t.Wait(ctx, nil)                          // how it ended: res.Status, res.Final, res.Complete; err a *TurnError
+//	t, err = h.StartTurn(ctx, harness.TurnRequest{Message: "hi", Request: engine.Request{Cwd: root}}) // ephemeral: nothing kept
 //	err = h.Shutdown(ctx)                                 // interrupt, wait, kill what is left
 //
 // A turn: load the session → build the persona's system prompt and save it
@@ -28,6 +27,18 @@
 // event log (which gives it its seq) and only then publish it to live
 // readers → save the session after the turn, however it ended. Events
 // carry the harness session ID as sessionId, never the engine's.
+//
+// # One turn starter, one event stream, one context rule
+//
+// StartTurn starts every turn: a session's (TurnRequest.SessionID, with
+// TurnOptions) or an ephemeral one (no session; TurnRequest.Engine and
+// Request). Every API that hands out a turn's or a session's events hands
+// out an iter.Seq2[session.Record, error] (Turn.Events, Follow) or reads
+// one to its end (Turn.Wait), and all follow one rule: the ctx given to
+// them only stops the reading (and Wait's waiting). A turn stops only by
+// Interrupt or Kill (Turn's or Harness's), its own end, or Shutdown; a
+// door that stops a turn when its client goes away calls Interrupt
+// itself.
 //
 // # Engines
 //
@@ -135,7 +146,7 @@
 // whose bounded queue is full is dropped and catches up from the log
 // (Follow does it for the caller). Terminal events have reserved queue
 // room. A turn runs on a goroutine of the Harness, so a reader going away
-// (a closed browser tab) never stops it.
+// (a closed browser tab, a cancelled ctx) never stops it.
 //
 // # Logs
 //

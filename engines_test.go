@@ -164,7 +164,7 @@ func TestEffortReachesTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := h.StartTurn(context.Background(), s.ID, "think")
+	tr, err := h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "think"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,48 +4,41 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"iter"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/secrets"
+	"github.com/chirality/harness/session"
 )
 
-// StartEphemeral runs one turn of req on the engine called name (an
-// engine's name or an alias; "" = the default engine) in an ephemeral
-// session: nothing of it is kept. No session file, event log, saved
-// prompt, checkpoint or project log is written, and req is run as given
-// (no persona, mode or saved prompt is added; the caller chooses its
-// flags), with the Harness's ChildEnv and AllowedTools added as for every
-// turn. A req without MCP servers gets those a session's turn in req.Cwd
-// would: the project's .mcp.json servers a person trusted (package
-// trust) and Config.MCP; each project server left out is reported by a
-// trust:required event before the engine's first. What the core does to every turn's events it does to these: they
-// are scrubbed of every secret the process knows of and every credential
-// in a known format, deltas included (secrets.Events). This is `harness
-// turn` without --session or --persona.
-//
-// The returned Turn is the engine's, behind that scrubbing: read it to
-// its end or Close it. req.SessionKey "" gets a fresh key; the Harness's
-// Shutdown stops the turn with its engine. It fails with ErrEmptyMessage,
-// ErrUnknownEngine, ErrClosed, or the engine's start errors.
-func (h *Harness) StartEphemeral(ctx context.Context, name string, req engine.Request) (engine.Turn, error) {
+// startEphemeral is StartTurn without a session: req.Request on
+// req.Engine, its events scrubbed and held in memory for the Turn's
+// readers (see StartTurn).
+func (h *Harness) startEphemeral(ctx context.Context, tr TurnRequest) (*Turn, error) {
+	req := tr.Request
+	req.Message = tr.Message
 	if strings.TrimSpace(req.Message) == "" {
 		return nil, ErrEmptyMessage
 	}
+	if o := tr.Options; o.Persona != "" || o.SystemPromptAppend != "" || o.ToolsOverride != "" ||
+		o.DisallowedToolsOverride != nil || o.AutoApproveToolsOverride != nil {
+		return nil, fmt.Errorf("%w: an ephemeral turn has no persona or per-turn overrides; set its Request", ErrInvalidTurnOptions)
+	}
+	if tr.Options.Model != "" {
+		req.Model = tr.Options.Model
+	}
+	name := tr.Engine
 	if name == "" {
 		name = h.cfg.DefaultEngine
 	}
 	eng, err := h.engineFor(name)
 	if err != nil {
 		return nil, err
-	}
-	h.mu.Lock()
-	closed := h.closed
-	h.mu.Unlock()
-	if closed {
-		return nil, ErrClosed
 	}
 	if req.SessionKey == "" {
 		var b [8]byte
@@ -69,19 +62,119 @@ func (h *Harness) StartEphemeral(ctx context.Context, name string, req engine.Re
 			notices = append(notices, event.Event{Type: event.TypeTrustRequired, SessionID: req.SessionKey, Trust: &pending[i]})
 		}
 	}
-	t, err := eng.StartTurn(ctx, req)
+	// Shutdown waits for the turn's reader (h.wg), as for a session's.
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, ErrClosed
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		h.wg.Done()
+		return nil, err
+	}
+	et, err := eng.StartTurn(context.Background(), req) // ctx bounds the start only
 	if err != nil {
+		h.wg.Done()
 		return nil, scrubbedError{err}
 	}
 	// An engine that scrubs its own events (engine.ScrubbedTurn) is not
 	// scrubbed again: the same scrubber twice costs the driver ~5 % of
 	// its CPU on a long turn and changes nothing.
-	st, _ := t.(engine.ScrubbedTurn)
-	clean := st != nil && st.EventsScrubbed()
-	if len(notices) > 0 {
-		return &scrubbedTurn{Turn: t, clean: clean, queue: notices, next: -1}, nil
+	clean := false
+	if sc, ok := et.(engine.ScrubbedTurn); ok {
+		clean = sc.EventsScrubbed()
 	}
-	return &scrubbedTurn{Turn: t, clean: clean}, nil
+	st := &scrubbedTurn{Turn: et, clean: clean}
+	if len(notices) > 0 {
+		st.queue, st.next = notices, -1 // the notices come first
+	}
+	e := &ephemeral{turn: st, done: make(chan struct{}), wake: make(chan struct{})}
+	go func() {
+		defer h.wg.Done()
+		e.run()
+	}()
+	return &Turn{eph: e, h: h}, nil
+}
+
+// ephemeral is an ephemeral turn: its engine turn, read to the end on a
+// goroutine of the Harness (so a reader that stops never stalls the
+// agent), and its records, held for the Turn's readers. They are held
+// until the Turn is dropped: one turn's events, as the engine bounds
+// them.
+type ephemeral struct {
+	turn *scrubbedTurn
+	done chan struct{} // closed once the turn is read to the end and closed
+	err  error         // the turn's Err, set before done is closed
+
+	mu    sync.Mutex
+	recs  []session.Record
+	wake  chan struct{} // closed (and replaced) when a record comes or the turn ends
+	ended bool          // no record comes any more; the engine turn is being closed
+}
+
+// run reads the engine turn to its end.
+func (e *ephemeral) run() {
+	for e.turn.Next() {
+		ev := e.turn.Event()
+		e.mu.Lock()
+		seq := int64(len(e.recs) + 1)
+		e.recs = append(e.recs, session.Record{Seq: seq, Event: wire(seq, ev.AppendJSON(nil)), Typed: &ev})
+		close(e.wake)
+		e.wake = make(chan struct{})
+		e.mu.Unlock()
+	}
+	e.mu.Lock()
+	e.ended = true
+	close(e.wake)
+	e.mu.Unlock()
+	e.err = e.turn.Err()
+	_ = e.turn.Close()
+	close(e.done)
+}
+
+// stop interrupts (1) or kills (2) the engine turn while it runs.
+func (e *ephemeral) stop(level int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ended {
+		return ErrNotRunning
+	}
+	if level == 2 {
+		return scrubbedError{e.turn.Kill()}.orNil()
+	}
+	return scrubbedError{e.turn.Interrupt()}.orNil()
+}
+
+// records is Turn.Events of an ephemeral turn: every record from the
+// first, then each as it comes, until the turn ends or ctx is cancelled.
+func (e *ephemeral) records(ctx context.Context) iter.Seq2[session.Record, error] {
+	return func(yield func(session.Record, error) bool) {
+		for i := 0; ; i++ {
+			e.mu.Lock()
+			for i >= len(e.recs) && !e.ended {
+				wake := e.wake
+				e.mu.Unlock()
+				select {
+				case <-ctx.Done():
+					return
+				case <-wake:
+				}
+				e.mu.Lock()
+			}
+			if i >= len(e.recs) {
+				e.mu.Unlock()
+				return
+			}
+			rec := e.recs[i]
+			rec.More = i+1 < len(e.recs)
+			e.mu.Unlock()
+			if ctx.Err() != nil || !yield(rec, nil) {
+				return
+			}
+		}
+	}
 }
 
 // scrubbedError is an engine's error as it may be printed: its text
@@ -90,6 +183,14 @@ type scrubbedError struct{ err error }
 
 func (e scrubbedError) Error() string { return secrets.Scrub(e.err.Error()) }
 func (e scrubbedError) Unwrap() error { return e.err }
+
+// orNil is e, or nil when it wraps none.
+func (e scrubbedError) orNil() error {
+	if e.err == nil {
+		return nil
+	}
+	return e
+}
 
 // scrubbedTurn is an engine's Turn whose events go through
 // secrets.Events: a delta may be held back for the next, and what a
@@ -135,14 +236,4 @@ func (t *scrubbedTurn) Err() error {
 		return scrubbedError{err}
 	}
 	return nil
-}
-
-// Buffered reports how many events are ready without waiting (0 when the
-// engine does not say): a printer flushes at 0.
-func (t *scrubbedTurn) Buffered() int {
-	n := max(0, len(t.queue)-t.next-1)
-	if b, ok := t.Turn.(interface{ Buffered() int }); ok {
-		n += b.Buffered()
-	}
-	return n
 }

@@ -67,7 +67,7 @@ func (t *leakTurn) Err() error { return t.err }
 // Issue 29.5: a turn outside any session (`harness turn` without
 // --session) goes through the core's scrubbing and leaves nothing in the
 // project: no session, event log, prompt or log file.
-func TestStartEphemeralScrubsAndKeepsNothing(t *testing.T) {
+func TestEphemeralTurnScrubsAndKeepsNothing(t *testing.T) {
 	const key = "ephemeral-test-key-value-0123"
 	root := realDir(t)
 	le := &leakEngine{}
@@ -77,22 +77,35 @@ func TestStartEphemeralScrubsAndKeepsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Shutdown(context.Background())
-	if _, err := h.StartEphemeral(context.Background(), "leak", engine.Request{Message: " "}); !errors.Is(err, ErrEmptyMessage) {
+	if _, err := h.StartTurn(context.Background(), TurnRequest{Engine: "leak", Message: " "}); !errors.Is(err, ErrEmptyMessage) {
 		t.Errorf("empty message: %v", err)
 	}
-	if _, err := h.StartEphemeral(context.Background(), "nope", engine.Request{Message: "hi"}); !errors.Is(err, ErrUnknownEngine) {
+	if _, err := h.StartTurn(context.Background(), TurnRequest{Engine: "nope", Message: "hi"}); !errors.Is(err, ErrUnknownEngine) {
 		t.Errorf("unknown engine: %v", err)
 	}
-	tr, err := h.StartEphemeral(context.Background(), "", engine.Request{Message: "hi", Cwd: root, AllowedTools: []string{"Bash(ls)"}})
+	if _, err := h.StartTurn(context.Background(), TurnRequest{Message: "hi", Options: TurnOptions{Persona: "REVIEWER"}}); !errors.Is(err, ErrInvalidTurnOptions) {
+		t.Errorf("an ephemeral turn with a persona: %v", err)
+	}
+	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "hi", Request: engine.Request{Cwd: root, AllowedTools: []string{"Bash(ls)"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var evs []event.Event
 	var all strings.Builder
-	for tr.Next() {
-		ev := tr.Event()
+	for rec, err := range tr.Events(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := *rec.Typed
+		if rec.Seq != int64(len(evs)+1) || !strings.Contains(string(rec.Event), string(ev.Type)) {
+			t.Errorf("record %d: seq %d, JSON %s", len(evs), rec.Seq, rec.Event)
+		}
 		evs = append(evs, ev)
-		all.Write(ev.AppendJSON(nil))
+		all.Write(rec.Event)
+	}
+	<-tr.Done()
+	if tr.SessionID != "" || tr.Err() == nil {
+		t.Fatalf("an ephemeral turn: session %q, error %v", tr.SessionID, tr.Err())
 	}
 	all.WriteString(tr.Err().Error())
 	if strings.Contains(all.String(), key) || strings.Contains(all.String(), key[:5]+key[5:]) {
@@ -125,17 +138,17 @@ func TestStartEphemeralScrubsAndKeepsNothing(t *testing.T) {
 		t.Errorf("the project has .chirality (%v): an ephemeral turn keeps nothing there", err)
 	}
 	h.Shutdown(context.Background())
-	if _, err := h.StartEphemeral(context.Background(), "leak", engine.Request{Message: "hi"}); !errors.Is(err, ErrClosed) {
+	if _, err := h.StartTurn(context.Background(), TurnRequest{Engine: "leak", Message: "hi"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("after Shutdown: %v", err)
 	}
 }
 
 // A turn whose engine scrubs its own events (engine.ScrubbedTurn: Claude
-// Code's) is not scrubbed a second time by StartEphemeral: its events
+// Code's) is not scrubbed a second time by an ephemeral StartTurn: its events
 // come out exactly as the engine gave them (this engine "forgot", so the
 // key shows that no second pass ran), while its error is still scrubbed.
 // A turn that answers false is scrubbed as any other.
-func TestStartEphemeralTrustsAnEngineThatScrubs(t *testing.T) {
+func TestEphemeralTurnTrustsAnEngineThatScrubs(t *testing.T) {
 	const key = "ephemeral-claim-key-value-4567"
 	for _, claim := range []bool{true, false} {
 		root := realDir(t)
@@ -145,18 +158,22 @@ func TestStartEphemeralTrustsAnEngineThatScrubs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, err := h.StartEphemeral(context.Background(), "leak", engine.Request{Message: "hi", Cwd: root})
+		tr, err := h.StartTurn(context.Background(), TurnRequest{Engine: "leak", Request: engine.Request{Message: "hi", Cwd: root}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var text string
 		n := 0
-		for tr.Next() {
+		for rec, err := range tr.Events(context.Background()) {
+			if err != nil {
+				t.Fatal(err)
+			}
 			n++
-			if ev := tr.Event(); ev.Type == event.TypeChatDelta {
+			if ev := rec.Typed; ev.Type == event.TypeChatDelta {
 				text += ev.Text
 			}
 		}
+		<-tr.Done()
 		want := "it is [REDACTED] ok"
 		if claim {
 			want = "it is " + key + " ok"

@@ -2,7 +2,6 @@ package harness_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log"
 	"time"
@@ -31,21 +30,18 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	t, err := h.StartTurn(context.Background(), s.ID, "Review the last commit.")
+	t, err := h.StartTurn(context.Background(), harness.TurnRequest{SessionID: s.ID, Message: "Review the last commit."})
 	if err != nil {
 		log.Fatal(err) // harness.ErrBusy, ErrNotFound, …
 	}
-	events, err := h.Follow(context.Background(), s.ID, t.StartSeq)
-	if err != nil {
-		log.Fatal(err)
-	}
-	for rec, err := range events {
+	// Cancelling the context given to Events stops the reading, never the
+	// turn: it stops only by t.Interrupt, its own end, or Shutdown.
+	for rec, err := range t.Events(context.Background()) {
 		if err != nil {
 			log.Fatal(err)
 		}
-		var ev event.Event
-		if json.Unmarshal(rec.Event, &ev) == nil && ev.Type == event.TypeChatDelta {
-			fmt.Print(ev.Text)
+		if rec.Typed.Type == event.TypeChatDelta {
+			fmt.Print(rec.Typed.Text)
 		}
 	}
 	<-t.Done()

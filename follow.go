@@ -12,8 +12,10 @@ import (
 // ones, then, if a turn is running, its live events until its
 // process:exit; then the sequence ends. Each is yielded once, in seq
 // order, with Record.More set when the next one is already at hand (a
-// writer can flush once per burst). Cancelling ctx ends the sequence (and
-// never the turn).
+// writer can flush once per burst). Cancelling ctx, or breaking out of the
+// loop, stops the reading and never the turn (the one context rule of
+// every event sequence here: a turn stops only by Interrupt or Kill, its
+// own end, or Shutdown).
 //
 // A reader that falls more than Config.SubscriberBuffer events behind
 // the turn is dropped from the live fan-out (the turn never waits for it)
@@ -36,6 +38,13 @@ func (h *Harness) Follow(ctx context.Context, id string, after int64) (iter.Seq2
 		b = lt.broker
 	}
 	h.mu.Unlock()
+	return follow(ctx, elog, b, after), nil
+}
+
+// follow yields elog's records with seq > after, then, when b is not nil,
+// b's live records until b finishes (Follow's loop; Turn.Events reads its
+// own turn's broker through it).
+func follow(ctx context.Context, elog *session.EventLog, b *broker, after int64) iter.Seq2[session.Record, error] {
 	return func(yield func(session.Record, error) bool) {
 		// Each record is held until the next one is known to be ready
 		// (More set) or the reader would wait (More clear): a writer
@@ -115,6 +124,10 @@ func (h *Harness) Follow(ctx context.Context, id string, after int64) (iter.Seq2
 					dropped = sub.dropped
 					break live
 				}
+				if ctx.Err() != nil { // queued records too: the reader is gone
+					b.unsubscribe(sub)
+					return
+				}
 				if rec.Seq != 0 && rec.Seq <= last {
 					continue // already read from the log
 				}
@@ -132,7 +145,7 @@ func (h *Harness) Follow(ctx context.Context, id string, after int64) (iter.Seq2
 			}
 			// Dropped for falling behind: catch up from the log, rejoin.
 		}
-	}, nil
+	}
 }
 
 // subscribers returns how many live readers session id's running turn

@@ -50,6 +50,7 @@ type Harness struct {
 	locks    keylock.Map                // by session ID: see lockSession
 	qlocks   keylock.Map                // by session ID: its prompt queue (queue.go)
 	queueing atomic.Bool                // this Harness queues or resumes queues (queue.go)
+	gates    sync.Map                   // by session ID: a door's gate on its queue (queuegate.go)
 	taps     taps                       // server-wide watchers of every event (watch.go)
 	closed   bool
 	wg       sync.WaitGroup // turn runners

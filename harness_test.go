@@ -145,7 +145,7 @@ func (e *testEnv) follow(h *Harness, id string, after int64) []stored {
 // turn runs one turn and returns its events.
 func (e *testEnv) turn(id, message string) ([]stored, *Turn) {
 	e.t.Helper()
-	tr, err := e.h.StartTurn(context.Background(), id, message)
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: id, Message: message})
 	if err != nil {
 		e.t.Fatalf("StartTurn: %v", err)
 	}
@@ -365,11 +365,11 @@ func TestBusyInterruptAndSlowReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.api.Script(slowReply())
-	tr, err := e.h.StartTurn(context.Background(), s.ID, "talk slowly")
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "talk slowly"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.h.StartTurn(context.Background(), s.ID, "again"); !errors.Is(err, ErrBusy) {
+	if _, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "again"}); !errors.Is(err, ErrBusy) {
 		t.Errorf("second StartTurn = %v, want ErrBusy", err)
 	}
 	if !e.h.IsRunning(s.ID) {
@@ -474,7 +474,7 @@ func TestShutdownLeavesNoProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.api.Script(slowReply())
-	tr, err := e.h.StartTurn(context.Background(), s.ID, "talk slowly")
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "talk slowly"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +504,7 @@ func TestShutdownLeavesNoProcess(t *testing.T) {
 	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("process group %d outlived Shutdown (kill -0: %v)", pid, err)
 	}
-	if _, err := e.h.StartTurn(context.Background(), s.ID, "after shutdown"); !errors.Is(err, ErrClosed) {
+	if _, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "after shutdown"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("StartTurn after Shutdown = %v, want ErrClosed", err)
 	}
 	// The turn's ending was stored, and a restarted harness still has the
@@ -525,7 +525,7 @@ func TestDeleteKillsRunningTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.api.Script(slowReply())
-	tr, err := e.h.StartTurn(context.Background(), s.ID, "talk slowly")
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "talk slowly"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestTurnMCPServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.h.StartTurn(t.Context(), s.ID, "hi")
+	_, err = e.h.StartTurn(t.Context(), TurnRequest{SessionID: s.ID, Message: "hi"})
 	if !errors.Is(err, ErrInvalidMCPConfig) || !errors.Is(err, mcpconfig.ErrInvalid) || !strings.Contains(err.Error(), ".mcp.json: server \"a\"") {
 		t.Fatalf("broken .mcp.json: %v", err)
 	}

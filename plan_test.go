@@ -60,7 +60,7 @@ func TestPlanReviewClaudeCode(t *testing.T) {
 	if err := e.h.DecidePlan(id, PlanDecision{Decision: "approve"}); !errors.Is(err, ErrNoPlan) {
 		t.Fatalf("a decision with no turn = %v, want ErrNoPlan", err)
 	}
-	tr, err := e.h.StartTurn(ctx, id, "plan the work")
+	tr, err := e.h.StartTurn(ctx, TurnRequest{SessionID: id, Message: "plan the work"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestPlanReviewClaudeCode(t *testing.T) {
 		t.Errorf("the agent did not go on after the approval: %q", text)
 	}
 	// The next turn runs in the mode the person chose.
-	tr2, err := e.h.StartTurn(ctx, id, "second turn")
+	tr2, err := e.h.StartTurn(ctx, TurnRequest{SessionID: id, Message: "second turn"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestProtectedWriteAlwaysAsked(t *testing.T) {
 	})
 	turn := func(decision string) []stored {
 		t.Helper()
-		tr, err := e.h.StartTurn(context.Background(), s.ID, "write the persona")
+		tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "write the persona"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,27 +53,35 @@ type Queued struct {
 	Position int `json:"position"`
 }
 
-// StartOrQueue starts a turn of session id with message, as StartTurnWith
+// StartOrQueue starts a turn of session id with message, as StartTurn
 // does, when the session is idle, its queue is not held (HoldQueue) and
 // nothing is queued before it;
 // otherwise it queues the message behind what runs and is queued, and
 // returns where (the *Turn is then nil). A queued prompt runs with the
 // session's settings at the time it starts: o applies to a turn started
-// here only. It fails as StartTurnWith does, and with ErrQueueFull or
+// here only. It fails as StartTurn does, and with ErrQueueFull or
 // ErrMessageTooLarge.
 func (h *Harness) StartOrQueue(ctx context.Context, id, message string, o TurnOptions) (*Turn, *Queued, error) {
-	return h.startOrQueue(ctx, id, message, o, true)
+	return h.startOrQueue(ctx, id, message, o, true, false)
 }
 
 // Enqueue queues message in session id's queue even when nothing runs
 // (the core then starts it as it starts every queued prompt). It fails
 // as StartOrQueue does.
 func (h *Harness) Enqueue(id, message string) (*Queued, error) {
-	_, q, err := h.startOrQueue(context.Background(), id, message, TurnOptions{}, false)
+	_, q, err := h.startOrQueue(context.Background(), id, message, TurnOptions{}, false, false)
 	return q, err
 }
 
-func (h *Harness) startOrQueue(ctx context.Context, id, message string, o TurnOptions, start bool) (*Turn, *Queued, error) {
+// EnqueueFirst is Enqueue at the head of the queue: message runs before
+// every prompt queued already (a door's own prompt that must come first,
+// as the IRC runner's resume prompt after a crash).
+func (h *Harness) EnqueueFirst(id, message string) (*Queued, error) {
+	_, q, err := h.startOrQueue(context.Background(), id, message, TurnOptions{}, false, true)
+	return q, err
+}
+
+func (h *Harness) startOrQueue(ctx context.Context, id, message string, o TurnOptions, start, first bool) (*Turn, *Queued, error) {
 	h.queueing.Store(true)
 	if err := checkQueued(message); err != nil {
 		return nil, nil, err
@@ -88,7 +96,7 @@ func (h *Harness) startOrQueue(ctx context.Context, id, message string, o TurnOp
 		return nil, nil, mapStoreErr(err)
 	}
 	if start && len(q.Prompts) == 0 && q.Started == nil && !q.Held {
-		t, err := h.StartTurnWith(ctx, id, message, o)
+		t, err := h.startTurn(ctx, id, message, o)
 		if !errors.Is(err, ErrBusy) {
 			return t, nil, err
 		}
@@ -97,11 +105,14 @@ func (h *Harness) startOrQueue(ctx context.Context, id, message string, o TurnOp
 		return nil, nil, fmt.Errorf("%w (%d prompts); delete some or wait for them to run", ErrQueueFull, MaxQueued)
 	}
 	p := QueuedPrompt{PromptID: uuid.NewString(), Message: message, QueuedAt: time.Now().UTC()}
-	q.Prompts = append(q.Prompts, p)
+	pos := len(q.Prompts)
+	if first {
+		pos = 0
+	}
+	q.Prompts = slices.Insert(q.Prompts, pos, p)
 	if err := h.store.SaveQueue(id, q); err != nil {
 		return nil, nil, mapStoreErr(err)
 	}
-	pos := len(q.Prompts) - 1
 	h.queueEvent(id, event.Event{Type: event.TypePromptQueued, Queued: &event.PromptQueued{PromptID: p.PromptID, Position: pos, Message: message}})
 	// The turn may have ended between the busy check and the save:
 	// draining now starts this prompt if nothing runs.
@@ -329,7 +340,7 @@ func (h *Harness) drainQueue(id string) {
 		}
 		// Nothing runs: a prompt marked started has had its turn.
 		q.Started = nil
-		if len(q.Prompts) == 0 || q.Held {
+		if len(q.Prompts) == 0 || q.Held || !h.gateOpen(id) {
 			_ = h.store.SaveQueue(id, q)
 			return
 		}
@@ -341,7 +352,7 @@ func (h *Harness) drainQueue(id string) {
 			h.log.Error().Str("sessionId", id).Err(err).Msg("queue: the next prompt could not be marked started")
 			return
 		}
-		_, err = h.StartTurnWith(context.Background(), id, p.Message, TurnOptions{dequeued: p.PromptID})
+		_, err = h.startTurn(context.Background(), id, p.Message, TurnOptions{dequeued: p.PromptID})
 		if err == nil {
 			return // its end drains the next one
 		}

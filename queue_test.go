@@ -125,7 +125,7 @@ func TestQueueRunsInOrderWithEditsHonoured(t *testing.T) {
 	if err != nil || tr == nil || q != nil {
 		t.Fatalf("StartOrQueue on an idle session = %v, %+v, %v; want a started turn", tr, q, err)
 	}
-	if _, err := e.h.StartTurn(ctx, id, "not queued"); !errors.Is(err, ErrBusy) {
+	if _, err := e.h.StartTurn(ctx, TurnRequest{SessionID: id, Message: "not queued"}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("StartTurn on a busy session = %v, want ErrBusy", err)
 	}
 	var ids []string
@@ -351,7 +351,7 @@ func TestQueueHoldPausesAndOutlivesRestart(t *testing.T) {
 		t.Fatalf("StartOrQueue on an idle held session = %v, %+v, %v; want queued at 1", tr2, q, err)
 	}
 	// A direct turn is not the queue's: the hold does not refuse it.
-	direct, err := e.h.StartTurn(ctx, id, "direct")
+	direct, err := e.h.StartTurn(ctx, TurnRequest{SessionID: id, Message: "direct"})
 	if err != nil {
 		t.Fatalf("a direct turn on a held idle session = %v", err)
 	}

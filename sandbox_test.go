@@ -82,3 +82,31 @@ func TestSandboxSurvivesTheSessionFile(t *testing.T) {
 		t.Fatalf("the turn after the file dropped sandbox ran unsandboxed: %+v", reqs)
 	}
 }
+
+// A sandboxed turn limits its agent's network unless the server names
+// its engine (or "*") in SandboxOpenNetwork.
+func TestSandboxOpenNetwork(t *testing.T) {
+	for _, c := range []struct {
+		open []string
+		want bool
+	}{{nil, false}, {[]string{"other"}, false}, {[]string{"script"}, true}, {[]string{"*"}, true}} {
+		se := &scriptEngine{}
+		e := newTestEnv(t, func(cfg *Config) {
+			cfg.Engines = []engine.Engine{se}
+			cfg.DefaultEngine = "script"
+			cfg.Sandbox = true
+			cfg.SandboxOpenNetwork = c.open
+		})
+		s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.turn(s.ID, "one")
+		se.mu.Lock()
+		reqs := slices.Clone(se.reqs)
+		se.mu.Unlock()
+		if len(reqs) != 1 || !reqs[0].Sandbox || reqs[0].OpenNetwork != c.want {
+			t.Errorf("SandboxOpenNetwork %q: sandbox %v, open network %v; want true, %v", c.open, reqs[0].Sandbox, reqs[0].OpenNetwork, c.want)
+		}
+	}
+}

@@ -32,7 +32,7 @@ func TestStartFailureExitCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.h.StartTurn(context.Background(), s.ID, "hi"); !errors.Is(err, engine.ErrBinaryNotFound) {
+	if _, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "hi"}); !errors.Is(err, engine.ErrBinaryNotFound) {
 		t.Fatalf("StartTurn: %v", err)
 	}
 	evs := e.follow(e.h, s.ID, 0)

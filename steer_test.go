@@ -46,7 +46,7 @@ func TestSteerClaudeCode(t *testing.T) {
 	if err := e.h.Steer(ctx, s.ID, "nothing runs"); !errors.Is(err, ErrNoTurnToSteer) {
 		t.Fatalf("Steer on an idle session = %v, want ErrNoTurnToSteer", err)
 	}
-	tr, err := e.h.StartTurn(ctx, s.ID, "start the work")
+	tr, err := e.h.StartTurn(ctx, TurnRequest{SessionID: s.ID, Message: "start the work"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestSteerClaudeCode(t *testing.T) {
 func TestSteerUnsupportedNamesEnginesThatCan(t *testing.T) {
 	e, qe, id := queueEnv(t)
 	ctx := context.Background()
-	tr, err := e.h.StartTurn(ctx, id, "hold it")
+	tr, err := e.h.StartTurn(ctx, TurnRequest{SessionID: id, Message: "hold it"})
 	if err != nil {
 		t.Fatal(err)
 	}

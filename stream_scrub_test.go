@@ -106,7 +106,7 @@ func TestSecretSplitAcrossDeltas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := e.h.StartTurn(context.Background(), s.ID, "hi")
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestHeldTailFlushedOnInterrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := e.h.StartTurn(context.Background(), s.ID, "hi")
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 		Model:            s.Model,
 		Protected:        protect.Paths(s.ProjectRoot, h.store.StateDir()),
 	}
-	if err := h.sandboxRequest(s, &req); err != nil {
+	if err := h.sandboxRequest(s, name, &req); err != nil {
 		return nil, err
 	}
 	mcpNotices, untrusted, err := []event.TrustRequired(nil), []event.MCPServerStatus(nil), error(nil)
@@ -154,32 +154,45 @@ func (h *Harness) ReplayPlan(s *session.Session) (*Plan, error) {
 }
 
 // Turn is a turn started by StartTurn. It runs on a goroutine of the
-// Harness, not of the caller: it goes on when the caller stops reading.
-// Wait reads it to its end.
+// Harness, not of the caller: it goes on when the caller stops reading,
+// until it ends, Interrupt or Kill stops it, or the Harness shuts down.
+// Events reads it; Wait reads it to its end and says how it ended.
 type Turn struct {
-	// SessionID is the harness session.
+	// SessionID is the harness session ("" for an ephemeral turn).
 	SessionID string
 	// StartSeq is the seq of the last event stored before this turn:
-	// Follow(ctx, SessionID, StartSeq) yields exactly this turn's events.
+	// Follow(ctx, SessionID, StartSeq) yields this turn's events (and,
+	// unlike Events, what the session stores after them). 0 for an
+	// ephemeral turn.
 	StartSeq int64
-	lt       *liveTurn
+	lt       *liveTurn  // a session's turn
+	eph      *ephemeral // an ephemeral turn (ephemeral.go)
 	h        *Harness
 }
 
 // Done is closed when the turn has ended, its events are stored and the
-// session is saved.
-func (t *Turn) Done() <-chan struct{} { return t.lt.done }
+// session is saved (an ephemeral turn: when its engine's turn is read to
+// the end and closed).
+func (t *Turn) Done() <-chan struct{} {
+	if t.eph != nil {
+		return t.eph.done
+	}
+	return t.lt.done
+}
 
 // Err returns, after Done, nil when the turn completed and otherwise how
 // it ended (the engine's Turn.Err, or an *engine.TurnError for what kept a resume
 // fallback from starting).
 func (t *Turn) Err() error {
 	select {
-	case <-t.lt.done:
-		return t.lt.err
+	case <-t.Done():
 	default:
 		return nil
 	}
+	if t.eph != nil {
+		return t.eph.err
+	}
+	return t.lt.err
 }
 
 // liveTurn is the Harness's record of a running turn (or, with deleting,
@@ -255,30 +268,6 @@ func (lt *liveTurn) stopRequested() bool {
 	return lt.stop > 0
 }
 
-// StartTurn runs one turn of session id with message: it loads the
-// session and its persona, builds and saves the system prompt, starts the
-// CLI with the persona's tool flags, the mode's defaults and the server's
-// permission policy (resuming the stored Claude session), and returns as
-// soon as the child runs. The events are stored in the session's event log
-// and published to Follow's readers; the session is saved when
-// session:init reports Claude's session ID and after the turn, however it
-// ends.
-//
-// When the stored Claude session cannot be resumed (Claude Code no longer
-// has it), the turn emits a session:error of kind resume_not_found saying
-// so, starts a fresh Claude session with the same message, emits its
-// session:init and stores the new ID: the message is never lost, and the
-// turn still ends with exactly one process:exit.
-//
-// ctx bounds only the start; the turn itself runs until it ends, is
-// interrupted or killed, or the Harness shuts down. It fails with
-// ErrEmptyMessage, ErrInvalidID, ErrNotFound, ErrRootNotAllowed, ErrBusy,
-// ErrBypassRefused, ErrClosed, or the driver's start errors
-// (engine.ErrBinaryNotFound, …).
-func (h *Harness) StartTurn(ctx context.Context, id, message string) (*Turn, error) {
-	return h.StartTurnWith(ctx, id, message, TurnOptions{})
-}
-
 // TurnOptions change what a session runs with, from this turn on: the
 // session keeps them for its later turns. A zero field keeps the
 // session's.
@@ -317,13 +306,10 @@ type TurnOptions struct {
 	dequeued string
 }
 
-// StartTurnWith is StartTurn that first sets the session's persona and
-// model to o's (when given and different) and saves it, and runs the turn
-// with o's per-turn options. An unknown persona is ErrPersonaNotFound
-// (ErrInvalidPersona for a malformed one), a malformed per-turn option
-// ErrInvalidTurnOptions, an override that would widen what the session
-// may do ErrWidens; each changes nothing.
-func (h *Harness) StartTurnWith(ctx context.Context, id, message string, o TurnOptions) (*Turn, error) {
+// startTurn is StartTurn for a session's turn: it first sets the
+// session's persona and model to o's (when given and different) and saves
+// it, and runs the turn with o's per-turn options.
+func (h *Harness) startTurn(ctx context.Context, id, message string, o TurnOptions) (*Turn, error) {
 	if strings.TrimSpace(message) == "" {
 		return nil, ErrEmptyMessage
 	}
@@ -564,6 +550,9 @@ func (r *runner) finalize() {
 	r.smu.Unlock()
 	if a := r.lt.approvals(); a != nil {
 		r.h.rememberAnswered(r.s.ID, a.ids())
+	}
+	if r.req.Sandbox {
+		r.h.adoptObjects(r.s) // the agent's commits, into its repository (sandbox.go)
 	}
 	r.h.forget(r.lt)
 	r.h.Prewarm(r.s.ID) // the next turn's agent, while the user reads this one

@@ -22,9 +22,9 @@ const reviewer = "---\ntools: \"Read,Grep,Bash\"\ndisallowed_tools: [\"Write\"]\
 // startWith runs a turn with o that must start, and waits for it.
 func (e *testEnv) startWith(id, message string, o TurnOptions) {
 	e.t.Helper()
-	tr, err := e.h.StartTurnWith(context.Background(), id, message, o)
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: id, Message: message, Options: o})
 	if err != nil {
-		e.t.Fatalf("StartTurnWith %+v: %v", o, err)
+		e.t.Fatalf("StartTurn %+v: %v", o, err)
 	}
 	evs := e.follow(e.h, id, tr.StartSeq)
 	<-tr.Done()
@@ -108,7 +108,7 @@ func TestTurnOptionsNarrowTheRequest(t *testing.T) {
 		{AutoApproveToolsOverride: []string{"Bash"}},
 		{AutoApproveToolsOverride: []string{"Read", "Write"}},
 	} {
-		if _, err := e.h.StartTurnWith(context.Background(), s.ID, "widen", o); !errors.Is(err, ErrWidens) {
+		if _, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "widen", Options: o}); !errors.Is(err, ErrWidens) {
 			t.Errorf("%+v: err %v, want ErrWidens", o, err)
 		}
 	}
@@ -119,7 +119,7 @@ func TestTurnOptionsNarrowTheRequest(t *testing.T) {
 		{AutoApproveToolsOverride: []string{"Read\nWrite"}},
 		{SystemPromptAppend: strings.Repeat("x", MaxSystemPromptAppend+1)},
 	} {
-		if _, err := e.h.StartTurnWith(context.Background(), s.ID, "bad", o); !errors.Is(err, ErrInvalidTurnOptions) {
+		if _, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "bad", Options: o}); !errors.Is(err, ErrInvalidTurnOptions) {
 			t.Errorf("%.80v: err %v, want ErrInvalidTurnOptions", o, err)
 		}
 	}

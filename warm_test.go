@@ -218,7 +218,7 @@ func runApprovalWarm(t *testing.T, e *testEnv) []stored {
 	s, _ := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct"})
 	e.waitWarm(s.ID)
 	e.api.SetResponder(touchResponder(1))
-	tr, err := e.h.StartTurn(context.Background(), s.ID, "make a marker")
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "make a marker"})
 	if err != nil {
 		t.Fatal(err)
 	}

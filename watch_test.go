@@ -19,7 +19,7 @@ func TestWatchSeesEveryStoredEvent(t *testing.T) {
 	small, _ := e.h.Watch(1) // never read: full after one event
 	defer stopAll()
 
-	tr, err := e.h.StartTurn(context.Background(), id, "first")
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: id, Message: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func TestWorktreeSessionsRunIsolated(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tr, err := e.h.StartTurn(context.Background(), s.ID, fmt.Sprintf("write shared.txt from session %d", i))
+			tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: fmt.Sprintf("write shared.txt from session %d", i)})
 			if err != nil {
 				errs <- err
 				return
@@ -238,7 +238,7 @@ func TestWorktreeRefusals(t *testing.T) {
 	s := e.worktreeSession(SessionSpec{})
 	held := make(chan error, 1)
 	go func() {
-		tr, err := e.h.StartTurn(ctx, s.ID, "hold")
+		tr, err := e.h.StartTurn(ctx, TurnRequest{SessionID: s.ID, Message: "hold"})
 		if err == nil {
 			<-tr.Done()
 		}

@@ -29,6 +29,7 @@ func Builtin() []Config {
 			Credentials: []string{"ANTHROPIC_API_KEY"},
 			Fork:        true,
 			MCPEnv:      OpenCodeEnv,
+			PortFlag:    "--port",
 		},
 		{
 			Name: ClaudeACP, Command: []string{"claude-agent-acp"},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,6 +96,12 @@ type Config struct {
 	// Steer says the same of steering (InitializeResponse
 	// _meta.steering.supported: the agent takes _session/steering).
 	Steer bool
+	// PortFlag is the flag that sets the loopback TCP port the agent
+	// listens on and talks to itself through (opencode's --port). When
+	// its network is sandboxed, the engine picks a free port, passes it
+	// with this flag and lets the agent bind and connect to it. Not read
+	// from an engines file.
+	PortFlag string
 }
 
 // Engine runs the turns of one ACP agent command. One agent process per
@@ -327,11 +334,22 @@ func (e *Engine) startTurn(ctx context.Context, req engine.Request, forkOnly boo
 		if e.cfg.MCPEnv != nil {
 			env = e.cfg.MCPEnv(env, req)
 		}
+		args := e.cfg.Command[1:]
 		var box *sandbox.Spec
 		if req.Sandbox {
-			box = &sandbox.Spec{Protected: req.Protected, Writable: stateDirs(env)}
+			box = &sandbox.Spec{Protected: req.Protected, Writable: append(stateDirs(env), req.SandboxWritable...), Net: req.SandboxNet(env, nil, modelURLs(env)...)}
+			if box.Net != nil && e.cfg.PortFlag != "" {
+				port, err := freePort()
+				if err != nil {
+					e.removeTurn(t)
+					return nil, fmt.Errorf("acp: start %s: %w", e.cfg.Name, err)
+				}
+				args = append(slices.Clip(args), e.cfg.PortFlag, strconv.Itoa(int(port)))
+				box.Net.Bind = append(box.Net.Bind, port)
+				box.Net.Connect = append(box.Net.Connect, port)
+			}
 		}
-		p, err = spawn(e, req.SessionKey, bin, env, req.Cwd, box, t.log)
+		p, err = spawn(e, req.SessionKey, bin, args, env, req.Cwd, box, t.log)
 		if err != nil {
 			e.removeTurn(t)
 			return nil, fmt.Errorf("acp: start %s: %w", e.cfg.Name, err)

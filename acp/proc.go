@@ -112,8 +112,8 @@ type agentInfo struct {
 
 // spawn starts the agent in its own process group with its three pipes
 // and the ACP connection on stdio.
-func spawn(e *Engine, key, bin string, env []string, cwd string, box *sandbox.Spec, log zerolog.Logger) (*proc, error) {
-	c, err := child.Start(child.Config{Path: bin, Args: e.cfg.Command[1:], Env: env, Dir: cwd, Sandbox: box,
+func spawn(e *Engine, key, bin string, args, env []string, cwd string, box *sandbox.Spec, log zerolog.Logger) (*proc, error) {
+	c, err := child.Start(child.Config{Path: bin, Args: args, Env: env, Dir: cwd, Sandbox: box,
 		Secrets: secrets.SecretValues(env), Log: log, StderrSource: "acp agent stderr", DrainGrace: e.cfg.StopGrace})
 	if err != nil {
 		return nil, err

@@ -53,6 +53,14 @@ type TurnOpts struct {
 	// HOME and a private TMPDIR.
 	Sandbox   bool
 	Protected []string
+	// OpenNetwork leaves the sandboxed CLI's TCP open (engine.Request's
+	// OpenNetwork); otherwise it connects only to its API's port
+	// (ANTHROPIC_BASE_URL, else 443), its proxy's and its HTTP MCP
+	// servers'.
+	OpenNetwork bool
+	// SandboxWritable are more paths the sandboxed CLI may write
+	// (engine.Request's).
+	SandboxWritable []string
 	// NoPartialMessages turns off token streaming: text then arrives a
 	// block at a time.
 	NoPartialMessages bool

@@ -128,7 +128,8 @@ func OptsFor(req engine.Request) (TurnOpts, error) {
 	}
 	opts.SettingSources = "user"
 	if req.Sandbox {
-		opts.Sandbox, opts.Protected = true, protect.Or(req.Protected, req.Cwd)
+		opts.Sandbox, opts.Protected, opts.OpenNetwork = true, protect.Or(req.Protected, req.Cwd), req.OpenNetwork
+		opts.SandboxWritable = req.SandboxWritable
 	}
 	if req.PermissionMode != "bypassPermissions" {
 		opts.Settings = ProtectSettings(protect.Or(req.Protected, req.Cwd))

@@ -15,7 +15,8 @@ import (
 // BenchmarkSandboxTurnStart is a real CLI turn's start, from StartTurn to
 // its session:init, unsandboxed and sandboxed (the re-exec of the test
 // binary as the sandbox entry, the ruleset, then the CLI's own start),
-// against the fake API with a scratch HOME.
+// with its TCP limited (the default) or open, against the fake API with a
+// scratch HOME.
 func BenchmarkSandboxTurnStart(b *testing.B) {
 	bin := claudetest.FindCLI(b)
 	api, err := claudetest.NewFakeAPI()
@@ -31,11 +32,11 @@ func BenchmarkSandboxTurnStart(b *testing.B) {
 	}
 	mgr := claudecode.NewManager(claudecode.Config{Binary: bin, Env: append(claudetest.BaseEnv(home), api.Env()...),
 		InterruptGrace: time.Second, KillGrace: 2 * time.Second})
-	for _, sandboxed := range []bool{false, true} {
-		name := "plain"
-		if sandboxed {
-			name = "sandboxed"
-		}
+	for _, v := range []struct {
+		name               string
+		sandboxed, openNet bool
+	}{{"plain", false, false}, {"sandboxed", true, false}, {"sandboxed-open-network", true, true}} {
+		sandboxed, name := v.sandboxed, v.name
 		b.Run(name, func(b *testing.B) {
 			var total time.Duration
 			n := 0
@@ -43,7 +44,7 @@ func BenchmarkSandboxTurnStart(b *testing.B) {
 				api.Script(claudetest.TextReply("hi"))
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				start := time.Now()
-				tr, err := mgr.StartTurn(ctx, "bench", "hello", claudecode.TurnOpts{Cwd: cwd, Sandbox: sandboxed})
+				tr, err := mgr.StartTurn(ctx, "bench", "hello", claudecode.TurnOpts{Cwd: cwd, Sandbox: sandboxed, OpenNetwork: v.openNet})
 				if err != nil {
 					b.Fatal(err)
 				}

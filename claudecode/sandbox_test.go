@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chirality/harness/claudecode"
@@ -60,4 +61,44 @@ func TestRealCLISandboxEscapes(t *testing.T) {
 		t.Error(".chirality/w was written")
 	}
 	sc.Check(t)
+}
+
+// TestRealCLISandboxNetwork: the sandboxed CLI's model requests reach the
+// fake API, and its Bash tool may dial the API's port, but a connection
+// to another loopback port fails with a permission error in
+// tool:result. With OpenNetwork the same connection is made.
+func TestRealCLISandboxNetwork(t *testing.T) {
+	r := newRealCLI(t)
+	other, api := sandboxtest.Listen(t), sandboxtest.PortOf(t, r.api.URL)
+	dial := func(id string, port int) claudetest.Block {
+		return claudetest.ToolUse(id, "Bash", map[string]any{"command": sandboxtest.Connect(port), "description": id})
+	}
+	r.api.Script(claudetest.Reply{Blocks: []claudetest.Block{dial("toolu_other", other), dial("toolu_api", api)}}, claudetest.TextReply("done"),
+		claudetest.Reply{Blocks: []claudetest.Block{dial("toolu_open", other)}}, claudetest.TextReply("done"))
+	results := func(opts claudecode.TurnOpts) map[string]*event.ToolResult {
+		t.Helper()
+		evs, err := r.turn("s-net", "dial", opts)
+		if err != nil {
+			t.Fatalf("turn failed: %v", err)
+		}
+		if len(ofType(evs, event.TypeSessionComplete)) != 1 {
+			t.Fatalf("the turn did not complete: its model requests did not all reach the API")
+		}
+		out := map[string]*event.ToolResult{}
+		for _, e := range ofType(evs, event.TypeToolResult) {
+			out[e.ToolResult.ToolUseID] = e.ToolResult
+		}
+		return out
+	}
+	res := results(claudecode.TurnOpts{AllowedTools: []string{"Bash"}, Sandbox: true})
+	if r := res["toolu_other"]; r == nil || !r.IsError || !sandboxtest.Denied(r.Content) {
+		t.Errorf("dial port %d: tool:result %+v, want a permission error", other, r)
+	}
+	if r := res["toolu_api"]; r == nil || r.IsError || !strings.Contains(r.Content, "connected") {
+		t.Errorf("dial the API's port %d: tool:result %+v, want connected", api, r)
+	}
+	res = results(claudecode.TurnOpts{AllowedTools: []string{"Bash"}, Sandbox: true, OpenNetwork: true})
+	if r := res["toolu_open"]; r == nil || r.IsError || !strings.Contains(r.Content, "connected") {
+		t.Errorf("OpenNetwork: dial port %d: tool:result %+v, want connected", other, r)
+	}
 }

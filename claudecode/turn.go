@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -758,14 +759,27 @@ func writeMCPFile(dir string, cfg *mcpconfig.Config) (string, error) {
 // sandboxSpec is the kernel sandbox of the child with environment env:
 // the CLI may write its state under HOME (~/.claude/, ~/.claude.json,
 // ~/.cache/, ~/.local/state/, ~/.local/share/claude/, or
-// CLAUDE_CONFIG_DIR) besides the workdir and its private TMPDIR.
+// CLAUDE_CONFIG_DIR) besides the workdir and its private TMPDIR; unless
+// OpenNetwork, it may connect only to its API's port (ANTHROPIC_BASE_URL
+// in its env, else in its settings.json, else https's 443), its proxy's
+// and its HTTP MCP servers', and bind
+// none (the CLI listens on nothing: it talks to the harness on stdio).
 func (t *Turn) sandboxSpec(env []string) *sandbox.Spec {
 	home := sandbox.Home(env)
 	writable := sandbox.InHome(home, ".claude/", ".claude.json", ".cache/", ".local/state/", ".local/share/claude/")
 	if d := sandbox.Getenv(env, "CLAUDE_CONFIG_DIR"); d != "" {
 		writable = append(writable, d+string(filepath.Separator))
 	}
-	return &sandbox.Spec{Protected: t.opts.Protected, Writable: writable}
+	req := engine.Request{OpenNetwork: t.opts.OpenNetwork, MCP: t.opts.MCP}
+	// the API's URL: the env's, else what the user's settings set
+	api := []string{sandbox.Getenv(env, "ANTHROPIC_BASE_URL")}
+	if api[0] == "" {
+		if in := sandbox.URLsInFiles("ANTHROPIC_BASE_URL", filepath.Join(cmp.Or(sandbox.Getenv(env, "CLAUDE_CONFIG_DIR"), filepath.Join(home, ".claude")), "settings.json")); len(in) > 0 {
+			api = in
+		}
+	}
+	return &sandbox.Spec{Protected: t.opts.Protected, Writable: append(writable, t.opts.SandboxWritable...),
+		Net: req.SandboxNet(env, nil, api...)}
 }
 
 func (t *Turn) removeMCPFile() {

@@ -102,7 +102,7 @@ func fingerprint(bin string, opts TurnOpts) [32]byte {
 		fmt.Fprintf(h, "%q\x00", a)
 	}
 	fmt.Fprintf(h, "cwd=%q\x00", opts.Cwd)
-	fmt.Fprintf(h, "sandbox=%v %q\x00", opts.Sandbox, opts.Protected)
+	fmt.Fprintf(h, "sandbox=%v %q open=%v rw=%q\x00", opts.Sandbox, opts.Protected, opts.OpenNetwork, opts.SandboxWritable)
 	for _, e := range opts.Env {
 		fmt.Fprintf(h, "env=%q\x00", e)
 	}

@@ -42,3 +42,37 @@ func TestRealCodexSandboxEscapes(t *testing.T) {
 	}
 	sc.Check(t)
 }
+
+// TestRealCodexSandboxNetwork: the sandboxed codex reaches the fake API
+// (the port of its config.toml's base_url) and its shell may dial that
+// port, but a connection to another loopback port fails with a
+// permission error in tool:result; with OpenNetwork it is made.
+func TestRealCodexSandboxNetwork(t *testing.T) {
+	g := newRig(t)
+	other, api := sandboxtest.Listen(t), sandboxtest.PortOf(t, g.fake.URL)
+	g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: sandboxtest.Connect(other)}},
+		codextest.Reply{Call: &codextest.Call{Command: sandboxtest.Connect(api)}}, codextest.Reply{Text: "done"},
+		codextest.Reply{Call: &codextest.Call{Command: sandboxtest.Connect(other)}}, codextest.Reply{Text: "done"})
+	turn := func(open bool, want int) []event.Event {
+		t.Helper()
+		r := g.turn(t, engine.Request{SessionKey: "s-net", Message: "dial", Cwd: t.TempDir(), PermissionMode: "bypassPermissions", Sandbox: true, OpenNetwork: open}, nil)
+		if r.err != nil {
+			t.Fatalf("turn: %v", r.err)
+		}
+		results := r.find(event.TypeToolResult)
+		if len(results) != want {
+			t.Fatalf("%d tool:result events, want %d: %v", len(results), want, r.types())
+		}
+		return results
+	}
+	results := turn(false, 2)
+	if res := results[0].ToolResult; !sandboxtest.Denied(res.Content) {
+		t.Errorf("dial port %d: tool:result %+v, want a permission error", other, res)
+	}
+	if res := results[1].ToolResult; res.IsError || !strings.Contains(res.Content, "connected") {
+		t.Errorf("dial the API's port %d: tool:result %+v, want connected", api, res)
+	}
+	if res := turn(true, 1)[0].ToolResult; res.IsError || !strings.Contains(res.Content, "connected") {
+		t.Errorf("OpenNetwork: dial port %d: tool:result %+v, want connected", other, res)
+	}
+}

@@ -73,7 +73,8 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 			home = filepath.Join(sandbox.Home(env), ".codex")
 		}
 		cfg.Sandbox = &sandbox.Spec{Protected: t.req.Protected,
-			Writable: append(sandbox.InHome(sandbox.Home(env), ".cache/"), home+string(filepath.Separator))}
+			Writable: append(append(sandbox.InHome(sandbox.Home(env), ".cache/"), home+string(filepath.Separator)), t.req.SandboxWritable...),
+			Net:      t.req.SandboxNet(env, nil, modelURLs(env, home)...)}
 	}
 	p, err := child.Start(cfg)
 	if err != nil {

@@ -15,8 +15,9 @@
 //	[IRC @mention in #dev] <bob> @lab-alice the message, exactly as sent
 //
 // sent to the runner (a runner.Keeper over a runner.Core over the
-// agent's own *harness.Harness; prompts queue and run in order, also
-// those that came while the runner was starting or restarting). Paused
+// agent's own *harness.Harness; prompts queue in the core queue of the
+// agent's session, stored with it, and run in order, also those that came
+// while the runner was starting or restarting). Paused
 // means paused: the agent finishes the turn it is in and starts no
 // other until resumed; the queue is kept, new mentions join it, and
 // status says how many wait. A mention the agent cannot take (its queue

@@ -93,7 +93,7 @@ type Turn interface {
 // process's scrubber (internal/secrets.Events, deltas included) before
 // Next returns it, when EventsScrubbed reports true. The core then does
 // not scrub its events a second time on the way to a reader that only
-// prints them (Harness.StartEphemeral: `harness turn`); its Err is still
+// prints them (an ephemeral Harness.StartTurn: `harness turn`); its Err is still
 // scrubbed. Claude Code's turns are: their driver scrubs as it maps.
 type ScrubbedTurn interface {
 	Turn
@@ -175,6 +175,16 @@ type Request struct {
 	// wrapping sandbox.ErrUnavailable (or ErrUnsupported): never an
 	// unsandboxed run.
 	Sandbox bool
+	// OpenNetwork leaves a sandboxed agent's TCP open. Without it (the
+	// default) the sandbox also limits the agent's TCP connections to the
+	// ports of its model API, its proxy and the session's HTTP MCP
+	// servers, and binds to none (see Request.SandboxNet), where the
+	// kernel has network rules.
+	OpenNetwork bool
+	// SandboxWritable are more paths a sandboxed agent may write (package
+	// sandbox's Spec.Writable form): what a worktree session's agent
+	// needs to commit on its branch (worktree.Grants), filled by the core.
+	SandboxWritable []string
 	// Approver, when set, is asked before a tool runs that no rule
 	// allows; nil means nothing asks (what no rule allows is denied).
 	Approver Approver

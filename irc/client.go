@@ -2,6 +2,7 @@ package irc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -107,6 +108,10 @@ type Config struct {
 	KeepAlive time.Duration
 	// Logger gets connection events (nil = none).
 	Logger *zerolog.Logger
+	// TLS, when not nil, makes every connection TLS with this
+	// configuration (its ServerName defaults to the dialled host); nil =
+	// plain TCP.
+	TLS *tls.Config
 }
 
 // WhoEntry is one line of a WHO reply.
@@ -286,7 +291,22 @@ func (c *Client) dial(ctx context.Context, network, _ string) (net.Conn, error) 
 		}
 	}()
 	var d net.Dialer
-	return d.DialContext(ctx, network, addr)
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil || c.cfg.TLS == nil {
+		return conn, err
+	}
+	tc := c.cfg.TLS.Clone()
+	if tc.ServerName == "" {
+		if host, _, herr := net.SplitHostPort(addr); herr == nil {
+			tc.ServerName = host
+		}
+	}
+	tconn := tls.Client(conn, tc)
+	if err := tconn.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("irc: TLS with %s: %w", addr, err)
+	}
+	return tconn, nil
 }
 
 func (c *Client) setupCallbacks() {

@@ -14,7 +14,7 @@
 //	get_transcript {sessionId}                    → {sessionId, entries: [{seq, role, text, tool?, isError?}], truncated}
 //	interrupt      {sessionId}                    → {sessionId, interrupted}
 //
-// run_turn runs the turn to its end through Harness.Run and answers then.
+// run_turn runs the turn to its end (Harness.StartTurn, Turn.Wait) and answers then.
 // When the call carries a progress token, notifications/progress go out
 // while it runs (each tool call, an approval asked, and while text is
 // written at most one each half second). The turn is bounded by

@@ -257,7 +257,7 @@ func (s *Server) addTools() {
 		})
 }
 
-// runTurn is run_turn: Harness.Run to the end of the turn, bounded by
+// runTurn is run_turn: a turn (Harness.StartTurn) read to its end (Wait), bounded by
 // TurnTimeout; the client going (its request cancelled or its connection
 // closed) interrupts the turn, and kills it DefaultGrace later.
 func (s *Server) runTurn(ctx context.Context, req *mcp.CallToolRequest, in RunTurnIn) (*mcp.CallToolResult, RunTurnOut, error) {
@@ -270,14 +270,21 @@ func (s *Server) runTurn(ctx context.Context, req *mcp.CallToolRequest, in RunTu
 	if strings.TrimSpace(in.Message) == "" {
 		return nil, RunTurnOut{}, toolError(harness.ErrEmptyMessage)
 	}
-	// The turn runs on its own context: the caller's ending interrupts
-	// it (stop), and only a turn that does not stop is killed.
-	runCtx, kill := context.WithCancel(context.WithoutCancel(ctx))
-	defer kill()
+	t, err := s.h.StartTurn(ctx, harness.TurnRequest{SessionID: in.SessionID, Message: in.Message})
+	if err != nil {
+		// The turn never started: the caller's mistake or a busy session.
+		return nil, RunTurnOut{}, toolError(err)
+	}
+	// The turn runs on its own context (a reader's ctx never stops a
+	// turn): the caller's ending or the time limit interrupts it (stop),
+	// and only a turn that does not stop is killed.
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
+	kill := func() { _ = t.Kill(); cancelRun() }
 	limit, cancelLimit := context.WithTimeout(ctx, s.o.TurnTimeout)
 	defer cancelLimit()
 	stop := context.AfterFunc(limit, func() {
-		_ = s.h.Interrupt(in.SessionID)
+		_ = t.Interrupt()
 		time.AfterFunc(DefaultGrace, kill)
 	})
 	defer stop()
@@ -286,7 +293,8 @@ func (s *Server) runTurn(ctx context.Context, req *mcp.CallToolRequest, in RunTu
 	out := RunTurnOut{SessionID: in.SessionID, ToolCalls: []ToolCall{}}
 	var f fold.Fold
 	byItem := map[int]int{} // a tool item of the fold → its ToolCall
-	res, err := s.h.Run(runCtx, in.SessionID, in.Message, func(rec session.Record) error {
+	// Read to the turn's end, however it is stopped.
+	res, err := t.Wait(context.Background(), func(rec session.Record) error {
 		u := f.Add(rec.Typed)
 		for _, it := range u.Items() {
 			switch {

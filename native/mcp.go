@@ -108,7 +108,9 @@ func connectMCP(ctx context.Context, s mcpconfig.Server, req engine.Request) (_ 
 			cfg.Log = *req.Logger
 		}
 		if req.Sandbox {
-			cfg.Sandbox = &sandbox.Spec{Protected: req.Protected}
+			// an MCP server calls no model: with its network limited it
+			// reaches only its proxy and the session's HTTP MCP servers
+			cfg.Sandbox = &sandbox.Spec{Protected: req.Protected, Writable: req.SandboxWritable, Net: req.SandboxNet(env, nil)}
 		}
 		p, err := child.Start(cfg)
 		if se := (*child.StartError)(nil); errors.As(err, &se) {

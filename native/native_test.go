@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,9 @@ import (
 // through.
 func TestMain(m *testing.M) {
 	sandbox.Main()
+	if os.Getenv(dialServerEnv) == "1" {
+		os.Exit(dialServer())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -101,7 +101,7 @@ func BenchmarkTurnEndToWebhook(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		tr, err := h.StartTurn(context.Background(), s.ID, "hello")
+		tr, err := h.StartTurn(context.Background(), harness.TurnRequest{SessionID: s.ID, Message: "hello"})
 		if err != nil {
 			b.Fatal(err)
 		}

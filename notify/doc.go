@@ -16,7 +16,9 @@
 //
 // Sinks: webhooks (a JSON POST of the Notification, signed with
 // HMAC-SHA256 in X-Harness-Signature when a secret is set) and
-// ntfy-compatible topics (a text POST with a Title header). Each sink has
+// ntfy-compatible topics (a text POST with a Title header) and IRC
+// channels (irc:// or ircs:// with TLS: one line per notification, from a
+// client of package irc that stays connected). Each sink has
 // its own bounded queue and worker: a full queue drops its oldest
 // notification (counted), a failed delivery (network error, 429, 5xx) is
 // retried with exponential backoff, and nothing a receiver does (hang,

@@ -19,15 +19,19 @@ const MaxFile = 1 << 20
 //	notify:
 //	  webhooks: [https://hooks.example/harness]
 //	  ntfy: [https://ntfy.sh/my-topic]
+//	  irc: [ircs://irc.example:6697/#dev]
+//	  irc_nick: hnotify
 //	  idle: 30m
 //	  link: http://my-host:8787/
 //
-// The flags add to its lists and replace its idle and link. The webhooks'
+// The flags add to its lists and replace its idle, link and irc_nick. The webhooks'
 // secret is never in it: HARNESS_NOTIFY_SECRET.
 type FileConfig struct {
 	Notify struct {
 		Webhooks []string `yaml:"webhooks"`
 		Ntfy     []string `yaml:"ntfy"`
+		IRC      []string `yaml:"irc"`
+		IRCNick  string   `yaml:"irc_nick"`
 		Idle     string   `yaml:"idle"`
 		Link     string   `yaml:"link"`
 	} `yaml:"notify"`
@@ -56,6 +60,10 @@ func LoadFile(path string, cfg *Config) error {
 	}
 	cfg.Webhooks = append(fc.Notify.Webhooks, cfg.Webhooks...)
 	cfg.Ntfy = append(fc.Notify.Ntfy, cfg.Ntfy...)
+	cfg.IRC = append(fc.Notify.IRC, cfg.IRC...)
+	if cfg.IRCNick == "" {
+		cfg.IRCNick = fc.Notify.IRCNick
+	}
 	if cfg.Idle == 0 && fc.Notify.Idle != "" {
 		d, err := time.ParseDuration(fc.Notify.Idle)
 		if err != nil || d < 0 {

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -72,6 +73,16 @@ type Config struct {
 	// Ntfy are ntfy-compatible topic URLs (--notify-ntfy): a text POST
 	// with a Title header.
 	Ntfy []string
+	// IRC are channels each notification is posted to as one line
+	// (--notify-irc): irc://[nick@]host[:port]/#channel, or ircs:// for
+	// TLS. One client per URL stays connected while the notifier runs.
+	IRC []string
+	// IRCNick is the IRC sinks' nick when their URL names none (""
+	// = DefaultIRCNick).
+	IRCNick string
+	// IRCTLS is the TLS configuration of ircs:// sinks (nil = the
+	// system's roots, TLS 1.2 or later); tests give their own roots.
+	IRCTLS *tls.Config
 	// Secret signs the webhooks' bodies ("" = unsigned; the server takes
 	// it from HARNESS_NOTIFY_SECRET, never from a flag or file).
 	Secret string
@@ -102,7 +113,7 @@ type Config struct {
 }
 
 // Enabled reports whether c has any sink.
-func (c Config) Enabled() bool { return len(c.Webhooks)+len(c.Ntfy) > 0 }
+func (c Config) Enabled() bool { return len(c.Webhooks)+len(c.Ntfy)+len(c.IRC) > 0 }
 
 // ErrConfig is wrapped by New's errors.
 var ErrConfig = errors.New("notify")
@@ -173,6 +184,18 @@ func New(cfg Config) (*Notifier, error) {
 			return nil, fmt.Errorf("%w: ntfy: %v", ErrConfig, err)
 		}
 		n.sinks = append(n.sinks, newSink(n, ntfy{url: u, host: pu.Scheme + "://" + pu.Host}))
+	}
+	for _, u := range cfg.IRC {
+		t, err := parseIRC(u, cfg.IRCNick)
+		if err == nil {
+			var is *ircSink
+			if is, err = newIRCSink(t, cfg.IRCTLS, n); err == nil {
+				n.sinks = append(n.sinks, newSink(n, is))
+				continue
+			}
+		}
+		n.closeTransports()
+		return nil, fmt.Errorf("%w: irc: %v", ErrConfig, err)
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	for _, s := range n.sinks {

@@ -21,6 +21,7 @@ import (
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/secrets"
+	"github.com/chirality/harness/session"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -127,6 +128,29 @@ func newHarness(t testing.TB, ask bool) (*harness.Harness, *claudetest.FakeAPI, 
 	return h, api, root
 }
 
+// startAskingTurn starts a turn whose agent asks to run Bash (a person
+// must answer), then answers "done".
+func startAskingTurn(t *testing.T, h *harness.Harness, api *claudetest.FakeAPI, root, message string) (*session.Session, *harness.Turn) {
+	t.Helper()
+	api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+		if len(r.ToolResults()) == 0 {
+			return claudetest.Reply{Blocks: []claudetest.Block{
+				claudetest.ToolUse("", "Bash", map[string]any{"command": "touch marker", "description": "make the marker"}),
+			}}
+		}
+		return claudetest.TextReply("done")
+	})
+	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := h.StartTurn(context.Background(), harness.TurnRequest{SessionID: s.ID, Message: message})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, tr
+}
+
 func closeOnCleanup(t *testing.T, n *Notifier) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -147,22 +171,7 @@ func TestWebhookApprovalAndTurnEndSigned(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeOnCleanup(t, n)
-	api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
-		if len(r.ToolResults()) == 0 {
-			return claudetest.Reply{Blocks: []claudetest.Block{
-				claudetest.ToolUse("", "Bash", map[string]any{"command": "touch marker", "description": "make the marker"}),
-			}}
-		}
-		return claudetest.TextReply("done")
-	})
-	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := h.StartTurn(context.Background(), s.ID, "make a marker")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tr := startAskingTurn(t, h, api, root, "make a marker")
 	ask := rc.waitCall(t, "approval:requested")
 	// The person is called while the tool still waits for them.
 	pending := h.PendingApprovals(s.ID)
@@ -287,7 +296,7 @@ func TestDeadReceiverNeverSlowsATurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 4 {
-		tr, err := h.StartTurn(context.Background(), s.ID, "hello")
+		tr, err := h.StartTurn(context.Background(), harness.TurnRequest{SessionID: s.ID, Message: "hello"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,6 +100,7 @@ func (s *sink) next() (Notification, bool) {
 
 func (s *sink) run() {
 	defer s.n.wg.Done()
+	defer closeTransport(s.t)
 	for {
 		no, ok := s.next()
 		if !ok {
@@ -137,6 +138,24 @@ func (s *sink) send(no Notification) {
 		if wait *= 2; wait > MaxBackoff {
 			wait = MaxBackoff
 		}
+	}
+}
+
+// A closer is a transport holding a connection (IRC): closed when its
+// sink's worker ends.
+type closer interface{ close() }
+
+func closeTransport(t transport) {
+	if c, ok := t.(closer); ok {
+		c.close()
+	}
+}
+
+// closeTransports closes the transports of sinks whose workers never
+// started (New failed after making them).
+func (n *Notifier) closeTransports() {
+	for _, s := range n.sinks {
+		closeTransport(s.t)
 	}
 }
 

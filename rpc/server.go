@@ -871,7 +871,7 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 			return queuedResult(q), nil
 		}
 	} else {
-		ht, err = s.h.StartTurnWith(ctx, t.meta.SessionID, text, o)
+		ht, err = s.h.StartTurn(ctx, harness.TurnRequest{SessionID: t.meta.SessionID, Message: text, Options: o})
 	}
 	if err != nil {
 		t.mu.Unlock()

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -25,13 +27,15 @@ var (
 	// ErrEmptyPrompt is returned by SendPrompt for a blank prompt.
 	ErrEmptyPrompt = errors.New("runner: empty prompt")
 	// ErrQueueFull is returned by SendPrompt when Config.MaxQueue prompts
-	// wait already; the prompt is not queued (the caller keeps it).
+	// wait already (at most the core queue's harness.MaxQueued, whose
+	// harness.ErrQueueFull it then wraps); the prompt is not queued (the
+	// caller keeps it).
 	ErrQueueFull = errors.New("runner: prompt queue full")
 )
 
 // Defaults of Config.
 const (
-	DefaultMaxQueue  = 256
+	DefaultMaxQueue  = harness.MaxQueued
 	DefaultStopGrace = 5 * time.Second
 )
 
@@ -69,7 +73,8 @@ type Config struct {
 	// ResumeSession is a harness session ID to continue ("" = a new
 	// session, made by the first Start).
 	ResumeSession string
-	// MaxQueue bounds the prompts waiting (0 = DefaultMaxQueue).
+	// MaxQueue bounds the prompts waiting (0 = DefaultMaxQueue, the core
+	// queue's bound harness.MaxQueued, which is also the most it can be).
 	MaxQueue int
 	// StopGrace is how long Stop waits for an interrupted turn to end
 	// before it kills it (0 = DefaultStopGrace).
@@ -156,13 +161,16 @@ type Holder interface {
 	Pending() int
 }
 
-// item is one entry of the queue.
+// item is one entry of what the runner queued and has not started: a
+// prompt (in the core queue of the runner's session, by its promptId),
+// the compaction's summary prompt (also there, not reported), or a clear
+// or compaction (barriers, kept here: the prompts behind one wait in the
+// core queue and move to the new session when it is done).
 type item struct {
 	kind itemKind
+	id   string // the core promptId (prompt, summary)
 	text string // as queued: what TurnStart and TurnEnd report
-	// send, when not "", is what the engine is sent instead of text (text
-	// behind a compaction's carried summary)
-	send   string
+	// queued is when SendPrompt (or Start) took it
 	queued time.Time
 }
 
@@ -172,12 +180,20 @@ const (
 	itemPrompt itemKind = iota
 	itemCompact
 	itemClear
+	itemSummary
 )
 
-// Core is the Runner over the harness core, the same for every engine:
-// each prompt is one Harness turn of the runner's session (StartTurn, then
-// Follow until process:exit), so the session, its event log, fan-out and
-// approvals are the core's own. Its methods are safe for concurrent use.
+func (it item) barrier() bool { return it.kind == itemCompact || it.kind == itemClear }
+
+// Core is the Runner over the harness core, the same for every engine.
+// Its prompts go into the core's queue of the runner's session
+// (Harness.Enqueue: stored with the session, they survive a restart), and
+// the core starts each as a turn of that session; the runner gates the
+// queue (Harness.GateQueue) so that one turn starts at a time, and
+// follows every turn of its session (Harness.Watch, Harness.Follow),
+// whichever door started it, to report it. So the session, its event
+// log, queue, fan-out and approvals are the core's own. Its methods are
+// safe for concurrent use.
 //
 // Messages: one Message per assistant step — the thinking, text and
 // tool uses of one model response, in order — flushed when the step's
@@ -189,6 +205,10 @@ type Core struct {
 	h   *harness.Harness
 	log zerolog.Logger
 
+	// sendMu orders what is queued: a prompt's core queue entry and its
+	// item are added together, barriers between them.
+	sendMu sync.Mutex
+
 	mu          sync.Mutex
 	onMessage   func(Message)
 	onExit      func(int)
@@ -196,17 +216,28 @@ type Core struct {
 	onTurnEnd   func(TurnEnd)
 	running     bool
 	sessionID   string
-	queue       []item
-	wake        chan struct{} // cap 1: the queue changed
+	items       []item
+	wake        chan struct{} // cap 1: something changed for the worker
 	quit        chan struct{} // closed by Stop
 	done        chan struct{} // closed when the worker has ended
 	stopping    bool          // Stop asked the current turn to end
 	killing     bool          // Stop's grace ran out
 	turnSID     string        // the session of the running turn, "" when idle
-	busy        bool          // a queue item is being worked on
+	barrierOn   bool          // a clear or compaction is being done
 	held        bool          // Hold(true): no queue item starts until Hold(false)
 	carry       string        // a compaction summary for the next prompt
-	spec        harness.SessionSpec
+	// permit lets the core start one queued prompt of the runner's
+	// session (the gate); the worker hands it out when it is idle.
+	// inflight: the core took it and the worker has not yet seen what
+	// came of it (the turn's start, or its failure to start).
+	permit, inflight bool
+	spec             harness.SessionSpec
+
+	// gateMu orders the gate's moves; gateSID is the session gated,
+	// ungate removes its gate.
+	gateMu  sync.Mutex
+	gateSID string
+	ungate  func()
 
 	// holdMu orders the core queue holds (syncHold); heldSID is the
 	// session whose core queue the runner holds ("" = none); holdRead,
@@ -228,7 +259,7 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Mode == "" {
 		cfg.Mode = "pipeline"
 	}
-	if cfg.MaxQueue <= 0 {
+	if cfg.MaxQueue <= 0 || cfg.MaxQueue > harness.MaxQueued {
 		cfg.MaxQueue = DefaultMaxQueue
 	}
 	if cfg.StopGrace <= 0 {
@@ -267,7 +298,11 @@ func (c *Core) OnTurnEnd(f func(TurnEnd)) { c.mu.Lock(); c.onTurnEnd = f; c.mu.U
 func (c *Core) IsRunning() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.running }
 
 // Busy reports whether a prompt (or a compaction) is being worked on.
-func (c *Core) Busy() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.busy }
+func (c *Core) Busy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.turnSID != "" || c.barrierOn
+}
 
 // Hold(true) holds the queue: the item being worked on finishes, and no
 // other starts until Hold(false); the queue is kept, SendPrompt still
@@ -279,14 +314,21 @@ func (c *Core) Busy() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.busy }
 func (c *Core) Hold(on bool) {
 	c.mu.Lock()
 	c.held = on
-	if !on && c.wake != nil {
+	if on {
+		c.permit = false
+	}
+	c.wakeLocked()
+	c.mu.Unlock()
+	c.syncHold()
+}
+
+func (c *Core) wakeLocked() {
+	if c.wake != nil {
 		select {
 		case c.wake <- struct{}{}:
 		default:
 		}
 	}
-	c.mu.Unlock()
-	c.syncHold()
 }
 
 // syncHold makes the core's hold follow the runner's: the runner's
@@ -326,8 +368,54 @@ func (c *Core) syncHold() {
 	c.heldSID = want
 }
 
-// Pending returns how many prompts wait in the queue.
-func (c *Core) Pending() int { c.mu.Lock(); defer c.mu.Unlock(); return len(c.queue) }
+// gate is the core queue's gate of the runner's session: it hands out
+// the worker's permit, once.
+func (c *Core) gate() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ok := c.permit
+	c.permit = false
+	if ok {
+		c.inflight = true
+	}
+	return ok
+}
+
+// gateSession moves the runner's gate onto session sid and returns the
+// removal of the gate it had (nil when none): the caller removes it once
+// nothing is left to start in the old session. The gate stays while the
+// runner is stopped or crashed: the queued prompts wait for the next
+// Start.
+func (c *Core) gateSession(sid string) (ungateOld func()) {
+	c.gateMu.Lock()
+	defer c.gateMu.Unlock()
+	if c.gateSID == sid {
+		return nil
+	}
+	remove := c.h.GateQueue(sid, c.gate)
+	ungateOld = c.ungate
+	c.gateSID, c.ungate = sid, remove
+	return ungateOld
+}
+
+// Pending returns how many prompts wait: those in the core queue of the
+// runner's session, and the clears and compactions not yet done.
+func (c *Core) Pending() int {
+	c.mu.Lock()
+	sid, n := c.sessionID, 0
+	for _, it := range c.items {
+		if it.barrier() {
+			n++
+		}
+	}
+	c.mu.Unlock()
+	if sid != "" {
+		if q, err := c.h.Queue(sid); err == nil {
+			n += len(q)
+		}
+	}
+	return n
+}
 
 // SessionID is the harness session ID: known once Start returned ("" before).
 func (c *Core) SessionID() string { c.mu.Lock(); defer c.mu.Unlock(); return c.sessionID }
@@ -336,9 +424,10 @@ func (c *Core) SessionID() string { c.mu.Lock(); defer c.mu.Unlock(); return c.s
 // Config, or Config.ResumeSession; after a crash or Stop: the same
 // session, which the engine resumes where it can), starts the runner's
 // goroutine and queues initialPrompt ahead of the prompts still waiting
-// from before. ctx bounds only the start. It fails with ErrRunning, or
-// with the Harness's session errors (harness.ErrNotFound,
-// harness.ErrRootNotAllowed, harness.ErrUnknownEngine, …).
+// from before (at the head of the core queue). ctx bounds only the
+// start. It fails with ErrRunning, or with the Harness's session errors
+// (harness.ErrNotFound, harness.ErrRootNotAllowed,
+// harness.ErrUnknownEngine, …).
 func (c *Core) Start(ctx context.Context, initialPrompt string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -350,8 +439,6 @@ func (c *Core) Start(ctx context.Context, initialPrompt string) error {
 	if err != nil {
 		return err
 	}
-	// The session is made or checked outside the lock: SendPrompt must
-	// not wait on the disk.
 	if sid == "" {
 		s, err := c.h.NewSession(c.spec)
 		if err != nil {
@@ -361,26 +448,43 @@ func (c *Core) Start(ctx context.Context, initialPrompt string) error {
 	} else if _, err := c.h.Session(sid); err != nil {
 		return fmt.Errorf("runner: session %s: %w", sid, err)
 	}
+	elog, err := c.h.EventLog(sid)
+	if err != nil {
+		return fmt.Errorf("runner: session %s: %w", sid, err)
+	}
+	from := elog.LastSeq() // the turns the runner reports begin after this
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
 	c.mu.Lock()
 	if err := c.startableLocked(); err != nil {
 		c.mu.Unlock()
 		return err // another Start won
 	}
-	defer c.syncHold() // a hold from before Start holds the session's core queue
-	defer c.mu.Unlock()
 	c.sessionID = sid
-	if strings.TrimSpace(initialPrompt) != "" {
-		c.queue = append([]item{{kind: itemPrompt, text: initialPrompt, queued: time.Now()}}, c.queue...)
-	}
-	c.running, c.stopping, c.killing = true, false, false
+	c.running, c.stopping, c.killing, c.permit, c.inflight = true, false, false, false, false
 	c.wake = make(chan struct{}, 1)
 	c.quit = make(chan struct{})
 	c.done = make(chan struct{})
-	if len(c.queue) > 0 {
-		c.wake <- struct{}{}
+	c.mu.Unlock()
+	if ungate := c.gateSession(sid); ungate != nil {
+		ungate()
 	}
-	c.log.Info().Str("sessionId", c.sessionID).Str("engine", c.cfg.Engine).Int("queued", len(c.queue)).Msg("runner started")
-	go c.work(c.wake, c.quit, c.done)
+	c.syncHold() // a hold from before Start holds the session's core queue
+	if strings.TrimSpace(initialPrompt) != "" {
+		if q, err := c.h.EnqueueFirst(sid, initialPrompt); err != nil {
+			c.log.Error().Str("sessionId", sid).Err(err).Msg("the first prompt could not be queued")
+		} else {
+			c.mu.Lock()
+			c.items = append([]item{{kind: itemPrompt, id: q.PromptID, text: initialPrompt, queued: time.Now()}}, c.items...)
+			c.mu.Unlock()
+		}
+	}
+	c.mu.Lock()
+	wake, quit, done := c.wake, c.quit, c.done
+	c.log.Info().Str("sessionId", sid).Str("engine", c.cfg.Engine).Int("items", len(c.items)).Msg("runner started")
+	c.mu.Unlock()
+	events, stopWatch := c.h.Watch(0)
+	go c.work(from, events, stopWatch, wake, quit, done)
 	return nil
 }
 
@@ -399,23 +503,46 @@ func (c *Core) startableLocked() error {
 	return nil
 }
 
-// switchSession makes a new session (outside the lock: SendPrompt must
-// not wait on the disk) and makes it the runner's, with carry for the
-// next prompt.
+// switchSession makes a new session and makes it the runner's, with
+// carry for its first prompt: the gate and a hold move to it, and the
+// prompts queued in the old session's core queue move to the new one's.
 func (c *Core) switchSession(carry string) (old, sid string, err error) {
 	spec, err := c.nextSpec()
 	var s *session.Session
 	if err == nil {
 		s, err = c.h.NewSession(spec)
 	}
-	c.mu.Lock()
 	if err != nil {
-		defer c.mu.Unlock()
-		return c.sessionID, c.sessionID, fmt.Errorf("runner: new session: %w", err)
+		return c.SessionID(), c.SessionID(), fmt.Errorf("runner: new session: %w", err)
 	}
-	old, c.sessionID, c.carry = c.sessionID, s.ID, carry
+	// What SendPrompt queues from here on goes to the new session.
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	// The new session is gated before the move (the moved prompts wait
+	// for the worker), the old one after it (nothing of it starts).
+	if ungate := c.gateSession(s.ID); ungate != nil {
+		defer ungate()
+	}
+	c.mu.Lock()
+	old, c.sessionID = c.sessionID, s.ID
 	c.mu.Unlock()
 	c.syncHold() // a hold moves to the new session
+	moved, err := c.h.MoveQueue(old, s.ID)
+	if err != nil {
+		c.log.Error().Str("from", old).Str("sessionId", s.ID).Err(err).Msg("the prompts queued behind a new session could not move to it")
+	}
+	if carry != "" {
+		carry = "[Context carried over from your previous session (compacted)]\n" + carry + "\n\n"
+		if len(moved) > 0 {
+			m := carry + moved[0].Message
+			if _, err := c.h.EditQueued(s.ID, moved[0].PromptID, harness.QueueEdit{Message: &m}); err == nil {
+				carry = ""
+			}
+		}
+	}
+	c.mu.Lock()
+	c.carry = carry
+	c.mu.Unlock()
 	return old, s.ID, nil
 }
 
@@ -442,41 +569,71 @@ func (c *Core) nextSpec() (harness.SessionSpec, error) {
 	return spec, nil
 }
 
-// SendPrompt queues text; it never blocks. It fails with ErrNotRunning,
-// ErrEmptyPrompt or ErrQueueFull, and the prompt is then not queued.
+// SendPrompt queues text in the core queue of the runner's session; it
+// does not wait for a turn. It fails with ErrNotRunning, ErrEmptyPrompt
+// or ErrQueueFull (Config.MaxQueue, or the core's harness.MaxQueued),
+// and the prompt is then not queued.
 func (c *Core) SendPrompt(text string) error {
-	return c.enqueue(item{kind: itemPrompt, text: text, queued: time.Now()})
+	if strings.TrimSpace(text) == "" {
+		return ErrEmptyPrompt
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	c.mu.Lock()
+	if !c.running {
+		c.mu.Unlock()
+		return ErrNotRunning
+	}
+	sid, send := c.sessionID, text
+	barrier := slices.ContainsFunc(c.items, item.barrier) || c.barrierOn
+	if c.carry != "" && !barrier {
+		send = c.carry + text
+	}
+	c.mu.Unlock()
+	if c.cfg.MaxQueue < harness.MaxQueued && c.Pending() >= c.cfg.MaxQueue {
+		return ErrQueueFull
+	}
+	q, err := c.h.Enqueue(sid, send)
+	switch {
+	case errors.Is(err, harness.ErrQueueFull):
+		return fmt.Errorf("%w: %w", ErrQueueFull, err)
+	case err != nil:
+		return fmt.Errorf("runner: %w", err)
+	}
+	c.mu.Lock()
+	if send != text {
+		c.carry = ""
+	}
+	c.items = append(c.items, item{kind: itemPrompt, id: q.PromptID, text: text, queued: time.Now()})
+	c.mu.Unlock()
+	return nil
 }
 
-func (c *Core) enqueue(it item) error {
-	if it.kind == itemPrompt && strings.TrimSpace(it.text) == "" {
-		return ErrEmptyPrompt
+// barrier queues a clear or a compaction behind what is queued.
+func (c *Core) barrier(ctx context.Context, kind itemKind) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if !c.IsRunning() {
+		return ErrNotRunning
+	}
+	if c.Pending() >= c.cfg.MaxQueue {
+		return ErrQueueFull
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.running {
-		return ErrNotRunning
-	}
-	if len(c.queue) >= c.cfg.MaxQueue {
-		return ErrQueueFull
-	}
-	c.queue = append(c.queue, it)
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.items = append(c.items, item{kind: kind, queued: time.Now()})
+	c.permit = false // what is queued behind it waits for it
+	c.wakeLocked()
 	return nil
 }
 
 // Clear queues a fresh start: the prompts after it run in a new harness
 // session (the same engine, model, persona and mode). It fails with
 // ErrNotRunning or ErrQueueFull.
-func (c *Core) Clear(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return c.enqueue(item{kind: itemClear, queued: time.Now()})
-}
+func (c *Core) Clear(ctx context.Context) error { return c.barrier(ctx, itemClear) }
 
 // CompactPrompt is the turn Compact runs in the old session.
 const CompactPrompt = "Summarize this conversation so far for your own continuation in a fresh session: " +
@@ -491,20 +648,16 @@ const CompactPrompt = "Summarize this conversation so far for your own continuat
 // the engine seam). It fails with ErrNotRunning or ErrQueueFull; a
 // compaction whose summary turn does not complete leaves the session as
 // it was.
-func (c *Core) Compact(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return c.enqueue(item{kind: itemCompact, queued: time.Now()})
-}
+func (c *Core) Compact(ctx context.Context) error { return c.barrier(ctx, itemCompact) }
 
 // Stop interrupts the running turn, waits up to Config.StopGrace (or
 // until ctx ends) for it to end, then kills it and waits for it; the
 // runner is then not running and OnExit(0) is called (only when it was
-// running: not after a crash). Prompts still queued are kept for the next
-// Start. Safe to call more than once and when not running; it returns
-// ctx's error if ctx ended before the runner's goroutine did (the turn
-// has been killed by then and the goroutine ends on its own).
+// running: not after a crash). Prompts still queued are kept (in the
+// core queue, gated shut) for the next Start. Safe to call more than
+// once and when not running; it returns ctx's error if ctx ended before
+// the runner's goroutine did (the turn has been killed by then and the
+// goroutine ends on its own).
 func (c *Core) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	done := c.done
@@ -516,9 +669,13 @@ func (c *Core) Stop(ctx context.Context) error {
 		c.stopping = true
 		close(c.quit)
 	}
-	sid := c.turnSID
+	c.permit = false
+	sid := c.sessionID
 	c.mu.Unlock()
-	if sid != "" {
+	// A prompt the core is starting with the last permit has started
+	// once its queue's lock is free: it is interrupted too.
+	_, _ = c.h.Queue(sid)
+	if c.h.IsRunning(sid) {
 		_ = c.h.Interrupt(sid)
 	}
 	grace := time.NewTimer(c.cfg.StopGrace)
@@ -534,9 +691,8 @@ func (c *Core) Stop(ctx context.Context) error {
 	default:
 		c.mu.Lock()
 		c.killing = true
-		sid = c.turnSID
 		c.mu.Unlock()
-		if sid != "" {
+		if c.h.IsRunning(sid) {
 			c.log.Warn().Str("sessionId", sid).Msg("turn did not end after interrupt; killing it")
 			_ = c.h.Kill(sid)
 		}
@@ -563,83 +719,28 @@ func (c *Core) Stop(ctx context.Context) error {
 	return err
 }
 
-// work is the runner's goroutine: one queue item at a time, in order.
-func (c *Core) work(wake, quit, done chan struct{}) {
-	defer close(done)
-	for {
-		c.mu.Lock()
-		for (len(c.queue) == 0 || c.held) && !c.stopping {
-			c.mu.Unlock()
-			select {
-			case <-wake:
-			case <-quit:
-			}
-			c.mu.Lock()
-		}
-		if c.stopping {
-			c.mu.Unlock()
-			return
-		}
-		it := c.queue[0]
-		c.queue = c.queue[1:]
-		c.busy = true
-		c.mu.Unlock()
-
-		code, crashed := c.do(it)
-
-		c.mu.Lock()
-		c.busy = false
-		if crashed && !c.stopping {
-			c.running = false
-			onExit := c.onExit
-			c.mu.Unlock()
-			c.log.Error().Str("sessionId", c.SessionID()).Int("code", code).Msg("runner crashed")
-			if onExit != nil {
-				onExit(code)
-			}
-			return
-		}
-		c.mu.Unlock()
-	}
+// follower is the worker's reading of its session's log: the turns in
+// it, from the seq after which it reports.
+type follower struct {
+	sid  string
+	last int64
+	// dequeued is the promptId of the queued prompt whose turn opens next
+	dequeued string
+	t        *turnState // the open turn, nil between turns
+	// summary is the end of the compaction's summary turn, once it ended
+	summary *turnResult
 }
 
-// do runs one queue item; crashed reports a crash with its exit code.
-func (c *Core) do(it item) (code int, crashed bool) {
-	switch it.kind {
-	case itemClear:
-		old, sid, err := c.switchSession("")
-		if err != nil {
-			c.log.Error().Err(err).Msg("clear: a new session could not be made; keeping the old one")
-			return 0, false
-		}
-		c.log.Info().Str("from", old).Str("sessionId", sid).Msg("cleared: new session")
-		return 0, false
-	case itemCompact:
-		res := c.turn(item{kind: itemPrompt, text: CompactPrompt, queued: it.queued}, false)
-		if res.end.Outcome == Crashed {
-			return res.end.ExitCode, true
-		}
-		summary := strings.TrimSpace(res.final)
-		if res.end.Outcome != Completed || summary == "" {
-			c.log.Warn().Str("outcome", string(res.end.Outcome)).Msg("compact: no summary; the session is kept")
-			return 0, false
-		}
-		old, sid, err := c.switchSession(summary)
-		if err != nil {
-			c.log.Error().Err(err).Msg("compact: a new session could not be made; keeping the old one")
-			return 0, false
-		}
-		c.log.Info().Str("from", old).Str("sessionId", sid).Int("summary", len(summary)).Msg("compacted: new session seeded with the summary")
-		return 0, false
-	}
-	c.mu.Lock()
-	if c.carry != "" {
-		it.send = "[Context carried over from your previous session (compacted)]\n" + c.carry + "\n\n" + it.text
-		c.carry = ""
-	}
-	c.mu.Unlock()
-	res := c.turn(it, true)
-	return res.end.ExitCode, res.end.Outcome == Crashed
+// turnState is one turn being followed.
+type turnState struct {
+	it       item
+	report   bool // its Messages and TurnStart/TurnEnd are reported
+	started  time.Time
+	n        normalizer
+	complete bool                // the last of session:complete and session:error was complete
+	err      *event.SessionError // the last session:error
+	timer    *time.Timer
+	timedOut atomic.Bool
 }
 
 type turnResult struct {
@@ -647,107 +748,317 @@ type turnResult struct {
 	final string // the text of the last Message
 }
 
-// turn runs one prompt as a Harness turn and follows it to its end.
-// report says whether Messages and turn callbacks are delivered.
-func (c *Core) turn(it item, report bool) turnResult {
-	c.mu.Lock()
-	sid := c.sessionID
-	if c.stopping {
-		c.mu.Unlock()
-		return turnResult{end: TurnEnd{SessionID: sid, Prompt: it.text, Outcome: Interrupted, Kind: event.ErrorInterrupted}}
-	}
-	c.turnSID = sid
-	onStart, onEnd, onMsg := c.onTurnStart, c.onTurnEnd, c.onMessage
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.turnSID = ""
-		c.mu.Unlock()
-	}()
-	if !report {
-		onStart, onEnd, onMsg = nil, nil, nil
-	}
-	end := TurnEnd{SessionID: sid, Prompt: it.text}
-	dequeued := time.Now()
-	c.log.Info().Str("sessionId", sid).Str("prompt", logging.Truncate(it.text, 200)).Msg("turn starting")
-	send := it.text
-	if it.send != "" {
-		send = it.send
-	}
-	t, err := c.h.StartTurn(context.Background(), sid, send)
-	if err != nil {
-		end.Outcome, end.Kind, end.Error, end.ExitCode = Crashed, event.ErrorStart, err.Error(), 1
-		c.log.Error().Str("sessionId", sid).Err(err).Msg("turn could not start")
-		if onEnd != nil {
-			onEnd(end)
+// work is the runner's goroutine: it follows the turns of the runner's
+// session and reports them, does the clears and compactions when they
+// come up, and hands the gate a permit whenever the runner is ready for
+// the next turn. A crash ends it (OnExit(code)); so does Stop, once no
+// turn runs.
+func (c *Core) work(from int64, events <-chan session.Record, stopWatch func(), wake, quit, done chan struct{}) {
+	defer close(done)
+	defer stopWatch()
+	f := &follower{sid: c.SessionID(), last: from}
+	var watching atomic.Pointer[string]
+	first := f.sid
+	watching.Store(&first)
+	signal := make(chan struct{}, 1)
+	go func() { // ends when stopWatch closes events
+		for rec := range events {
+			if rec.Typed != nil && rec.Typed.SessionID == *watching.Load() {
+				select {
+				case signal <- struct{}{}:
+				default:
+				}
+			}
 		}
-		return turnResult{end: end}
+	}()
+	for {
+		if crashed, code := c.follow(f); crashed {
+			c.mu.Lock()
+			c.running = false
+			onExit := c.onExit
+			c.mu.Unlock()
+			c.log.Error().Str("sessionId", f.sid).Int("code", code).Msg("runner crashed")
+			if onExit != nil {
+				onExit(code)
+			}
+			return
+		}
+		if f.t == nil {
+			c.mu.Lock()
+			stopping := c.stopping
+			c.mu.Unlock()
+			if stopping {
+				if !c.h.IsRunning(f.sid) {
+					return
+				}
+			} else if c.between(f) {
+				sid := f.sid
+				watching.Store(&sid)
+				continue // read what the new session has
+			}
+		}
+		var tick <-chan time.Time
+		c.mu.Lock()
+		inflight := c.inflight
+		c.mu.Unlock()
+		if f.t != nil || inflight || c.h.IsRunning(f.sid) {
+			// a turn runs: its events signal; should the watch have
+			// missed them (its queue full), the log is read again soon
+			tick = time.After(time.Second)
+		}
+		select {
+		case <-signal:
+		case <-wake:
+		case <-quit:
+			quit = nil
+		case <-tick:
+		}
 	}
-	started := time.Now()
-	// A Stop that came while StartTurn ran found no turn to interrupt.
+}
+
+// between runs between turns: a compaction's end or a clear or
+// compaction that comes up next, else a permit for the next turn. It
+// reports whether the runner moved to a new session.
+func (c *Core) between(f *follower) bool {
+	if res := f.summary; res != nil {
+		f.summary = nil
+		c.setBarrier(true)
+		defer c.setBarrier(false)
+		summary := strings.TrimSpace(res.final)
+		if res.end.Outcome != Completed || summary == "" {
+			c.log.Warn().Str("outcome", string(res.end.Outcome)).Msg("compact: no summary; the session is kept")
+			return false
+		}
+		old, sid, err := c.switchSession(summary)
+		if err != nil {
+			c.log.Error().Err(err).Msg("compact: a new session could not be made; keeping the old one")
+			return false
+		}
+		c.log.Info().Str("from", old).Str("sessionId", sid).Int("summary", len(summary)).Msg("compacted: new session seeded with the summary")
+		f.sid, f.last = sid, 0
+		return true
+	}
 	c.mu.Lock()
-	stopping, killing := c.stopping, c.killing
+	var next *item
+	if len(c.items) > 0 && c.items[0].barrier() {
+		it := c.items[0]
+		c.items = c.items[1:]
+		next, c.barrierOn = &it, true
+	}
+	grant := next == nil && c.running && !c.stopping && !c.held && !c.permit && !c.inflight
+	if grant {
+		c.permit = true
+	}
 	c.mu.Unlock()
+	if grant {
+		c.h.RunQueue(f.sid)
+		return false
+	}
+	if next == nil {
+		return false
+	}
+	defer c.setBarrier(false)
+	switch next.kind {
+	case itemClear:
+		old, sid, err := c.switchSession("")
+		if err != nil {
+			c.log.Error().Err(err).Msg("clear: a new session could not be made; keeping the old one")
+			return false
+		}
+		c.log.Info().Str("from", old).Str("sessionId", sid).Msg("cleared: new session")
+		f.sid, f.last = sid, 0
+		return true
+	default: // itemCompact: the summary turn first, at the head of the queue
+		q, err := c.h.EnqueueFirst(f.sid, CompactPrompt)
+		if err != nil {
+			c.log.Error().Err(err).Msg("compact: the summary turn could not be queued; the session is kept")
+			return false
+		}
+		c.mu.Lock()
+		c.items = append([]item{{kind: itemSummary, id: q.PromptID, text: CompactPrompt, queued: next.queued}}, c.items...)
+		c.mu.Unlock()
+		return true // the permit for it comes on the next pass
+	}
+}
+
+func (c *Core) setBarrier(on bool) { c.mu.Lock(); c.barrierOn = on; c.mu.Unlock() }
+
+// follow reads the runner's session's events after f.last: the stored
+// ones, then the running turn's until it ends. crashed reports a turn
+// that crashed, with its exit code.
+func (c *Core) follow(f *follower) (crashed bool, code int) {
+	recs, err := c.h.Follow(context.Background(), f.sid, f.last)
+	if err != nil {
+		c.log.Warn().Str("sessionId", f.sid).Err(err).Msg("the session's events could not be read")
+		return false, 0
+	}
+	for rec, err := range recs {
+		if err != nil {
+			c.log.Warn().Str("sessionId", f.sid).Err(err).Msg("the session's events could not be read")
+			return false, 0
+		}
+		if rec.Seq != 0 {
+			f.last = rec.Seq
+		}
+		ev, derr := rec.Decode()
+		if derr != nil {
+			continue
+		}
+		if crashed, code := c.record(f, &ev); crashed {
+			return true, code
+		}
+	}
+	return false, 0
+}
+
+// record takes one event of the runner's session.
+func (c *Core) record(f *follower, ev *event.Event) (crashed bool, code int) {
+	switch ev.Type {
+	case event.TypePromptDequeued:
+		d := ev.Dequeued
+		if d == nil {
+			return false, 0
+		}
+		switch d.Reason {
+		case event.DequeuedStarted:
+			f.dequeued = d.PromptID
+		case event.DequeuedDeleted:
+			c.takeItem(d.PromptID) // a person deleted it: it never runs
+		case event.DequeuedFailed:
+			c.mu.Lock()
+			c.inflight = false
+			c.mu.Unlock()
+			it, ok := c.takeItem(d.PromptID)
+			if !ok {
+				return false, 0 // another door's prompt
+			}
+			end := TurnEnd{SessionID: f.sid, Prompt: it.text, Outcome: Crashed, Kind: event.ErrorStart, Error: d.Error, ExitCode: 1}
+			c.log.Error().Str("sessionId", f.sid).Str("error", d.Error).Msg("turn could not start")
+			c.mu.Lock()
+			onEnd, stopping := c.onTurnEnd, c.stopping
+			c.mu.Unlock()
+			if onEnd != nil && it.kind != itemSummary {
+				onEnd(end)
+			}
+			return !stopping, 1
+		}
+	case event.TypeUserMessage:
+		c.openTurn(f, ev)
+	default:
+		t := f.t
+		if t == nil {
+			return false, 0
+		}
+		switch ev.Type {
+		case event.TypeSessionComplete:
+			t.complete = true
+		case event.TypeSessionError:
+			t.err, t.complete = ev.Error, false
+		}
+		t.n.add(ev, c.emitter(t))
+		if ev.Type == event.TypeProcessExit {
+			return c.closeTurn(f, ev)
+		}
+	}
+	return false, 0
+}
+
+// takeItem removes the item of prompt id; ok is false when the runner
+// did not queue it (another door did), or not yet: a SendPrompt that is
+// adding it is waited for.
+func (c *Core) takeItem(id string) (item, bool) {
+	if id == "" {
+		return item{}, false
+	}
+	if it, ok := c.removeItem(id); ok {
+		return it, true
+	}
+	// A SendPrompt under way adds its item before it lets go of sendMu.
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	return c.removeItem(id)
+}
+
+func (c *Core) removeItem(id string) (item, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.items, func(it item) bool { return it.id == id })
+	if i < 0 {
+		return item{}, false
+	}
+	it := c.items[i]
+	c.items = slices.Delete(c.items, i, i+1)
+	return it, true
+}
+
+// emitter is t's Message callback: reported, or only kept (the last one
+// is the turn's final text).
+func (c *Core) emitter(t *turnState) func(Message) {
+	c.mu.Lock()
+	onMsg := c.onMessage
+	c.mu.Unlock()
+	return func(m Message) {
+		t.n.last = m
+		if t.report && onMsg != nil {
+			onMsg(m)
+		}
+	}
+}
+
+// openTurn starts following a turn at its user:message.
+func (c *Core) openTurn(f *follower, ev *event.Event) {
+	it, report := item{kind: itemPrompt, text: ev.Text, queued: time.Now()}, true
+	if x, ok := c.takeItem(f.dequeued); ok {
+		it, report = x, x.kind != itemSummary
+	}
+	f.dequeued = ""
+	sid := f.sid
+	t := &turnState{it: it, report: report, started: time.Now()}
+	c.mu.Lock()
+	c.turnSID, c.permit, c.inflight = sid, false, false
+	stopping, killing, onStart := c.stopping, c.killing, c.onTurnStart
+	c.mu.Unlock()
+	// A Stop that came while the core started the turn found none to end.
 	if killing {
 		_ = c.h.Kill(sid)
 	} else if stopping {
 		_ = c.h.Interrupt(sid)
 	}
-	if onStart != nil {
-		onStart(TurnStart{SessionID: sid, Prompt: it.text, Queued: it.queued, Dequeued: dequeued, Started: started})
-	}
-	var timedOut sync.Mutex
-	timedOutFlag := false
-	var timer *time.Timer
+	c.log.Info().Str("sessionId", sid).Str("prompt", logging.Truncate(it.text, 200)).Msg("turn started")
 	if c.cfg.TurnTimeout > 0 {
-		timer = time.AfterFunc(c.cfg.TurnTimeout, func() {
-			timedOut.Lock()
-			timedOutFlag = true
-			timedOut.Unlock()
+		t.timer = time.AfterFunc(c.cfg.TurnTimeout, func() {
+			t.timedOut.Store(true)
 			c.log.Warn().Str("sessionId", sid).Dur("timeout", c.cfg.TurnTimeout).Msg("turn timed out; killing it")
 			_ = c.h.Kill(sid)
 		})
 	}
-	var n normalizer
-	emit := func(m Message) {
-		n.last = m
-		if onMsg != nil {
-			onMsg(m)
-		}
+	f.t = t
+	if report && onStart != nil {
+		onStart(TurnStart{SessionID: sid, Prompt: it.text, Queued: it.queued, Dequeued: t.started, Started: t.started})
 	}
-	res, werr := t.Wait(context.Background(), func(rec session.Record) error {
-		n.add(rec.Typed, emit)
-		return nil
-	})
-	n.flush(emit)
-	if timer != nil {
-		timer.Stop()
+}
+
+// closeTurn ends the followed turn at its process:exit and reports how
+// it ended; crashed reports a crash, with its exit code.
+func (c *Core) closeTurn(f *follower, ev *event.Event) (crashed bool, code int) {
+	t := f.t
+	f.t = nil
+	t.n.flush(c.emitter(t))
+	if t.timer != nil {
+		t.timer.Stop()
 	}
-	timedOut.Lock()
-	end.TimedOut = timedOutFlag
-	timedOut.Unlock()
-	end.Duration = time.Since(started)
-	c.mu.Lock()
-	stopping = c.stopping
-	c.mu.Unlock()
-	if res.Exit != nil {
-		end.ExitCode = res.Exit.Code
+	end := TurnEnd{SessionID: f.sid, Prompt: t.it.text, TimedOut: t.timedOut.Load(), Duration: time.Since(t.started)}
+	if ev.Exit != nil {
+		end.ExitCode = ev.Exit.Code
 	}
-	var te *harness.TurnError
 	switch {
-	case res.Exit == nil:
-		end.Outcome, end.Kind = Crashed, event.ErrorProcess
-		end.Error = "the turn's events could not be read"
-		if werr != nil {
-			end.Error += ": " + werr.Error()
-		}
-	case res.Status == harness.TurnCompleted:
+	case t.complete:
 		end.Outcome = Completed
-	case !errors.As(werr, &te):
+	case t.err == nil:
 		end.Outcome, end.Kind, end.Error = Crashed, event.ErrorProcess, "the turn ended without a result"
 	default:
-		end.Kind, end.Error = te.Kind, te.Message
-		switch te.Kind {
+		end.Kind, end.Error = t.err.Kind, t.err.Error
+		switch t.err.Kind {
 		case event.ErrorInterrupted:
 			end.Outcome = Interrupted
 		case event.ErrorKilled, event.ErrorProcess, event.ErrorStart:
@@ -756,6 +1067,10 @@ func (c *Core) turn(it item, report bool) turnResult {
 			end.Outcome = Failed
 		}
 	}
+	c.mu.Lock()
+	c.turnSID, c.inflight = "", false // (a permit the core could not use for another door's turn)
+	stopping, onEnd := c.stopping, c.onTurnEnd
+	c.mu.Unlock()
 	if end.TimedOut && end.Outcome != Completed {
 		end.Outcome = Crashed
 		end.Error = fmt.Sprintf("the turn timed out after %s", c.cfg.TurnTimeout)
@@ -766,13 +1081,15 @@ func (c *Core) turn(it item, report bool) turnResult {
 	if end.Outcome == Crashed && end.ExitCode == 0 {
 		end.ExitCode = 1
 	}
-	end.Final = n.last.Text()
-	c.log.Info().Str("sessionId", sid).Str("outcome", string(end.Outcome)).Str("kind", string(end.Kind)).
+	end.Final = t.n.last.Text()
+	c.log.Info().Str("sessionId", f.sid).Str("outcome", string(end.Outcome)).Str("kind", string(end.Kind)).
 		Int("code", end.ExitCode).Dur("duration", end.Duration).Msg("turn ended")
-	if onEnd != nil {
+	if t.it.kind == itemSummary {
+		f.summary = &turnResult{end: end, final: end.Final}
+	} else if t.report && onEnd != nil {
 		onEnd(end)
 	}
-	return turnResult{end: end, final: end.Final}
+	return end.Outcome == Crashed, end.ExitCode
 }
 
 // normalizer renders the one fold of a turn's UI events (event/fold) as

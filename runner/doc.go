@@ -1,6 +1,8 @@
 // Package runner keeps one long-running agent busy: it owns a harness
-// session on any engine, queues the prompts it is sent, runs them one at a
-// time in order, and reports what the agent says as normalized Messages.
+// session on any engine, queues the prompts it is sent in the core's
+// queue of that session (stored with it: they survive a restart), lets
+// the core run them one at a time in order, and reports what the agent
+// says as normalized Messages.
 // The IRC daemon (package daemon) drives one Runner per agent; the
 // supervisor (package supervisor) observes its Messages.
 //
@@ -8,13 +10,15 @@
 //	k := runner.NewKeeper(runner.KeeperConfig{Runner: c, OnPause: alert, OnCircuitOpen: alert})
 //	k.OnMessage(sup.Observe)                 // {type:"assistant", model, content:[text|tool_use|thinking]}
 //	err = k.Start(ctx, "")                    // a session: new, Config.ResumeSession, or the last one
-//	err = k.SendPrompt("[IRC @mention in #dev] <ann> @bot hi") // never blocks: queued, run in order
-//	// each prompt: Harness.StartTurn → Turn.Wait (typed events → Messages), then TurnEnd:
+//	err = k.SendPrompt("[IRC @mention in #dev] <ann> @bot hi") // queued in the core (Harness.Enqueue), run in order
+//	// each prompt: a core turn the runner's gate lets start (Harness.GateQueue), followed
+//	// (Harness.Watch, Harness.Follow: typed events → Messages) to its TurnEnd:
 //	//   completed · failed (an API error…: 3 in a row pause the Keeper, OnPause)
 //	//   crashed (the agent died, could not start, timed out: OnExit(≠0) → the Keeper calls
 //	//   Stop, then Start(ResumePrompt) on the same session, and prompts sent meanwhile wait in the
 //	//   Keeper, then follow it; 3 crashes in 300 s open the breaker)
-//	err = k.Compact(ctx)                      // queued: summary turn, then a new session seeded with it
+//	err = k.Compact(ctx)                      // queued: summary turn, then a new session seeded with it;
+//	//   what was queued behind it moves there (Harness.MoveQueue), as behind k.Clear(ctx)
 //	err = k.Stop(ctx)                         // interrupt, wait, kill after a grace; OnExit(0)
 //
 // # Messages

@@ -50,8 +50,17 @@ func newEnvGrace(t *testing.T, bin string, interruptGrace time.Duration) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := harnessIn(t, api, root, t.TempDir(), bin, interruptGrace)
+	return &env{t: t, api: api, h: h, root: root}
+}
+
+// harnessIn is a Harness of root on api with its state in state (a
+// second one over the same state is the same server restarted); bin,
+// when not "", is the claude binary.
+func harnessIn(t *testing.T, api *claudetest.FakeAPI, root, state, bin string, interruptGrace time.Duration) *harness.Harness {
+	t.Helper()
 	h, err := harness.New(harness.Config{
-		Roots: []string{root}, StateDir: t.TempDir(), ChildEnv: api.Env(),
+		Roots: []string{root}, StateDir: state, ChildEnv: api.Env(),
 		Engines: engines.Builtin(engines.Config{ClaudeBinary: bin, Env: claudetest.BaseEnv(t.TempDir()), ChildEnv: api.Env(),
 			InterruptGrace: interruptGrace, KillGrace: 2 * time.Second}),
 	})
@@ -63,7 +72,7 @@ func newEnvGrace(t *testing.T, bin string, interruptGrace time.Duration) *env {
 		defer cancel()
 		h.Shutdown(ctx)
 	})
-	return &env{t: t, api: api, h: h, root: root}
+	return h
 }
 
 // core makes a Core of engine in the env's project.

@@ -31,6 +31,15 @@
 // A kernel without Landlock, or whose Landlock cannot restrict writes, is
 // an error (ErrUnavailable) when the sandbox is asked for: never a silent
 // unsandboxed run.
+//
+// The network (Spec.Net): with Landlock ABI 4 (Linux 6.7) the entry also
+// handles TCP bind and connect, and grants connect on the ports the
+// engine names (its model API's, its proxy's, its HTTP MCP servers') and
+// bind on none but an agent's own loopback port. What is restricted is
+// the port, not the host: a child allowed 443 reaches every host's 443,
+// and any local service on an allowed port. UDP (so DNS), Unix sockets
+// and other protocols are not restricted. On an older kernel the
+// network is left open, the writes sandboxed, and Cmd.Note says so.
 package sandbox
 
 import (
@@ -40,6 +49,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -98,7 +108,24 @@ type Spec struct {
 	// state directories); missing ones are created when they end in a
 	// separator, otherwise skipped.
 	Writable []string
+	// Net, when set, limits the child's TCP to the ports it names (see
+	// Net); nil leaves the network open.
+	Net *Net
 }
+
+// Net is what a sandboxed child may do on TCP: connect to the ports in
+// Connect (any host: Landlock's rules are by port, not by address) and
+// bind the ports in Bind (0 = an ephemeral port the kernel picks);
+// nothing else. UDP (so DNS), Unix sockets and every other protocol are
+// not restricted. It needs Landlock ABI 4 (Linux 6.7): on an older
+// kernel the network is left open and Cmd.Note says so; the write
+// sandbox is applied either way.
+type Net struct {
+	Connect, Bind []uint16
+}
+
+// NetABI is the first Landlock ABI with TCP bind and connect rules.
+const NetABI = 4
 
 // Cmd is a command wrapped in the sandbox entry.
 type Cmd struct {
@@ -108,7 +135,11 @@ type Cmd struct {
 	// Env are entries to add to the child's environment (TMPDIR, TMP,
 	// TEMP: the private temporary directory).
 	Env []string
-	tmp string
+	// Note is what the sandbox could not apply, for the caller to log
+	// ("" when everything asked for is enforced): Spec.Net on a kernel
+	// whose Landlock has no network rules.
+	Note string
+	tmp  string
 }
 
 // Close removes the private temporary directory; call it once the child
@@ -140,7 +171,8 @@ func WrapWith(exe string, spec Spec, argv []string) (*Cmd, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("sandbox: no command")
 	}
-	if _, err := Available(); err != nil {
+	abi, err := Available()
+	if err != nil {
 		return nil, err
 	}
 	if spec.Workdir == "" {
@@ -188,9 +220,23 @@ func WrapWith(exe string, spec Spec, argv []string) (*Cmd, error) {
 			args = append(args, "--rw", w)
 		}
 	}
+	var note string
+	switch {
+	case spec.Net == nil:
+	case abi < NetABI:
+		note = fmt.Sprintf("sandbox: the kernel's Landlock (ABI %d) has no network rules (ABI %d, Linux 6.7): the child's TCP is not limited; its writes are", abi, NetABI)
+	default:
+		args = append(args, "--net", "tcp")
+		for _, p := range spec.Net.Connect {
+			args = append(args, "--connect", strconv.Itoa(int(p)))
+		}
+		for _, p := range spec.Net.Bind {
+			args = append(args, "--bind", strconv.Itoa(int(p)))
+		}
+	}
 	args = append(args, "--")
 	args = append(args, argv...)
-	return &Cmd{Argv: args, Env: []string{"TMPDIR=" + tmp, "TMP=" + tmp, "TEMP=" + tmp}, tmp: tmp}, nil
+	return &Cmd{Argv: args, Env: []string{"TMPDIR=" + tmp, "TMP=" + tmp, "TEMP=" + tmp}, Note: note, tmp: tmp}, nil
 }
 
 // within reports whether dir is p or an ancestor of it.
@@ -303,14 +349,16 @@ func Rules(workdir string, protected, writable []string) (dirs, files []string, 
 	return dirs, files, nil
 }
 
-// Restrict applies the sandbox to the calling process (all its threads)
-// and everything it starts from now on.
-func Restrict(workdir string, protected, writable []string) error {
+// Restrict applies spec to the calling process (all its threads) and
+// everything it starts from now on: its writes (Spec.Protected nil = no
+// path protected) and, with Spec.Net, its TCP, which on a kernel without
+// network rules is an error here (Wrap leaves Net out there instead).
+func Restrict(spec Spec) error {
 	abi, err := Available()
 	if err != nil {
 		return err
 	}
-	dirs, files, err := Rules(workdir, protected, writable)
+	dirs, files, err := Rules(spec.Workdir, spec.Protected, spec.Writable)
 	if err != nil {
 		return err
 	}
@@ -323,7 +371,19 @@ func Restrict(workdir string, protected, writable []string) error {
 	if len(files) > 0 {
 		rules = append(rules, landlock.PathAccess(h&writeFile, files...))
 	}
-	if err := cfg.RestrictPaths(rules...); err != nil {
+	if spec.Net != nil {
+		if abi < NetABI {
+			return fmt.Errorf("%w: network rules need Landlock ABI %d, the kernel has %d", ErrUnavailable, NetABI, abi)
+		}
+		cfg.HandledAccessNet = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
+		for _, p := range spec.Net.Connect {
+			rules = append(rules, landlock.ConnectTCP(p))
+		}
+		for _, p := range spec.Net.Bind {
+			rules = append(rules, landlock.BindTCP(p))
+		}
+	}
+	if err := cfg.Restrict(rules...); err != nil {
 		return fmt.Errorf("sandbox: landlock (ABI %d): %w", abi, err)
 	}
 	return nil
@@ -331,8 +391,7 @@ func Restrict(workdir string, protected, writable []string) error {
 
 // runEntry is the entry: parse, restrict, execve.
 func runEntry(args []string) int {
-	var workdir string
-	var protected, writable []string
+	var spec Spec
 	for len(args) > 0 {
 		a := args[0]
 		if a == "--" {
@@ -345,11 +404,30 @@ func runEntry(args []string) int {
 		}
 		switch a {
 		case "--workdir":
-			workdir = args[1]
+			spec.Workdir = args[1]
 		case "--protect":
-			protected = append(protected, args[1])
+			spec.Protected = append(spec.Protected, args[1])
 		case "--rw":
-			writable = append(writable, args[1])
+			spec.Writable = append(spec.Writable, args[1])
+		case "--net":
+			if args[1] != "tcp" {
+				fmt.Fprintf(os.Stderr, "harness %s: --net %s: want tcp\n", Entry, args[1])
+				return 2
+			}
+			if spec.Net == nil {
+				spec.Net = &Net{}
+			}
+		case "--connect", "--bind":
+			p, err := strconv.ParseUint(args[1], 10, 16)
+			if err != nil || spec.Net == nil {
+				fmt.Fprintf(os.Stderr, "harness %s: %s %s: want a port after --net tcp\n", Entry, a, args[1])
+				return 2
+			}
+			if a == "--connect" {
+				spec.Net.Connect = append(spec.Net.Connect, uint16(p))
+			} else {
+				spec.Net.Bind = append(spec.Net.Bind, uint16(p))
+			}
 		default:
 			fmt.Fprintf(os.Stderr, "harness %s: unknown flag %s\n", Entry, a)
 			return 2
@@ -365,7 +443,7 @@ func runEntry(args []string) int {
 		fmt.Fprintf(os.Stderr, "harness %s: %v\n", Entry, err)
 		return 127
 	}
-	if err := Restrict(workdir, protected, writable); err != nil {
+	if err := Restrict(spec); err != nil {
 		fmt.Fprintf(os.Stderr, "harness %s: %v\n", Entry, err)
 		return 126
 	}

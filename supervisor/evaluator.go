@@ -66,12 +66,15 @@ func CoreEvaluator(h *harness.Harness, projectRoot, engineName, model, thinking 
 			defer cancel()
 			_ = h.DeleteSession(dctx, s.ID)
 		}()
-		t, err := h.StartTurn(ctx, s.ID, prompt)
+		t, err := h.StartTurn(ctx, harness.TurnRequest{SessionID: s.ID, Message: prompt})
 		if err != nil {
 			return "", fmt.Errorf("supervisor: evaluation turn: %w", err)
 		}
-		// Cancelling ctx kills the turn; Wait returns once it is over.
-		res, err := t.Wait(ctx, nil)
+		// Cancelling ctx kills the turn (Wait's ctx would stop only the
+		// waiting); Wait returns once it is over.
+		stop := context.AfterFunc(ctx, func() { _ = t.Kill() })
+		defer stop()
+		res, err := t.Wait(context.Background(), nil)
 		if cerr := ctx.Err(); cerr != nil {
 			return "", cerr
 		}

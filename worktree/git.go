@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -124,6 +125,15 @@ type runner struct {
 // git runs git in dir with args and returns its standard output. extraEnv
 // adds variables (GIT_INDEX_FILE).
 func (r runner) git(ctx context.Context, dir string, extraEnv []string, args ...string) ([]byte, error) {
+	return r.run(ctx, dir, extraEnv, nil, args...)
+}
+
+// gitIn is git with stdin as the command's standard input.
+func (r runner) gitIn(ctx context.Context, dir string, stdin io.Reader, args ...string) ([]byte, error) {
+	return r.run(ctx, dir, nil, stdin, args...)
+}
+
+func (r runner) run(ctx context.Context, dir string, extraEnv []string, stdin io.Reader, args ...string) ([]byte, error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, ErrNoGit
 	}
@@ -143,7 +153,7 @@ func (r runner) git(ctx context.Context, dir string, extraEnv []string, args ...
 	stdout.max = maxOutput
 	var stderr limitedBuffer
 	stderr.max = 64 << 10
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &stdout, &stderr
 	err := cmd.Run()
 	if err != nil {
 		code := -1

@@ -50,6 +50,7 @@ type MergeResult struct {
 // there, and with a *ConflictError naming the paths when the merge
 // conflicts; either way the target and Top are untouched.
 func (m *Manager) Merge(ctx context.Context, o MergeOptions) (*MergeResult, error) {
+	_ = m.AdoptObjects(ctx, o.Dir) // a sandboxed agent's commits (Grants); git says what is missing
 	switch o.Strategy {
 	case "":
 		o.Strategy = Squash
@@ -248,6 +249,7 @@ func (m *Manager) checkedOutAt(ctx context.Context, top, ref string) (string, er
 // merged once its changes are in).
 func (m *Manager) Unmerged(ctx context.Context, top, dir, branch, target string) (bool, error) {
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		_ = m.AdoptObjects(ctx, dir) // a sandboxed agent's commits (Grants); git says what is missing
 		dirty, err := m.Dirty(ctx, dir)
 		if err != nil || dirty {
 			return dirty, err
@@ -281,6 +283,7 @@ func (m *Manager) Remove(ctx context.Context, top, dir, branch string) error {
 	unlock := m.locks.Lock(top)
 	defer unlock()
 	if _, err := os.Stat(dir); err == nil {
+		_ = m.AdoptObjects(ctx, dir) // a sandboxed agent's commits (Grants); git says what is missing
 		if _, err := m.r.git(ctx, top, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
 			return err
 		}
@@ -301,6 +304,7 @@ func (m *Manager) Remove(ctx context.Context, top, dir, branch string) error {
 // is deleted only when nothing of it is unmerged into its repository's
 // HEAD, so no work is lost. It returns the branch kept ("" = deleted).
 func (m *Manager) RemoveOrphan(ctx context.Context, dir string) (kept string, err error) {
+	_ = m.AdoptObjects(ctx, dir) // a sandboxed agent's commits (Grants); git says what is missing
 	common, err := m.r.out(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrNotRepo, dir, err)

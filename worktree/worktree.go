@@ -211,6 +211,7 @@ type Diff struct {
 // the worktree through a copy of its index, so the worktree's own index
 // is left as it is.
 func (m *Manager) Diff(ctx context.Context, dir, baseCommit string) (*Diff, error) {
+	_ = m.AdoptObjects(ctx, dir) // a sandboxed agent's commits (Grants); git says what is missing
 	idx, cleanup, err := m.tempIndex(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -320,6 +321,7 @@ func (m *Manager) Dirty(ctx context.Context, dir string) (bool, error) {
 // included, .chirality aside) on its branch with message, and returns
 // the new commit, or "" when there was nothing to commit.
 func (m *Manager) Commit(ctx context.Context, dir, message string) (string, error) {
+	_ = m.AdoptObjects(ctx, dir) // a sandboxed agent's commits (Grants); git says what is missing
 	if _, err := m.r.git(ctx, dir, nil, "add", "-A", "--", ":/", excludeState); err != nil {
 		return "", err
 	}

@@ -281,7 +281,7 @@ func startAgent(o agentOptions, logger *zerolog.Logger, stderr io.Writer) (_ *ru
 		DefaultPermissionMode: "default", PermissionMode: o.permissionMode,
 		Approvals: true, ApprovalTimeout: o.approvalTimeout, WarmTurns: o.warm, DefaultEngine: engine.Anthropic,
 		Checkpoints: harness.CheckpointConfig{Off: o.noCheckpoints},
-		MCP:         o.mcp.Config(), Sandbox: o.iso.sandbox,
+		MCP:         o.mcp.Config(), Sandbox: o.iso.sandbox, SandboxOpenNetwork: o.iso.openNetwork,
 	}
 	if o.demo {
 		undo, err := setUpDemo(&cfg, stderr, "harness agent serve")

@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
-	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/event/fold"
 )
@@ -172,7 +172,7 @@ func TestReplaySaysWhatIsMissing(t *testing.T) {
 func TestStreamTurnNamesItsCommand(t *testing.T) {
 	for _, command := range []string{"harness turn", "harness replay"} {
 		var out, errOut bytes.Buffer
-		code := streamTurn(command, func() (engine.Turn, error) { return nil, errors.New("no agent here") }, false, &out, &errOut)
+		code := streamTurn(command, func() (*harness.Turn, error) { return nil, errors.New("no agent here") }, false, &out, &errOut)
 		if code == 0 || errOut.String() != command+": no agent here\n" {
 			t.Errorf("%s: exit %d, stderr %q", command, code, errOut.String())
 		}

@@ -286,9 +286,16 @@ func flagIsolation(cmd *cobra.Command, f *isolationFlags) {
 	cmd.Flags().StringVar(&f.base, "base", "", "with --isolation worktree: the commit-ish the branch starts at (default: the project's HEAD; a remote ref such as origin/main is fetched first)")
 	cmd.Flags().StringVar(&f.branch, "branch", "", "with --isolation worktree: the new branch's name (default: harness/<first 8 of the session id>)")
 	flagSandbox(cmd, &f.sandbox, "run the agent in the kernel sandbox (Landlock): it writes only its workdir minus the protected paths, its own state and a private TMPDIR; turns fail on a kernel without Landlock")
+	flagSandboxOpenNetwork(cmd, &f.openNetwork)
 }
 
 // --sandbox: the agents run in the kernel sandbox (harness.Config.Sandbox).
 func flagSandbox(cmd *cobra.Command, p *bool, help string) {
 	cmd.Flags().BoolVar(p, "sandbox", false, help)
+}
+
+// --sandbox-open-network: the engines whose sandboxed agents keep an open
+// network (harness.Config.SandboxOpenNetwork).
+func flagSandboxOpenNetwork(cmd *cobra.Command, p *[]string) {
+	cmd.Flags().StringSliceVar(p, "sandbox-open-network", nil, "with --sandbox: engines whose agents keep an open network (comma-separated; * = all). The others connect over TCP only to their model API's port, their proxy's and their HTTP MCP servers', and listen on none but their own loopback port (opencode's) (Landlock's network rules, Linux 6.7+; by port, not by host; UDP and Unix sockets are not limited)")
 }

@@ -12,6 +12,7 @@ import (
 type isolationFlags struct {
 	isolation, base, branch string
 	sandbox                 bool
+	openNetwork             []string // --sandbox-open-network
 }
 
 // check refuses --base or --branch without --isolation worktree, and an

@@ -102,7 +102,11 @@ func TestClaudeCodeDelegatesToCodexThroughHarnessMCP(t *testing.T) {
 	var starts []string
 	var results []event.ToolResult
 	var mcpStatus []event.MCPServerStatus
-	res, err := h.Run(ctx, s.ID, "delegate this to Codex", func(rec session.Record) error {
+	tr, err := h.StartTurn(ctx, harness.TurnRequest{SessionID: s.ID, Message: "delegate this to Codex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Wait(ctx, func(rec session.Record) error {
 		switch ev := rec.Typed; ev.Type {
 		case event.TypeSessionInit:
 			mcpStatus = ev.Init.MCPServers

@@ -19,6 +19,8 @@ type notifyFlags struct {
 	webhooks, ntfy stringList
 	idle           time.Duration
 	link, file     string
+	irc            stringList // notify_irc.go
+	ircNick        string
 }
 
 func flagNotify(cmd *cobra.Command, f *notifyFlags) {
@@ -27,14 +29,15 @@ func flagNotify(cmd *cobra.Command, f *notifyFlags) {
 	fs.Var(&f.ntfy, "notify-ntfy", "ntfy-compatible topic URL sent the same notifications as text with a Title header (repeatable)")
 	fs.DurationVar(&f.idle, "notify-idle", 0, "also notify when a session has had no new turn this long after its last one ended (0 = never)")
 	fs.StringVar(&f.link, "notify-link", "", "the console's base URL in notifications (default: http://ADDR/ of this server)")
-	fs.StringVar(&f.file, "notify-config", "", "YAML file of notification settings (notify: {webhooks: [...], ntfy: [...], idle: 30m, link: URL}); the flags add to it")
+	fs.StringVar(&f.file, "notify-config", "", "YAML file of notification settings (notify: {webhooks: [...], ntfy: [...], irc: [...], irc_nick: NICK, idle: 30m, link: URL}); the flags add to it")
 	_ = cmd.RegisterFlagCompletionFunc("notify-config", completeYAML)
+	flagNotifyIRC(fs, f) // notify_irc.go
 }
 
 // config is the notifier's configuration, or ok false when none is set.
 func (f *notifyFlags) config(logger *zerolog.Logger) (notify.Config, bool, error) {
 	cfg := notify.Config{Webhooks: f.webhooks, Ntfy: f.ntfy, Idle: f.idle, Link: f.link, Logger: logger,
-		Secret: os.Getenv(notify.SecretEnv)}
+		Secret: os.Getenv(notify.SecretEnv), IRC: f.irc, IRCNick: f.ircNick}
 	if f.file != "" {
 		if err := notify.LoadFile(f.file, &cfg); err != nil {
 			return cfg, false, err

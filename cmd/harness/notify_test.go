@@ -95,6 +95,7 @@ func TestServeRefusesBadNotifyConfig(t *testing.T) {
 		{"--notify-webhook", "ftp://x/"},
 		{"--notify-idle", "-1s", "--notify-ntfy", "http://x/t"},
 		{"--notify-config", file},
+		{"--notify-irc", "irc://irc.example/"}, // no channel
 	} {
 		var out, errOut strings.Builder
 		code := serve(append([]string{"--addr", "127.0.0.1:0", "--root", t.TempDir(), "--warm", "0"}, args...), &out, &errOut, nil)

@@ -186,7 +186,7 @@ func followTurn(h *harness.Harness, id, message string, asJSON bool, ask *asker,
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	t, err := h.StartTurn(context.Background(), id, message)
+	t, err := h.StartTurn(context.Background(), harness.TurnRequest{SessionID: id, Message: message})
 	if err != nil {
 		fmt.Fprintln(stderr, "harness turn:", userError(err))
 		return 1
@@ -197,9 +197,9 @@ func followTurn(h *harness.Harness, id, message string, asJSON bool, ask *asker,
 			select {
 			case <-sigs:
 				if count++; count == 1 {
-					_ = h.Interrupt(id)
+					_ = t.Interrupt()
 				} else {
-					_ = h.Kill(id)
+					_ = t.Kill()
 				}
 			case <-t.Done():
 				return
@@ -220,7 +220,11 @@ func followTurn(h *harness.Harness, id, message string, asJSON bool, ask *asker,
 			_ = out.Flush()
 			go ask.ask(ev.Approval)
 		}
-		return out.Flush() // stdout is gone: Wait stops the agent too
+		if err := out.Flush(); err != nil {
+			_ = t.Kill() // stdout is gone: stop the agent too (Wait only stops reading)
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		var te *harness.TurnError

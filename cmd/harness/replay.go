@@ -29,7 +29,7 @@ type replayOptions struct {
 // log or the resume fallback, so a wrapper bug can be told from a model
 // bug. The session file is not changed; the Claude conversation is
 // continued, as a gateway turn would. Its events are scrubbed as every
-// turn's (Harness.StartEphemeral).
+// turn's (Harness.StartTurn, ephemeral).
 func (c *cli) replayCmd() *cobra.Command {
 	var o replayOptions
 	cmd := &cobra.Command{
@@ -126,8 +126,8 @@ func (c *cli) replay(o *replayOptions, id, message string) int {
 	// stored).
 	req := plan.Request
 	req.Message, req.PromptChanged = message, false
-	return streamTurn("harness replay", func() (engine.Turn, error) {
-		return h.StartEphemeral(context.Background(), engine.ClaudeCode, req)
+	return streamTurn("harness replay", func() (*harness.Turn, error) {
+		return h.StartTurn(context.Background(), harness.TurnRequest{Engine: engine.ClaudeCode, Message: message, Request: req})
 	}, o.asJSON, stdout, stderr)
 }
 

@@ -36,6 +36,7 @@ type serveFlags struct {
 	allowBypass, demo, verbose                       bool
 	approvals                                        bool
 	sandbox                                          bool
+	sandboxOpenNetwork                               []string
 	approvalTimeout, warmIdle, shutdownGrace         time.Duration
 	warm                                             int
 	noCheckpoints                                    bool
@@ -94,6 +95,7 @@ on http://ADDR"; the log goes to stderr.
 	flagDemo(cmd, &f.demo)
 	flagVerbose(cmd, &f.verbose, "debug logging on stderr")
 	flagSandbox(cmd, &f.sandbox, "run every session's agent in the kernel sandbox (Landlock): it writes only its workdir minus the protected paths, its own state and a private TMPDIR; turns fail on a kernel without Landlock")
+	flagSandboxOpenNetwork(cmd, &f.sandboxOpenNetwork)
 	fs.BoolVar(&f.approvals, "approvals", true, "in permission modes default, acceptEdits and plan, ask a person before a tool runs that no rule allows")
 	flagApprovalTimeout(cmd, &f.approvalTimeout, harness.DefaultApprovalTimeout, "how long a tool waits for an answer before it is denied")
 	flagWarm(cmd, &f.warm, 2, "CLI processes kept started ahead for sessions' next turns (0 = off; ~150 MB each)")
@@ -173,7 +175,7 @@ func (c *cli) serve(f *serveFlags, stop <-chan os.Signal) int {
 		PermissionMode: f.permissionMode, AllowBypass: f.allowBypass, MaxTurns: f.maxTurns,
 		AllowedTools: f.allowedTools, Logger: &logger,
 		Approvals: f.approvals, ApprovalTimeout: f.approvalTimeout, WarmTurns: f.warm, WarmIdle: f.warmIdle,
-		Sandbox: f.sandbox, DefaultEngine: f.engine, Checkpoints: harness.CheckpointConfig{Off: f.noCheckpoints}, MCP: f.mcp.Config(),
+		Sandbox: f.sandbox, SandboxOpenNetwork: f.sandboxOpenNetwork, DefaultEngine: f.engine, Checkpoints: harness.CheckpointConfig{Off: f.noCheckpoints}, MCP: f.mcp.Config(),
 		ResumeQueues: true, // the server goes on with the prompt queues a previous one left (issue 32)
 	}
 	var cleanup []func()

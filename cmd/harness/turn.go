@@ -150,7 +150,8 @@ func (c *cli) turn(f *turnFlags, message string) int {
 }
 
 // runEphemeral is `harness turn` without --session or --persona: one turn
-// through the core in an ephemeral session (Harness.StartEphemeral), so
+// through the core in an ephemeral session (Harness.StartTurn without a
+// session), so
 // its events are scrubbed as every session's are, and nothing of it is
 // kept in the project. The turn runs with the flags as given, no persona
 // or mode added; engines other than Claude Code and the native loop get
@@ -206,7 +207,9 @@ func runEphemeral(f *turnFlags, message string, childEnv, allowed []string, stdo
 		return 1
 	}
 	defer shutdownTurns(h)
-	return streamTurn("harness turn", func() (engine.Turn, error) { return h.StartEphemeral(context.Background(), name, req) }, f.json, stdout, stderr)
+	return streamTurn("harness turn", func() (*harness.Turn, error) {
+		return h.StartTurn(context.Background(), harness.TurnRequest{Engine: name, Message: message, Request: req})
+	}, f.json, stdout, stderr)
 }
 
 // checkDir says what is wrong with a directory flag's value ("" = fine or
@@ -230,7 +233,7 @@ func checkDir(flag, dir string) string {
 // streamTurn runs one turn and prints it (errors prefixed by command). SIGINT or SIGTERM interrupts the
 // turn (a second one kills it) and the remaining events are still printed.
 // It returns 0 only when the turn completed (130 when interrupted).
-func streamTurn(command string, start func() (engine.Turn, error), asJSON bool, stdout, stderr io.Writer) int {
+func streamTurn(command string, start func() (*harness.Turn, error), asJSON bool, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -240,9 +243,6 @@ func streamTurn(command string, start func() (engine.Turn, error), asJSON bool, 
 		fmt.Fprintln(stderr, command+":", userError(err))
 		return failCode(err)
 	}
-	defer turn.Close()
-	done := make(chan struct{})
-	defer close(done)
 	go func() {
 		count := 0
 		for {
@@ -254,12 +254,11 @@ func streamTurn(command string, start func() (engine.Turn, error), asJSON bool, 
 				} else {
 					_ = turn.Kill()
 				}
-			case <-done:
+			case <-turn.Done():
 				return
 			}
 		}
 	}()
-	buffered, _ := turn.(interface{ Buffered() int })
 
 	out := bufio.NewWriterSize(stdout, 64<<10)
 	var p printer
@@ -268,17 +267,21 @@ func streamTurn(command string, start func() (engine.Turn, error), asJSON bool, 
 	} else {
 		p = &textPrinter{out: out, errw: stderr}
 	}
-	for turn.Next() {
-		p.print(turn.Event())
+	for rec, err := range turn.Events(context.Background()) {
+		if err != nil {
+			break // the turn's error says how it ended
+		}
+		p.print(*rec.Typed)
 		// Flush when nothing else is waiting: batches under load, stays
 		// interactive when tokens trickle in.
-		if buffered == nil || buffered.Buffered() == 0 {
+		if !rec.More {
 			if err := out.Flush(); err != nil {
 				_ = turn.Kill() // stdout is gone (a closed pipe): stop the agent too
 			}
 		}
 	}
 	_ = out.Flush()
+	<-turn.Done()
 	if err := turn.Err(); err != nil {
 		if !asJSON {
 			fmt.Fprintln(stderr, command+":", userError(err))

@@ -54,10 +54,10 @@ var (
 type Ops struct{ H *harness.Harness }
 
 // StartTurn starts a turn of session id with message and the per-turn
-// options o (harness.Harness.StartTurnWith). It is the doors' one call of
+// options o (harness.Harness.StartTurn). It is the doors' one call of
 // the core's turn starter.
 func (o Ops) StartTurn(ctx context.Context, id, message string, opts harness.TurnOptions) (*harness.Turn, error) {
-	return o.H.StartTurnWith(ctx, id, message, opts)
+	return o.H.StartTurn(ctx, harness.TurnRequest{SessionID: id, Message: message, Options: opts})
 }
 
 // StartOrQueue starts a turn, or queues message behind the running one

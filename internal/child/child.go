@@ -100,6 +100,9 @@ func Start(cfg Config) (*Process, error) {
 		if box, err = sandbox.Apply(cmd, *cfg.Sandbox); err != nil {
 			return nil, err
 		}
+		if box.Note != "" {
+			cfg.Log.Warn().Str("source", cfg.StderrSource).Msg(box.Note)
+		}
 	}
 	var ends [6]*os.File // stdin r/w, stdout r/w, stderr r/w
 	var err error

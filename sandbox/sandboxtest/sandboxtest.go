@@ -1,12 +1,16 @@
 // Package sandboxtest is the scene the engines' sandbox tests share: a
 // workdir with protected directories and a symlink planted to point
 // outside, a scratch HOME with a ~/.bashrc, the shell commands that try
-// each way out, and the check that none got through.
+// each way out, and the check that none got through; for the network, a
+// loopback listener no agent is given and the command that dials it.
 package sandboxtest
 
 import (
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -80,4 +84,45 @@ func (s *Scene) Check(t testing.TB) {
 	if b, _ := os.ReadFile(s.Bashrc); string(b) != "# rc\n" {
 		t.Errorf(".bashrc = %q", b)
 	}
+}
+
+// Listen opens a loopback TCP listener that accepts and closes
+// connections until the test ends (a port no sandboxed agent is given),
+// and returns its port.
+func Listen(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Connect is a shell command that opens a TCP connection to
+// 127.0.0.1:port from a child bash and prints "connected".
+func Connect(port int) string {
+	return "bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + strconv.Itoa(port) + " && echo connected'"
+}
+
+// PortOf is the port of the URL u (a fake API's), or fails t.
+func PortOf(t testing.TB, u string) int {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err == nil {
+		if n, err := strconv.Atoi(p.Port()); err == nil {
+			return n
+		}
+	}
+	t.Fatalf("no port in %q", u)
+	return 0
 }
