@@ -26,7 +26,7 @@ func (a *askEngine) StartTurn(_ context.Context, req engine.Request) (engine.Tur
 	t := &chanTurn{ch: make(chan event.Event, 4)}
 	go func() {
 		k := req.SessionKey
-		t.ch <- event.Event{Type: event.TypeSessionInit, SessionID: k, Init: &event.SessionInit{Engine: "ask", EngineSessionID: "c"}}
+		t.ch <- event.Event{Type: event.TypeSessionInit, SessionID: k, Init: &event.SessionInit{Engine: "ask", ConversationID: "c"}}
 		<-a.ready // as a browser would be: connected before the question comes
 		t0 := time.Now()
 		a.asked <- t0

@@ -27,10 +27,10 @@ func (b Budget) IsZero() bool { return b.MaxCostUSD <= 0 && b.MaxTokens <= 0 }
 
 // ErrBudgetExceeded: the session's budget (or its project's) is spent; no
 // turn runs until a person raises it (422).
-var ErrBudgetExceeded = errors.New("budget exceeded")
+var ErrBudgetExceeded = engine.NewError(engine.ErrCannot, "budget exceeded")
 
 // ErrInvalidBudget: a budget with a negative or non-finite limit (400).
-var ErrInvalidBudget = errors.New("invalid budget")
+var ErrInvalidBudget = engine.NewError(engine.ErrInvalid, "invalid budget")
 
 // BudgetError says which budget was spent and how much.
 type BudgetError struct {

@@ -270,7 +270,7 @@ func (h *Harness) turnsOf(id string) ([]turnRec, int64, error) {
 			t.end = rec.Seq
 			switch {
 			case ev.Type == event.TypeSessionInit && ev.Init != nil:
-				t.conv = ev.Init.ConversationID()
+				t.conv = ev.Init.ConversationID
 			case ev.Type == event.TypeSessionComplete && ev.Complete != nil:
 				t.checkpoint = ev.Complete.Checkpoint
 			case ev.Type == event.TypeProcessExit:
@@ -395,14 +395,14 @@ func (h *Harness) Fork(ctx context.Context, id string, o ForkOptions) (*session.
 			p := *s.Pending // the source's own cut, not yet taken
 			p.Fork = p.Resume != ""
 			pending = &p
-		case s.ResumeID() != "":
-			pending = &session.Pending{Resume: s.ResumeID(), Fork: true}
+		case s.ConversationID != "":
+			pending = &session.Pending{Resume: s.ConversationID, Fork: true}
 			// Pinned where the conversation is now: the fork's first turn
 			// may run after more turns of the source, which must not end
 			// up in the fork. An engine that can cut continues the copy up
 			// to the source's last completed turn (its checkpoint).
 			if ctl.Rewind {
-				if p := cutAfter(turns, len(turns)-1, ctl); p.Resume == s.ResumeID() && p.ResumeAt != "" {
+				if p := cutAfter(turns, len(turns)-1, ctl); p.Resume == s.ConversationID && p.ResumeAt != "" {
 					pending = p
 				}
 			}

@@ -337,7 +337,7 @@ func (c *ctlEngine) StartTurn(_ context.Context, req engine.Request) (engine.Tur
 	}
 	k := req.SessionKey
 	return &sliceTurn{evs: []event.Event{
-		{Type: event.TypeSessionInit, SessionID: k, Init: &event.SessionInit{Engine: "ctl", EngineSessionID: conv}},
+		{Type: event.TypeSessionInit, SessionID: k, Init: &event.SessionInit{Engine: "ctl", ConversationID: conv}},
 		{Type: event.TypeSessionComplete, SessionID: k, Complete: &event.SessionComplete{Checkpoint: "k" + strconv.Itoa(c.n)}},
 		{Type: event.TypeProcessExit, SessionID: k, Exit: &event.ProcessExit{}},
 	}, i: -1}, nil
@@ -551,7 +551,7 @@ type gateTurn struct {
 func (t *gateTurn) Next() bool {
 	switch t.i++; t.i {
 	case 1:
-		t.ev = event.Event{Type: event.TypeSessionInit, SessionID: t.key, Init: &event.SessionInit{Engine: "gate", EngineSessionID: "g1"}}
+		t.ev = event.Event{Type: event.TypeSessionInit, SessionID: t.key, Init: &event.SessionInit{Engine: "gate", ConversationID: "g1"}}
 	case 2:
 		select {
 		case <-t.g.release:

@@ -33,7 +33,7 @@ func (s *scriptEngine) StartTurn(_ context.Context, req engine.Request) (engine.
 	s.mu.Unlock()
 	k := req.SessionKey
 	return &sliceTurn{evs: []event.Event{
-		{Type: event.TypeSessionInit, SessionID: k, Init: &event.SessionInit{Model: "script-1", Engine: "script", EngineSessionID: "conv-" + string(rune('0'+n))}},
+		{Type: event.TypeSessionInit, SessionID: k, Init: &event.SessionInit{Model: "script-1", Engine: "script", ConversationID: "conv-" + string(rune('0'+n))}},
 		{Type: event.TypeChatDelta, SessionID: k, Text: "echo: " + req.Message},
 		{Type: event.TypeSessionComplete, SessionID: k, Complete: &event.SessionComplete{CostUSD: 0.25}},
 		{Type: event.TypeProcessExit, SessionID: k, Exit: &event.ProcessExit{}},
@@ -82,7 +82,7 @@ func TestSessionOnAnotherEngine(t *testing.T) {
 		t.Fatalf("request %+v lacks the persona prompt, cwd or state dir", reqs[0])
 	}
 	got, _ := e.h.Session(s.ID)
-	if got.Title != "first words" || got.CostUSD != 0.5 || got.EngineSessionID != "conv-2" || got.ClaudeSessionID != "" {
+	if got.Title != "first words" || got.CostUSD != 0.5 || got.ConversationID != "conv-2" {
 		t.Fatalf("session after two turns: %+v", got)
 	}
 	list, _ := e.h.ListSessions(e.root)

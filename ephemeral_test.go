@@ -158,7 +158,7 @@ func TestEphemeralTurnTrustsAnEngineThatScrubs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, err := h.StartTurn(context.Background(), TurnRequest{Engine: "leak", Request: engine.Request{Message: "hi", Cwd: root}})
+		tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "hi", Engine: "leak", Request: engine.Request{Cwd: root}})
 		if err != nil {
 			t.Fatal(err)
 		}

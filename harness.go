@@ -322,7 +322,7 @@ type sentinelError struct {
 }
 
 func (e *sentinelError) Error() string   { return e.msg }
-func (e *sentinelError) Is(t error) bool { return t == e.sentinel }
+func (e *sentinelError) Is(t error) bool { return errors.Is(e.sentinel, t) }
 func (e *sentinelError) Unwrap() error   { return e.cause }
 
 func mapPersonaErr(err error) error {
@@ -541,13 +541,13 @@ func (h *Harness) SessionIn(projectRoot, id string) (*session.Session, error) {
 
 // SessionSummary is one entry of ListSessions.
 type SessionSummary struct {
-	ID              string    `json:"id" oa:"format=uuid"`
-	CreatedAt       time.Time `json:"createdAt"`
-	UpdatedAt       time.Time `json:"updatedAt"`
-	ProjectRoot     string    `json:"projectRoot"`
-	Persona         *string   `json:"persona"`
-	Mode            string    `json:"mode" oa:"ref=Mode"`
-	ClaudeSessionID *string   `json:"claudeSessionId"`
+	ID             string    `json:"id" oa:"format=uuid"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+	ProjectRoot    string    `json:"projectRoot"`
+	Persona        *string   `json:"persona"`
+	Mode           string    `json:"mode" oa:"ref=Mode"`
+	ConversationID *string   `json:"claudeSessionId"`
 	// Engine runs the session; Model is the one asked for ("" = default).
 	Engine string `json:"engine"`
 	Model  string `json:"model,omitempty"`
@@ -606,7 +606,7 @@ func (h *Harness) ListSessions(projectRoot string) ([]SessionSummary, error) {
 		for _, s := range list {
 			out = append(out, SessionSummary{
 				ID: s.ID, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(), ProjectRoot: s.ProjectRoot,
-				Persona: nullable(s.Persona), Mode: s.Mode, ClaudeSessionID: nullable(s.ClaudeSessionID),
+				Persona: nullable(s.Persona), Mode: s.Mode, ConversationID: nullable(s.ConversationID),
 				Engine: h.sessionEngine(s), Model: s.Model, Title: s.Title, CostUSD: s.CostUSD,
 				Running: h.IsRunning(s.ID), PendingApprovals: len(h.PendingApprovals(s.ID)),
 				Isolation: s.Isolation, Branch: s.Branch, Base: s.Base,

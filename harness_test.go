@@ -225,8 +225,8 @@ func TestTurnPersonaPromptToolsAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ClaudeSessionID != init[0].Init.ClaudeSessionID || !got.UpdatedAt.After(s.UpdatedAt) {
-		t.Errorf("stored session %+v, want claudeSessionId %s and a newer updatedAt", got, init[0].Init.ClaudeSessionID)
+	if got.ConversationID != init[0].Init.ConversationID || !got.UpdatedAt.After(s.UpdatedAt) {
+		t.Errorf("stored session %+v, want claudeSessionId %s and a newer updatedAt", got, init[0].Init.ConversationID)
 	}
 	prompt, err := os.ReadFile(filepath.Join(e.root, ".chirality", "prompts", s.ID+"-system.txt"))
 	if err != nil || !strings.Contains(string(prompt), "QUINCE") {
@@ -285,13 +285,13 @@ func TestResumeContinuesAndFallsBack(t *testing.T) {
 	}
 	e.api.Script(claudetest.TextReply("first answer"), claudetest.TextReply("second answer"), claudetest.TextReply("third answer"))
 	evs1, _ := e.turn(s.ID, "remember the word PAPAYA")
-	claude1 := ofType(evs1, event.TypeSessionInit)[0].Init.ClaudeSessionID
+	claude1 := ofType(evs1, event.TypeSessionInit)[0].Init.ConversationID
 
 	evs2, tr2 := e.turn(s.ID, "what was the word?")
 	if tr2.Err() != nil {
 		t.Fatal(tr2.Err())
 	}
-	if got := ofType(evs2, event.TypeSessionInit)[0].Init.ClaudeSessionID; got != claude1 {
+	if got := ofType(evs2, event.TypeSessionInit)[0].Init.ConversationID; got != claude1 {
 		t.Errorf("second turn ran in Claude session %s, want the resumed %s", got, claude1)
 	}
 	history := requestHistory(e.api.Requests()[len(e.api.Requests())-1])
@@ -313,7 +313,7 @@ func TestResumeContinuesAndFallsBack(t *testing.T) {
 		t.Fatalf("session:error = %+v", errs)
 	}
 	inits := ofType(evs3, event.TypeSessionInit)
-	if len(inits) != 1 || inits[0].Init.ClaudeSessionID == claude1 || inits[0].Seq < errs[0].Seq {
+	if len(inits) != 1 || inits[0].Init.ConversationID == claude1 || inits[0].Seq < errs[0].Seq {
 		t.Fatalf("session:init after the fallback = %+v", inits)
 	}
 	if n := len(ofType(evs3, event.TypeSessionComplete)); n != 1 || text(evs3) != "third answer" {
@@ -323,8 +323,8 @@ func TestResumeContinuesAndFallsBack(t *testing.T) {
 		t.Errorf("the fresh session did not get the message: %q", last.LastUserText())
 	}
 	got, _ := e.h.Session(s.ID)
-	if got.ClaudeSessionID != inits[0].Init.ClaudeSessionID {
-		t.Errorf("stored claudeSessionId %s, want the new %s", got.ClaudeSessionID, inits[0].Init.ClaudeSessionID)
+	if got.ConversationID != inits[0].Init.ConversationID {
+		t.Errorf("stored claudeSessionId %s, want the new %s", got.ConversationID, inits[0].Init.ConversationID)
 	}
 	logText, _ := os.ReadFile(filepath.Join(e.root, ".chirality", "logs", "harness.log"))
 	if !strings.Contains(string(logText), `"event":"resume:fail"`) || !strings.Contains(string(logText), `"event":"resume:attempt"`) {
@@ -511,7 +511,7 @@ func TestShutdownLeavesNoProcess(t *testing.T) {
 	// session and its history.
 	h2 := e.open()
 	got, err := h2.Session(s.ID)
-	if err != nil || got.ClaudeSessionID == "" {
+	if err != nil || got.ConversationID == "" {
 		t.Fatalf("after restart: %+v, %v", got, err)
 	}
 	evs := e.follow(h2, s.ID, 0)

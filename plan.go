@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -33,10 +32,10 @@ const MaxPlanFeedback = 64 << 10
 // Errors of DecidePlan.
 var (
 	// ErrNoPlan: no plan of the session waits for a decision (409).
-	ErrNoPlan = errors.New("no plan is waiting for a decision in this session")
+	ErrNoPlan = engine.NewError(engine.ErrConflict, "no plan is waiting for a decision in this session")
 	// ErrInvalidPlanDecision: decision approve (mode default or
 	// acceptEdits) or revise (with feedback) (400).
-	ErrInvalidPlanDecision = errors.New(`invalid plan decision: want decision "approve" (mode "default" or "acceptEdits") or "revise" (with feedback)`)
+	ErrInvalidPlanDecision = engine.NewError(engine.ErrInvalid, `invalid plan decision: want decision "approve" (mode "default" or "acceptEdits") or "revise" (with feedback)`)
 )
 
 // PlanDecision is a person's answer to plan:ready.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/session"
 )
@@ -35,12 +36,12 @@ const (
 // Errors of the queue.
 var (
 	// ErrQueueFull: the session already has MaxQueued prompts queued.
-	ErrQueueFull = errors.New("the session's prompt queue is full")
+	ErrQueueFull = engine.NewError(engine.ErrFull, "the session's prompt queue is full")
 	// ErrMessageTooLarge: a queued message is over MaxQueuedMessage.
-	ErrMessageTooLarge = errors.New("message too large to queue")
+	ErrMessageTooLarge = engine.NewError(engine.ErrCannot, "message too large to queue")
 	// ErrPromptNotFound: no such prompt in the session's queue (it may
 	// have started already).
-	ErrPromptNotFound = errors.New("no such prompt in the session's queue")
+	ErrPromptNotFound = engine.NewError(engine.ErrNotFound, "no such prompt in the session's queue")
 )
 
 // QueuedPrompt is one prompt in a session's queue.
@@ -161,7 +162,7 @@ type QueueEdit struct {
 
 // ErrInvalidQueueEdit: a queue edit that means nothing (a negative
 // position).
-var ErrInvalidQueueEdit = errors.New("invalid queue edit")
+var ErrInvalidQueueEdit = engine.NewError(engine.ErrInvalid, "invalid queue edit")
 
 // EditQueued applies e to prompt promptID of session id and returns the
 // queue as it now is. A prompt that is not queued (any more) is

@@ -55,7 +55,7 @@ type queueTurn struct {
 func (t *queueTurn) Next() bool {
 	switch t.i++; t.i {
 	case 1:
-		t.ev = event.Event{Type: event.TypeSessionInit, SessionID: t.key, Init: &event.SessionInit{Engine: "queue", EngineSessionID: "q1"}}
+		t.ev = event.Event{Type: event.TypeSessionInit, SessionID: t.key, Init: &event.SessionInit{Engine: "queue", ConversationID: "q1"}}
 	case 2:
 		if t.hold {
 			select {

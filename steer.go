@@ -26,7 +26,7 @@ const SteerTimeout = 30 * time.Second
 var (
 	// ErrNoTurnToSteer: the session has no running turn to steer (409;
 	// send the message as a turn, or queue it).
-	ErrNoTurnToSteer = errors.New("no turn is running for this session to steer")
+	ErrNoTurnToSteer = engine.NewError(engine.ErrConflict, "no turn is running for this session to steer")
 	// ErrSteerUnsupported: the session's engine cannot take a message
 	// while a turn runs (422); the error names the engines that can. It
 	// wraps ErrUnsupported.
@@ -75,8 +75,6 @@ func (h *Harness) Steer(ctx context.Context, id, message string) error {
 		return h.steerUnsupported(r.eng.Name(), err)
 	case errors.Is(err, engine.ErrNotRunning):
 		return ErrNoTurnToSteer
-	case errors.Is(err, engine.ErrBusy):
-		return fmt.Errorf("%w: %v", ErrBusy, err)
 	default:
 		return err
 	}

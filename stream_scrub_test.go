@@ -89,7 +89,7 @@ func TestSecretSplitAcrossDeltas(t *testing.T) {
 	const key = "sk-ant-api03-CoreSplitKey0123456789"
 	secrets.FilterEnv([]string{"MY_SERVICE_PASSWORD=" + value}, nil)
 	var evs []event.Event
-	evs = append(evs, event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{Engine: "delta", EngineSessionID: "c1"}})
+	evs = append(evs, event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{Engine: "delta", ConversationID: "c1"}})
 	evs = append(evs, deltas(event.TypeThinkingDelta, "the password is stream-core-", "secret-value-77, so")...)
 	evs = append(evs, deltas(event.TypeChatDelta, "Your key: sk-an", "t-api03-CoreSplit", "Key0123456789", " — keep it.")...)
 	evs = append(evs,
@@ -148,7 +148,7 @@ func TestSecretSplitAcrossDeltas(t *testing.T) {
 // Issue 24: what a block holds back at the end of an interrupted turn
 // is emitted before the turn's session:error: nothing is lost.
 func TestHeldTailFlushedOnInterrupt(t *testing.T) {
-	evs := []event.Event{{Type: event.TypeSessionInit, Init: &event.SessionInit{Engine: "delta", EngineSessionID: "c1"}}}
+	evs := []event.Event{{Type: event.TypeSessionInit, Init: &event.SessionInit{Engine: "delta", ConversationID: "c1"}}}
 	evs = append(evs, deltas(event.TypeChatDelta, "Working on it; the key starts sk-ant-AB")...)
 	de := &deltaEngine{evs: evs, hang: true, waiting: make(chan struct{})}
 	e := newTestEnv(t, func(c *Config) {

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -109,7 +108,7 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 	req := engine.Request{
 		SessionKey:       s.ID,
 		Cwd:              s.Dir(), // a worktree session's worktree, else the project root
-		Resume:           s.ResumeID(),
+		Resume:           s.ConversationID,
 		SystemPrompt:     prompt,
 		SystemPromptFile: path,
 		PermissionMode:   perm,
@@ -444,15 +443,7 @@ func (h *Harness) startTurn(ctx context.Context, id, message string, o TurnOptio
 		// never holds a turn without its end.
 		r.emit(event.Event{Type: event.TypeSessionError, Error: &event.SessionError{Error: "the turn could not start: " + err.Error(), Kind: event.ErrorStart}})
 		r.emit(event.Event{Type: event.TypeProcessExit, Exit: engine.TurnExit(false, 0, "")}) // no process ended: 1
-		switch {
-		case errors.Is(err, engine.ErrBusy):
-			return nil, ErrBusy
-		case errors.Is(err, engine.ErrClosed):
-			return nil, ErrClosed
-		case errors.Is(err, engine.ErrUnsupported):
-			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
-		}
-		return nil, err
+		return nil, err                                                                       // engine's error set: ErrBusy, ErrClosed, ErrUnsupported are the core's
 	}
 	lt.attach(et)
 	started = true
@@ -583,11 +574,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 		switch ev.Type {
 		case event.TypeSessionInit:
 			r.smu.Lock()
-			if ev.Init.EngineSessionID != "" {
-				r.s.EngineSessionID = ev.Init.EngineSessionID
-			} else {
-				r.s.ClaudeSessionID = ev.Init.ClaudeSessionID
-			}
+			r.s.ConversationID = ev.Init.ConversationID
 			// The conversation took the turn: a fork's or rewind's cut is
 			// done, and it has been given this prompt.
 			r.s.Pending = nil
@@ -601,7 +588,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 			r.smu.Unlock()
 			r.usage.model = ev.Init.Model
 			r.saveAside("session:init")
-			r.log.Info().Str("sessionId", r.s.ID).Str("claudeSessionId", ev.Init.ConversationID()).
+			r.log.Info().Str("sessionId", r.s.ID).Str("claudeSessionId", ev.Init.ConversationID).
 				Str("model", ev.Init.Model).Strs("tools", ev.Init.Tools).Str("permissionMode", ev.Init.PermissionMode).Msg(logging.EventSessionInit)
 		case event.TypeToolStart:
 			r.tools[ev.ToolStart.ToolUseID] = ev.ToolStart.Name

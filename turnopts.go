@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -58,10 +57,10 @@ const (
 var (
 	// ErrInvalidTurnOptions: a per-turn option is malformed or too large
 	// (400).
-	ErrInvalidTurnOptions = errors.New("invalid turn options")
+	ErrInvalidTurnOptions = engine.NewError(engine.ErrInvalid, "invalid turn options")
 	// ErrWidens: a per-turn override names a tool or an auto-approval the
 	// persona and the server do not allow; overrides only narrow (403).
-	ErrWidens = errors.New("a turn override may only narrow what the persona and the server allow")
+	ErrWidens = engine.NewError(engine.ErrRefused, "a turn override may only narrow what the persona and the server allow")
 )
 
 // hasTurnOverrides reports whether o narrows the turn's tools.

@@ -1,19 +1,19 @@
 package harness
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/session"
 	"github.com/chirality/harness/usage"
 )
 
 // ErrInvalidUsageQuery: a usage query's grouping or time is not one
 // the report knows (400).
-var ErrInvalidUsageQuery = errors.New("invalid usage query")
+var ErrInvalidUsageQuery = engine.NewError(engine.ErrInvalid, "invalid usage query")
 
 // usageIndex is the Harness's usage.Index, loaded from the state
 // directory on first use and saved there when a report read something.

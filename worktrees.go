@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/session"
 	"github.com/chirality/harness/worktree"
 )
@@ -22,25 +23,25 @@ import (
 var (
 	// ErrNotGitRepo: isolation "worktree" needs the project in a git
 	// repository (422).
-	ErrNotGitRepo = errors.New("project is not in a git repository")
+	ErrNotGitRepo = engine.NewError(engine.ErrCannot, "project is not in a git repository")
 	// ErrBaseNotFound: the base named is not a commit of the project's
 	// repository (422).
-	ErrBaseNotFound = errors.New("base not found")
+	ErrBaseNotFound = engine.NewError(engine.ErrCannot, "base not found")
 	// ErrInvalidIsolation: isolation is "" or "worktree"; a branch name
 	// must be a valid, new git branch; a strategy is squash, merge or
 	// rebase (400).
-	ErrInvalidIsolation = errors.New("invalid isolation option")
+	ErrInvalidIsolation = engine.NewError(engine.ErrInvalid, "invalid isolation option")
 	// ErrNotIsolated: the session has no worktree to diff or merge (422).
-	ErrNotIsolated = errors.New("session has no worktree (create it with isolation \"worktree\")")
+	ErrNotIsolated = engine.NewError(engine.ErrCannot, "session has no worktree (create it with isolation \"worktree\")")
 	// ErrDirtyTarget: the merge's target is checked out with uncommitted
 	// changes of its own (409); nothing was merged.
-	ErrDirtyTarget = errors.New("merge target has uncommitted changes")
+	ErrDirtyTarget = engine.NewError(engine.ErrConflict, "merge target has uncommitted changes")
 	// ErrMergeConflict: the merge conflicts (409); the error is a
 	// *MergeConflictError naming the paths; the target is untouched.
-	ErrMergeConflict = errors.New("merge conflicts")
+	ErrMergeConflict = engine.NewError(engine.ErrConflict, "merge conflicts")
 	// ErrUnmerged: the session's worktree holds changes not merged into
 	// the project's branch; delete it with force to drop them (409).
-	ErrUnmerged = errors.New("session has unmerged changes")
+	ErrUnmerged = engine.NewError(engine.ErrConflict, "session has unmerged changes")
 )
 
 // errForkIsolated refuses Fork of a worktree session: the fork would run
@@ -56,7 +57,7 @@ func (e *MergeConflictError) Error() string {
 	return fmt.Sprintf("merge conflicts in %v; the target branch and the project's tree are untouched", e.Paths)
 }
 
-func (e *MergeConflictError) Is(t error) bool { return t == ErrMergeConflict }
+func (e *MergeConflictError) Is(t error) bool { return errors.Is(ErrMergeConflict, t) }
 
 // WorktreeConfig configures worktree sessions.
 type WorktreeConfig struct {

@@ -33,7 +33,7 @@
 // cancelled by itself (below) stop it. The next turn then
 // starts a new process and, when the agent advertises loadSession and the
 // turn has Request.Resume (the ACP session id session:init reported as
-// EngineSessionID), sends session/load (the history it replays is not
+// ConversationID), sends session/load (the history it replays is not
 // re-emitted); otherwise it starts a new session, and the conversation's
 // context is lost: the turn says so in a thinking:delta after
 // session:init and in the log. A stop is bounded: stdin closed, then

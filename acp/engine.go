@@ -270,7 +270,7 @@ func (e *Engine) ForkNow(ctx context.Context, req engine.Request) (string, error
 	id := ""
 	for t.Next() {
 		if ev := t.Event(); ev.Type == event.TypeSessionInit && ev.Init != nil {
-			id = ev.Init.EngineSessionID
+			id = ev.Init.ConversationID
 		}
 	}
 	if err := t.Err(); err != nil {
@@ -337,7 +337,7 @@ func (e *Engine) startTurn(ctx context.Context, req engine.Request, forkOnly boo
 		args := e.cfg.Command[1:]
 		var box *sandbox.Spec
 		if req.Sandbox {
-			box = &sandbox.Spec{Protected: req.Protected, Writable: append(stateDirs(env), req.SandboxWritable...), Net: req.SandboxNet(env, nil, modelURLs(env)...)}
+			box = &sandbox.Spec{Protected: req.Protected, Writable: append(stateDirs(env), req.SandboxWritable...), Net: sandbox.NetOf(req, env, nil, modelURLs(env)...)}
 			if box.Net != nil && e.cfg.PortFlag != "" {
 				port, err := freePort()
 				if err != nil {

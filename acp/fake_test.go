@@ -197,7 +197,7 @@ func TestTextTurnKeepsTheAgentForTheNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	init := evs[0].Init
-	if init == nil || init.Engine != "fake" || init.EngineSessionID == "" || init.CLIVersion != "0.1.0" {
+	if init == nil || init.Engine != "fake" || init.ConversationID == "" || init.CLIVersion != "0.1.0" {
 		t.Fatalf("session:init = %+v", init)
 	}
 	got := chat(evs)
@@ -217,17 +217,17 @@ func TestTextTurnKeepsTheAgentForTheNextTurn(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("the session's agent did not stay")
 	}
-	evs, err = run(t, e, engine.Request{Message: "recall", Cwd: cwd, SystemPrompt: "be terse", Resume: init.EngineSessionID})
+	evs, err = run(t, e, engine.Request{Message: "recall", Cwd: cwd, SystemPrompt: "be terse", Resume: init.ConversationID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := chat(evs); !strings.HasPrefix(got, "you said: ") || !strings.HasSuffix(got, "hello") {
 		t.Errorf("second turn does not remember the first: %q", got)
 	}
-	if evs[0].Init.EngineSessionID != init.EngineSessionID || e.Pid("s1") != pid {
+	if evs[0].Init.ConversationID != init.ConversationID || e.Pid("s1") != pid {
 		t.Errorf("second turn ran on another session or process")
 	}
-	evs, _ = run(t, e, engine.Request{Message: "again", Cwd: cwd, SystemPrompt: "be terse", Resume: init.EngineSessionID})
+	evs, _ = run(t, e, engine.Request{Message: "again", Cwd: cwd, SystemPrompt: "be terse", Resume: init.ConversationID})
 	if strings.Contains(chat(evs), "be terse") {
 		t.Errorf("the preamble was sent again: %q", chat(evs))
 	}
@@ -260,7 +260,7 @@ func TestCrashMidTurnThenResume(t *testing.T) {
 		t.Error("a dead agent is still the session's")
 	}
 	// The next turn starts a new agent that loads the session.
-	evs, err = run(t, e, engine.Request{Message: "recall", Cwd: cwd, Resume: evs[0].Init.EngineSessionID})
+	evs, err = run(t, e, engine.Request{Message: "recall", Cwd: cwd, Resume: evs[0].Init.ConversationID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,7 +636,7 @@ func TestSelfCancelledTurnRestartsTheAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sid, pid := evs[0].Init.EngineSessionID, e.Pid("s1")
+	sid, pid := evs[0].Init.ConversationID, e.Pid("s1")
 	evs, err = run(t, e, engine.Request{Message: "selfcancel", Cwd: cwd, Resume: sid})
 	var te *engine.TurnError
 	if !errors.As(err, &te) || te.Kind != event.ErrorExecution || !strings.Contains(te.Message, "by itself") {
@@ -656,8 +656,8 @@ func TestSelfCancelledTurnRestartsTheAgent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the turn after a self-cancel: %v (%v)", err, types(evs))
 	}
-	if got := chat(evs); got != "you said: selfcancel" || evs[0].Init.EngineSessionID != sid {
-		t.Errorf("after the restart: %q on session %q", got, evs[0].Init.EngineSessionID)
+	if got := chat(evs); got != "you said: selfcancel" || evs[0].Init.ConversationID != sid {
+		t.Errorf("after the restart: %q on session %q", got, evs[0].Init.ConversationID)
 	}
 	if p := e.Pid("s1"); p == 0 || p == pid {
 		t.Errorf("the session's agent after the restart: pid %d (was %d)", p, pid)

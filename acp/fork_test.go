@@ -25,7 +25,7 @@ func history(t *testing.T, e *acp.Engine, req engine.Request) (string, string) {
 	if err != nil {
 		t.Fatalf("%q: %v %v", req.Message, err, types(evs))
 	}
-	return evs[0].Init.EngineSessionID, strings.TrimPrefix(chat(evs), "history: ")
+	return evs[0].Init.ConversationID, strings.TrimPrefix(chat(evs), "history: ")
 }
 
 // TestForkWhereAdvertised: an agent that advertises session/fork forks

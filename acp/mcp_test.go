@@ -89,9 +89,9 @@ func TestMCPServersInSessionNewAndLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 			e = newFake(t, mod)
-			text, init2 := run(init.EngineSessionID)
-			if init2.EngineSessionID != init.EngineSessionID {
-				t.Fatalf("session %q, want %q loaded", init2.EngineSessionID, init.EngineSessionID)
+			text, init2 := run(init.ConversationID)
+			if init2.ConversationID != init.ConversationID {
+				t.Fatalf("session %q, want %q loaded", init2.ConversationID, init.ConversationID)
 			}
 			if text != c.want {
 				t.Fatalf("after session/load the agent got %q, want %q", text, c.want)

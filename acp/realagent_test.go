@@ -305,7 +305,7 @@ func runRealAgent(t *testing.T, spec agentSpec) {
 	if err != nil {
 		t.Fatalf("text turn: %v (%v)", err, types(evs))
 	}
-	conv = evs[0].Init.EngineSessionID
+	conv = evs[0].Init.ConversationID
 	if !strings.Contains(chat(evs), "Hello from the fake model.") || conv == "" || evs[0].Init.Engine != spec.name {
 		t.Errorf("text turn: chat %q, init %+v", chat(evs), evs[0].Init)
 	}

@@ -81,7 +81,7 @@ func realFork(t *testing.T, spec agentSpec) {
 		for i := len(reqs) - 1; i >= before; i-- {
 			text := messageTexts(reqs[i])
 			if len(reqs[i].Tools) > 0 && strings.Contains(text, msg) && !strings.Contains(text, "[SUGGESTION MODE:") {
-				return evs[0].Init.EngineSessionID, text
+				return evs[0].Init.ConversationID, text
 			}
 		}
 		t.Fatalf("%s %q: no model request", key, msg)

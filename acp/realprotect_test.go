@@ -83,8 +83,8 @@ func TestRealAgentsProtect(t *testing.T) {
 				}
 				defer tr.Close()
 				for tr.Next() {
-					if ev := tr.Event(); ev.Init != nil && ev.Init.EngineSessionID != "" {
-						conv = ev.Init.EngineSessionID
+					if ev := tr.Event(); ev.Init != nil && ev.Init.ConversationID != "" {
+						conv = ev.Init.ConversationID
 					}
 				}
 			}

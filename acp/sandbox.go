@@ -28,7 +28,7 @@ func stateDirs(env []string) []string {
 }
 
 // modelURLs are the model APIs a sandboxed ACP agent with env may
-// connect to (their ports; see engine.Request.SandboxNet): claude-acp's
+// connect to (their ports; see sandbox.NetOf): claude-acp's
 // ANTHROPIC_BASE_URL (in env or its ~/.claude/settings.json), Copilot's
 // COPILOT_PROVIDER_BASE_URL, OPENAI_BASE_URL, and every provider's
 // baseURL in opencode's OPENCODE_CONFIG_CONTENT or its config files;

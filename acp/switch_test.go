@@ -22,7 +22,7 @@ func TestSwitchBetweenTurns(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v %v", req, err, types(evs))
 		}
-		return evs[0].Init.EngineSessionID, chat(evs)
+		return evs[0].Init.ConversationID, chat(evs)
 	}
 	sid, got := settings(engine.Request{Model: "fake-a"})
 	if got != "mode=default model=fake-a" {
@@ -59,7 +59,7 @@ func TestPersonaSwitchBetweenTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sid := evs[0].Init.EngineSessionID
+	sid := evs[0].Init.ConversationID
 	if got := chat(evs); !strings.Contains(got, acp.Preamble("PERSONA-A")) {
 		t.Fatalf("first prompt: %q", got)
 	}

@@ -373,7 +373,7 @@ func (t *Turn) converse() (*event.SessionComplete, *engine.TurnError, string) {
 	_, model, _ := p.setup.modelOption("")
 	t.emit(event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{
 		Model: model, CLIVersion: p.info.Version, PermissionMode: t.req.PermissionMode, Cwd: t.req.Cwd,
-		Engine: t.e.cfg.Name, EngineSessionID: p.sessionID, MCPServers: mcpStatus,
+		Engine: t.e.cfg.Name, ConversationID: p.sessionID, MCPServers: mcpStatus,
 	}})
 	if notice != "" {
 		t.emit(event.Event{Type: event.TypeThinkingDelta, Text: notice})

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/lazyre"
 )
 
@@ -33,14 +34,14 @@ const (
 var (
 	// ErrTooLarge: the project has more files or bytes than the store's
 	// limits; the error is a *LimitError that names the limit.
-	ErrTooLarge = errors.New("checkpoint: project too large to snapshot")
+	ErrTooLarge = engine.NewError(engine.ErrCannot, "checkpoint: project too large to snapshot")
 	// ErrNoGit: no git binary on PATH.
-	ErrNoGit = errors.New("checkpoint: git not found on PATH (file checkpoints need git)")
+	ErrNoGit = engine.NewError(engine.ErrUnavailable, "checkpoint: git not found on PATH (file checkpoints need git)")
 	// ErrUnknownSnapshot: the id is malformed or not a snapshot of this store.
 	ErrUnknownSnapshot = errors.New("checkpoint: no such snapshot")
 	// ErrUnsafeStore: the store's directory is a symlink or the project's
 	// own .git; nothing was run.
-	ErrUnsafeStore = errors.New("checkpoint: unsafe store directory")
+	ErrUnsafeStore = engine.NewError(engine.ErrCannot, "checkpoint: unsafe store directory")
 )
 
 // LimitError says which limit a project exceeds and how to raise it.
@@ -60,7 +61,7 @@ func (e *LimitError) Error() string {
 		ErrTooLarge.Error(), e.Max, e.Limit, e.Have, field)
 }
 
-func (e *LimitError) Is(target error) bool { return target == ErrTooLarge }
+func (e *LimitError) Is(target error) bool { return errors.Is(ErrTooLarge, target) }
 
 // Options bound a Store. Zero fields take the defaults.
 type Options struct {

@@ -357,7 +357,7 @@ func TestShutdownStopsTurnsStartedConcurrently(t *testing.T) {
 			defer wg.Done()
 			for i := 0; ; i++ {
 				tr, err := mgr.StartTurn(context.Background(), fmt.Sprintf("s-%d-%d", w, i), "hi", claudecode.TurnOpts{Binary: script})
-				if errors.Is(err, claudecode.ErrClosed) {
+				if errors.Is(err, engine.ErrClosed) {
 					return
 				}
 				if err != nil {
@@ -393,13 +393,13 @@ func TestShutdownStopsTurnsStartedConcurrently(t *testing.T) {
 		_ = tr.Close()
 		assertGroupGone(t, tr.Pid())
 	}
-	if _, err := mgr.StartTurn(context.Background(), "late", "hi", claudecode.TurnOpts{Binary: script}); !errors.Is(err, claudecode.ErrClosed) {
+	if _, err := mgr.StartTurn(context.Background(), "late", "hi", claudecode.TurnOpts{Binary: script}); !errors.Is(err, engine.ErrClosed) {
 		t.Errorf("StartTurn after Shutdown = %v, want ErrClosed", err)
 	}
 }
 
 // The engine's turn registry, through engine.Engine: a second turn of a
-// key is ErrBusy (as both the engine's and this package's sentinel);
+// key is engine.ErrBusy (the one sentinel; this package has no copy);
 // Shutdown interrupts the turn, and a CLI that ignores the interrupt
 // request, SIGINT and SIGTERM (KillGrace far away) is killed when
 // Shutdown's context ends: Shutdown returns that context's error, the
@@ -420,7 +420,7 @@ func TestEngineRegistryBusyClosedAndShutdownKills(t *testing.T) {
 	if !tr.Next() || tr.Event().Type != event.TypeSessionInit {
 		t.Fatal("no session:init")
 	}
-	if _, err := e.StartTurn(context.Background(), req); !errors.Is(err, engine.ErrBusy) || !errors.Is(err, claudecode.ErrBusy) {
+	if _, err := e.StartTurn(context.Background(), req); !errors.Is(err, engine.ErrBusy) {
 		t.Fatalf("a second turn of the key: %v, want ErrBusy", err)
 	}
 	read := make(chan []event.Event, 1)
@@ -450,7 +450,7 @@ func TestEngineRegistryBusyClosedAndShutdownKills(t *testing.T) {
 	}
 	assertGroupGone(t, tr.(*claudecode.Turn).Pid())
 	req.SessionKey = "t"
-	if _, err := e.StartTurn(context.Background(), req); !errors.Is(err, engine.ErrClosed) || !errors.Is(err, claudecode.ErrClosed) {
+	if _, err := e.StartTurn(context.Background(), req); !errors.Is(err, engine.ErrClosed) {
 		t.Errorf("a turn after Shutdown: %v, want ErrClosed", err)
 	}
 }

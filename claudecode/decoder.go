@@ -150,8 +150,8 @@ func (d *Decoder) Err() error {
 // Result reports what the turn's result frame said, once it was seen.
 func (d *Decoder) Result() (ResultInfo, bool) { return d.m.result, d.m.gotResult }
 
-// ClaudeSessionID is the session id the CLI reported in system/init.
-func (d *Decoder) ClaudeSessionID() string { return d.m.claudeSessionID }
+// ConversationID is the session id the CLI reported in system/init.
+func (d *Decoder) ConversationID() string { return d.m.conversationID }
 
 func prefix(b []byte, n int) string {
 	if len(b) > n {
@@ -263,8 +263,8 @@ type ResultInfo struct {
 
 // mapper holds the per-turn state that turns frames into events.
 type mapper struct {
-	sessionID       string
-	claudeSessionID string
+	sessionID      string
+	conversationID string
 
 	// tool_use blocks being streamed, by parent and content index.
 	blocks map[blockKey]*toolBlock
@@ -736,10 +736,10 @@ func (m *mapper) systemInit(line []byte, emit func(event.Event)) error {
 		parent = *f.Parent
 	}
 	if parent == "" {
-		m.claudeSessionID = f.SessionID
+		m.conversationID = f.SessionID
 	}
 	e := m.event(event.TypeSessionInit, parent)
-	e.Init = &event.SessionInit{ClaudeSessionID: f.SessionID, Model: f.Model, Tools: f.Tools,
+	e.Init = &event.SessionInit{ConversationID: f.SessionID, Model: f.Model, Tools: f.Tools,
 		CLIVersion: f.Version, PermissionMode: f.PermissionMode, Cwd: f.Cwd}
 	for _, s := range f.MCPServers {
 		e.Init.MCPServers = append(e.Init.MCPServers, event.MCPServerStatus{Name: s.Name, Status: s.Status, Error: s.Error})

@@ -182,7 +182,7 @@ func TestDecoderLongLines(t *testing.T) {
 func TestEventJSONRoundTrip(t *testing.T) {
 	code := 3
 	evs := []event.Event{
-		{Type: event.TypeSessionInit, SessionID: "s", Init: &event.SessionInit{ClaudeSessionID: "c", Model: "m", Tools: []string{"Bash"}}},
+		{Type: event.TypeSessionInit, SessionID: "s", Init: &event.SessionInit{ConversationID: "c", Model: "m", Tools: []string{"Bash"}}},
 		{Type: event.TypeChatDelta, SessionID: "s", ParentToolUseID: "p", Text: "hi \x00 \t ☃"},
 		{Type: event.TypeToolStart, SessionID: "s", ToolStart: &event.ToolStart{ToolUseID: "t", Name: "Bash", Input: json.RawMessage(`{"a":1}`)}},
 		{Type: event.TypeToolResult, SessionID: "s", ToolResult: &event.ToolResult{ToolUseID: "t", Content: "out", IsError: false}},

@@ -6,7 +6,7 @@
 //
 //	m := claudecode.NewManager(claudecode.Config{})      // finds claude, filters the env
 //	t, err := m.StartTurn(ctx, "session-1", "hello", claudecode.TurnOpts{Cwd: root})
-//	if err != nil { … }                                   // ErrBusy, *engine.BinaryNotFoundError, ErrInvalidOptions
+//	if err != nil { … }                                   // engine.ErrBusy, *engine.BinaryNotFoundError, ErrInvalidOptions
 //	defer t.Close()
 //	for t.Next() {
 //		ev := t.Event()                                   // session:init, chat:delta, tool:start, …

@@ -3,7 +3,6 @@ package claudecode
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -32,22 +31,17 @@ func (e *Engine) Name() string { return engine.ClaudeCode }
 
 // StartTurn starts one CLI child for req (see OptsFor for the mapping).
 // Its errors match engine.ErrBusy, engine.ErrClosed and, for a missing
-// CLI, engine.ErrUnavailable, as well as this package's own sentinels.
+// CLI, engine.ErrUnavailable (engine's error set, as the Manager's).
 func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn, error) {
 	opts, err := OptsFor(req)
 	if err != nil {
 		return nil, err
 	}
 	t, err := e.m.StartTurn(ctx, req.SessionKey, MessageFor(req), opts)
-	switch {
-	case err == nil:
-		return t, nil
-	case errors.Is(err, ErrBusy):
-		return nil, fmt.Errorf("%w: %w", engine.ErrBusy, err)
-	case errors.Is(err, ErrClosed):
-		return nil, fmt.Errorf("%w: %w", engine.ErrClosed, err)
+	if err != nil {
+		return nil, err
 	}
-	return nil, err
+	return t, nil
 }
 
 // Controls implements engine.Controller: the CLI forks (--fork-session)

@@ -5,19 +5,16 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 )
 
 // Errors callers branch on with errors.Is.
 var (
-	// ErrBusy: the session key already has a running turn.
-	ErrBusy = errors.New("claudecode: a turn is already running for this session")
-	// ErrNotRunning: no turn is running for the session key.
-	ErrNotRunning = errors.New("claudecode: no turn is running for this session")
-	// ErrInvalidOptions: TurnOpts failed validation.
-	ErrInvalidOptions = errors.New("claudecode: invalid turn options")
-	// ErrClosed: the Manager was shut down.
-	ErrClosed = errors.New("claudecode: manager is shut down")
+	// ErrInvalidOptions: TurnOpts failed validation. It is
+	// engine.ErrInvalid. (A running turn of the key, none, or a shut down
+	// Manager are engine.ErrBusy, engine.ErrNotRunning, engine.ErrClosed.)
+	ErrInvalidOptions = engine.NewError(engine.ErrInvalid, "claudecode: invalid turn options")
 
 	// Turn endings, matched by a *TurnError from Turn.Err.
 	ErrInterrupted    = errors.New("claudecode: turn interrupted")

@@ -107,7 +107,7 @@ func NewManager(cfg Config) *Manager {
 }
 
 // StartTurn starts one turn of the CLI for sessionKey with message as the
-// user's prompt, and returns its event stream. It fails with ErrBusy while
+// user's prompt, and returns its event stream. It fails with engine.ErrBusy while
 // the key has a running turn, with a *engine.BinaryNotFoundError when there is no
 // CLI, and with ErrInvalidOptions for options the CLI would misread.
 //
@@ -162,16 +162,9 @@ func (r running) Interrupt() error      { return r.t.Interrupt() }
 func (r running) Kill() error           { r.t.killNow(); return nil }
 func (r running) Done() <-chan struct{} { return r.t.exited }
 
-// registryError is the registry's error as this package's sentinel.
-func registryError(err error) error {
-	switch {
-	case errors.Is(err, engine.ErrBusy):
-		return ErrBusy
-	case errors.Is(err, engine.ErrClosed):
-		return ErrClosed
-	}
-	return err
-}
+// registryError is the registry's error (engine.ErrBusy or
+// engine.ErrClosed) with this package's name.
+func registryError(err error) error { return fmt.Errorf("claudecode: %w", err) }
 
 // turn returns the key's turn once its child has started.
 func (m *Manager) turn(key string) *Turn {
@@ -185,21 +178,21 @@ func (m *Manager) turn(key string) *Turn {
 func (m *Manager) IsRunning(sessionKey string) bool { return m.turn(sessionKey) != nil }
 
 // Interrupt asks the session's running turn to stop (see Turn.Interrupt).
-// It returns ErrNotRunning when there is none. Safe to call more than once.
+// It returns engine.ErrNotRunning when there is none. Safe to call more than once.
 func (m *Manager) Interrupt(sessionKey string) error {
 	t := m.turn(sessionKey)
 	if t == nil {
-		return ErrNotRunning
+		return fmt.Errorf("claudecode: %w", engine.ErrNotRunning)
 	}
 	return t.Interrupt()
 }
 
 // Kill stops the session's running turn at once (see Turn.Kill). It
-// returns ErrNotRunning when there is none. Safe to call more than once.
+// returns engine.ErrNotRunning when there is none. Safe to call more than once.
 func (m *Manager) Kill(sessionKey string) error {
 	t := m.turn(sessionKey)
 	if t == nil {
-		return ErrNotRunning
+		return fmt.Errorf("claudecode: %w", engine.ErrNotRunning)
 	}
 	return t.Kill()
 }

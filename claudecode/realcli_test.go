@@ -16,6 +16,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 )
 
@@ -134,7 +135,7 @@ func TestRealCLIText(t *testing.T) {
 		t.Fatalf("first event %s, want session:init", evs[0].Type)
 	}
 	init := evs[0].Init
-	if init.ClaudeSessionID == "" || init.Model == "" || !slices.Contains(init.Tools, "Bash") {
+	if init.ConversationID == "" || init.Model == "" || !slices.Contains(init.Tools, "Bash") {
 		t.Errorf("session:init = %+v", init)
 	}
 	if init.CLIVersion != claudecode.TestedCLIVersion {
@@ -228,12 +229,12 @@ func TestRealCLIResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claudeID := evs[0].Init.ClaudeSessionID
+	claudeID := evs[0].Init.ConversationID
 	evs, err = r.turn("s-resume", "what was the word?", claudecode.TurnOpts{Resume: claudeID})
 	if err != nil {
 		t.Fatalf("resumed turn failed: %v", err)
 	}
-	if got := evs[0].Init.ClaudeSessionID; got != claudeID {
+	if got := evs[0].Init.ConversationID; got != claudeID {
 		t.Errorf("resumed session id %q, want %q", got, claudeID)
 	}
 	reqs := r.api.Requests()
@@ -323,10 +324,10 @@ func TestRealCLIInterruptMidStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	if err := r.mgr.Interrupt("other-session"); !errors.Is(err, claudecode.ErrNotRunning) {
+	if err := r.mgr.Interrupt("other-session"); !errors.Is(err, engine.ErrNotRunning) {
 		t.Errorf("Interrupt(unknown) = %v, want ErrNotRunning", err)
 	}
-	if _, err := r.mgr.StartTurn(ctx, "s-int", "again", claudecode.TurnOpts{Cwd: r.cwd}); !errors.Is(err, claudecode.ErrBusy) {
+	if _, err := r.mgr.StartTurn(ctx, "s-int", "again", claudecode.TurnOpts{Cwd: r.cwd}); !errors.Is(err, engine.ErrBusy) {
 		t.Errorf("second StartTurn = %v, want ErrBusy", err)
 	}
 	var evs []event.Event

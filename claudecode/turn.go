@@ -779,7 +779,7 @@ func (t *Turn) sandboxSpec(env []string) *sandbox.Spec {
 		}
 	}
 	return &sandbox.Spec{Protected: t.opts.Protected, Writable: append(writable, t.opts.SandboxWritable...),
-		Net: req.SandboxNet(env, nil, api...)}
+		Net: sandbox.NetOf(req, env, nil, api...)}
 }
 
 func (t *Turn) removeMCPFile() {

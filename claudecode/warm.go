@@ -48,7 +48,7 @@ func (m *Manager) Prestart(ctx context.Context, sessionKey string, opts TurnOpts
 	m.mu.Lock()
 	if m.turns.Closed() {
 		m.mu.Unlock()
-		return nil, ErrClosed
+		return nil, registryError(engine.ErrClosed)
 	}
 	w.t = newTurn(m, sessionKey, bin, opts)
 	m.warm[w] = struct{}{}
@@ -160,9 +160,6 @@ func (w *Warm) Matches(req engine.Request) bool {
 func (w *Warm) Start(req engine.Request) (engine.Turn, error) {
 	t, err := w.Send(MessageFor(req), req.Approver)
 	if err != nil {
-		if errors.Is(err, ErrBusy) {
-			return nil, fmt.Errorf("%w: %w", engine.ErrBusy, err)
-		}
 		return nil, err
 	}
 	return t, nil
@@ -171,7 +168,7 @@ func (w *Warm) Start(req engine.Request) (engine.Turn, error) {
 // Send gives the warm child its message (and the approver its can_use_tool
 // requests go to, which must be non-nil exactly when Prestart's opts had
 // one) and returns the turn, now the running turn of its key. It fails
-// with ErrBusy while the key has a running turn, ErrClosed after
+// with engine.ErrBusy while the key has a running turn, engine.ErrClosed after
 // Shutdown, and ErrWarmDied; on failure the Warm is stopped.
 func (w *Warm) Send(message string, approver engine.Approver) (*Turn, error) {
 	w.mu.Lock()

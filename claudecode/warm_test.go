@@ -16,6 +16,7 @@ import (
 
 	"github.com/chirality/harness/claudecode"
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/mcpconfig"
 )
@@ -153,7 +154,7 @@ func TestWarmStoppedByStopAndShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, w2.Pid())
-	if _, err := r.mgr.Prestart(context.Background(), "c", claudecode.TurnOpts{Cwd: r.cwd}); !errors.Is(err, claudecode.ErrClosed) {
+	if _, err := r.mgr.Prestart(context.Background(), "c", claudecode.TurnOpts{Cwd: r.cwd}); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("Prestart after Shutdown: %v", err)
 	}
 }

@@ -12,7 +12,7 @@
 // it, calls are correlated by id, the server's requests are answered).
 // The turn sends initialize + initialized, thread/start (or thread/resume
 // with Request.Resume, the thread id session:init reported as
-// EngineSessionID), then turn/start; Interrupt sends turn/interrupt.
+// ConversationID), then turn/start; Interrupt sends turn/interrupt.
 //
 // # Fork and rewind
 //

@@ -31,7 +31,7 @@ func forkTurn(t *testing.T, g *rig, req engine.Request) (thread, checkpoint stri
 	if len(sc) != 1 || sc[0].Complete.Checkpoint == "" {
 		t.Fatalf("%q: session:complete %+v has no checkpoint", req.Message, sc)
 	}
-	return r.events[0].Init.EngineSessionID, sc[0].Complete.Checkpoint, reqs[len(reqs)-1].Texts()
+	return r.events[0].Init.ConversationID, sc[0].Complete.Checkpoint, reqs[len(reqs)-1].Texts()
 }
 
 // has reports whether a request's texts hold s (each turn's message is a

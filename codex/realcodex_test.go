@@ -250,10 +250,10 @@ func TestRealCodex(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("err %v, events %v", r.err, r.types())
 		}
-		if r.events[0].Type != event.TypeSessionInit || r.events[0].Init.Engine != "codex" || r.events[0].Init.EngineSessionID == "" {
+		if r.events[0].Type != event.TypeSessionInit || r.events[0].Init.Engine != "codex" || r.events[0].Init.ConversationID == "" {
 			t.Fatalf("first event %+v", r.events[0])
 		}
-		threadID = r.events[0].Init.EngineSessionID
+		threadID = r.events[0].Init.ConversationID
 		if len(r.find(event.TypeChatDelta)) != 4 || r.text() != "Hello from the fake model." {
 			t.Errorf("deltas %q (%d)", r.text(), len(r.find(event.TypeChatDelta)))
 		}
@@ -287,8 +287,8 @@ func TestRealCodex(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("err %v", r.err)
 		}
-		if r.events[0].Init.EngineSessionID != threadID {
-			t.Errorf("resumed thread %q, want %q", r.events[0].Init.EngineSessionID, threadID)
+		if r.events[0].Init.ConversationID != threadID {
+			t.Errorf("resumed thread %q, want %q", r.events[0].Init.ConversationID, threadID)
 		}
 		reqs := g.fake.Requests()
 		texts := strings.Join(reqs[len(reqs)-1].Texts(), "\n")

@@ -12,7 +12,7 @@ import (
 var baseURLRE = lazyre.New(`(?m)^\s*base_url\s*=\s*["']([^"'\n]*)["']`)
 
 // modelURLs are the model APIs a sandboxed Codex with env and CODEX_HOME
-// home may connect to (their ports; see engine.Request.SandboxNet):
+// home may connect to (their ports; see sandbox.NetOf):
 // OPENAI_BASE_URL and every base_url of $CODEX_HOME/config.toml's
 // providers; when none is named, "" (OpenAI at its default https
 // address, port 443).

@@ -25,7 +25,7 @@ func TestRealCodexSwitch(t *testing.T) {
 		t.Fatalf("first request: model %q, first input %.40q", first.Model, first.Texts()[0])
 	}
 	g.fake.Script(codextest.Reply{Text: "two"})
-	r = g.turn(t, engine.Request{SessionKey: "sw", Message: "second", Resume: r.events[0].Init.EngineSessionID,
+	r = g.turn(t, engine.Request{SessionKey: "sw", Message: "second", Resume: r.events[0].Init.ConversationID,
 		Model: "model-b", SystemPrompt: "PERSONA-B", PermissionMode: "plan"}, nil)
 	if r.err != nil {
 		t.Fatal(r.err)

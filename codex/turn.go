@@ -74,7 +74,7 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 		}
 		cfg.Sandbox = &sandbox.Spec{Protected: t.req.Protected,
 			Writable: append(append(sandbox.InHome(sandbox.Home(env), ".cache/"), home+string(filepath.Separator)), t.req.SandboxWritable...),
-			Net:      t.req.SandboxNet(env, nil, modelURLs(env, home)...)}
+			Net:      sandbox.NetOf(t.req, env, nil, modelURLs(env, home)...)}
 	}
 	p, err := child.Start(cfg)
 	if err != nil {
@@ -354,7 +354,7 @@ func (t *Turn) converse() error {
 	early = t.awaitMCPStartup(mcpStatus, early)
 	t.emit(event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{
 		Model: model, CLIVersion: version, PermissionMode: t.req.PermissionMode, Cwd: t.req.Cwd,
-		Engine: Name, EngineSessionID: th.Thread.ID, MCPServers: mcpStatus,
+		Engine: Name, ConversationID: th.Thread.ID, MCPServers: mcpStatus,
 	}})
 
 	start := map[string]any{"threadId": th.Thread.ID, "input": []any{map[string]any{"type": "text", "text": t.req.Message}}}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +25,7 @@ type Binary struct {
 }
 
 // ErrBinaryNotFound is matched (errors.Is) by every *BinaryNotFoundError.
-var ErrBinaryNotFound = errors.New("engine: agent binary not found")
+var ErrBinaryNotFound = NewError(ErrUnavailable, "engine: agent binary not found")
 
 // BinaryNotFoundError names every place FindBinary looked.
 type BinaryNotFoundError struct {

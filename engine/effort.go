@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 )
@@ -19,7 +18,7 @@ var EffortLevels = []string{"low", "medium", "high"}
 
 // ErrInvalidEffort is returned by CheckEffort for a level other than ""
 // and EffortLevels.
-var ErrInvalidEffort = errors.New("invalid effort level (want low, medium or high)")
+var ErrInvalidEffort = NewError(ErrInvalid, "invalid effort level (want low, medium or high)")
 
 // CheckEffort returns nil when level is "" or one of EffortLevels, and an
 // error wrapping ErrInvalidEffort otherwise.

@@ -33,7 +33,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/rs/zerolog"
 
@@ -178,7 +177,7 @@ type Request struct {
 	// OpenNetwork leaves a sandboxed agent's TCP open. Without it (the
 	// default) the sandbox also limits the agent's TCP connections to the
 	// ports of its model API, its proxy and the session's HTTP MCP
-	// servers, and binds to none (see Request.SandboxNet), where the
+	// servers, and binds to none (see sandbox.NetOf), where the
 	// kernel has network rules.
 	OpenNetwork bool
 	// SandboxWritable are more paths a sandboxed agent may write (package
@@ -280,18 +279,6 @@ func ControlsOf(e Engine) Controls {
 	return c
 }
 
-// Errors engines return, for callers to branch on with errors.Is.
-var (
-	ErrBusy   = errors.New("engine: a turn is already running for this session")
-	ErrClosed = errors.New("engine: shut down")
-	// ErrUnavailable: the engine cannot run here (missing binary or key);
-	// the error's text says what is missing.
-	ErrUnavailable = errors.New("engine: not available")
-	// ErrUnsupported: the engine cannot do what the request asks
-	// (Request.Fork, Request.ResumeAt); the error's text says what.
-	ErrUnsupported = errors.New("engine: not supported by this engine")
-)
-
 // AsksApproval reports whether a turn in permission mode asks a person
 // before a tool runs (when an Approver is set): default, acceptEdits and
 // plan do; dontAsk and bypassPermissions never do.
@@ -371,6 +358,3 @@ func Steers(e Engine) bool {
 	s, ok := e.(SteerCapable)
 	return ok && s.Steers()
 }
-
-// ErrNotRunning: the turn is no longer running (Steerer.Steer).
-var ErrNotRunning = errors.New("engine: the turn is not running")

@@ -109,7 +109,7 @@ var Types = []Type{
 type Event struct {
 	Type Type
 	// SessionID is the caller's session key given to StartTurn, never
-	// Claude's own session id (that is Init.ClaudeSessionID).
+	// the engine's own conversation id (that is Init.ConversationID).
 	SessionID string
 	// ParentToolUseID is set on events that came from a subagent: the id
 	// of the Task tool use that spawned it.
@@ -239,19 +239,23 @@ type SessionRewound struct {
 
 // SessionInit is the payload of session:init.
 type SessionInit struct {
-	ClaudeSessionID string   `json:"claudeSessionId"`
-	Model           string   `json:"model"`
-	Tools           []string `json:"tools"`
+	// ConversationID is the engine's own id of the conversation, which a
+	// later turn resumes: Claude Code's session_id, a Codex thread, an
+	// ACP session, the native loop's history. Its JSON name is the
+	// specification's claudeSessionId for every engine (Engine says
+	// whose); an event stored before there was one name has
+	// engineSessionId for engines other than Claude Code, and reads the
+	// same (UnmarshalJSON).
+	ConversationID string   `json:"claudeSessionId" doc:"the engine's own conversation id, which a later turn resumes (Claude Code's session_id, a Codex thread, an ACP session): the one name for every engine, engine says whose"`
+	Model          string   `json:"model"`
+	Tools          []string `json:"tools"`
 	// CLIVersion is the claude_code_version the CLI reported.
 	CLIVersion     string `json:"cliVersion,omitempty"`
 	PermissionMode string `json:"permissionMode,omitempty"`
 	Cwd            string `json:"cwd,omitempty"`
-	// Engine names the engine that runs the turn; EngineSessionID is its
-	// conversation id when it is not Claude Code's (a Codex thread, an
-	// ACP session, the native loop's history). Both empty from the
-	// Claude Code driver, whose id is ClaudeSessionID.
-	Engine          string `json:"engine,omitempty"`
-	EngineSessionID string `json:"engineSessionId,omitempty"`
+	// Engine names the engine that runs the turn; empty from the Claude
+	// Code driver.
+	Engine string `json:"engine,omitempty"`
 	// MCPServers is the status of each MCP server the turn was given, as
 	// far as the engine knows it at the turn's start (omitted when none).
 	MCPServers []MCPServerStatus `json:"mcpServers,omitempty"`
@@ -267,13 +271,23 @@ type MCPServerStatus struct {
 	Error string `json:"error,omitempty"`
 }
 
-// ConversationID is the id a later turn resumes: EngineSessionID when
-// set, else ClaudeSessionID.
-func (s *SessionInit) ConversationID() string {
-	if s.EngineSessionID != "" {
-		return s.EngineSessionID
+// UnmarshalJSON reads session:init's payload, old ones too: before the
+// one name, an engine other than Claude Code wrote its conversation id as
+// engineSessionId (and claudeSessionId empty).
+func (s *SessionInit) UnmarshalJSON(data []byte) error {
+	type plain SessionInit // without this method
+	var w struct {
+		plain
+		Old string `json:"engineSessionId"`
 	}
-	return s.ClaudeSessionID
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*s = SessionInit(w.plain)
+	if s.ConversationID == "" {
+		s.ConversationID = w.Old
+	}
+	return nil
 }
 
 // ApprovalRequested is the payload of approval:requested: an agent asks

@@ -14,7 +14,7 @@ func TestRoundTrip(t *testing.T) {
 	code := 3
 	for _, ev := range []Event{
 		{Type: TypeUserMessage, SessionID: "s", Text: "hi <there> & \u2028"},
-		{Type: TypeSessionInit, SessionID: "s", Init: &SessionInit{ClaudeSessionID: "c", Model: "m", Tools: []string{"Bash"}, Engine: "anthropic", EngineSessionID: "conv"}},
+		{Type: TypeSessionInit, SessionID: "s", Init: &SessionInit{ConversationID: "conv", Model: "m", Tools: []string{"Bash"}, Engine: "anthropic"}},
 		{Type: TypeChatDelta, SessionID: "s", Text: "tok"},
 		{Type: TypeToolStart, SessionID: "s", ParentToolUseID: "p", ToolStart: &ToolStart{ToolUseID: "t", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}},
 		{Type: TypeApprovalRequested, SessionID: "s", Approval: &ApprovalRequested{RequestID: "apr_1", ToolUseID: "t", ToolName: "Bash",
@@ -77,12 +77,24 @@ func TestUnknownTypeKept(t *testing.T) {
 	}
 }
 
+// One name: ConversationID is written as the specification's
+// claudeSessionId for every engine, and a session:init stored before the
+// one name (engineSessionId for an engine other than Claude Code) reads
+// the same.
 func TestConversationID(t *testing.T) {
-	if id := (&SessionInit{ClaudeSessionID: "c"}).ConversationID(); id != "c" {
-		t.Error(id)
+	b, err := json.Marshal(Event{Type: TypeSessionInit, SessionID: "s", Init: &SessionInit{ConversationID: "thr", Engine: "codex", Model: "m"}})
+	if err != nil || !strings.Contains(string(b), `"claudeSessionId":"thr"`) || strings.Contains(string(b), "engineSessionId") {
+		t.Fatalf("%s %v", b, err)
 	}
-	if id := (&SessionInit{ClaudeSessionID: "c", EngineSessionID: "e"}).ConversationID(); id != "e" {
-		t.Error(id)
+	for in, want := range map[string]string{
+		`{"type":"session:init","sessionId":"s","claudeSessionId":"","engine":"codex","engineSessionId":"thr","model":"m","tools":[]}`: "thr",
+		`{"type":"session:init","sessionId":"s","claudeSessionId":"cl","model":"m","tools":["Bash"]}`:                                  "cl",
+		`{"type":"session:init","sessionId":"s","claudeSessionId":"thr","engine":"codex","model":"m","tools":[]}`:                      "thr",
+	} {
+		var ev Event
+		if err := json.Unmarshal([]byte(in), &ev); err != nil || ev.Init == nil || ev.Init.ConversationID != want || ev.Init.Model != "m" {
+			t.Errorf("%s: %+v %v", in, ev.Init, err)
+		}
 	}
 }
 

@@ -109,7 +109,7 @@ func TestACPEnginesThroughTheGateway(t *testing.T) {
 			if !strings.HasPrefix(j, "user:message,session:init,") || !strings.HasSuffix(j, "session:complete,process:exit") || text != "hello from "+a.name {
 				t.Fatalf("%s turn: %s %q", a.name, j, text)
 			}
-			if init := evs[1].Event.Init; init.Engine != a.name || init.EngineSessionID == "" {
+			if init := evs[1].Event.Init; init.Engine != a.name || init.ConversationID == "" {
 				t.Fatalf("session:init %+v", init)
 			}
 			resp := s.send("GET", "/api/harness/session/"+id+"/events?after=0", "")

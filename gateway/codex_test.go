@@ -54,7 +54,7 @@ func TestCodexThroughTheGateway(t *testing.T) {
 		t.Fatalf("codex turn: %s %q", j, text)
 	}
 	init := evs[1].Event.Init
-	if init.Engine != "codex" || init.EngineSessionID == "" {
+	if init.Engine != "codex" || init.ConversationID == "" {
 		t.Fatalf("session:init %+v", init)
 	}
 	// Replayed from the log: the same events.

@@ -22,13 +22,13 @@ func sampleEvents() []event.Event {
 		}
 	}
 	full := []event.Event{
-		{Type: event.TypeSessionInit, Init: &event.SessionInit{ClaudeSessionID: "c", Model: "m", Tools: []string{"Bash"}, CLIVersion: "1", PermissionMode: "default", Cwd: "/p", Engine: "codex", EngineSessionID: "t", MCPServers: []event.MCPServerStatus{{Name: "x", Status: "failed", Error: "e"}}}},
+		{Type: event.TypeSessionInit, Init: &event.SessionInit{ConversationID: "t", Model: "m", Tools: []string{"Bash"}, CLIVersion: "1", PermissionMode: "default", Cwd: "/p", Engine: "codex", MCPServers: []event.MCPServerStatus{{Name: "x", Status: "failed", Error: "e"}}}},
 		{Type: event.TypeToolStart, ToolStart: &event.ToolStart{ToolUseID: "t", Name: "Bash", Input: raw}},
 		{Type: event.TypeToolStart, ToolStart: &event.ToolStart{ToolUseID: "t", Name: "Bash"}},
 		{Type: event.TypeToolResult, ToolResult: &event.ToolResult{ToolUseID: "t", Content: "ok", IsError: true}},
 		{Type: event.TypeSessionComplete, Complete: &event.SessionComplete{CostUSD: 0.1, Usage: raw, NumTurns: 2, DurationMS: 3, Checkpoint: "u"}},
 		{Type: event.TypeSessionComplete, Complete: &event.SessionComplete{}},
-		{Type: event.TypeSessionInit, Init: &event.SessionInit{ClaudeSessionID: "c", Model: "m", Tools: []string{}}},
+		{Type: event.TypeSessionInit, Init: &event.SessionInit{ConversationID: "c", Model: "m", Tools: []string{}}},
 		{Type: event.TypeSessionError, Error: &event.SessionError{Error: "e", Kind: event.ErrorProcess, Subtype: "s", APIErrorStatus: 500, ExitCode: &code, StderrTail: "x", CostUSD: 1}},
 		{Type: event.TypeSessionRetry, Retry: &event.SessionRetry{Attempt: 1, MaxRetries: 3, DelayMS: 10, Error: "e", APIErrorStatus: 529}},
 		{Type: event.TypeProcessExit, Exit: &event.ProcessExit{Code: -1, Signal: "SIGKILL"}},

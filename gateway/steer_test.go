@@ -40,7 +40,7 @@ type stillTurn struct {
 func (t *stillTurn) Next() bool {
 	switch t.i++; t.i {
 	case 1:
-		t.ev = event.Event{Type: event.TypeSessionInit, SessionID: t.key, Init: &event.SessionInit{Engine: "still", EngineSessionID: "s"}}
+		t.ev = event.Event{Type: event.TypeSessionInit, SessionID: t.key, Init: &event.SessionInit{Engine: "still", ConversationID: "s"}}
 	case 2:
 		<-t.e.release
 		t.ev = event.Event{Type: event.TypeSessionComplete, SessionID: t.key, Complete: &event.SessionComplete{}}

@@ -476,7 +476,9 @@ func (p *progress) sendSometimes(msg string) {
 }
 
 // toolError is the one place a harness error becomes the text a client
-// reads (the door's mapping, as the gateway's statusOf is its).
+// reads (the door's mapping, as internal/httpapi.Status is the HTTP
+// doors'): a few sentinels get advice, then engine's error set says what
+// kind of failure it is.
 func toolError(err error) error {
 	switch {
 	case errors.Is(err, harness.ErrInvalidID):
@@ -487,14 +489,26 @@ func toolError(err error) error {
 		return fmt.Errorf("projectRoot is outside the server's roots: %w", err)
 	case errors.Is(err, harness.ErrInvalidRoot):
 		return fmt.Errorf("projectRoot must be an absolute path to an existing directory: %w", err)
-	case errors.Is(err, harness.ErrBusy):
+	case errors.Is(err, engine.ErrBusy):
 		return fmt.Errorf("busy: %w; wait for it or call interrupt", err)
 	case errors.Is(err, harness.ErrUnknownEngine):
 		return fmt.Errorf("%w (list_engines names them)", err)
 	case errors.Is(err, harness.ErrEmptyMessage):
 		return fmt.Errorf("message is required: %w", err)
-	case errors.Is(err, harness.ErrClosed):
+	case errors.Is(err, engine.ErrClosed):
 		return fmt.Errorf("the server is shutting down: %w", err)
+	case errors.Is(err, engine.ErrInvalid):
+		return fmt.Errorf("invalid arguments: %w", err)
+	case errors.Is(err, engine.ErrRefused):
+		return fmt.Errorf("not allowed by the server's configuration: %w", err)
+	case errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrNotRunning):
+		return fmt.Errorf("not found: %w", err)
+	case errors.Is(err, engine.ErrConflict), errors.Is(err, engine.ErrFull):
+		return fmt.Errorf("not now: %w; try again later", err)
+	case errors.Is(err, engine.ErrCannot):
+		return fmt.Errorf("this session cannot do that: %w", err)
+	case errors.Is(err, engine.ErrUnavailable):
+		return fmt.Errorf("unavailable on this server: %w", err)
 	}
 	return err
 }

@@ -242,10 +242,7 @@ func (t *Turn) Steer(_ context.Context, message string) error {
 		t.early = append(t.early, message)
 		return nil
 	}
-	if err := t.loop.Steer(message); err != nil {
-		return fmt.Errorf("%w: %w", engine.ErrNotRunning, err)
-	}
-	return nil
+	return t.loop.Steer(message) // engine.ErrNotRunning once it returns
 }
 
 // startLoop hands h what was steered before it existed.
@@ -419,7 +416,7 @@ func (t *Turn) run() {
 	}
 	t.emit(event.Event{Type: event.TypeSessionInit, Init: &event.SessionInit{
 		Model: h.Model(), Tools: names, PermissionMode: t.req.PermissionMode, Cwd: t.req.Cwd,
-		Engine: engine.Anthropic, EngineSessionID: conv, MCPServers: mc.status,
+		Engine: engine.Anthropic, ConversationID: conv, MCPServers: mc.status,
 	}})
 	hd := &handler{t: t}
 	h.handler = hd

@@ -88,7 +88,7 @@ func TestEngineTurnEventsAndResume(t *testing.T) {
 		t.Fatalf("events %v\nwant %v", got, want)
 	}
 	init := evs[0].Init
-	if init.Engine != "anthropic" || init.EngineSessionID == "" || !slices.Equal(init.Tools, []string{"read", "list_dir"}) || init.Model != DefaultModel {
+	if init.Engine != "anthropic" || init.ConversationID == "" || !slices.Equal(init.Tools, []string{"read", "list_dir"}) || init.Model != DefaultModel {
 		t.Fatalf("session:init %+v", init)
 	}
 	for _, ev := range evs {
@@ -107,7 +107,7 @@ func TestEngineTurnEventsAndResume(t *testing.T) {
 	// the state directory.
 	f.api.Script(claudetest.TextReply("you asked what is here"))
 	e2 := newEngine(f)
-	tr, err = e2.StartTurn(context.Background(), engine.Request{SessionKey: "s1", Message: "what did I ask?", Cwd: root, StateDir: state, Resume: init.EngineSessionID})
+	tr, err = e2.StartTurn(context.Background(), engine.Request{SessionKey: "s1", Message: "what did I ask?", Cwd: root, StateDir: state, Resume: init.ConversationID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestEngineForkAndCut(t *testing.T) {
 	}
 	f.api.Script(claudetest.TextReply("A1"), claudetest.TextReply("A2"), claudetest.TextReply("A3"), claudetest.TextReply("A4"), claudetest.TextReply("A5"))
 	evs := run(engine.Request{Message: "Q1"})
-	conv := evs[0].Init.EngineSessionID
+	conv := evs[0].Init.ConversationID
 	if k := complete(evs).Checkpoint; k != "2" {
 		t.Fatalf("first checkpoint %q, want 2", k)
 	}
@@ -241,7 +241,7 @@ func TestEngineForkAndCut(t *testing.T) {
 	}
 	// A fork cut after the first turn: a new conversation; the original keeps its four messages.
 	evs = run(engine.Request{Message: "Q3", Resume: conv, Fork: true, ResumeAt: "2"})
-	if fork := evs[0].Init.EngineSessionID; fork == conv || fork == "" {
+	if fork := evs[0].Init.ConversationID; fork == conv || fork == "" {
 		t.Fatalf("fork's conversation %q (original %q)", fork, conv)
 	}
 	if h := history(); h != "Q1|A1|Q3|" {

@@ -110,7 +110,7 @@ func connectMCP(ctx context.Context, s mcpconfig.Server, req engine.Request) (_ 
 		if req.Sandbox {
 			// an MCP server calls no model: with its network limited it
 			// reaches only its proxy and the session's HTTP MCP servers
-			cfg.Sandbox = &sandbox.Spec{Protected: req.Protected, Writable: req.SandboxWritable, Net: req.SandboxNet(env, nil)}
+			cfg.Sandbox = &sandbox.Spec{Protected: req.Protected, Writable: req.SandboxWritable, Net: sandbox.NetOf(req, env, nil)}
 		}
 		p, err := child.Start(cfg)
 		if se := (*child.StartError)(nil); errors.As(err, &se) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/chirality/harness/engine"
 )
 
 // Config configures a Harness. NewHarness copies it and fills the
@@ -81,10 +82,10 @@ type Usage struct {
 	InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens int64
 }
 
-// Errors Prompt returns, for errors.Is.
+// Errors Prompt returns, for errors.Is (and a Prompt while one runs is
+// engine.ErrBusy).
 var (
 	ErrNoAPIKey = errors.New("native: Config.APIKey is required")
-	ErrBusy     = errors.New("native: a prompt is already running")
 	// ErrMaxTurns: the loop made MaxTurns model calls and the model still
 	// wanted tools; the history holds everything up to there.
 	ErrMaxTurns = errors.New("native: max turns reached")
@@ -98,7 +99,7 @@ const SkippedResult = "not run: an earlier tool call in this response failed, so
 
 // Harness is one conversation with the model: an append-only history that
 // carries across Prompt calls, and the tools. One Prompt runs at a time (a
-// concurrent call fails with ErrBusy); Cancel may be called from any
+// concurrent call fails with engine.ErrBusy); Cancel may be called from any
 // goroutine.
 type Harness struct {
 	cfg     Config
@@ -172,7 +173,7 @@ func (h *Harness) Model() string { return h.cfg.Model }
 // results back; until a response asks for no tool. It returns nil then,
 // ErrMaxTurns after MaxTurns calls, the API's error, or context.Canceled
 // when ctx is cancelled or Cancel is called. A concurrent Prompt fails at
-// once with ErrBusy.
+// once with engine.ErrBusy.
 func (h *Harness) Prompt(ctx context.Context, content string) error {
 	if err := h.Validate(); err != nil {
 		return err
@@ -180,7 +181,7 @@ func (h *Harness) Prompt(ctx context.Context, content string) error {
 	h.mu.Lock()
 	if h.running {
 		h.mu.Unlock()
-		return ErrBusy
+		return errPromptRunning
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	h.running, h.cancel, h.ending = true, cancel, false
@@ -228,19 +229,20 @@ func (h *Harness) Prompt(ctx context.Context, content string) error {
 	}
 }
 
-// ErrNotRunning: Steer found no running Prompt (or one already ending).
-var ErrNotRunning = errors.New("native: no prompt is running")
+// errPromptRunning is what a Prompt (or SetHistory) meets while a
+// Prompt runs.
+var errPromptRunning = fmt.Errorf("native: a prompt is already running: %w", engine.ErrBusy)
 
 // Steer gives the running Prompt content as more of the user's words:
 // it goes to the model with the next call (after the results of the
 // tools running now), and a Prompt whose model has just answered calls
-// it again rather than returning. It fails with ErrNotRunning when no
-// Prompt runs or the running one is returning.
+// it again rather than returning. It fails with engine.ErrNotRunning when
+// no Prompt runs or the running one is returning.
 func (h *Harness) Steer(content string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.running || h.ending {
-		return ErrNotRunning
+		return fmt.Errorf("native: no prompt is running: %w", engine.ErrNotRunning)
 	}
 	h.steers = append(h.steers, content)
 	return nil
@@ -443,7 +445,7 @@ func (h *Harness) LoadHistory(data []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.running {
-		return ErrBusy
+		return errPromptRunning
 	}
 	h.history = hist
 	return nil

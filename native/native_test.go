@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/sandbox"
 
 	"github.com/chirality/harness/claudecode/claudetest"
@@ -229,7 +230,7 @@ func TestCancelMidStreamAndBusy(t *testing.T) {
 	for len(f.api.Requests()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := h.Prompt(context.Background(), "again"); !errors.Is(err, ErrBusy) {
+	if err := h.Prompt(context.Background(), "again"); !errors.Is(err, engine.ErrBusy) {
 		t.Fatalf("concurrent Prompt: %v, want ErrBusy", err)
 	}
 	h.Cancel()

@@ -21,15 +21,15 @@ import (
 var (
 	// ErrNotFound: no persona file of that ID in the project and no
 	// built-in one. The concrete error is a *NotFoundError.
-	ErrNotFound = errors.New("persona not found")
+	ErrNotFound = engine.NewError(engine.ErrNotFound, "persona not found")
 	// ErrInvalidID: the ID does not match ^[A-Za-z0-9_-]+$ (a path, an
 	// empty string...). It is rejected before the disk is touched.
-	ErrInvalidID = errors.New("invalid persona id")
+	ErrInvalidID = engine.NewError(engine.ErrInvalid, "invalid persona id")
 	// ErrInvalidPersona: the file's frontmatter is malformed or has a bad
 	// value. The concrete error is a *ParseError naming the file and line.
-	ErrInvalidPersona = errors.New("invalid persona file")
+	ErrInvalidPersona = engine.NewError(engine.ErrCannot, "invalid persona file")
 	// ErrInvalidMode: the mode is not workbench, pipeline or direct.
-	ErrInvalidMode = errors.New("invalid mode")
+	ErrInvalidMode = engine.NewError(engine.ErrInvalid, "invalid mode")
 )
 
 // NotFoundError reports a persona ID with neither a project file nor a
@@ -41,7 +41,7 @@ type NotFoundError struct {
 func (e *NotFoundError) Error() string { return "persona " + e.ID + " not found" }
 
 // Is reports whether target is ErrNotFound.
-func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+func (e *NotFoundError) Is(target error) bool { return errors.Is(ErrNotFound, target) }
 
 // ParseError reports a malformed persona file. Line is 1-based and counts
 // lines of the whole file (frontmatter delimiter included); it is 0 when no
@@ -60,7 +60,7 @@ func (e *ParseError) Error() string {
 }
 
 // Is reports whether target is ErrInvalidPersona.
-func (e *ParseError) Is(target error) bool { return target == ErrInvalidPersona }
+func (e *ParseError) Is(target error) bool { return errors.Is(ErrInvalidPersona, target) }
 
 // Persona is one parsed persona file. Slices that are nil mean "not set":
 // the driver passes no flag for them. Tools is never nil for a file without

@@ -24,30 +24,47 @@ import (
 // cut its conversation), or the project's files cannot be restored.
 const CodeUnsupported = -32005
 
-// coreError maps an error of the core to the protocol's: the one place
-// this door does (the seed's methods map the few they meet in place).
+// coreError is the one place this door maps an error of the core to the
+// protocol's codes (specification 002's, and CodeUnsupported): by
+// engine's error set (package engine, errors.go), which every sentinel of
+// the core is or is a kind of, with a few particular sentinels named
+// first where the protocol has a code or a word for them. A handler adds
+// its context by wrapping (fmt.Errorf("thread %s: %w", id, err)).
 func coreError(err error) *Error {
+	code, word := codeOf(err)
+	return errorf(code, word+": "+err.Error())
+}
+
+// codeOf is coreError's table: the code and the word its message starts
+// with.
+func codeOf(err error) (int, string) {
 	switch {
-	case errors.Is(err, harness.ErrBusy):
-		return errorf(CodeTurnBusy, "turn busy: "+err.Error())
-	case errors.Is(err, harness.ErrSeqNotFound):
-		return errorf(CodeTurnNotFound, "turn not found: "+err.Error())
-	case errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported), errors.Is(err, checkpoint.ErrTooLarge),
-		errors.Is(err, checkpoint.ErrUnsafeStore), errors.Is(err, checkpoint.ErrNoGit):
-		return errorf(CodeUnsupported, "unsupported: "+err.Error())
+	case errors.Is(err, engine.ErrBusy):
+		return CodeTurnBusy, "turn busy"
+	case errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, engine.ErrNotRunning), errors.Is(err, harness.ErrNoTurnToSteer):
+		return CodeTurnNotFound, "turn not found"
+	case errors.Is(err, engine.ErrApprovalNotFound), errors.Is(err, engine.ErrApprovalResolved):
+		return CodeApprovalMissing, "approval not found"
+	case errors.Is(err, harness.ErrNoPlan):
+		return CodeApprovalMissing, "plan not found"
 	case errors.Is(err, harness.ErrNotFound):
-		return errorf(CodeThreadNotFound, "thread not found: its session is gone: "+err.Error())
+		return CodeThreadNotFound, "thread not found: its session is gone"
 	case errors.Is(err, harness.ErrPersonaNotFound), errors.Is(err, harness.ErrInvalidPersona):
-		return errorf(CodeInvalidParams, "invalid params: agent: "+err.Error())
+		return CodeInvalidParams, "invalid params: agent"
 	case errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrBypassRefused):
-		return errorf(CodeInvalidParams, "invalid params: permissionMode: "+err.Error())
+		return CodeInvalidParams, "invalid params: permissionMode"
 	case errors.Is(err, harness.ErrInvalidEffort):
-		return errorf(CodeInvalidParams, "invalid params: effort: "+err.Error())
-	case errors.Is(err, harness.ErrUnknownEngine), errors.Is(err, harness.ErrInvalidMode), errors.Is(err, harness.ErrInvalidRoot),
-		errors.Is(err, harness.ErrRootNotAllowed):
-		return errorf(CodeInvalidParams, "invalid params: "+err.Error())
+		return CodeInvalidParams, "invalid params: effort"
+	case errors.Is(err, engine.ErrInvalid), errors.Is(err, engine.ErrRefused), errors.Is(err, engine.ErrFull),
+		errors.Is(err, harness.ErrMessageTooLarge), errors.Is(err, harness.ErrInvalidMCPConfig):
+		// The params ask for what cannot be, or too much.
+		return CodeInvalidParams, "invalid params"
+	case errors.Is(err, engine.ErrCannot), errors.Is(err, checkpoint.ErrNoGit):
+		// The engine lacks the control (engine.ErrUnsupported is one), or
+		// the project's files cannot be restored.
+		return CodeUnsupported, "unsupported"
 	}
-	return errorf(CodeInternalError, "internal error: "+err.Error())
+	return CodeInternalError, "internal error"
 }
 
 // newSession makes the thread's session (its first turn, or a
@@ -72,7 +89,9 @@ func (s *Server) newSession(t *thread, agent, eng, model string) *Error {
 	}
 	sess, err := s.h.NewSession(spec)
 	if err != nil {
-		if e := coreError(err); e.Code != CodeInternalError {
+		// What the thread's params cannot make (no git repository for
+		// a worktree, a base that is not there) is theirs to change.
+		if e := coreError(err); e.Code != CodeInternalError && e.Code != CodeUnsupported {
 			return e
 		}
 		return errorf(CodeInvalidParams, "invalid params: "+err.Error())

@@ -338,6 +338,25 @@ func TestCoreError(t *testing.T) {
 		harness.ErrBypassRefused:         CodeInvalidParams,
 		harness.ErrInvalidEffort:         CodeInvalidParams,
 		errors.New("disk on fire"):       CodeInternalError,
+		// engine's error set and its kinds, whoever wraps them.
+		fmt.Errorf("claudecode: %w", engine.ErrBusy):      CodeTurnBusy,
+		engine.ErrNotRunning:                              CodeTurnNotFound,
+		harness.ErrNoTurnToSteer:                          CodeTurnNotFound,
+		fmt.Errorf("r1: %w", harness.ErrApprovalNotFound): CodeApprovalMissing,
+		harness.ErrApprovalResolved:                       CodeApprovalMissing,
+		harness.ErrNoPlan:                                 CodeApprovalMissing,
+		harness.ErrSteerUnsupported:                       CodeUnsupported,
+		harness.ErrInvalidPersona:                         CodeInvalidParams,
+		harness.ErrWidens:                                 CodeInvalidParams,
+		harness.ErrInvalidTurnOptions:                     CodeInvalidParams,
+		harness.ErrQueueFull:                              CodeInvalidParams,
+		harness.ErrMessageTooLarge:                        CodeInvalidParams,
+		harness.ErrInvalidMCPConfig:                       CodeInvalidParams,
+		harness.ErrInvalidPlanDecision:                    CodeInvalidParams,
+		harness.ErrEmptyMessage:                           CodeInvalidParams,
+		harness.ErrRootNotAllowed:                         CodeInvalidParams,
+		harness.ErrNotGitRepo:                             CodeUnsupported, // newSession answers it as invalid params
+		harness.ErrClosed:                                 CodeInternalError,
 	} {
 		if got := coreError(err); got.Code != code || !strings.Contains(got.Message, err.Error()) {
 			t.Errorf("%v: %d %q, want %d", err, got.Code, got.Message, code)

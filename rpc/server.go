@@ -875,17 +875,7 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 	}
 	if err != nil {
 		t.mu.Unlock()
-		switch {
-		case errors.Is(err, harness.ErrBusy):
-			return nil, errorf(CodeTurnBusy, "turn busy: "+err.Error())
-		case errors.Is(err, harness.ErrPersonaNotFound), errors.Is(err, harness.ErrInvalidPersona):
-			return nil, errorf(CodeInvalidParams, "invalid params: agent: "+err.Error())
-		case errors.Is(err, harness.ErrWidens), errors.Is(err, harness.ErrInvalidTurnOptions):
-			return nil, errorf(CodeInvalidParams, "invalid params: "+clip(err.Error()))
-		case errors.Is(err, harness.ErrQueueFull), errors.Is(err, harness.ErrMessageTooLarge):
-			return nil, errorf(CodeInvalidParams, "invalid params: "+clip(err.Error()))
-		}
-		return nil, errorf(CodeInternalError, "internal error: the turn could not start: "+err.Error())
+		return nil, coreError(fmt.Errorf("the turn could not start: %w", err))
 	}
 	if (p.Agent != "" && p.Agent != t.meta.Agent) || (model != "" && model != t.meta.Model) {
 		if p.Agent != "" {
@@ -914,13 +904,10 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 // queue on a busy thread).
 func (s *Server) enqueue(id, text string) (any, *Error) {
 	q, err := s.h.Enqueue(id, text)
-	switch {
-	case err == nil:
-		return queuedResult(q), nil
-	case errors.Is(err, harness.ErrQueueFull), errors.Is(err, harness.ErrMessageTooLarge):
-		return nil, errorf(CodeInvalidParams, "invalid params: "+clip(err.Error()))
+	if err != nil {
+		return nil, coreError(fmt.Errorf("the text could not be queued: %w", err))
 	}
-	return nil, errorf(CodeInternalError, "internal error: the text could not be queued: "+clip(err.Error()))
+	return queuedResult(q), nil
 }
 
 func queuedResult(q *harness.Queued) map[string]any {
@@ -939,7 +926,7 @@ func (s *Server) turnCancel(raw json.RawMessage) (any, *Error) {
 		return nil, errorf(CodeTurnNotFound, "turn not found: thread "+t.meta.ThreadID+" has no turn running")
 	}
 	if ierr := s.h.Interrupt(sid); ierr != nil && !errors.Is(ierr, harness.ErrNotRunning) {
-		return nil, errorf(CodeInternalError, "internal error: "+ierr.Error())
+		return nil, coreError(ierr)
 	}
 	return map[string]any{"ok": true}, nil
 }
@@ -970,10 +957,7 @@ func (s *Server) approvalRespond(raw json.RawMessage) (any, *Error) {
 	sid := t.meta.SessionID
 	t.mu.Unlock()
 	if err := s.h.Approve(sid, p.RequestID, harness.ApprovalAnswer{Decision: decision}); err != nil {
-		if errors.Is(err, harness.ErrApprovalNotFound) || errors.Is(err, harness.ErrApprovalResolved) {
-			return nil, errorf(CodeApprovalMissing, "approval not found: "+p.RequestID+" is not pending ("+err.Error()+")")
-		}
-		return nil, errorf(CodeInternalError, "internal error: "+err.Error())
+		return nil, coreError(fmt.Errorf("%s: %w", p.RequestID, err))
 	}
 	return map[string]any{"ok": true}, nil
 }

@@ -3,7 +3,6 @@ package rpc
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -49,18 +48,10 @@ func (s *Server) turnSteer(ctx context.Context, raw json.RawMessage) (any, *Erro
 	if sid == "" {
 		return nil, errorf(CodeTurnNotFound, "turn not found: thread "+t.meta.ThreadID+" has no turn running")
 	}
-	switch serr := s.h.Steer(ctx, sid, text); {
-	case serr == nil:
-		return map[string]any{"ok": true}, nil
-	case errors.Is(serr, harness.ErrNoTurnToSteer):
-		return nil, errorf(CodeTurnNotFound, "turn not found: thread "+t.meta.ThreadID+" has no turn running")
-	case errors.Is(serr, harness.ErrSteerUnsupported):
-		return nil, errorf(CodeUnsupported, "unsupported: "+serr.Error())
-	case errors.Is(serr, harness.ErrBusy):
-		return nil, errorf(CodeTurnBusy, "turn busy: "+serr.Error())
-	default:
-		return nil, errorf(CodeInternalError, "internal error: "+serr.Error())
+	if serr := s.h.Steer(ctx, sid, text); serr != nil {
+		return nil, coreError(fmt.Errorf("thread %s: %w", t.meta.ThreadID, serr))
 	}
+	return map[string]any{"ok": true}, nil
 }
 
 // plan.decide (an extension, issue 32): a person's decision on the plan
@@ -90,14 +81,8 @@ func (s *Server) planDecide(raw json.RawMessage) (any, *Error) {
 	if sid == "" {
 		return nil, errorf(CodeApprovalMissing, "plan not found: thread "+t.meta.ThreadID+" has no plan waiting")
 	}
-	switch derr := s.h.DecidePlan(sid, harness.PlanDecision{Decision: p.Decision, Mode: p.Mode, Feedback: p.Feedback}); {
-	case derr == nil:
-		return map[string]any{"ok": true}, nil
-	case errors.Is(derr, harness.ErrNoPlan):
-		return nil, errorf(CodeApprovalMissing, "plan not found: thread "+t.meta.ThreadID+" has no plan waiting")
-	case errors.Is(derr, harness.ErrInvalidPlanDecision), errors.Is(derr, harness.ErrInvalidPermissionMode), errors.Is(derr, harness.ErrBypassRefused):
-		return nil, errorf(CodeInvalidParams, "invalid params: "+derr.Error())
-	default:
-		return nil, errorf(CodeInternalError, "internal error: "+derr.Error())
+	if derr := s.h.DecidePlan(sid, harness.PlanDecision{Decision: p.Decision, Mode: p.Mode, Feedback: p.Feedback}); derr != nil {
+		return nil, coreError(fmt.Errorf("thread %s: %w", t.meta.ThreadID, derr))
 	}
+	return map[string]any{"ok": true}, nil
 }

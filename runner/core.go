@@ -14,23 +14,25 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/event/fold"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/session"
 )
 
-// Errors of this package, for callers to branch on with errors.Is.
+// Errors of this package, for callers to branch on with errors.Is (some
+// are kinds of engine's error set, as the core's are).
 var (
 	// ErrRunning is returned by Start on a runner that is running.
 	ErrRunning = errors.New("runner: already running")
 	// ErrEmptyPrompt is returned by SendPrompt for a blank prompt.
-	ErrEmptyPrompt = errors.New("runner: empty prompt")
+	ErrEmptyPrompt = engine.NewError(engine.ErrInvalid, "runner: empty prompt")
 	// ErrQueueFull is returned by SendPrompt when Config.MaxQueue prompts
 	// wait already (at most the core queue's harness.MaxQueued, whose
 	// harness.ErrQueueFull it then wraps); the prompt is not queued (the
 	// caller keeps it).
-	ErrQueueFull = errors.New("runner: prompt queue full")
+	ErrQueueFull = engine.NewError(engine.ErrFull, "runner: prompt queue full")
 )
 
 // Defaults of Config.

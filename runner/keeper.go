@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chirality/harness/engine"
 	"github.com/rs/zerolog"
 )
 
@@ -22,8 +23,8 @@ var (
 	// breaker is open (too many crashes; nothing restarts the runner).
 	ErrCircuitOpen = errors.New("runner: circuit open after repeated crashes")
 	// ErrUnsupported is returned by Compact and Clear when the Runner
-	// does not implement Compactor.
-	ErrUnsupported = errors.New("runner: not supported by this runner")
+	// does not implement Compactor. It is engine.ErrUnsupported.
+	ErrUnsupported = engine.NewError(engine.ErrUnsupported, "runner: not supported by this runner")
 )
 
 // Defaults of KeeperConfig.

@@ -53,6 +53,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/protect"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -64,7 +65,7 @@ const Entry = "__sandbox"
 
 // ErrUnavailable is returned when a sandbox is asked for but the kernel
 // cannot give one (no Landlock, or Landlock disabled).
-var ErrUnavailable = errors.New("sandbox: the kernel's Landlock LSM is not available (a sandboxed session needs Linux 5.13 or later with landlock in the lsm= list)")
+var ErrUnavailable = engine.NewError(engine.ErrUnavailable, "sandbox: the kernel's Landlock LSM is not available (a sandboxed session needs Linux 5.13 or later with landlock in the lsm= list)")
 
 // ErrNoEntry is returned when the running program has not called Main,
 // so it cannot be re-executed as the sandbox's entry.

@@ -11,7 +11,7 @@
 //	s, err := st.Create(root, "REVIEWER", "workbench") // file + index entry
 //	log, err := st.EventLog(s.ID)                       // shared, store-owned
 //	seq, err := log.Append([]byte(`{"type":"chat:delta","text":"hi"}`))
-//	s.ClaudeSessionID = "…"; err = st.Save(s)           // atomic replace
+//	s.ConversationID = "…"; err = st.Save(s)            // atomic replace
 //	s, err = st.Get(id)                                 // by ID alone, after a restart too
 //	recs, err := log.ReadAfter(lastSeen)                // history for a reloaded GUI
 //	err = st.Delete(id)                                 // file, event log, prompt file

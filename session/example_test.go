@@ -29,14 +29,14 @@ func Example() {
 	log, _ := st.EventLog(s.ID)
 	log.Append([]byte(`{"type":"session:init","claudeSessionId":"c-1"}`))
 	log.Append([]byte(`{"type":"chat:delta","text":"Hello"}`))
-	s.ClaudeSessionID = "c-1"
+	s.ConversationID = "c-1"
 	st.Save(s)
 
 	// Later, maybe in another process: find the session by ID alone and
 	// replay the events a client has not seen.
 	st2, _ := session.Open(session.Config{StateDir: state})
 	got, _ := st2.Get(s.ID)
-	fmt.Println(got.Persona, got.Mode, got.ClaudeSessionID)
+	fmt.Println(got.Persona, got.Mode, got.ConversationID)
 	recs, _ := log.ReadAfter(1)
 	for _, r := range recs {
 		fmt.Println(r.Seq, string(r.Event))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 )
 
@@ -19,11 +20,12 @@ const SchemaVersion = 1
 // Sentinel errors; test with errors.Is. They reach callers wrapped in an
 // *Error.
 var (
-	ErrNotFound  = errors.New("not found")
-	ErrInvalidID = errors.New("invalid id (want a UUIDv4 such as 0b8f3a2e-1c4d-4e5f-8a9b-0c1d2e3f4a5b)")
+	ErrNotFound  = engine.NewError(engine.ErrNotFound, "not found")
+	ErrInvalidID = engine.NewError(engine.ErrInvalid, "invalid id (want a UUIDv4 such as 0b8f3a2e-1c4d-4e5f-8a9b-0c1d2e3f4a5b)")
 	ErrCorrupt   = errors.New("corrupt or foreign file")
-	// ErrClosed is returned by an EventLog after Close.
-	ErrClosed = errors.New("event log closed")
+	// ErrClosed is returned by an EventLog after Close (the store is
+	// shutting down: it is engine.ErrClosed).
+	ErrClosed = engine.NewError(engine.ErrClosed, "event log closed")
 )
 
 // Error is a failure concerning one session: its ID, the file involved
@@ -51,7 +53,10 @@ func (e *Error) Unwrap() error { return e.Err }
 //	 "title":"…","rules":["Bash(touch marker)"],"costUsd":0.0123}
 //
 // with times in RFC 3339 (UTC, nanoseconds) and persona and claudeSessionId
-// null when empty; engine, engineSessionId, model, permissionMode,
+// null when empty (claudeSessionId is the engine's conversation id, for
+// every engine: files written before there was one name have it as
+// engineSessionId for engines other than Claude Code, and read the same);
+// engine, model, permissionMode,
 // effort, pending ({"resume":…,"resumeAt":…,"fork":true}), promptHash, title, rules,
 // costUsd, isolation, workdir, branch, base, baseCommit and log are left out
 // when empty (files from before they existed read the same).
@@ -64,14 +69,13 @@ type Session struct {
 	Persona string
 	// Mode is workbench, pipeline or direct.
 	Mode string
-	// ClaudeSessionID is the Claude Code session to resume, "" until the
-	// first turn reported one.
-	ClaudeSessionID string
+	// ConversationID is the engine's own id of the conversation a next
+	// turn continues (Claude Code's session_id, a Codex thread, an ACP
+	// session), "" until the first turn reported one.
+	ConversationID string
 	// Engine runs the session's turns ("" = claude-code, for files
-	// written before engines existed). EngineSessionID is the engine's
-	// own conversation id when it is not Claude Code's.
-	Engine          string
-	EngineSessionID string
+	// written before engines existed).
+	Engine string
 	// Model is the model asked for at creation or by a switch ("" = the
 	// persona's, else the engine's default).
 	Model string
@@ -154,46 +158,36 @@ type Pending struct {
 	Fork     bool   `json:"fork,omitempty"`
 }
 
-// ResumeID is the conversation a next turn continues: EngineSessionID,
-// else ClaudeSessionID.
-func (s *Session) ResumeID() string {
-	if s.EngineSessionID != "" {
-		return s.EngineSessionID
-	}
-	return s.ClaudeSessionID
-}
-
 // Wire is a Session's JSON form (its MarshalJSON writes one), for the
 // API's schema: a field of Session that is sent is a field here.
 type Wire = wireSession
 
 type wireSession struct {
-	SchemaVersion   int                     `json:"schemaVersion"`
-	ID              string                  `json:"id" oa:"format=uuid"`
-	CreatedAt       time.Time               `json:"createdAt"`
-	UpdatedAt       time.Time               `json:"updatedAt"`
-	ProjectRoot     string                  `json:"projectRoot"`
-	Persona         *string                 `json:"persona"`
-	Mode            string                  `json:"mode" oa:"ref=Mode"`
-	ClaudeSessionID *string                 `json:"claudeSessionId"`
-	Engine          string                  `json:"engine,omitempty"`
-	EngineSessionID string                  `json:"engineSessionId,omitempty"`
-	Model           string                  `json:"model,omitempty"`
-	PermissionMode  string                  `json:"permissionMode,omitempty" doc:"the permission mode a switch chose for the next turns (absent: the server's and the persona's policy)"`
-	Effort          string                  `json:"effort,omitempty" doc:"the reasoning effort a switch chose for the next turns (absent: the engine's default)"`
-	Pending         *Pending                `json:"pending,omitempty" doc:"a fork's or a rewind's cut, waiting for the session's next turn"`
-	PromptHash      string                  `json:"promptHash,omitempty"`
-	Title           string                  `json:"title,omitempty"`
-	Rules           []string                `json:"rules,omitempty" doc:"tool rules chosen with \"always allow\" in this session"`
-	CostUSD         float64                 `json:"costUsd,omitempty"`
-	MCPServers      []event.MCPServerStatus `json:"mcpServers,omitempty" doc:"each MCP server the session's last turn was given, as that turn's session:init reported it"`
-	Isolation       string                  `json:"isolation,omitempty" oa:"enum=worktree" doc:"present for a session in a git worktree of its own"`
-	Workdir         string                  `json:"workdir,omitempty" doc:"absolute directory the session's turns run in (its worktree)"`
-	Branch          string                  `json:"branch,omitempty" doc:"the branch checked out in the worktree"`
-	Base            string                  `json:"base,omitempty" doc:"the ref the branch started from, as named (the project's branch when none was)"`
-	BaseCommit      string                  `json:"baseCommit,omitempty" doc:"the commit base named at creation"`
-	Sandbox         bool                    `json:"sandbox,omitempty" doc:"present (true) when the session's agent runs in the kernel sandbox"`
-	Log             string                  `json:"log,omitempty" oa:"enum=thread" doc:"thread: the session's event log is its RPC thread's (.harness/threads/<id>/events.jsonl)"`
+	SchemaVersion  int                     `json:"schemaVersion"`
+	ID             string                  `json:"id" oa:"format=uuid"`
+	CreatedAt      time.Time               `json:"createdAt"`
+	UpdatedAt      time.Time               `json:"updatedAt"`
+	ProjectRoot    string                  `json:"projectRoot"`
+	Persona        *string                 `json:"persona"`
+	Mode           string                  `json:"mode" oa:"ref=Mode"`
+	ConversationID *string                 `json:"claudeSessionId" doc:"the engine's own conversation id, which the next turn continues (Claude Code's session_id, a Codex thread, an ACP session): the one name for every engine, engine says whose"`
+	Engine         string                  `json:"engine,omitempty"`
+	Model          string                  `json:"model,omitempty"`
+	PermissionMode string                  `json:"permissionMode,omitempty" doc:"the permission mode a switch chose for the next turns (absent: the server's and the persona's policy)"`
+	Effort         string                  `json:"effort,omitempty" doc:"the reasoning effort a switch chose for the next turns (absent: the engine's default)"`
+	Pending        *Pending                `json:"pending,omitempty" doc:"a fork's or a rewind's cut, waiting for the session's next turn"`
+	PromptHash     string                  `json:"promptHash,omitempty"`
+	Title          string                  `json:"title,omitempty"`
+	Rules          []string                `json:"rules,omitempty" doc:"tool rules chosen with \"always allow\" in this session"`
+	CostUSD        float64                 `json:"costUsd,omitempty"`
+	MCPServers     []event.MCPServerStatus `json:"mcpServers,omitempty" doc:"each MCP server the session's last turn was given, as that turn's session:init reported it"`
+	Isolation      string                  `json:"isolation,omitempty" oa:"enum=worktree" doc:"present for a session in a git worktree of its own"`
+	Workdir        string                  `json:"workdir,omitempty" doc:"absolute directory the session's turns run in (its worktree)"`
+	Branch         string                  `json:"branch,omitempty" doc:"the branch checked out in the worktree"`
+	Base           string                  `json:"base,omitempty" doc:"the ref the branch started from, as named (the project's branch when none was)"`
+	BaseCommit     string                  `json:"baseCommit,omitempty" doc:"the commit base named at creation"`
+	Sandbox        bool                    `json:"sandbox,omitempty" doc:"present (true) when the session's agent runs in the kernel sandbox"`
+	Log            string                  `json:"log,omitempty" oa:"enum=thread" doc:"thread: the session's event log is its RPC thread's (.harness/threads/<id>/events.jsonl)"`
 }
 
 func nullable(s string) *string {
@@ -206,42 +200,46 @@ func nullable(s string) *string {
 // MarshalJSON writes the documented JSON form.
 func (s Session) MarshalJSON() ([]byte, error) {
 	return json.Marshal(wireSession{
-		SchemaVersion:   SchemaVersion,
-		ID:              s.ID,
-		CreatedAt:       s.CreatedAt.UTC(),
-		UpdatedAt:       s.UpdatedAt.UTC(),
-		ProjectRoot:     s.ProjectRoot,
-		Persona:         nullable(s.Persona),
-		Mode:            s.Mode,
-		ClaudeSessionID: nullable(s.ClaudeSessionID),
-		Engine:          s.Engine,
-		EngineSessionID: s.EngineSessionID,
-		Model:           s.Model,
-		PermissionMode:  s.PermissionMode,
-		Effort:          s.Effort,
-		Pending:         s.Pending,
-		PromptHash:      s.PromptHash,
-		Title:           s.Title,
-		Rules:           s.Rules,
-		CostUSD:         s.CostUSD,
-		MCPServers:      s.MCPServers,
-		Isolation:       s.Isolation,
-		Workdir:         s.Workdir,
-		Branch:          s.Branch,
-		Base:            s.Base,
-		BaseCommit:      s.BaseCommit,
-		Sandbox:         s.Sandbox,
-		Log:             s.Log,
+		SchemaVersion:  SchemaVersion,
+		ID:             s.ID,
+		CreatedAt:      s.CreatedAt.UTC(),
+		UpdatedAt:      s.UpdatedAt.UTC(),
+		ProjectRoot:    s.ProjectRoot,
+		Persona:        nullable(s.Persona),
+		Mode:           s.Mode,
+		ConversationID: nullable(s.ConversationID),
+		Engine:         s.Engine,
+		Model:          s.Model,
+		PermissionMode: s.PermissionMode,
+		Effort:         s.Effort,
+		Pending:        s.Pending,
+		PromptHash:     s.PromptHash,
+		Title:          s.Title,
+		Rules:          s.Rules,
+		CostUSD:        s.CostUSD,
+		MCPServers:     s.MCPServers,
+		Isolation:      s.Isolation,
+		Workdir:        s.Workdir,
+		Branch:         s.Branch,
+		Base:           s.Base,
+		BaseCommit:     s.BaseCommit,
+		Sandbox:        s.Sandbox,
+		Log:            s.Log,
 	})
 }
 
-// UnmarshalJSON reads the documented JSON form. It rejects a missing or
-// unsupported schemaVersion.
+// UnmarshalJSON reads the documented JSON form, and the old one whose
+// engineSessionId held the conversation of an engine other than Claude
+// Code. It rejects a missing or unsupported schemaVersion.
 func (s *Session) UnmarshalJSON(data []byte) error {
-	var w wireSession
-	if err := json.Unmarshal(data, &w); err != nil {
+	var old struct {
+		wireSession
+		ConversationID string `json:"engineSessionId"`
+	}
+	if err := json.Unmarshal(data, &old); err != nil {
 		return err
 	}
+	w := old.wireSession
 	switch {
 	case w.SchemaVersion == 0:
 		return errors.New("no schemaVersion: not a harness session file")
@@ -249,15 +247,18 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("schemaVersion %d is not supported (want %d)", w.SchemaVersion, SchemaVersion)
 	}
 	*s = Session{ID: w.ID, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, ProjectRoot: w.ProjectRoot, Mode: w.Mode,
-		Engine: w.Engine, EngineSessionID: w.EngineSessionID, Model: w.Model, PermissionMode: w.PermissionMode, Effort: w.Effort,
+		Engine: w.Engine, Model: w.Model, PermissionMode: w.PermissionMode, Effort: w.Effort,
 		Pending: w.Pending, PromptHash: w.PromptHash, Title: w.Title, Rules: w.Rules, CostUSD: w.CostUSD, MCPServers: w.MCPServers,
 		Isolation: w.Isolation, Workdir: w.Workdir, Branch: w.Branch, Base: w.Base, BaseCommit: w.BaseCommit, Sandbox: w.Sandbox,
 		Log: w.Log}
 	if w.Persona != nil {
 		s.Persona = *w.Persona
 	}
-	if w.ClaudeSessionID != nil {
-		s.ClaudeSessionID = *w.ClaudeSessionID
+	if w.ConversationID != nil {
+		s.ConversationID = *w.ConversationID
+	}
+	if s.ConversationID == "" {
+		s.ConversationID = old.ConversationID
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func TestSessionJSONGolden(t *testing.T) {
 		{"unset_fields_are_null", Session{ID: "0b8f3a2e-1c4d-4e5f-8a9b-0c1d2e3f4a5b", CreatedAt: created, UpdatedAt: created,
 			ProjectRoot: "/work/project", Mode: "workbench"}},
 		{"all_fields", Session{ID: "0b8f3a2e-1c4d-4e5f-8a9b-0c1d2e3f4a5b", CreatedAt: created, UpdatedAt: created.Add(90 * time.Minute),
-			ProjectRoot: "/work/project", Persona: "REVIEWER", Mode: "pipeline", ClaudeSessionID: "6c3e0d1a-0000-4000-8000-000000000001"}},
+			ProjectRoot: "/work/project", Persona: "REVIEWER", Mode: "pipeline", ConversationID: "6c3e0d1a-0000-4000-8000-000000000001"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,10 +72,39 @@ func TestSessionJSONGolden(t *testing.T) {
 			if err := json.Unmarshal(got, &back); err != nil {
 				t.Fatal(err)
 			}
-			if !back.CreatedAt.Equal(tt.s.CreatedAt) || back.Persona != tt.s.Persona || back.ClaudeSessionID != tt.s.ClaudeSessionID {
+			if !back.CreatedAt.Equal(tt.s.CreatedAt) || back.Persona != tt.s.Persona || back.ConversationID != tt.s.ConversationID {
 				t.Errorf("round trip: %+v", back)
 			}
 		})
+	}
+}
+
+// A session file written before the one conversation id (an engine other
+// than Claude Code had its id as engineSessionId, claudeSessionId null)
+// reads the same, and is written back as the specification's
+// claudeSessionId alone.
+func TestOldEngineSessionIDReads(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "old_engine_session_id.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Session
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.ConversationID != "0199a213-81c0-7800-8aa1-bbab2a035a53" || s.Engine != "codex" || s.Mode != "direct" {
+		t.Fatalf("old file read as %+v", s)
+	}
+	out, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"claudeSessionId":"0199a213-81c0-7800-8aa1-bbab2a035a53"`) || strings.Contains(string(out), "engineSessionId") {
+		t.Fatalf("written back as %s", out)
+	}
+	// A file of the new shape wins over a stale old field.
+	if err := json.Unmarshal([]byte(`{"schemaVersion":1,"claudeSessionId":"new","engineSessionId":"old"}`), &s); err != nil || s.ConversationID != "new" {
+		t.Fatalf("%+v %v", s, err)
 	}
 }
 
@@ -92,7 +121,7 @@ func TestCreateGetSaveAcrossRestart(t *testing.T) {
 	if !ValidID(s.ID) || s.ProjectRoot != root || !s.CreatedAt.Equal(s.UpdatedAt) {
 		t.Fatalf("created %+v", s)
 	}
-	s.ClaudeSessionID = "claude-1"
+	s.ConversationID = "claude-1"
 	if err := st.Save(s); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +139,7 @@ func TestCreateGetSaveAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ClaudeSessionID != "claude-1" || got.Persona != "REVIEWER" || got.ProjectRoot != root || !got.UpdatedAt.Equal(s.UpdatedAt) {
+	if got.ConversationID != "claude-1" || got.Persona != "REVIEWER" || got.ProjectRoot != root || !got.UpdatedAt.Equal(s.UpdatedAt) {
 		t.Errorf("Get after restart = %+v", got)
 	}
 
@@ -398,7 +427,7 @@ func TestConcurrentSaves(t *testing.T) {
 			defer wg.Done()
 			for i := range each {
 				c := *s // each writer saves its own copy
-				c.ClaudeSessionID = fmt.Sprintf("w%d-%d", w, i)
+				c.ConversationID = fmt.Sprintf("w%d-%d", w, i)
 				if err := st.Save(&c); err != nil {
 					t.Error(err)
 					return
@@ -415,8 +444,8 @@ func TestConcurrentSaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(got.ClaudeSessionID, fmt.Sprintf("-%d", each-1)) {
-		t.Errorf("final ClaudeSessionID %q is not some writer's last save", got.ClaudeSessionID)
+	if !strings.HasSuffix(got.ConversationID, fmt.Sprintf("-%d", each-1)) {
+		t.Errorf("final ConversationID %q is not some writer's last save", got.ConversationID)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))
 	for _, e := range entries {
@@ -430,7 +459,7 @@ func TestCrashBetweenWriteAndRename(t *testing.T) {
 	st := newStore(t)
 	root := t.TempDir()
 	s, _ := st.Create(root, "REVIEWER", "workbench")
-	s.ClaudeSessionID = "before-crash"
+	s.ConversationID = "before-crash"
 	if err := st.Save(s); err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +468,7 @@ func TestCrashBetweenWriteAndRename(t *testing.T) {
 	var leftover string
 	testHookBeforeRename = func(tmp string) error { leftover = tmp; return crash }
 	c := *s
-	c.ClaudeSessionID = "lost"
+	c.ConversationID = "lost"
 	err := st.Save(&c)
 	testHookBeforeRename = nil
 	if !errors.Is(err, crash) {
@@ -455,8 +484,8 @@ func TestCrashBetweenWriteAndRename(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ClaudeSessionID != "before-crash" {
-		t.Errorf("after the crash ClaudeSessionID = %q, want the last saved value", got.ClaudeSessionID)
+	if got.ConversationID != "before-crash" {
+		t.Errorf("after the crash ConversationID = %q, want the last saved value", got.ConversationID)
 	}
 	sessions, problems, err := st2.List(root)
 	if err != nil || len(sessions) != 1 || len(problems) != 0 {
@@ -476,7 +505,7 @@ func TestCrashBetweenWriteAndRename(t *testing.T) {
 		t.Error("fresh temporary file removed")
 	}
 	// The next save works and replaces the file.
-	got.ClaudeSessionID = "after"
+	got.ConversationID = "after"
 	if err := st2.Save(got); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/mcpconfig"
 	"github.com/chirality/harness/persona"
 )
@@ -20,12 +21,12 @@ const (
 // More sentinel errors of Accept.
 var (
 	// ErrNotFound: no such persona file or project MCP server.
-	ErrNotFound = errors.New("nothing of that name to trust")
+	ErrNotFound = engine.NewError(engine.ErrNotFound, "nothing of that name to trust")
 	// ErrStale: the hash given is not the file's or definition's now: it
 	// changed since the person looked.
-	ErrStale = errors.New("changed since it was shown")
+	ErrStale = engine.NewError(engine.ErrConflict, "changed since it was shown")
 	// ErrInvalid: an unknown kind, or a name that is not one.
-	ErrInvalid = errors.New("invalid trust request")
+	ErrInvalid = engine.NewError(engine.ErrInvalid, "invalid trust request")
 )
 
 // Item is one thing in a project that waits for a person's trust: a

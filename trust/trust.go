@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/atomicfile"
 )
 
@@ -43,9 +44,9 @@ var (
 	// it is trusted.
 	ErrCorrupt = errors.New("trust record is corrupt")
 	// ErrTooLarge: a grant would take the record past its limits.
-	ErrTooLarge = errors.New("trust record is full")
+	ErrTooLarge = engine.NewError(engine.ErrCannot, "trust record is full")
 	// ErrLocked: another process held the record's lock too long.
-	ErrLocked = errors.New("trust record is locked")
+	ErrLocked = engine.NewError(engine.ErrUnavailable, "trust record is locked")
 )
 
 // Record is what a person granted in one project.

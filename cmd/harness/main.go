@@ -10,12 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chirality/harness"
-	"github.com/chirality/harness/claudecode"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/lazyre"
-	"github.com/chirality/harness/persona"
 	"github.com/chirality/harness/sandbox"
-	"github.com/chirality/harness/session"
 )
 
 // The help lists the commands in the order newRoot adds them.
@@ -300,8 +297,7 @@ func userError(err error) string {
 // gave is malformed (a session id that is no UUID, an option the engine
 // refuses), 1 for any other failure.
 func failCode(err error) int {
-	if errors.Is(err, session.ErrInvalidID) || errors.Is(err, harness.ErrInvalidID) || errors.Is(err, persona.ErrInvalidID) ||
-		errors.Is(err, claudecode.ErrInvalidOptions) {
+	if errors.Is(err, engine.ErrInvalid) { // engine's error set: session.ErrInvalidID, claudecode.ErrInvalidOptions, …
 		return 2
 	}
 	return 1

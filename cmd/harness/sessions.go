@@ -111,7 +111,7 @@ func sessionsList(root string, asJSON bool, stdout, stderr io.Writer) int {
 	fmt.Fprintln(tw, "ID\tUPDATED\tENGINE\tMODE\tPERSONA\tCONVERSATION\tTITLE")
 	for _, s := range sessions {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format(time.DateTime), engineOf(s), s.Mode,
-			orDash(s.Persona), orDash(s.ResumeID()), orDash(oneLine(s.Title, 50)))
+			orDash(s.Persona), orDash(s.ConversationID), orDash(oneLine(s.Title, 50)))
 	}
 	tw.Flush()
 	return 0
@@ -168,7 +168,7 @@ func sessionsShow(root, id string, asJSON bool, stdout, stderr io.Writer) int {
 	fmt.Fprintf(tw, "engine:\t%s\n", engineOf(s))
 	fmt.Fprintf(tw, "title:\t%s\n", orDash(s.Title))
 	fmt.Fprintf(tw, "cost:\t$%.4f\n", s.CostUSD)
-	fmt.Fprintf(tw, "claude session:\t%s\n", orDash(s.ClaudeSessionID))
+	fmt.Fprintf(tw, "conversation:\t%s\n", orDash(s.ConversationID))
 	if len(s.Rules) > 0 {
 		fmt.Fprintf(tw, "always allowed:\t%s\n", strings.Join(s.Rules, ", "))
 	}

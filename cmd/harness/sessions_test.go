@@ -27,7 +27,7 @@ func TestSessionsList(t *testing.T) {
 	st, root := sessionEnv(t)
 	a, _ := st.Create(root, "REVIEWER", "workbench")
 	b, _ := st.Create(root, "", "pipeline")
-	b.ClaudeSessionID = "claude-b"
+	b.ConversationID = "claude-b"
 	if err := st.Save(b); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestSessionsShowAndRm(t *testing.T) {
 		wantOut  string
 		wantErr  string
 	}{
-		{"show by id", []string{"show", s.ID, "--project-root", elsewhere}, 0, "persona:         DECOMP", ""},
+		{"show by id", []string{"show", s.ID, "--project-root", elsewhere}, 0, "persona:       DECOMP", ""},
 		{"show json", []string{"show", "--json", s.ID}, 0, `"mode": "direct"`, ""},
 		{"show unknown", []string{"show", "0b8f3a2e-1c4d-4e5f-8a9b-0c1d2e3f4a5b", "--project-root", root}, 1, "", "not found"},
 		{"show invalid id", []string{"show", "../../etc/passwd"}, 2, "", "invalid id"},

@@ -421,7 +421,7 @@ func (p *textPrinter) item(it *fold.Item) {
 func (p *textPrinter) status(e *event.Event) {
 	switch e.Type {
 	case event.TypeSessionInit:
-		p.side("· session %s · %s\n", e.Init.ClaudeSessionID, e.Init.Model)
+		p.side("· session %s · %s\n", e.Init.ConversationID, e.Init.Model)
 	case event.TypeSessionComplete:
 		p.side("· done · $%.4f · %d turns · %d ms\n", e.Complete.CostUSD, e.Complete.NumTurns, e.Complete.DurationMS)
 	case event.TypeSessionError:

@@ -23,74 +23,48 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/chirality/harness"
-	"github.com/chirality/harness/checkpoint"
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/internal/sse"
-	"github.com/chirality/harness/persona"
-	"github.com/chirality/harness/trust"
 )
 
 // ErrBadRequest is matched (errors.Is) by every error BadRequest makes:
-// the request itself is wrong (400).
-var ErrBadRequest = errors.New("bad request")
+// the request itself is wrong (400). It is engine.ErrInvalid.
+var ErrBadRequest = engine.ErrInvalid
 
 // BadRequest returns a door's own sentinel for a wrong request: its text
 // is text, it is itself (errors.Is with it works as with errors.New) and
-// it is ErrBadRequest, so Status answers 400.
-func BadRequest(text string) error { return &badRequest{text} }
-
-type badRequest struct{ text string }
-
-func (e *badRequest) Error() string        { return e.text }
-func (e *badRequest) Is(target error) bool { return target == ErrBadRequest }
+// it is engine.ErrInvalid, so Status answers 400.
+func BadRequest(text string) error { return engine.NewError(engine.ErrInvalid, text) }
 
 // Status is the one place an error becomes an HTTP status, for every HTTP
-// door. The guard's errors (Host, Origin, token, Content-Type, body size
-// and time) map as httpguard.Status says; an error nothing here names is
-// 500.
+// door. It maps engine's error set (package engine, errors.go): every
+// sentinel of the core and its packages is one of it or a kind of one, so
+// a new sentinel needs nothing here. The guard's errors (Host, Origin,
+// token, Content-Type, body size and time) map as httpguard.Status says;
+// an error of no kind is 500.
 func Status(err error) int {
 	if s := httpguard.Status(err); s != 0 {
 		return s
 	}
 	switch {
-	case errors.Is(err, harness.ErrRootNotAllowed), errors.Is(err, harness.ErrBypassRefused), errors.Is(err, harness.ErrWidens):
+	case errors.Is(err, engine.ErrRefused):
 		return http.StatusForbidden
-	case errors.Is(err, ErrBadRequest),
-		errors.Is(err, harness.ErrInvalidID), errors.Is(err, harness.ErrInvalidMode),
-		errors.Is(err, harness.ErrInvalidRoot), errors.Is(err, harness.ErrEmptyMessage),
-		errors.Is(err, persona.ErrInvalidID), errors.Is(err, harness.ErrUnknownEngine),
-		errors.Is(err, harness.ErrInvalidDecision),
-		errors.Is(err, harness.ErrInvalidPermissionMode), errors.Is(err, harness.ErrInvalidEffort),
-		errors.Is(err, harness.ErrInvalidTurnOptions), errors.Is(err, trust.ErrInvalid),
-		errors.Is(err, harness.ErrInvalidIsolation), errors.Is(err, harness.ErrInvalidQueueEdit),
-		errors.Is(err, harness.ErrInvalidPlanDecision), errors.Is(err, harness.ErrInvalidUsageQuery), errors.Is(err, harness.ErrInvalidBudget):
+	case errors.Is(err, engine.ErrInvalid):
 		return http.StatusBadRequest
-	case errors.Is(err, harness.ErrQueueFull):
+	case errors.Is(err, engine.ErrFull):
 		return http.StatusTooManyRequests
-	case errors.Is(err, harness.ErrNotFound), errors.Is(err, harness.ErrPersonaNotFound),
-		errors.Is(err, harness.ErrNotRunning), errors.Is(err, harness.ErrApprovalNotFound),
-		errors.Is(err, harness.ErrSeqNotFound), errors.Is(err, trust.ErrNotFound), errors.Is(err, harness.ErrPromptNotFound):
+	case errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrNotRunning):
 		return http.StatusNotFound
-	case errors.Is(err, harness.ErrBusy), errors.Is(err, harness.ErrApprovalResolved), errors.Is(err, trust.ErrStale),
-		errors.Is(err, harness.ErrNoTurnToSteer), errors.Is(err, harness.ErrNoPlan),
-		errors.Is(err, harness.ErrDirtyTarget), errors.Is(err, harness.ErrMergeConflict), errors.Is(err, harness.ErrUnmerged):
+	case errors.Is(err, engine.ErrConflict): // engine.ErrBusy is one
 		return http.StatusConflict
-	case errors.Is(err, harness.ErrInvalidMCPConfig), errors.Is(err, persona.ErrInvalidPersona), errors.Is(err, trust.ErrTooLarge),
-		errors.Is(err, harness.ErrInvalidPersona), // its file is malformed (a malformed ID is persona.ErrInvalidID: 400)
-		errors.Is(err, harness.ErrNotGitRepo), errors.Is(err, harness.ErrBaseNotFound), errors.Is(err, harness.ErrNotIsolated),
-		errors.Is(err, harness.ErrUnsupported), errors.Is(err, engine.ErrUnsupported),
-		errors.Is(err, checkpoint.ErrTooLarge), errors.Is(err, checkpoint.ErrUnsafeStore), errors.Is(err, harness.ErrMessageTooLarge),
-		errors.Is(err, harness.ErrBudgetExceeded):
+	case errors.Is(err, engine.ErrCannot): // engine.ErrUnsupported is one
 		// The session cannot do this: its MCP configuration is malformed,
 		// its engine lacks the control, or its project is too large for
 		// file checkpoints (a property of the project, not of the request:
 		// not 413, which is about the request's body).
 		return http.StatusUnprocessableEntity
-	case errors.Is(err, harness.ErrClosed), errors.Is(err, sse.ErrTooManyStreams), errors.Is(err, engine.ErrBinaryNotFound),
-		errors.Is(err, checkpoint.ErrNoGit), errors.Is(err, trust.ErrLocked), errors.Is(err, engine.ErrUnavailable),
-		errors.Is(err, harness.ErrSandboxUnavailable):
+	case errors.Is(err, engine.ErrClosed), errors.Is(err, engine.ErrUnavailable), errors.Is(err, sse.ErrTooManyStreams):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

@@ -9,8 +9,13 @@ import (
 	"testing"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/checkpoint"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/httpguard"
+	"github.com/chirality/harness/internal/sse"
 	"github.com/chirality/harness/persona"
+	"github.com/chirality/harness/session"
+	"github.com/chirality/harness/trust"
 )
 
 var errDoor = BadRequest("the door's own")
@@ -42,6 +47,41 @@ func TestStatus(t *testing.T) {
 	} {
 		if got := Status(errors.Join(errors.New("ctx"), c.err)); got != c.want {
 			t.Errorf("Status(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+// Every sentinel a door meets maps to the status it had when Status named
+// each one; now Status names only engine's error set, and the sentinels
+// are its kinds.
+func TestStatusOfEverySentinel(t *testing.T) {
+	for want, errs := range map[int][]error{
+		403: {harness.ErrRootNotAllowed, harness.ErrBypassRefused, harness.ErrWidens, engine.ErrRefused},
+		400: {ErrBadRequest, harness.ErrInvalidID, harness.ErrInvalidMode, harness.ErrInvalidRoot, harness.ErrEmptyMessage,
+			persona.ErrInvalidID, harness.ErrUnknownEngine, harness.ErrInvalidDecision, harness.ErrInvalidPermissionMode,
+			harness.ErrInvalidEffort, engine.ErrInvalidEffort, harness.ErrInvalidTurnOptions, trust.ErrInvalid, harness.ErrInvalidIsolation,
+			harness.ErrInvalidQueueEdit, harness.ErrInvalidPlanDecision, harness.ErrInvalidUsageQuery, harness.ErrInvalidBudget,
+			session.ErrInvalidID, engine.ErrInvalid},
+		429: {harness.ErrQueueFull, engine.ErrFull},
+		404: {harness.ErrNotFound, session.ErrNotFound, harness.ErrPersonaNotFound, persona.ErrNotFound, &persona.NotFoundError{ID: "x"},
+			harness.ErrNotRunning, engine.ErrNotRunning, harness.ErrApprovalNotFound, harness.ErrSeqNotFound, trust.ErrNotFound,
+			harness.ErrPromptNotFound, engine.ErrNotFound},
+		409: {harness.ErrBusy, engine.ErrBusy, harness.ErrApprovalResolved, trust.ErrStale, harness.ErrNoTurnToSteer, harness.ErrNoPlan,
+			harness.ErrDirtyTarget, harness.ErrMergeConflict, &harness.MergeConflictError{}, harness.ErrUnmerged, engine.ErrConflict},
+		422: {harness.ErrInvalidMCPConfig, persona.ErrInvalidPersona, &persona.ParseError{}, trust.ErrTooLarge,
+			harness.ErrInvalidPersona, harness.ErrNotGitRepo, harness.ErrBaseNotFound, harness.ErrNotIsolated,
+			harness.ErrUnsupported, engine.ErrUnsupported, harness.ErrSteerUnsupported, checkpoint.ErrTooLarge, &checkpoint.LimitError{},
+			checkpoint.ErrUnsafeStore, harness.ErrMessageTooLarge, harness.ErrBudgetExceeded, engine.ErrCannot},
+		503: {harness.ErrClosed, engine.ErrClosed, session.ErrClosed, sse.ErrTooManyStreams, engine.ErrBinaryNotFound, &engine.BinaryNotFoundError{Name: "x"},
+			checkpoint.ErrNoGit, trust.ErrLocked, engine.ErrUnavailable, harness.ErrSandboxUnavailable},
+		500: {errors.New("boom"), session.ErrCorrupt, harness.ErrNoEngines},
+	} {
+		for _, err := range errs {
+			for _, e := range []error{err, fmt.Errorf("context: %w", err), fmt.Errorf("a: %w", fmt.Errorf("b: %w", err))} {
+				if got := Status(e); got != want {
+					t.Errorf("Status(%v) = %d, want %d", e, got, want)
+				}
+			}
 		}
 	}
 }

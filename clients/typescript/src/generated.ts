@@ -171,6 +171,7 @@ export const EventSchema = z.looseObject({
   text: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
+  /** the engine's own conversation id, which a later turn resumes (Claude Code's session_id, a Codex thread, an ACP session): the one name for every engine, engine says whose */
   claudeSessionId: z.string().optional(),
   model: z.string().optional(),
   tools: z.array(z.string()).optional(),
@@ -178,7 +179,6 @@ export const EventSchema = z.looseObject({
   permissionMode: z.string().optional(),
   cwd: z.string().optional(),
   engine: z.string().optional(),
-  engineSessionId: z.string().optional(),
   mcpServers: z.array(MCPServerStatusSchema).optional(),
   toolUseId: z.string().optional(),
   name: z.string().optional(),
@@ -322,6 +322,7 @@ export const SessionInitEventSchema = z.looseObject({
   parentToolUseId: z.string().optional(),
   /** when the event happened (Unix ms), stamped once as it is stored */
   timestamp: z.number().int().optional(),
+  /** the engine's own conversation id, which a later turn resumes (Claude Code's session_id, a Codex thread, an ACP session): the one name for every engine, engine says whose */
   claudeSessionId: z.string(),
   model: z.string(),
   tools: z.array(z.string()),
@@ -329,7 +330,6 @@ export const SessionInitEventSchema = z.looseObject({
   permissionMode: z.string().optional(),
   cwd: z.string().optional(),
   engine: z.string().optional(),
-  engineSessionId: z.string().optional(),
   mcpServers: z.array(MCPServerStatusSchema).optional(),
 });
 export type SessionInitEvent = z.infer<typeof SessionInitEventSchema>;
@@ -800,9 +800,9 @@ export const SessionSchema = z.looseObject({
   projectRoot: z.string(),
   persona: z.string().nullable(),
   mode: ModeSchema,
+  /** the engine's own conversation id, which the next turn continues (Claude Code's session_id, a Codex thread, an ACP session): the one name for every engine, engine says whose */
   claudeSessionId: z.string().nullable(),
   engine: z.string().optional(),
-  engineSessionId: z.string().optional(),
   model: z.string().optional(),
   /** the permission mode a switch chose for the next turns (absent: the server's and the persona's policy) */
   permissionMode: z.string().optional(),

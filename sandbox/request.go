@@ -1,18 +1,18 @@
-package engine
+package sandbox
 
 import (
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/mcpconfig"
-	"github.com/chirality/harness/sandbox"
 )
 
-// SandboxNet is the network a sandboxed agent of this request may use:
-// nil (open) with OpenNetwork, else TCP connections to the ports of
+// NetOf is the network a sandboxed agent of request r may use: nil
+// (open) with r.OpenNetwork, else TCP connections to the ports of
 // modelURLs (the model APIs the engine configured its agent with, ""
 // for an API at its default https address), of the proxy the agent's
 // env names and of the session's HTTP and SSE MCP servers, plus bind's
 // ports (an agent that listens: 0 for an ephemeral port). Landlock's
 // rules are by port: a port allowed is allowed on every host.
-func (r Request) SandboxNet(env []string, bind []uint16, modelURLs ...string) *sandbox.Net {
+func NetOf(r engine.Request, env []string, bind []uint16, modelURLs ...string) *Net {
 	if r.OpenNetwork {
 		return nil
 	}
@@ -24,7 +24,7 @@ func (r Request) SandboxNet(env []string, bind []uint16, modelURLs ...string) *s
 			}
 		}
 	}
-	n := sandbox.NetFor(env, urls...)
+	n := NetFor(env, urls...)
 	n.Bind = append(n.Bind, bind...)
 	return n
 }
