@@ -138,3 +138,36 @@ func (h *Harness) dieForTest() {
 		hl.unlock()
 	}
 }
+
+// A session whose turn another process runs (it holds the turn lock) is
+// not deleted under it: ErrBusy (409 at the doors), its files kept; once
+// that process is gone, the delete goes through.
+func TestDeleteRefusedWhileAnotherProcessRunsATurn(t *testing.T) {
+	e, _, id := queueEnv(t)
+	s, err := e.h.Session(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(turnLockPath(s)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := flock.TryLock(turnLockPath(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.h.DeleteSession(ctx, id); !errors.Is(err, ErrBusy) {
+		t.Fatalf("delete while another process runs a turn: %v, want ErrBusy", err)
+	}
+	if _, err := e.h.Session(id); err != nil {
+		t.Fatalf("the session is gone after a refused delete: %v", err)
+	}
+	unlock()
+	if err := e.h.DeleteSession(ctx, id); err != nil {
+		t.Fatalf("delete once the other process is gone: %v", err)
+	}
+	if _, err := e.h.Session(id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after delete: %v, want ErrNotFound", err)
+	}
+}

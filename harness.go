@@ -671,6 +671,16 @@ func (h *Harness) DeleteSessionWith(ctx context.Context, id string, o DeleteOpti
 		h.mu.Unlock()
 		close(tomb.done)
 	}()
+	// A turn another process runs (it holds the session's turn lock,
+	// cutturn.go) is not this process's to kill: deleting under it would
+	// leave that process writing a log and a session file that are gone
+	// (its save after the turn would bring the file back). Held until
+	// the files are gone, so no other process starts one meanwhile.
+	unlockTurn, err := h.lockTurn(s)
+	if err != nil {
+		return err
+	}
+	defer unlockTurn()
 	if w := h.warm.take(id); w != nil {
 		w.Stop()
 		h.warm.release()

@@ -611,6 +611,23 @@ func TestBadRequests(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	// The specification's routes with another method: 405 saying what the
+	// route takes (RFC 9110's Allow; the standard mux said so before the
+	// move to the doors' router, which did not).
+	for _, c := range []struct{ method, path, allow string }{
+		{"GET", "/prompt", "POST"}, {"GET", "/cancel", "POST"}, {"POST", "/events", "GET"},
+	} {
+		req, _ = http.NewRequest(c.method, e.url+c.path, nil)
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d Allow %q, want 405 Allow %q", c.method, c.path, resp.StatusCode, resp.Header.Get("Allow"), c.allow)
+		}
+	}
 	if n := len(e.api.Requests()); n != 0 {
 		t.Errorf("%d model requests, want none", n)
 	}

@@ -401,6 +401,9 @@ func (st *Store) List(projectRoot string) (sessions []*Session, problems []error
 				continue
 			}
 			e.s, e.err = decode(id, path, data)
+			if e.err == nil {
+				st.indexListed(id, root, path)
+			}
 		}
 		next[name] = e
 		if e.err != nil {
@@ -424,6 +427,22 @@ func (st *Store) List(projectRoot string) (sessions []*Session, problems []error
 		return a.ID < b.ID
 	})
 	return sessions, problems, nil
+}
+
+// indexListed indexes session id that List found in root when the index
+// does not know it (a session another process made with another state
+// directory, or a project copied in): what the list shows, Get finds,
+// so a client that lists and then opens a session by its ID is not told
+// it does not exist. An entry that points elsewhere is left as it is.
+func (st *Store) indexListed(id, root, path string) {
+	unlock := st.lock(id)
+	defer unlock()
+	if _, err := st.readIndex(id); err == nil {
+		return
+	}
+	if _, err := os.Lstat(path); err == nil { // not deleted meanwhile
+		st.writeIndex(id, root)
+	}
 }
 
 // staleTempAge is how old a temporary file must be before List removes

@@ -632,3 +632,27 @@ func TestAddKeepsGivenIDAndWorktreeFields(t *testing.T) {
 		t.Fatalf("bad id: %v", err)
 	}
 }
+
+// A session another process made with another state directory (another
+// index) is listed by its project; opening it by ID after listing finds it
+// too (004: GET /session/list then GET /session/:id is 200, not 404).
+func TestListedSessionIsFoundByID(t *testing.T) {
+	root := t.TempDir()
+	other := newStore(t) // another process, another state directory
+	s, err := other.Create(root, "", "direct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStore(t)
+	if _, err := st.Get(s.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("before listing: %v, want ErrNotFound (no index entry, no known root)", err)
+	}
+	listed, _, err := st.List(root)
+	if err != nil || len(listed) != 1 || listed[0].ID != s.ID {
+		t.Fatalf("List: %v %v", listed, err)
+	}
+	got, err := st.Get(s.ID)
+	if err != nil || got.ID != s.ID || got.ProjectRoot != listed[0].ProjectRoot {
+		t.Fatalf("Get after List: %v %v, want the listed session", got, err)
+	}
+}

@@ -114,25 +114,32 @@ func TestWriteError(t *testing.T) {
 }
 
 // The doors' one router: an unknown route and an unclean path are the
-// JSON 404 (no redirect), a known path with another method the JSON 405.
+// JSON 404 (no redirect), a known path with another method the JSON 405
+// with its Allow header (RFC 9110: a 405 must say what the path allows).
 func TestNewRouter(t *testing.T) {
 	r := NewRouter()
 	r.HandleFunc("/events", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }).Methods(http.MethodGet)
+	r.HandleFunc("/rewind", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }).Methods(http.MethodGet)
+	r.HandleFunc("/rewind", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }).Methods(http.MethodPost)
 	for _, c := range []struct {
 		method, path string
 		want         int
-		body         string
+		body, allow  string
 	}{
-		{"GET", "/events", http.StatusTeapot, ""},
-		{"POST", "/events", http.StatusMethodNotAllowed, `{"error":"method not allowed"}`},
-		{"GET", "/nope", http.StatusNotFound, `{"error":"no such route"}`},
-		{"GET", "/x/../events", http.StatusNotFound, `{"error":"no such route"}`},
-		{"GET", "//events", http.StatusNotFound, `{"error":"no such route"}`},
+		{"GET", "/events", http.StatusTeapot, "", ""},
+		{"POST", "/events", http.StatusMethodNotAllowed, `{"error":"method not allowed"}`, "GET"},
+		{"DELETE", "/rewind", http.StatusMethodNotAllowed, `{"error":"method not allowed"}`, "GET, POST"},
+		{"GET", "/nope", http.StatusNotFound, `{"error":"no such route"}`, ""},
+		{"GET", "/x/../events", http.StatusNotFound, `{"error":"no such route"}`, ""},
+		{"GET", "//events", http.StatusNotFound, `{"error":"no such route"}`, ""},
 	} {
 		w := httptest.NewRecorder()
 		r.ServeHTTP(w, httptest.NewRequest(c.method, "http://localhost"+c.path, nil))
 		if w.Code != c.want || strings.TrimSpace(w.Body.String()) != c.body {
 			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.path, w.Code, w.Body.String(), c.want, c.body)
+		}
+		if got := w.Header().Get("Allow"); got != c.allow {
+			t.Errorf("%s %s: Allow %q, want %q", c.method, c.path, got, c.allow)
 		}
 	}
 }
