@@ -7,6 +7,19 @@ import (
 	"strings"
 )
 
+// escapeGuard is a read-denied glob in protectProfile that matches no
+// file (a name nobody uses, top level of the workspace only). It is
+// there for its side effect: Codex (0.169) runs a command without any
+// sandbox when a person approved it and the sandboxed run looked denied
+// ("retry without sandbox", not asked again under untrusted), or when
+// the model asks for escalation and a person approves; both only while
+// the profile denies no read ("unsandboxed execution allowed" would drop
+// a denied read). With the guard every retry and escalation stays in
+// the sandbox, so an approved command cannot write a protected path
+// either. Before it, `echo x > .mcp.json` approved in default mode wrote
+// the file on new, resumed and forked threads alike.
+const escapeGuard = "*.harness-escape-guard"
+
 // protectProfile is the permission profile that replaces the
 // workspace-write sandbox: Codex's own :workspace (writes inside the
 // workspace and the temp dir, .git and .codex read-only) with every
@@ -60,6 +73,7 @@ func withProtectedProfile(params, config map[string]any, cwd string, protected [
 			fs[p] = "read"
 		}
 	}
+	inside[escapeGuard] = "none"
 	out := maps.Clone(config)
 	if out == nil {
 		out = map[string]any{}
