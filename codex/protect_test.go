@@ -57,7 +57,10 @@ func TestRealCodexProtectedPathsReadOnly(t *testing.T) {
 // it judged a failed write a denial varied from run to run, so protected
 // paths were written now and then, most often on resumed threads (every
 // session's second turn). Default mode with an Approver that allows
-// everything, on a new, a resumed and a forked thread.
+// everything, on a new, a resumed and a forked thread. (A command the
+// model asks to run outside the sandbox, sandbox_permissions
+// require_escalated, and a person approves still runs unsandboxed on
+// 0.169: not covered by the guard.)
 func TestRealCodexApprovedCommandKeepsProtectedReadOnly(t *testing.T) {
 	g := newRig(t)
 	dir, err := filepath.EvalSymlinks(t.TempDir())
