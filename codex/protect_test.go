@@ -49,3 +49,84 @@ func TestRealCodexProtectedPathsReadOnly(t *testing.T) {
 		t.Errorf("an ordinary file was not written: %v (%s)", err, strings.Join(out, "; "))
 	}
 }
+
+// A person's approval of a command does not take it out of the sandbox:
+// Codex (0.169) retries an approved command that the sandbox seemed to
+// deny without any sandbox and without asking again, unless the profile
+// denies some read (its "unsandboxed execution allowed" rule). Whether
+// it judged a failed write a denial varied from run to run, so protected
+// paths were written now and then, most often on resumed threads (every
+// session's second turn). Default mode with an Approver that allows
+// everything, on a new, a resumed and a forked thread. (A command the
+// model asks to run outside the sandbox, sandbox_permissions
+// require_escalated, and a person approves still runs unsandboxed on
+// 0.169: not covered by the guard.)
+func TestRealCodexApprovedCommandKeepsProtectedReadOnly(t *testing.T) {
+	g := newRig(t)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".chirality"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mcp := filepath.Join(dir, ".mcp.json")
+	if err := os.WriteFile(mcp, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	allow := func() *approver {
+		return &approver{answers: []engine.ApprovalDecision{{Allow: true}, {Allow: true}, {Allow: true}, {Allow: true}}}
+	}
+	g.fake.Script(codextest.Reply{Text: "hi"})
+	first := g.turn(t, engine.Request{SessionKey: "s-ap", Message: "hello", Cwd: dir, PermissionMode: "default", Approver: allow()}, nil)
+	if first.err != nil || len(first.events) == 0 || first.events[0].Init == nil {
+		t.Fatalf("first turn: %v %v", first.err, first.types())
+	}
+	thread := first.events[0].Init.ConversationID
+	for _, c := range []struct {
+		name string
+		req  engine.Request
+	}{
+		{"new", engine.Request{}},
+		{"resumed", engine.Request{Resume: thread}},
+		{"forked", engine.Request{Resume: thread, Fork: true}},
+	} {
+		plain := "plain-" + c.name + ".txt"
+		// Ends with a failed write: Codex retries only a command that failed.
+		cmd := "echo x > " + plain + "; echo x > .chirality/sessions.json; echo written > .mcp.json"
+		g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: cmd}}, codextest.Reply{Text: "done"})
+		a := allow()
+		req := c.req
+		req.SessionKey, req.Message, req.Cwd, req.PermissionMode, req.Approver = "s-ap-"+c.name, "write", dir, "default", a
+		r := g.turn(t, req, nil)
+		if r.err != nil {
+			t.Fatalf("%s: %v", c.name, r.err)
+		}
+		if len(a.asked) == 0 {
+			t.Errorf("%s: the command was not put to the approver", c.name)
+		}
+		if b, _ := os.ReadFile(mcp); string(b) != "{}\n" {
+			t.Errorf("%s thread: an approved command wrote .mcp.json: %q", c.name, b)
+			_ = os.WriteFile(mcp, []byte("{}\n"), 0o644)
+		}
+		if _, err := os.Stat(filepath.Join(dir, ".chirality", "sessions.json")); err == nil {
+			t.Errorf("%s thread: an approved command wrote .chirality/sessions.json", c.name)
+			_ = os.Remove(filepath.Join(dir, ".chirality", "sessions.json"))
+		}
+		if _, err := os.Stat(filepath.Join(dir, plain)); err != nil {
+			t.Errorf("%s thread: an ordinary file was not written: %v", c.name, err)
+		}
+	}
+	// The guard that keeps the sandbox on leaves nothing in the workspace.
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		switch n := e.Name(); {
+		case n == ".chirality", n == ".mcp.json", strings.HasPrefix(n, "plain-"):
+		default:
+			t.Errorf("unexpected %s in the workspace", n)
+		}
+	}
+}
