@@ -1,0 +1,169 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrTampered: a worktree's git pointer (its .git file) does not name a
+// worktree directory of a repository; the harness runs no git there.
+var ErrTampered = errors.New("worktree: the worktree's .git file does not name a repository's worktree directory")
+
+// pinned is where git is told a worktree's repository is (see pin).
+type pinned struct {
+	top    string // the worktree's top directory (the work tree)
+	gitDir string // its own git directory
+	common string // the repository's common git directory
+}
+
+// env is the environment that pins git to p, whatever the worktree's
+// git directory says.
+func (p pinned) env(extra ...string) []string {
+	e := []string{"GIT_DIR=" + p.gitDir, "GIT_WORK_TREE=" + p.top}
+	if p.common != p.gitDir {
+		e = append(e, "GIT_COMMON_DIR="+p.common)
+	}
+	return append(e, extra...)
+}
+
+// pin finds the repository of the worktree at dir (or a directory inside
+// it) by reading files only, and restores what a sandboxed agent may have
+// rewritten in its worktree's own git directory (which it may write: see
+// Grants). That directory's commondir names the repository git reads its
+// configuration from, so an agent that pointed it at a repository of its
+// own could have the harness's next git command run a textconv, filter,
+// merge driver or external diff of its choosing, outside the sandbox.
+// Every git command the harness runs in a worktree therefore has GIT_DIR,
+// GIT_COMMON_DIR and GIT_WORK_TREE set (GIT_COMMON_DIR overrides the
+// commondir file), and pin puts commondir and gitdir back to what git
+// wrote (../.. and the worktree's .git file), so that the agent's own
+// git and git worktree list/prune find the repository again.
+func pin(dir string) (pinned, error) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return pinned{}, err
+	}
+	for {
+		fi, err := os.Lstat(filepath.Join(d, ".git"))
+		if err == nil {
+			if fi.IsDir() {
+				g := filepath.Join(d, ".git")
+				return pinned{top: d, gitDir: g, common: g}, nil
+			}
+			if !fi.Mode().IsRegular() {
+				return pinned{}, fmt.Errorf("%w: %s", ErrTampered, filepath.Join(d, ".git"))
+			}
+			return pinFile(d)
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return pinned{}, fmt.Errorf("%w: %s is not inside a git repository", ErrNotRepo, dir)
+		}
+		d = up
+	}
+}
+
+// pinFile pins the linked worktree at top, whose .git is a file.
+func pinFile(top string) (pinned, error) {
+	dotGit := filepath.Join(top, ".git")
+	b, err := readSmall(dotGit)
+	if err != nil {
+		return pinned{}, err
+	}
+	rest, ok := strings.CutPrefix(string(b), "gitdir: ")
+	if !ok {
+		return pinned{}, fmt.Errorf("%w: %s", ErrTampered, dotGit)
+	}
+	g := strings.TrimSpace(rest)
+	if !filepath.IsAbs(g) {
+		g = filepath.Join(top, g)
+	}
+	g = filepath.Clean(g)
+	common := filepath.Dir(filepath.Dir(g))
+	if filepath.Base(filepath.Dir(g)) != "worktrees" || inside(common, top) {
+		return pinned{}, fmt.Errorf("%w: %s names %s", ErrTampered, dotGit, g)
+	}
+	for _, p := range []string{g, common, filepath.Join(common, "objects")} {
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			return pinned{}, fmt.Errorf("%w: %s names %s", ErrTampered, dotGit, g)
+		}
+	}
+	restore(filepath.Join(g, "commondir"), "../..")
+	if !pointsAt(filepath.Join(g, "gitdir"), dotGit) {
+		restore(filepath.Join(g, "gitdir"), dotGit)
+	}
+	return pinned{top: top, gitDir: g, common: common}, nil
+}
+
+// inside reports whether p is dir or under it.
+func inside(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// restore writes want (and a newline) to the file p unless it holds it
+// already; a symbolic link there is replaced, not followed.
+func restore(p, want string) {
+	if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+		if b, err := readSmall(p); err == nil && strings.TrimSpace(string(b)) == want {
+			return
+		}
+	}
+	tmp := p + ".harness-tmp"
+	_ = os.Remove(tmp)
+	if err := os.WriteFile(tmp, []byte(want+"\n"), 0o644); err != nil {
+		return
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		_ = os.Remove(tmp)
+	}
+}
+
+// readSmall reads at most 4 KiB of the regular file p.
+func readSmall(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var b bytes.Buffer
+	_, err = io.Copy(&b, io.LimitReader(f, 4<<10))
+	return b.Bytes(), err
+}
+
+// wgit runs git in the worktree at dir (or a directory inside it) pinned
+// to its repository (see pin).
+func (m *Manager) wgit(ctx context.Context, dir string, extraEnv []string, args ...string) ([]byte, error) {
+	p, err := pin(dir)
+	if err != nil {
+		return nil, err
+	}
+	return m.r.git(ctx, dir, p.env(extraEnv...), args...)
+}
+
+// wout is wgit returning its output trimmed, as a string.
+func (m *Manager) wout(ctx context.Context, dir string, args ...string) (string, error) {
+	b, err := m.wgit(ctx, dir, nil, args...)
+	return strings.TrimSpace(string(b)), err
+}
+
+// pointsAt reports whether the regular file p names the file target
+// (through whatever symbolic links its path has).
+func pointsAt(p, target string) bool {
+	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	b, err := readSmall(p)
+	if err != nil {
+		return false
+	}
+	a, err1 := os.Stat(strings.TrimSpace(string(b)))
+	t, err2 := os.Stat(target)
+	return err1 == nil && err2 == nil && os.SameFile(a, t)
+}
