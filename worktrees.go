@@ -235,6 +235,10 @@ func (h *Harness) SessionDiff(ctx context.Context, id string) (*Diff, error) {
 	if err != nil {
 		return nil, err
 	}
+	// the worktree's .git file is its agent's to write (worktree.Expect)
+	if err := h.gitwt().Expect(ctx, top, wtDir(s, top)); err != nil {
+		return nil, mapWorktreeErr(err)
+	}
 	d, err := h.gitwt().Diff(ctx, wtDir(s, top), s.BaseCommit)
 	if err != nil {
 		return nil, mapWorktreeErr(err)

@@ -50,6 +50,9 @@ type MergeResult struct {
 // there, and with a *ConflictError naming the paths when the merge
 // conflicts; either way the target and Top are untouched.
 func (m *Manager) Merge(ctx context.Context, o MergeOptions) (*MergeResult, error) {
+	if err := m.Expect(ctx, o.Top, o.Dir); err != nil {
+		return nil, err
+	}
 	_ = m.AdoptObjects(ctx, o.Dir) // a sandboxed agent's commits (Grants); git says what is missing
 	switch o.Strategy {
 	case "":
@@ -250,6 +253,9 @@ func (m *Manager) checkedOutAt(ctx context.Context, top, ref string) (string, er
 // branch lacks (a sandboxed agent's, not yet settled: see Settle).
 func (m *Manager) Unmerged(ctx context.Context, top, dir, branch, target string) (bool, error) {
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		if err := m.Expect(ctx, top, dir); err != nil {
+			return false, err
+		}
 		_ = m.AdoptObjects(ctx, dir) // a sandboxed agent's commits (Grants); git says what is missing
 		dirty, err := m.Dirty(ctx, dir)
 		if err != nil || dirty {
@@ -313,7 +319,7 @@ func (m *Manager) Remove(ctx context.Context, top, dir, branch string) error {
 // HEAD, so no work is lost. It returns the branch kept ("" = deleted).
 func (m *Manager) RemoveOrphan(ctx context.Context, dir string) (kept string, err error) {
 	_ = m.AdoptObjects(ctx, dir) // a sandboxed agent's commits (Grants); git says what is missing
-	p, err := pin(dir)
+	p, err := m.pin(dir)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrNotRepo, dir, err)
 	}

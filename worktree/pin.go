@@ -44,6 +44,18 @@ func (p pinned) env(extra ...string) []string {
 // commondir file), and pin puts commondir and gitdir back to what git
 // wrote (../.. and the worktree's .git file), so that the agent's own
 // git and git worktree list/prune find the repository again.
+func (m *Manager) pin(dir string) (pinned, error) {
+	p, err := pin(dir)
+	if err != nil {
+		return p, err
+	}
+	if want, ok := m.expect.Load(p.top); ok && want.(string) != realPath(p.common) {
+		return pinned{}, fmt.Errorf("%w: %s names %s, not the repository %s", ErrTampered, filepath.Join(p.top, ".git"), p.gitDir, want)
+	}
+	return p, nil
+}
+
+// pin is Manager.pin without the Manager's record (see Expect).
 func pin(dir string) (pinned, error) {
 	d, err := filepath.Abs(dir)
 	if err != nil {
@@ -94,11 +106,26 @@ func pinFile(top string) (pinned, error) {
 			return pinned{}, fmt.Errorf("%w: %s names %s", ErrTampered, dotGit, g)
 		}
 	}
-	restore(filepath.Join(g, "commondir"), "../..")
 	if !pointsAt(filepath.Join(g, "gitdir"), dotGit) {
+		// Another worktree's directory names its own worktree there (and
+		// is not this agent's to write); this one's, a rewritten gitdir.
+		// git names a worktree's directory after the worktree's (a number
+		// added when taken): the harness's are session ids, unique.
+		if !ownName(filepath.Base(g), filepath.Base(top)) {
+			return pinned{}, fmt.Errorf("%w: %s names %s, the git directory of another worktree", ErrTampered, dotGit, g)
+		}
 		restore(filepath.Join(g, "gitdir"), dotGit)
 	}
+	restore(filepath.Join(g, "commondir"), "../..")
 	return pinned{top: top, gitDir: g, common: common}, nil
+}
+
+// ownName reports whether git may have named the git directory of a
+// worktree whose directory is called base name: base itself, or base and
+// a number.
+func ownName(name, base string) bool {
+	rest, ok := strings.CutPrefix(name, base)
+	return ok && strings.Trim(rest, "0123456789") == ""
 }
 
 // inside reports whether p is dir or under it.
@@ -140,7 +167,7 @@ func readSmall(p string) ([]byte, error) {
 // wgit runs git in the worktree at dir (or a directory inside it) pinned
 // to its repository (see pin).
 func (m *Manager) wgit(ctx context.Context, dir string, extraEnv []string, args ...string) ([]byte, error) {
-	p, err := pin(dir)
+	p, err := m.pin(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -166,4 +193,39 @@ func pointsAt(p, target string) bool {
 	a, err1 := os.Stat(strings.TrimSpace(string(b)))
 	t, err2 := os.Stat(target)
 	return err1 == nil && err2 == nil && os.SameFile(a, t)
+}
+
+// Expect checks that the worktree at dir (or a directory inside it) is
+// one of the repository whose main worktree is top, by its .git file (see
+// pin), and records it: every later git command of the Manager in that
+// worktree fails with ErrTampered when its .git file names another
+// repository. An agent may write its worktree's .git file, and a
+// repository of its own outside the worktree (in a temporary directory)
+// would pass pin's other checks; the harness calls Expect wherever it
+// knows the session's repository. Create, Settle, Unmerged and Merge call
+// it themselves.
+func (m *Manager) Expect(ctx context.Context, top, dir string) error {
+	common, err := m.r.out(ctx, top, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return err
+	}
+	want := realPath(common)
+	p, err := pin(dir)
+	if err != nil {
+		return err
+	}
+	if got := realPath(p.common); got != want {
+		return fmt.Errorf("%w: %s names %s, not the repository %s", ErrTampered, filepath.Join(p.top, ".git"), p.gitDir, want)
+	}
+	m.expect.Store(p.top, want)
+	return nil
+}
+
+// realPath is p cleaned with its symbolic links followed (p as it is
+// when that fails).
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
 }

@@ -180,3 +180,85 @@ func TestRedirectedDotGitRefused(t *testing.T) {
 		t.Errorf("Dirty with a .git file of nonsense: %v; want ErrTampered", err)
 	}
 }
+
+// TestDotGitElsewhereRefused: a .git file naming a repository the agent
+// made outside its worktree, or another worktree's git directory, is
+// refused where the harness knows the repository (Create's record, and
+// Settle, Unmerged and Merge with a Manager that has none); a rewritten
+// gitdir of the worktree's own is put back.
+func TestDotGitElsewhereRefused(t *testing.T) {
+	ctx := context.Background()
+	root := newRepo(t)
+	m := New(0)
+	info := create(t, m, root, "w")
+	other := create(t, m, root, "v")
+	gitDir, _, err := m.gitDirs(ctx, info.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherGitDir, _, err := m.gitDirs(ctx, other.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dotGit := filepath.Join(info.Dir, ".git")
+	orig := read(t, dotGit)
+
+	// its own gitdir rewritten: restored, and git works
+	write(t, filepath.Join(gitDir, "gitdir"), "/nowhere/.git\n")
+	if _, err := m.Dirty(ctx, info.Dir); err != nil {
+		t.Fatalf("Dirty with a rewritten gitdir: %v", err)
+	}
+	if got := strings.TrimSpace(read(t, filepath.Join(gitDir, "gitdir"))); got != dotGit {
+		t.Errorf("gitdir = %q after Dirty; want %q", got, dotGit)
+	}
+
+	// another worktree's git directory: refused, its gitdir untouched
+	otherPtr := read(t, filepath.Join(otherGitDir, "gitdir"))
+	write(t, dotGit, "gitdir: "+otherGitDir+"\n")
+	if _, err := m.Dirty(ctx, info.Dir); !errors.Is(err, ErrTampered) {
+		t.Errorf("Dirty through another worktree's git directory: %v; want ErrTampered", err)
+	}
+	if got := read(t, filepath.Join(otherGitDir, "gitdir")); got != otherPtr {
+		t.Errorf("the other worktree's gitdir was rewritten to %q", got)
+	}
+
+	// a repository of the agent's outside the worktree
+	evil := filepath.Join(t.TempDir(), "evil.git")
+	gitT(t, root, "clone", "-q", "--mirror", root, evil)
+	evilWT := filepath.Join(evil, "worktrees", filepath.Base(gitDir))
+	if err := os.MkdirAll(evilWT, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(evilWT, "HEAD"), gitT(t, root, "rev-parse", "HEAD")+"\n")
+	write(t, filepath.Join(evilWT, "gitdir"), dotGit+"\n")
+	write(t, filepath.Join(evilWT, "commondir"), "../..\n")
+	write(t, dotGit, "gitdir: "+evilWT+"\n")
+	if _, err := m.Diff(ctx, info.Dir, info.BaseCommit); !errors.Is(err, ErrTampered) {
+		t.Errorf("Diff through a repository outside the worktree, after Create: %v; want ErrTampered", err)
+	}
+	if _, err := m.Commit(ctx, info.Dir, "x"); !errors.Is(err, ErrTampered) {
+		t.Errorf("Commit through a repository outside the worktree, after Create: %v; want ErrTampered", err)
+	}
+	fresh := New(0) // a harness started anew: no record
+	if _, err := fresh.Settle(ctx, root, info.Dir, info.Branch); !errors.Is(err, ErrTampered) {
+		t.Errorf("Settle through a repository outside the worktree: %v; want ErrTampered", err)
+	}
+	if _, err := fresh.Unmerged(ctx, root, info.Dir, info.Branch, "HEAD"); !errors.Is(err, ErrTampered) {
+		t.Errorf("Unmerged through a repository outside the worktree: %v; want ErrTampered", err)
+	}
+	if _, err := fresh.Merge(ctx, MergeOptions{Top: root, Dir: info.Dir, Branch: info.Branch}); !errors.Is(err, ErrTampered) {
+		t.Errorf("Merge through a repository outside the worktree: %v; want ErrTampered", err)
+	}
+	if err := fresh.Expect(ctx, root, info.Dir); !errors.Is(err, ErrTampered) {
+		t.Errorf("Expect: %v; want ErrTampered", err)
+	}
+
+	// put back, all is well again
+	write(t, dotGit, orig)
+	if err := fresh.Expect(ctx, root, info.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.Diff(ctx, info.Dir, info.BaseCommit); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -90,6 +90,9 @@ var ErrNotForward = errors.New("the worktree's HEAD does not descend from its br
 // error is ErrNotForward. A worktree on its branch already is left as it
 // is (one git command).
 func (m *Manager) Settle(ctx context.Context, top, dir, branch string) (string, error) {
+	if err := m.Expect(ctx, top, dir); err != nil {
+		return "", err
+	}
 	adoptErr := m.AdoptObjects(ctx, dir)
 	ref := "refs/heads/" + branch
 	sym, err := m.wout(ctx, dir, "symbolic-ref", "-q", "HEAD")
@@ -130,7 +133,7 @@ func (m *Manager) Settle(ctx context.Context, top, dir, branch string) (string, 
 // gitDirs are the worktree's own git directory and the repository's
 // common one, absolute.
 func (m *Manager) gitDirs(ctx context.Context, dir string) (gitDir, common string, err error) {
-	p, err := pin(dir)
+	p, err := m.pin(dir)
 	if err != nil {
 		return "", "", err
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chirality/harness/internal/keylock"
@@ -28,6 +29,9 @@ const MaxPatch = 4 << 20
 type Manager struct {
 	r     runner
 	locks keylock.Map // by repository top-level directory
+	// expect: the common git directory (real path) of each worktree
+	// (by its top directory) whose repository the harness knows (Expect)
+	expect sync.Map
 }
 
 // New returns a Manager whose git commands each run at most timeout (0 =
@@ -120,6 +124,9 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Info, error) {
 	wd := o.Dir
 	if rel != "." {
 		wd = filepath.Join(o.Dir, rel)
+	}
+	if err := m.Expect(ctx, top, o.Dir); err != nil {
+		return nil, err
 	}
 	info := &Info{Top: top, Dir: o.Dir, Workdir: wd, Branch: o.Branch, Base: base, BaseCommit: commit}
 	if fetchErr != nil {
@@ -281,7 +288,7 @@ func parseChanges(status, numstat []byte) []FileChange {
 // tempIndex copies dir's index to a temporary file (so git's stat cache
 // spares rehashing unchanged files) and returns its path.
 func (m *Manager) tempIndex(ctx context.Context, dir string) (string, func(), error) {
-	pd, err := pin(dir)
+	pd, err := m.pin(dir)
 	if err != nil {
 		return "", nil, err
 	}
