@@ -117,6 +117,12 @@ func pinFile(top string) (pinned, error) {
 		restore(filepath.Join(g, "gitdir"), dotGit)
 	}
 	restore(filepath.Join(g, "commondir"), "../..")
+	// A repository with extensions.worktreeConfig on (git sparse-checkout
+	// sets it) reads the worktree's config.worktree, here: the harness
+	// writes none, so one is the agent's and is moved aside.
+	if _, err := os.Lstat(filepath.Join(g, "config.worktree")); err == nil {
+		_ = os.Rename(filepath.Join(g, "config.worktree"), filepath.Join(g, "config.worktree.moved-by-harness"))
+	}
 	return pinned{top: top, gitDir: g, common: common}, nil
 }
 

@@ -262,3 +262,33 @@ func TestDotGitElsewhereRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestConfigWorktreeMovedAside: in a repository with
+// extensions.worktreeConfig on, a config.worktree the agent wrote in its
+// worktree's git directory (which git would read) runs nothing of the
+// harness's.
+func TestConfigWorktreeMovedAside(t *testing.T) {
+	ctx := context.Background()
+	root := newRepo(t)
+	gitT(t, root, "config", "extensions.worktreeConfig", "true")
+	m := New(0)
+	info := create(t, m, root, "w")
+	gitDir, _, err := m.gitDirs(ctx, info.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "marker")
+	write(t, filepath.Join(gitDir, "config.worktree"), "[filter \"x\"]\n\tclean = \"sh -c 'touch "+marker+"; cat'\"\n")
+	write(t, filepath.Join(info.Dir, ".gitattributes"), "* filter=x\n")
+	write(t, filepath.Join(info.Dir, "b.txt"), "new\n")
+	c, err := m.Commit(ctx, info.Dir, "b")
+	if err != nil || c == "" {
+		t.Fatalf("Commit: %q, %v", c, err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Commit ran the filter of the agent's config.worktree (marker: %v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "config.worktree")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("config.worktree left in place: %v", err)
+	}
+}
