@@ -149,7 +149,12 @@ func (h *Harness) worktreeDir() string {
 
 // gitwt returns the worktree manager, made on first use.
 func (h *Harness) gitwt() *worktree.Manager {
-	h.wtOnce.Do(func() { h.wt = worktree.New(h.cfg.Worktrees.Timeout) })
+	h.wtOnce.Do(func() {
+		h.wt = worktree.New(h.cfg.Worktrees.Timeout)
+		h.wt.OnRepair = func(wt, what string) {
+			h.log.Warn().Str("worktree", wt).Str("repaired", what).Msg("a worktree's git directory was changed (by its agent?): put back")
+		}
+	})
 	return h.wt
 }
 

@@ -20,6 +20,8 @@ type pinned struct {
 	top    string // the worktree's top directory (the work tree)
 	gitDir string // its own git directory
 	common string // the repository's common git directory
+	// repaired says what pin put back (see Manager.OnRepair)
+	repaired []string
 }
 
 // env is the environment that pins git to p, whatever the worktree's
@@ -49,6 +51,7 @@ func (m *Manager) pin(dir string) (pinned, error) {
 	if err != nil {
 		return p, err
 	}
+	m.report(p)
 	if want, ok := m.expect.Load(p.top); ok && want.(string) != realPath(p.common) {
 		return pinned{}, fmt.Errorf("%w: %s names %s, not the repository %s", ErrTampered, filepath.Join(p.top, ".git"), p.gitDir, want)
 	}
@@ -106,7 +109,8 @@ func pinFile(top string) (pinned, error) {
 			return pinned{}, fmt.Errorf("%w: %s names %s", ErrTampered, dotGit, g)
 		}
 	}
-	if !pointsAt(filepath.Join(g, "gitdir"), dotGit) {
+	ownGitdir := pointsAt(filepath.Join(g, "gitdir"), dotGit)
+	if !ownGitdir {
 		// Another worktree's directory names its own worktree there (and
 		// is not this agent's to write); this one's, a rewritten gitdir.
 		// git names a worktree's directory after the worktree's (a number
@@ -114,16 +118,21 @@ func pinFile(top string) (pinned, error) {
 		if !ownName(filepath.Base(g), filepath.Base(top)) {
 			return pinned{}, fmt.Errorf("%w: %s names %s, the git directory of another worktree", ErrTampered, dotGit, g)
 		}
-		restore(filepath.Join(g, "gitdir"), dotGit)
 	}
-	restore(filepath.Join(g, "commondir"), "../..")
+	var repaired []string
+	for _, f := range [][2]string{{"gitdir", dotGit}, {"commondir", "../.."}} {
+		if (f[0] != "gitdir" || !ownGitdir) && restore(filepath.Join(g, f[0]), f[1]) {
+			repaired = append(repaired, f[0]+" rewritten: put back")
+		}
+	}
 	// A repository with extensions.worktreeConfig on (git sparse-checkout
 	// sets it) reads the worktree's config.worktree, here: the harness
 	// writes none, so one is the agent's and is moved aside.
 	if _, err := os.Lstat(filepath.Join(g, "config.worktree")); err == nil {
 		_ = os.Rename(filepath.Join(g, "config.worktree"), filepath.Join(g, "config.worktree.moved-by-harness"))
+		repaired = append(repaired, "config.worktree written: moved aside to config.worktree.moved-by-harness")
 	}
-	return pinned{top: top, gitDir: g, common: common}, nil
+	return pinned{top: top, gitDir: g, common: common, repaired: repaired}, nil
 }
 
 // ownName reports whether git may have named the git directory of a
@@ -141,21 +150,32 @@ func inside(p, dir string) bool {
 }
 
 // restore writes want (and a newline) to the file p unless it holds it
-// already; a symbolic link there is replaced, not followed.
-func restore(p, want string) {
+// already, and reports whether it did; a symbolic link there is
+// replaced, not followed (and the new file is made under a fresh name:
+// the directory is the agent's).
+func restore(p, want string) bool {
 	if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
 		if b, err := readSmall(p); err == nil && strings.TrimSpace(string(b)) == want {
-			return
+			return false
 		}
 	}
-	tmp := p + ".harness-tmp"
-	_ = os.Remove(tmp)
-	if err := os.WriteFile(tmp, []byte(want+"\n"), 0o644); err != nil {
-		return
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".harness-*")
+	if err != nil {
+		return false
 	}
-	if err := os.Rename(tmp, p); err != nil {
-		_ = os.Remove(tmp)
+	_, err = f.WriteString(want + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
+	if err == nil {
+		_ = os.Chmod(f.Name(), 0o644)
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return false
+	}
+	return true
 }
 
 // readSmall reads at most 4 KiB of the regular file p.
@@ -220,6 +240,7 @@ func (m *Manager) Expect(ctx context.Context, top, dir string) error {
 	if err != nil {
 		return err
 	}
+	m.report(p)
 	if got := realPath(p.common); got != want {
 		return fmt.Errorf("%w: %s names %s, not the repository %s", ErrTampered, filepath.Join(p.top, ".git"), p.gitDir, want)
 	}
@@ -234,4 +255,14 @@ func realPath(p string) string {
 		return r
 	}
 	return filepath.Clean(p)
+}
+
+// report tells OnRepair what pin put back.
+func (m *Manager) report(p pinned) {
+	if m.OnRepair == nil {
+		return
+	}
+	for _, r := range p.repaired {
+		m.OnRepair(p.top, r)
+	}
 }

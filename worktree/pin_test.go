@@ -19,6 +19,8 @@ func TestRewrittenCommondirRunsNothing(t *testing.T) {
 	ctx := context.Background()
 	root := newRepo(t)
 	m := New(0)
+	var repairs []string
+	m.OnRepair = func(wt, what string) { repairs = append(repairs, wt+": "+what) }
 	info := create(t, m, root, "w")
 	gitDir, common, err := m.gitDirs(ctx, info.Dir)
 	if err != nil {
@@ -111,6 +113,9 @@ func TestRewrittenCommondirRunsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	noMarker("Diff")
+	if len(repairs) != 1 || !strings.HasPrefix(repairs[0], info.Dir+": commondir") {
+		t.Errorf("OnRepair told %q; want the commondir of %s once", repairs, info.Dir)
+	}
 	if !strings.Contains(d.Patch, "+two") || !strings.Contains(d.Patch, "+new") {
 		t.Errorf("Diff patch misses the changes:\n%s", d.Patch)
 	}

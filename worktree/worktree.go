@@ -32,6 +32,11 @@ type Manager struct {
 	// expect: the common git directory (real path) of each worktree
 	// (by its top directory) whose repository the harness knows (Expect)
 	expect sync.Map
+
+	// OnRepair, when set (before the Manager is used), is told each
+	// file of a worktree's git directory found changed and put back
+	// (commondir, gitdir, config.worktree: see the package's doc).
+	OnRepair func(worktree, what string)
 }
 
 // New returns a Manager whose git commands each run at most timeout (0 =
