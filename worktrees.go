@@ -333,6 +333,18 @@ func (h *Harness) cleanWorktrees() {
 				continue
 			}
 			dir := filepath.Join(h.worktreeDir(), r.Name(), d.Name())
+			// the worktree's .git file was its agent's to write: it must
+			// lead to the repository the directory's name is the hash of
+			// (newWorktree)
+			repo := r.Name()
+			err := h.gitwt().ExpectRepo(dir, func(top string) bool {
+				sum := sha256.Sum256([]byte(top))
+				return hex.EncodeToString(sum[:8]) == repo
+			})
+			if err != nil {
+				h.log.Warn().Str("sessionId", d.Name()).Str("dir", dir).Err(err).Msg("orphan worktree not removed")
+				continue
+			}
 			kept, err := h.gitwt().RemoveOrphan(ctx, dir)
 			if err != nil {
 				h.log.Warn().Str("sessionId", d.Name()).Str("dir", dir).Err(err).Msg("orphan worktree not removed")

@@ -47,19 +47,22 @@ func (p pinned) env(extra ...string) []string {
 // wrote (../.. and the worktree's .git file), so that the agent's own
 // git and git worktree list/prune find the repository again.
 func (m *Manager) pin(dir string) (pinned, error) {
-	p, err := pin(dir)
+	p, err := pin(dir, func(top, common string) bool {
+		want, ok := m.expect.Load(top)
+		return !ok || want.(string) == common
+	})
 	if err != nil {
 		return p, err
 	}
 	m.report(p)
-	if want, ok := m.expect.Load(p.top); ok && want.(string) != realPath(p.common) {
-		return pinned{}, fmt.Errorf("%w: %s names %s, not the repository %s", ErrTampered, filepath.Join(p.top, ".git"), p.gitDir, want)
-	}
 	return p, nil
 }
 
-// pin is Manager.pin without the Manager's record (see Expect).
-func pin(dir string) (pinned, error) {
+// pin is Manager.pin with accept (nil: any) saying whether the worktree
+// at top may be of the repository whose common git directory (real
+// path) is common; one it refuses is ErrTampered, and nothing in its git
+// directory is put back.
+func pin(dir string, accept func(top, common string) bool) (pinned, error) {
 	d, err := filepath.Abs(dir)
 	if err != nil {
 		return pinned{}, err
@@ -68,13 +71,18 @@ func pin(dir string) (pinned, error) {
 		fi, err := os.Lstat(filepath.Join(d, ".git"))
 		if err == nil {
 			if fi.IsDir() {
+				// a main worktree; or a repository an agent made in its
+				// linked worktree, which the record refuses
 				g := filepath.Join(d, ".git")
+				if accept != nil && !accept(d, realPath(g)) {
+					return pinned{}, fmt.Errorf("%w: %s is not the session's repository", ErrTampered, g)
+				}
 				return pinned{top: d, gitDir: g, common: g}, nil
 			}
 			if !fi.Mode().IsRegular() {
 				return pinned{}, fmt.Errorf("%w: %s", ErrTampered, filepath.Join(d, ".git"))
 			}
-			return pinFile(d)
+			return pinFile(d, accept)
 		}
 		up := filepath.Dir(d)
 		if up == d {
@@ -85,7 +93,7 @@ func pin(dir string) (pinned, error) {
 }
 
 // pinFile pins the linked worktree at top, whose .git is a file.
-func pinFile(top string) (pinned, error) {
+func pinFile(top string, accept func(top, common string) bool) (pinned, error) {
 	dotGit := filepath.Join(top, ".git")
 	b, err := readSmall(dotGit)
 	if err != nil {
@@ -108,6 +116,9 @@ func pinFile(top string) (pinned, error) {
 		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
 			return pinned{}, fmt.Errorf("%w: %s names %s", ErrTampered, dotGit, g)
 		}
+	}
+	if accept != nil && !accept(top, realPath(common)) {
+		return pinned{}, fmt.Errorf("%w: %s names %s, not the session's repository", ErrTampered, dotGit, g)
 	}
 	ownGitdir := pointsAt(filepath.Join(g, "gitdir"), dotGit)
 	if !ownGitdir {
@@ -236,15 +247,27 @@ func (m *Manager) Expect(ctx context.Context, top, dir string) error {
 		return err
 	}
 	want := realPath(common)
-	p, err := pin(dir)
+	return m.expectCommon(dir, func(c string) bool { return c == want })
+}
+
+// ExpectRepo is Expect for a worktree whose repository is not known:
+// accept says whether the main worktree top (real path) the worktree's
+// .git file leads to, that of a non-bare repository, is the right one
+// (the harness checks it against the name of the worktree's directory,
+// a hash of it).
+func (m *Manager) ExpectRepo(dir string, accept func(top string) bool) error {
+	return m.expectCommon(dir, func(common string) bool { return accept(filepath.Dir(common)) })
+}
+
+// expectCommon pins dir if accept takes the real path of its
+// repository's common git directory, and records that.
+func (m *Manager) expectCommon(dir string, accept func(common string) bool) error {
+	p, err := pin(dir, func(_, common string) bool { return accept(common) })
 	if err != nil {
 		return err
 	}
 	m.report(p)
-	if got := realPath(p.common); got != want {
-		return fmt.Errorf("%w: %s names %s, not the repository %s", ErrTampered, filepath.Join(p.top, ".git"), p.gitDir, want)
-	}
-	m.expect.Store(p.top, want)
+	m.expect.Store(p.top, realPath(p.common))
 	return nil
 }
 

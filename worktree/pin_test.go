@@ -79,7 +79,7 @@ func TestRewrittenCommondirRunsNothing(t *testing.T) {
 	}
 	// GIT_COMMON_DIR alone overrides commondir (an agent may rewrite it
 	// again while the harness runs git: Diff runs during a turn)
-	p, err := pin(info.Dir)
+	p, err := pin(info.Dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +256,31 @@ func TestDotGitElsewhereRefused(t *testing.T) {
 	}
 	if err := fresh.Expect(ctx, root, info.Dir); !errors.Is(err, ErrTampered) {
 		t.Errorf("Expect: %v; want ErrTampered", err)
+	}
+
+	// a repository of the agent's in place of the .git file
+	if err := os.Remove(dotGit); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, root, "clone", "-q", "--mirror", root, dotGit)
+	if _, err := m.Dirty(ctx, info.Dir); !errors.Is(err, ErrTampered) {
+		t.Errorf("Dirty with a repository for a .git file, after Create: %v; want ErrTampered", err)
+	}
+	if err := fresh.Expect(ctx, root, info.Dir); !errors.Is(err, ErrTampered) {
+		t.Errorf("Expect with a repository for a .git file: %v; want ErrTampered", err)
+	}
+	if err := os.RemoveAll(dotGit); err != nil {
+		t.Fatal(err)
+	}
+
+	// a repository found by its top's name (an orphan's, by the hash)
+	write(t, dotGit, "gitdir: "+evilWT+"\n")
+	if err := New(0).ExpectRepo(info.Dir, func(top string) bool { return top == root }); !errors.Is(err, ErrTampered) {
+		t.Errorf("ExpectRepo through a repository outside the worktree: %v; want ErrTampered", err)
+	}
+	write(t, dotGit, orig)
+	if err := New(0).ExpectRepo(info.Dir, func(top string) bool { return top == root }); err != nil {
+		t.Errorf("ExpectRepo: %v", err)
 	}
 
 	// put back, all is well again
