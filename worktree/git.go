@@ -24,11 +24,13 @@
 // own, by git's naming); commondir and gitdir are written back as git
 // wrote them, and a config.worktree (read when the repository has
 // extensions.worktreeConfig on) is moved aside, as the harness writes
-// none (Manager.OnRepair is told; the harness logs a warning). Manager.Expect checks the .git file names the session's
-// repository and records it, so that later commands fail with
-// ErrTampered when it is changed; Create, Settle, Unmerged and Merge call
-// it, and the harness does before Diff and Grants. Diffs pass
-// --no-ext-diff and --no-textconv all the same.
+// none (Manager.OnRepair is told; the harness logs a warning).
+// Manager.Expect checks the .git file (or a .git directory put in its
+// place) names the session's repository, before anything is put back,
+// and records it, so that later commands fail with ErrTampered when it
+// is changed; Create, Settle, Unmerged and Merge call it, and the
+// harness does before Diff and Grants, and ExpectRepo for an orphan's
+// worktree. Diffs pass --no-ext-diff and --no-textconv all the same.
 package worktree
 
 import (
