@@ -46,7 +46,16 @@ func (h *Harness) sandboxRequest(s *session.Session, eng string, req *engine.Req
 		// what a commit in the worktree needs (worktree.Grants; its HEAD
 		// is detached as the turn starts: detachWorktree)
 		ctx, cancel := context.WithTimeout(context.Background(), h.gitTimeout())
-		g, err := h.gitwt().Grants(ctx, s.Dir(), s.Branch)
+		// the worktree's .git file is its agent's to write: it must name
+		// the project's repository (worktree.Expect)
+		top, err := h.gitwt().Toplevel(ctx, s.ProjectRoot)
+		if err == nil {
+			err = h.gitwt().Expect(ctx, top, s.Dir())
+		}
+		var g *worktree.Grants
+		if err == nil {
+			g, err = h.gitwt().Grants(ctx, s.Dir(), s.Branch)
+		}
 		cancel()
 		if err != nil {
 			return fmt.Errorf("sandbox: the worktree's git directories: %w", mapWorktreeErr(err))

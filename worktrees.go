@@ -149,7 +149,12 @@ func (h *Harness) worktreeDir() string {
 
 // gitwt returns the worktree manager, made on first use.
 func (h *Harness) gitwt() *worktree.Manager {
-	h.wtOnce.Do(func() { h.wt = worktree.New(h.cfg.Worktrees.Timeout) })
+	h.wtOnce.Do(func() {
+		h.wt = worktree.New(h.cfg.Worktrees.Timeout)
+		h.wt.OnRepair = func(wt, what string) {
+			h.log.Warn().Str("worktree", wt).Str("repaired", what).Msg("a worktree's git directory was changed (by its agent?): put back")
+		}
+	})
 	return h.wt
 }
 
@@ -234,6 +239,10 @@ func (h *Harness) SessionDiff(ctx context.Context, id string) (*Diff, error) {
 	s, top, err := h.worktreeOf(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	// the worktree's .git file is its agent's to write (worktree.Expect)
+	if err := h.gitwt().Expect(ctx, top, wtDir(s, top)); err != nil {
+		return nil, mapWorktreeErr(err)
 	}
 	d, err := h.gitwt().Diff(ctx, wtDir(s, top), s.BaseCommit)
 	if err != nil {
@@ -324,6 +333,18 @@ func (h *Harness) cleanWorktrees() {
 				continue
 			}
 			dir := filepath.Join(h.worktreeDir(), r.Name(), d.Name())
+			// the worktree's .git file was its agent's to write: it must
+			// lead to the repository the directory's name is the hash of
+			// (newWorktree)
+			repo := r.Name()
+			err := h.gitwt().ExpectRepo(dir, func(top string) bool {
+				sum := sha256.Sum256([]byte(top))
+				return hex.EncodeToString(sum[:8]) == repo
+			})
+			if err != nil {
+				h.log.Warn().Str("sessionId", d.Name()).Str("dir", dir).Err(err).Msg("orphan worktree not removed")
+				continue
+			}
 			kept, err := h.gitwt().RemoveOrphan(ctx, dir)
 			if err != nil {
 				h.log.Warn().Str("sessionId", d.Name()).Str("dir", dir).Err(err).Msg("orphan worktree not removed")

@@ -8,6 +8,29 @@
 // and no GIT_DIR-like variable inherited from the caller, so neither the
 // user's configuration nor a repository's hooks run on the harness's
 // behalf. Commits the harness makes are authored "harness".
+//
+// A worktree's git files are not trusted. A sandboxed agent may write its
+// worktree's .git file and its worktree's own git directory
+// (.git/worktrees/<name>/, see Manager.Grants), whose commondir names the
+// repository git takes its configuration from: pointed at a repository
+// of the agent's, with a .gitattributes naming its textconv, filter,
+// merge driver or external diff, it would have the harness's next git
+// command in the worktree run that outside the sandbox. So every git
+// command the harness runs in a worktree has GIT_DIR, GIT_COMMON_DIR and
+// GIT_WORK_TREE set (GIT_COMMON_DIR overrides the commondir file: the
+// tests prove it on the real binary), found by reading the .git file,
+// which must name a directory worktrees/<name> of a repository outside
+// the worktree whose gitdir names that .git file (or be the worktree's
+// own, by git's naming); commondir and gitdir are written back as git
+// wrote them, and a config.worktree (read when the repository has
+// extensions.worktreeConfig on) is moved aside, as the harness writes
+// none (Manager.OnRepair is told; the harness logs a warning).
+// Manager.Expect checks the .git file (or a .git directory put in its
+// place) names the session's repository, before anything is put back,
+// and records it, so that later commands fail with ErrTampered when it
+// is changed; Create, Settle, Unmerged and Merge call it, and the
+// harness does before Diff and Grants, and ExpectRepo for an orphan's
+// worktree. Diffs pass --no-ext-diff and --no-textconv all the same.
 package worktree
 
 import (

@@ -50,6 +50,9 @@ type MergeResult struct {
 // there, and with a *ConflictError naming the paths when the merge
 // conflicts; either way the target and Top are untouched.
 func (m *Manager) Merge(ctx context.Context, o MergeOptions) (*MergeResult, error) {
+	if err := m.Expect(ctx, o.Top, o.Dir); err != nil {
+		return nil, err
+	}
 	_ = m.AdoptObjects(ctx, o.Dir) // a sandboxed agent's commits (Grants); git says what is missing
 	switch o.Strategy {
 	case "":
@@ -250,6 +253,9 @@ func (m *Manager) checkedOutAt(ctx context.Context, top, ref string) (string, er
 // branch lacks (a sandboxed agent's, not yet settled: see Settle).
 func (m *Manager) Unmerged(ctx context.Context, top, dir, branch, target string) (bool, error) {
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		if err := m.Expect(ctx, top, dir); err != nil {
+			return false, err
+		}
 		_ = m.AdoptObjects(ctx, dir) // a sandboxed agent's commits (Grants); git says what is missing
 		dirty, err := m.Dirty(ctx, dir)
 		if err != nil || dirty {
@@ -260,7 +266,7 @@ func (m *Manager) Unmerged(ctx context.Context, top, dir, branch, target string)
 	if err != nil || tip == "" {
 		return false, nil // no branch, nothing of it to lose
 	}
-	if head, err := m.r.out(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err == nil && head != tip {
+	if head, err := m.wout(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err == nil && head != tip {
 		// a sandboxed agent's detached HEAD (Detach) with commits its
 		// branch lacks yet (Settle brings them)
 		if _, err := m.r.git(ctx, top, nil, "merge-base", "--is-ancestor", head, tip); err != nil {
@@ -313,15 +319,15 @@ func (m *Manager) Remove(ctx context.Context, top, dir, branch string) error {
 // HEAD, so no work is lost. It returns the branch kept ("" = deleted).
 func (m *Manager) RemoveOrphan(ctx context.Context, dir string) (kept string, err error) {
 	_ = m.AdoptObjects(ctx, dir) // a sandboxed agent's commits (Grants); git says what is missing
-	common, err := m.r.out(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	p, err := m.pin(dir)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrNotRepo, dir, err)
 	}
-	top := filepath.Dir(common) // the main worktree of a non-bare repository
+	top := filepath.Dir(p.common) // the main worktree of a non-bare repository
 	if real, err := filepath.EvalSymlinks(top); err == nil {
 		top = real
 	}
-	branch, _ := m.r.out(ctx, dir, "symbolic-ref", "--short", "-q", "HEAD")
+	branch, _ := m.wout(ctx, dir, "symbolic-ref", "--short", "-q", "HEAD")
 	if _, err := m.Commit(ctx, dir, "harness: uncommitted changes of a removed session"); err != nil {
 		return "", err
 	}

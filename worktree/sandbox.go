@@ -69,7 +69,7 @@ func (m *Manager) Grants(ctx context.Context, dir, branch string) (*Grants, erro
 // Settle): the state a sandboxed agent's turn starts in (see Grants).
 // One git command.
 func (m *Manager) Detach(ctx context.Context, dir string) error {
-	_, err := m.r.git(ctx, dir, nil, "update-ref", "--no-deref", "-m", "harness: sandboxed turn", "HEAD", "HEAD")
+	_, err := m.wgit(ctx, dir, nil, "update-ref", "--no-deref", "-m", "harness: sandboxed turn", "HEAD", "HEAD")
 	return err
 }
 
@@ -90,9 +90,12 @@ var ErrNotForward = errors.New("the worktree's HEAD does not descend from its br
 // error is ErrNotForward. A worktree on its branch already is left as it
 // is (one git command).
 func (m *Manager) Settle(ctx context.Context, top, dir, branch string) (string, error) {
+	if err := m.Expect(ctx, top, dir); err != nil {
+		return "", err
+	}
 	adoptErr := m.AdoptObjects(ctx, dir)
 	ref := "refs/heads/" + branch
-	sym, err := m.r.out(ctx, dir, "symbolic-ref", "-q", "HEAD")
+	sym, err := m.wout(ctx, dir, "symbolic-ref", "-q", "HEAD")
 	if err == nil && sym == ref {
 		return "", adoptErr
 	} else if err != nil && exitCode(err) != 1 {
@@ -106,7 +109,7 @@ func (m *Manager) Settle(ctx context.Context, top, dir, branch string) (string, 
 	var fwdErr error
 	// HEAD is the agent's to write: anything there that is not a commit
 	// of the repository descending from the branch leaves the branch be.
-	head, err := m.r.out(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	head, err := m.wout(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}")
 	switch {
 	case err != nil:
 		fwdErr = fmt.Errorf("%w: %s is at %s, the worktree's HEAD is not a commit", ErrNotForward, branch, tip)
@@ -121,7 +124,7 @@ func (m *Manager) Settle(ctx context.Context, top, dir, branch string) (string, 
 		}
 		moved = head
 	}
-	if _, err := m.r.git(ctx, dir, nil, "symbolic-ref", "-m", "harness: end of a sandboxed turn", "HEAD", ref); err != nil {
+	if _, err := m.wgit(ctx, dir, nil, "symbolic-ref", "-m", "harness: end of a sandboxed turn", "HEAD", ref); err != nil {
 		return moved, errors.Join(adoptErr, fwdErr, err)
 	}
 	return moved, errors.Join(adoptErr, fwdErr)
@@ -130,15 +133,11 @@ func (m *Manager) Settle(ctx context.Context, top, dir, branch string) (string, 
 // gitDirs are the worktree's own git directory and the repository's
 // common one, absolute.
 func (m *Manager) gitDirs(ctx context.Context, dir string) (gitDir, common string, err error) {
-	out, err := m.r.out(ctx, dir, "rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir")
+	p, err := m.pin(dir)
 	if err != nil {
 		return "", "", err
 	}
-	gitDir, common, ok := strings.Cut(out, "\n")
-	if !ok {
-		return "", "", fmt.Errorf("worktree: rev-parse: %q", out)
-	}
-	return filepath.Clean(gitDir), filepath.Clean(strings.TrimSpace(common)), nil
+	return p.gitDir, p.common, nil
 }
 
 // AdoptObjects moves the objects a sandboxed agent wrote to the private

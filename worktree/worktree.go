@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chirality/harness/internal/keylock"
@@ -28,6 +29,14 @@ const MaxPatch = 4 << 20
 type Manager struct {
 	r     runner
 	locks keylock.Map // by repository top-level directory
+	// expect: the common git directory (real path) of each worktree
+	// (by its top directory) whose repository the harness knows (Expect)
+	expect sync.Map
+
+	// OnRepair, when set (before the Manager is used), is told each
+	// file of a worktree's git directory found changed and put back
+	// (commondir, gitdir, config.worktree: see the package's doc).
+	OnRepair func(worktree, what string)
 }
 
 // New returns a Manager whose git commands each run at most timeout (0 =
@@ -120,6 +129,9 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Info, error) {
 	wd := o.Dir
 	if rel != "." {
 		wd = filepath.Join(o.Dir, rel)
+	}
+	if err := m.Expect(ctx, top, o.Dir); err != nil {
+		return nil, err
 	}
 	info := &Info{Top: top, Dir: o.Dir, Workdir: wd, Branch: o.Branch, Base: base, BaseCommit: commit}
 	if fetchErr != nil {
@@ -218,19 +230,19 @@ func (m *Manager) Diff(ctx context.Context, dir, baseCommit string) (*Diff, erro
 	}
 	defer cleanup()
 	envIdx := []string{"GIT_INDEX_FILE=" + idx}
-	if _, err := m.r.git(ctx, dir, envIdx, "add", "-A", "--", ":/", excludeState); err != nil {
+	if _, err := m.wgit(ctx, dir, envIdx, "add", "-A", "--", ":/", excludeState); err != nil {
 		return nil, err
 	}
 	args := []string{"diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "-z"}
-	status, err := m.r.git(ctx, dir, envIdx, append(args, "--name-status", baseCommit, "--")...)
+	status, err := m.wgit(ctx, dir, envIdx, append(args, "--name-status", baseCommit, "--")...)
 	if err != nil {
 		return nil, err
 	}
-	numstat, err := m.r.git(ctx, dir, envIdx, append(args, "--numstat", baseCommit, "--")...)
+	numstat, err := m.wgit(ctx, dir, envIdx, append(args, "--numstat", baseCommit, "--")...)
 	if err != nil {
 		return nil, err
 	}
-	patch, err := m.r.git(ctx, dir, envIdx, "diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", baseCommit, "--")
+	patch, err := m.wgit(ctx, dir, envIdx, "diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", baseCommit, "--")
 	if err != nil {
 		return nil, err
 	}
@@ -281,10 +293,11 @@ func parseChanges(status, numstat []byte) []FileChange {
 // tempIndex copies dir's index to a temporary file (so git's stat cache
 // spares rehashing unchanged files) and returns its path.
 func (m *Manager) tempIndex(ctx context.Context, dir string) (string, func(), error) {
-	p, err := m.r.out(ctx, dir, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	pd, err := m.pin(dir)
 	if err != nil {
 		return "", nil, err
 	}
+	p := filepath.Join(pd.gitDir, "index")
 	tmp, err := os.CreateTemp("", "harness-index-*")
 	if err != nil {
 		return "", nil, err
@@ -310,7 +323,7 @@ func (m *Manager) tempIndex(ctx context.Context, dir string) (string, func(), er
 // Dirty reports whether the worktree at dir has uncommitted changes
 // (untracked files included; the harness's .chirality aside).
 func (m *Manager) Dirty(ctx context.Context, dir string) (bool, error) {
-	out, err := m.r.git(ctx, dir, nil, "status", "--porcelain", "-z", "--untracked-files=all", "--", ":/", excludeState)
+	out, err := m.wgit(ctx, dir, nil, "status", "--porcelain", "-z", "--untracked-files=all", "--", ":/", excludeState)
 	if err != nil {
 		return false, err
 	}
@@ -322,10 +335,10 @@ func (m *Manager) Dirty(ctx context.Context, dir string) (bool, error) {
 // the new commit, or "" when there was nothing to commit.
 func (m *Manager) Commit(ctx context.Context, dir, message string) (string, error) {
 	_ = m.AdoptObjects(ctx, dir) // a sandboxed agent's commits (Grants); git says what is missing
-	if _, err := m.r.git(ctx, dir, nil, "add", "-A", "--", ":/", excludeState); err != nil {
+	if _, err := m.wgit(ctx, dir, nil, "add", "-A", "--", ":/", excludeState); err != nil {
 		return "", err
 	}
-	if _, err := m.r.git(ctx, dir, nil, "diff", "--cached", "--quiet"); err == nil {
+	if _, err := m.wgit(ctx, dir, nil, "diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv"); err == nil {
 		return "", nil
 	} else if exitCode(err) != 1 {
 		return "", err
@@ -333,8 +346,8 @@ func (m *Manager) Commit(ctx context.Context, dir, message string) (string, erro
 	if message == "" {
 		message = "harness: session changes"
 	}
-	if _, err := m.r.git(ctx, dir, nil, "commit", "-q", "--no-verify", "-m", message); err != nil {
+	if _, err := m.wgit(ctx, dir, nil, "commit", "-q", "--no-verify", "-m", message); err != nil {
 		return "", err
 	}
-	return m.r.out(ctx, dir, "rev-parse", "HEAD")
+	return m.wout(ctx, dir, "rev-parse", "HEAD")
 }
