@@ -87,11 +87,6 @@
 // sets sandbox_mode (Codex then ignores profiles): there they are
 // writable. While .claude/ or .github/ does not exist, Codex cannot
 // create it (a missing parent of a protected file is what is bound).
-// A command a person approved stays in that sandbox too: the profile
-// denies reading one file name nobody uses, which is what keeps Codex
-// from retrying an approved, seemingly denied command with no sandbox
-// at all (protect.go, escapeGuard). An escalation the model asks for
-// (require_escalated) and a person approves still runs unsandboxed.
 //
 // untrusted (0.169.0 also accepts on-request and a granular policy) asks
 // before every command not known to be safe. The approval requests

@@ -7,21 +7,6 @@ import (
 	"strings"
 )
 
-// escapeGuard is a read-denied glob in protectProfile that matches no
-// file (a name nobody uses, top level of the workspace only). It is
-// there for its side effect: Codex (0.169) runs a command without any
-// sandbox when a person approved it and the sandboxed run looked denied
-// ("retry without sandbox", not asked again under untrusted), but only
-// while the profile denies no read ("unsandboxed execution allowed"
-// would drop a denied read). With the guard the retry stays in the
-// sandbox, so an approved command cannot write a protected path either.
-// Before it, `echo x > .mcp.json; …` approved in default mode wrote the
-// file on new, resumed and forked threads alike. Not covered (verified
-// on 0.169): a command the model asks to run outside the sandbox
-// (sandbox_permissions require_escalated) that a person approves still
-// runs unsandboxed; its approval request carries the model's reason.
-const escapeGuard = "*.harness-escape-guard"
-
 // protectProfile is the permission profile that replaces the
 // workspace-write sandbox: Codex's own :workspace (writes inside the
 // workspace and the temp dir, .git and .codex read-only) with every
@@ -75,7 +60,6 @@ func withProtectedProfile(params, config map[string]any, cwd string, protected [
 			fs[p] = "read"
 		}
 	}
-	inside[escapeGuard] = "none"
 	out := maps.Clone(config)
 	if out == nil {
 		out = map[string]any{}
