@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
@@ -100,38 +101,96 @@ func (h *Harness) startEphemeral(ctx context.Context, tr TurnRequest) (*Turn, er
 
 // ephemeral is an ephemeral turn: its engine turn, read to the end on a
 // goroutine of the Harness (so a reader that stops never stalls the
-// agent), and its records, held for the Turn's readers. They are held
-// until the Turn is dropped: one turn's events, as the engine bounds
-// them.
+// agent), and its records, held for the Turn's readers.
+//
+// What is held is bounded (maxHeldBytes): a turn's records are all kept
+// for reading again while they fit; beyond that the oldest ones that
+// every current reader has passed are let go, and while a reader is
+// behind by more than that the engine turn is not read ahead of it (the
+// pipe's back-pressure, as a reader of the engine's Turn had it). With no
+// reader, the oldest records beyond the bound are let go: a reader that
+// comes late starts at the oldest one still held.
 type ephemeral struct {
 	turn *scrubbedTurn
 	done chan struct{} // closed once the turn is read to the end and closed
 	err  error         // the turn's Err, set before done is closed
 
-	mu    sync.Mutex
-	recs  []session.Record
-	wake  chan struct{} // closed (and replaced) when a record comes or the turn ends
-	ended bool          // no record comes any more; the engine turn is being closed
+	mu      sync.Mutex
+	recs    []session.Record // held records are recs[head:]; recs[head] has seq base+1
+	head    int
+	base    int64
+	bytes   int             // what the held records cost (recordCost)
+	readers map[*int64]bool // each reader's next seq - 1 (what it has read)
+	wake    chan struct{}   // closed (and replaced) when a record comes, a reader moves or leaves, or the turn ends
+	ended   bool            // no record comes any more; the engine turn is being closed
+	stopped bool            // Interrupt or Kill asked: never wait for readers
 }
+
+// maxHeldBytes bounds what an ephemeral turn holds of its records
+// (recordCost).
+var maxHeldBytes = 4 << 20
+
+// recordCost is about what a held record keeps alive: its wire bytes,
+// its typed event (a large struct) and the text in it.
+func recordCost(rec session.Record) int {
+	return 2*len(rec.Event) + eventSize
+}
+
+var eventSize = int(unsafe.Sizeof(event.Event{}))
 
 // run reads the engine turn to its end.
 func (e *ephemeral) run() {
 	for e.turn.Next() {
 		ev := e.turn.Event()
 		e.mu.Lock()
-		seq := int64(len(e.recs) + 1)
-		e.recs = append(e.recs, session.Record{Seq: seq, Event: wire(seq, ev.AppendJSON(nil)), Typed: &ev})
-		close(e.wake)
-		e.wake = make(chan struct{})
+		seq := e.base + int64(len(e.recs)-e.head) + 1
+		rec := session.Record{Seq: seq, Event: wire(seq, ev.AppendJSON(nil)), Typed: &ev}
+		e.recs = append(e.recs, rec)
+		e.bytes += recordCost(rec)
+		e.trimLocked()
+		e.signalLocked()
+		// Not ahead of the slowest reader by more than the bound.
+		for e.bytes > maxHeldBytes && len(e.readers) > 0 && !e.stopped {
+			wake := e.wake
+			e.mu.Unlock()
+			<-wake
+			e.mu.Lock()
+			e.trimLocked()
+		}
 		e.mu.Unlock()
 	}
 	e.mu.Lock()
 	e.ended = true
-	close(e.wake)
+	e.signalLocked()
 	e.mu.Unlock()
 	e.err = e.turn.Err()
 	_ = e.turn.Close()
 	close(e.done)
+}
+
+// trimLocked lets the oldest records go while more than maxHeldBytes are
+// held and every reader has read them.
+func (e *ephemeral) trimLocked() {
+	passed := e.base + int64(len(e.recs)-e.head) // with no reader: all of them
+	for p := range e.readers {
+		passed = min(passed, *p)
+	}
+	for e.head < len(e.recs) && e.bytes > maxHeldBytes && e.recs[e.head].Seq <= passed {
+		e.bytes -= recordCost(e.recs[e.head])
+		e.recs[e.head] = session.Record{}
+		e.head++
+		e.base++
+	}
+	if e.head >= 1024 && e.head >= len(e.recs)/2 { // amortised: each record moves at most once per halving
+		n := copy(e.recs, e.recs[e.head:])
+		clear(e.recs[n:])
+		e.recs, e.head = e.recs[:n], 0
+	}
+}
+
+func (e *ephemeral) signalLocked() {
+	close(e.wake)
+	e.wake = make(chan struct{})
 }
 
 // stop interrupts (1) or kills (2) the engine turn while it runs.
@@ -141,19 +200,36 @@ func (e *ephemeral) stop(level int) error {
 	if e.ended {
 		return ErrNotRunning
 	}
+	e.stopped = true
+	e.signalLocked()
 	if level == 2 {
 		return scrubbedError{e.turn.Kill()}.orNil()
 	}
 	return scrubbedError{e.turn.Interrupt()}.orNil()
 }
 
-// records is Turn.Events of an ephemeral turn: every record from the
-// first, then each as it comes, until the turn ends or ctx is cancelled.
+// records is Turn.Events of an ephemeral turn: every record held, from
+// the oldest, then each as it comes, until the turn ends or ctx is
+// cancelled.
 func (e *ephemeral) records(ctx context.Context) iter.Seq2[session.Record, error] {
 	return func(yield func(session.Record, error) bool) {
-		for i := 0; ; i++ {
+		e.mu.Lock()
+		at := new(int64)
+		*at = e.base
+		if e.readers == nil {
+			e.readers = map[*int64]bool{}
+		}
+		e.readers[at] = true
+		e.mu.Unlock()
+		defer func() {
 			e.mu.Lock()
-			for i >= len(e.recs) && !e.ended {
+			delete(e.readers, at)
+			e.signalLocked()
+			e.mu.Unlock()
+		}()
+		for {
+			e.mu.Lock()
+			for *at >= e.base+int64(len(e.recs)-e.head) && !e.ended {
 				wake := e.wake
 				e.mu.Unlock()
 				select {
@@ -163,16 +239,27 @@ func (e *ephemeral) records(ctx context.Context) iter.Seq2[session.Record, error
 				}
 				e.mu.Lock()
 			}
-			if i >= len(e.recs) {
+			i := int(*at - e.base)
+			if i < 0 { // let go while no reader held it: go on from the oldest held
+				i, *at = 0, e.base
+			}
+			held := e.recs[e.head:]
+			if i >= len(held) {
 				e.mu.Unlock()
 				return
 			}
-			rec := e.recs[i]
-			rec.More = i+1 < len(e.recs)
+			rec := held[i]
+			rec.More = i+1 < len(held)
 			e.mu.Unlock()
 			if ctx.Err() != nil || !yield(rec, nil) {
 				return
 			}
+			e.mu.Lock()
+			*at = rec.Seq
+			if e.bytes > maxHeldBytes {
+				e.signalLocked() // the engine turn may wait for this reader
+			}
+			e.mu.Unlock()
 		}
 	}
 }

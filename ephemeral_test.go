@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
@@ -185,5 +186,100 @@ func TestEphemeralTurnTrustsAnEngineThatScrubs(t *testing.T) {
 			t.Errorf("EventsScrubbed %v: error %q, want it scrubbed", claim, e)
 		}
 		h.Shutdown(context.Background())
+	}
+}
+
+// chattyEngine's turns say n deltas, then end.
+type chattyEngine struct{ n int }
+
+func (c chattyEngine) Name() string { return "chatty" }
+func (c chattyEngine) Check(context.Context) engine.Status {
+	return engine.Status{Kind: "chatty", Available: true}
+}
+func (c chattyEngine) Shutdown(context.Context) error { return nil }
+func (c chattyEngine) StartTurn(_ context.Context, req engine.Request) (engine.Turn, error) {
+	return &chattyTurn{n: c.n, key: req.SessionKey}, nil
+}
+
+type chattyTurn struct {
+	n, i int
+	key  string
+	ev   event.Event
+}
+
+func (t *chattyTurn) Next() bool {
+	t.i++
+	switch {
+	case t.i <= t.n:
+		t.ev = event.Event{Type: event.TypeChatDelta, SessionID: t.key, Text: strings.Repeat("x", 100)}
+	case t.i == t.n+1:
+		t.ev = event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{}}
+	default:
+		return false
+	}
+	return true
+}
+func (t *chattyTurn) Event() event.Event { return t.ev }
+func (t *chattyTurn) Err() error         { return nil }
+func (t *chattyTurn) Interrupt() error   { return nil }
+func (t *chattyTurn) Kill() error        { return nil }
+func (t *chattyTurn) Close() error       { return nil }
+
+// A long ephemeral turn is not held whole (harness turn on a 54 MB
+// stream held it all: 130 MB): a slow reader gets every record once, in
+// order, while what is held stays within the bound; a reader that comes
+// after the end starts at the oldest record still held and reads on to
+// the end.
+func TestEphemeralTurnHoldsABoundedTail(t *testing.T) {
+	defer func(m int) { maxHeldBytes = m }(maxHeldBytes)
+	maxHeldBytes = 16 << 10
+	const n = 3000
+	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{chattyEngine{n: n}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Shutdown(context.Background())
+	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "talk", Engine: "chatty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, most := int64(1), 0
+	for rec, err := range tr.Events(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Seq != want {
+			t.Fatalf("record %d, want %d", rec.Seq, want)
+		}
+		want++
+		tr.eph.mu.Lock()
+		most = max(most, tr.eph.bytes)
+		tr.eph.mu.Unlock()
+		if want%500 == 0 {
+			time.Sleep(5 * time.Millisecond) // a slow reader: the engine turn must wait, not run ahead
+		}
+	}
+	<-tr.Done()
+	last := want - 1
+	if last < n+1 {
+		t.Fatalf("read %d records, want at least %d", last, n+1)
+	}
+	if limit := maxHeldBytes + 1024; most > limit {
+		t.Errorf("held up to %d bytes, want at most %d", most, limit)
+	}
+	var late []int64
+	for rec, err := range tr.Events(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		late = append(late, rec.Seq)
+	}
+	if len(late) == 0 || late[len(late)-1] != last || late[0] == 1 {
+		t.Fatalf("a late reader read %d records from %v: want the held tail, up to %d", len(late), late[:min(3, len(late))], last)
+	}
+	for i := 1; i < len(late); i++ {
+		if late[i] != late[i-1]+1 {
+			t.Fatalf("a late reader's records are not consecutive at %d: %d then %d", i, late[i-1], late[i])
+		}
 	}
 }
