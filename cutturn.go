@@ -90,8 +90,8 @@ func (h *Harness) lockTurn(s *session.Session) (unlock func(), err error) {
 	}, nil
 }
 
-// settled holds, per session this process touched, whether a cut turn
-// of it is settled.
+// settled holds, per session this process touched (until it is
+// deleted), whether a cut turn of it is settled.
 type settled struct{ m sync.Map } // id → *settleState
 
 type settleState struct {
@@ -103,7 +103,10 @@ type settleState struct {
 // does so once per process and session, unless another process holds the
 // session's turn lock (it runs the turn): then the next call looks again.
 func (h *Harness) settle(s *session.Session) {
-	v, _ := h.settledOnce.m.LoadOrStore(s.ID, &settleState{})
+	v, ok := h.settledOnce.m.Load(s.ID)
+	if !ok { // the first touch: Session is called often, a state is made once
+		v, _ = h.settledOnce.m.LoadOrStore(s.ID, &settleState{})
+	}
 	st := v.(*settleState)
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -171,3 +171,20 @@ func TestDeleteRefusedWhileAnotherProcessRunsATurn(t *testing.T) {
 		t.Fatalf("after delete: %v, want ErrNotFound", err)
 	}
 }
+
+// What a process remembers of a session it settled goes with the session.
+func TestDeleteForgetsTheSettledSession(t *testing.T) {
+	e, _, id := queueEnv(t)
+	if _, err := e.h.Session(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.h.settledOnce.m.Load(id); !ok {
+		t.Fatal("a touched session is not remembered as settled")
+	}
+	if err := e.h.DeleteSession(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.h.settledOnce.m.Load(id); ok {
+		t.Error("a deleted session is still remembered")
+	}
+}

@@ -703,6 +703,7 @@ func (h *Harness) DeleteSessionWith(ctx context.Context, id string, o DeleteOpti
 	h.mu.Lock()
 	delete(h.answered, id)
 	h.mu.Unlock()
+	h.settledOnce.m.Delete(id) // cutturn.go: nothing left to settle
 	h.projectLog(s.ProjectRoot).Info().Str("sessionId", id).Msg("session deleted")
 	return nil
 }
