@@ -589,7 +589,7 @@ func (h *Harness) appendEvent(id string, ev event.Event) error {
 	if h.taps.n.Load() > 0 { // watch.go: the typed event as stored
 		var typed event.Event
 		if json.Unmarshal(line, &typed) == nil {
-			h.taps.publish(session.Record{Seq: seq, Event: wire(seq, line), Typed: &typed})
+			h.taps.publish(session.Record{Seq: seq, Event: session.WithSeq(seq, line), Typed: &typed})
 		}
 	}
 	return elog.Sync()

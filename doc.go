@@ -11,10 +11,11 @@
 //	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Persona: "REVIEWER", Mode: "workbench"})
 //	t, err := h.StartTurn(ctx, harness.TurnRequest{SessionID: s.ID, Message: "review the diff"}) // on the Harness's goroutine
 //	for rec, err := range t.Events(ctx) {                 // stored, then live, until its process:exit
-//		…                                                  // rec.Typed: the event.Event; rec.Event: its JSON with "seq"
+//		…                                                  // rec.Typed: the event.Event; rec.Wire(): its JSON with "seq"
 //	}
 //	res, err := t.Wait(ctx, nil)                          // how it ended: res.Status, res.Final, res.Complete; err a *TurnError
-//	t, err = h.StartTurn(ctx, harness.TurnRequest{Message: "hi", Request: engine.Request{Cwd: root}}) // ephemeral: nothing kept
+//	t, err = h.StartTurn(ctx, harness.TurnRequest{Message: "hi", Request: engine.Request{Cwd: root}}) // ephemeral: nothing kept,
+//	                                                      // records held in a ring: copy *rec.Typed to keep one
 //	err = h.Shutdown(ctx)                                 // interrupt, wait, kill what is left
 //
 // A turn: load the session → build the persona's system prompt and save it

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
@@ -91,106 +90,202 @@ func (h *Harness) startEphemeral(ctx context.Context, tr TurnRequest) (*Turn, er
 	if len(notices) > 0 {
 		st.queue, st.next = notices, -1 // the notices come first
 	}
-	e := &ephemeral{turn: st, done: make(chan struct{}), wake: make(chan struct{})}
+	e := &ephemeral{turn: st, done: make(chan struct{}), wake: make(chan struct{}), kick: make(chan struct{}, 1), ring: make([]event.Event, heldRecords)}
 	go func() {
 		defer h.wg.Done()
-		e.run()
+		e.drain()
 	}()
 	return &Turn{eph: e, h: h}, nil
 }
 
-// ephemeral is an ephemeral turn: its engine turn, read to the end on a
-// goroutine of the Harness (so a reader that stops never stalls the
-// agent), and its records, held for the Turn's readers.
+// ephemeral is an ephemeral turn: its engine turn and its records, held
+// for the Turn's readers.
 //
-// What is held is bounded (maxHeldBytes): a turn's records are all kept
-// for reading again while they fit; beyond that the oldest ones that
-// every current reader has passed are let go, and while a reader is
-// behind by more than that the engine turn is not read ahead of it (the
-// pipe's back-pressure, as a reader of the engine's Turn had it). With no
-// reader, the oldest records beyond the bound are let go: a reader that
-// comes late starts at the oldest one still held.
+// Who reads the engine turn: a reader whose ctx can never be cancelled
+// (context.Background, as `harness turn` reads) reads it itself when it
+// has read every held record, so an event goes from the engine to the
+// reader on one goroutine, with no hand-off; otherwise the Harness's
+// goroutine (drain) reads it, so a turn nobody reads, or whose readers
+// may stop, still runs to its end and never stalls the agent. One
+// goroutine at a time reads it (pulling).
+//
+// What is held is bounded: the newest records, in a ring of events
+// (heldRecords slots) that is allocated once, so a record costs no
+// allocation of its own, and at most maxHeldBytes of their text
+// (heldCost). The oldest records that every current reader has passed
+// are let go to make room; while a reader is behind by more than that,
+// the engine turn is not read ahead of it (the pipe's back-pressure, as
+// a reader of the engine's Turn had it), unless the turn was stopped.
+// With no reader, the oldest records are let go: a reader that comes
+// late starts at the oldest one still held.
 type ephemeral struct {
 	turn *scrubbedTurn
 	done chan struct{} // closed once the turn is read to the end and closed
 	err  error         // the turn's Err, set before done is closed
 
-	mu      sync.Mutex
-	recs    []session.Record // held records are recs[head:]; recs[head] has seq base+1
-	head    int
+	mu sync.Mutex
+	// ring holds the records base+1 … newest, record seq in slot
+	// seq % len(ring). A slot is written again only once every reader
+	// has passed its record: a record's Typed points into it.
+	ring    []event.Event
 	base    int64
-	bytes   int             // what the held records cost (recordCost)
-	readers map[*int64]bool // each reader's next seq - 1 (what it has read)
-	wake    chan struct{}   // closed (and replaced) when a record comes, a reader moves or leaves, or the turn ends
-	ended   bool            // no record comes any more; the engine turn is being closed
-	stopped bool            // Interrupt or Kill asked: never wait for readers
+	newest  int64
+	bytes   int  // what the held records cost (heldCost)
+	ahead   bool // the engine had more events at hand after the newest record
+	readers map[*int64]bool
+	pullers int  // readers that read the engine turn themselves (ctx never cancelled)
+	pulling bool // a goroutine is reading the engine turn's next event
+	ended   bool // no record comes any more; the engine turn is being closed
+	stopped bool // Interrupt or Kill asked: drain reads on, whoever reads
+	// wake is closed (and replaced) when a record comes, a reader moves
+	// or leaves or the turn ends, but only while someone waits on it
+	// (waiters): a reader that keeps up costs no channel per record.
+	wake    chan struct{}
+	waiters int
+	// kick tells drain to look again: a reader that read the engine turn
+	// itself left, a pull drain waited for ended (drainWaits), a reader
+	// moved while drain waited for room, or the turn was stopped.
+	kick       chan struct{}
+	drainWaits bool
 }
 
-// maxHeldBytes bounds what an ephemeral turn holds of its records
-// (recordCost).
-var maxHeldBytes = 4 << 20
+// heldRecords is how many records an ephemeral turn holds at most;
+// maxHeldBytes bounds what their text costs (heldCost).
+var (
+	heldRecords  = 2048
+	maxHeldBytes = 1 << 20
+)
 
-// recordCost is about what a held record keeps alive: its wire bytes,
-// its typed event (a large struct) and the text in it.
-func recordCost(rec session.Record) int {
-	return 2*len(rec.Event) + eventSize
-}
-
-var eventSize = int(unsafe.Sizeof(event.Event{}))
-
-// run reads the engine turn to its end.
-func (e *ephemeral) run() {
-	for e.turn.Next() {
-		ev := e.turn.Event()
-		e.mu.Lock()
-		seq := e.base + int64(len(e.recs)-e.head) + 1
-		rec := session.Record{Seq: seq, Event: wire(seq, ev.AppendJSON(nil)), Typed: &ev}
-		e.recs = append(e.recs, rec)
-		e.bytes += recordCost(rec)
-		e.trimLocked()
-		e.signalLocked()
-		// Not ahead of the slowest reader by more than the bound.
-		for e.bytes > maxHeldBytes && len(e.readers) > 0 && !e.stopped {
-			wake := e.wake
-			e.mu.Unlock()
-			<-wake
-			e.mu.Lock()
-			e.trimLocked()
-		}
-		e.mu.Unlock()
+// heldCost is about what a held record keeps alive besides its slot:
+// the text in it.
+func heldCost(ev *event.Event) int {
+	n := len(ev.Text)
+	if ev.ToolStart != nil {
+		n += len(ev.ToolStart.Input) + len(ev.ToolStart.Name)
 	}
-	e.mu.Lock()
-	e.ended = true
-	e.signalLocked()
-	e.mu.Unlock()
-	e.err = e.turn.Err()
-	_ = e.turn.Close()
-	close(e.done)
+	if ev.ToolResult != nil {
+		n += len(ev.ToolResult.Content)
+	}
+	if ev.Error != nil {
+		n += len(ev.Error.Error) + len(ev.Error.StderrTail)
+	}
+	return n
 }
 
-// trimLocked lets the oldest records go while more than maxHeldBytes are
-// held and every reader has read them.
-func (e *ephemeral) trimLocked() {
-	passed := e.base + int64(len(e.recs)-e.head) // with no reader: all of them
+// drain reads the engine turn whenever no reader does, to its end.
+func (e *ephemeral) drain() {
+	e.mu.Lock()
+	for !e.ended {
+		mine := e.pullers == 0 || e.stopped // else a reader reads the turn
+		if mine && !e.pulling && e.roomLocked() {
+			e.pullLocked()
+			continue
+		}
+		e.drainWaits = mine // for a pull to end or a reader to make room
+		e.mu.Unlock()
+		<-e.kick
+		e.mu.Lock()
+		e.drainWaits = false
+	}
+	e.mu.Unlock()
+	<-e.done
+}
+
+// passedLocked is the newest seq every reader has read (newest with no
+// reader).
+func (e *ephemeral) passedLocked() int64 {
+	passed := e.newest
 	for p := range e.readers {
 		passed = min(passed, *p)
 	}
-	for e.head < len(e.recs) && e.bytes > maxHeldBytes && e.recs[e.head].Seq <= passed {
-		e.bytes -= recordCost(e.recs[e.head])
-		e.recs[e.head] = session.Record{}
-		e.head++
-		e.base++
-	}
-	if e.head >= 1024 && e.head >= len(e.recs)/2 { // amortised: each record moves at most once per halving
-		n := copy(e.recs, e.recs[e.head:])
-		clear(e.recs[n:])
-		e.recs, e.head = e.recs[:n], 0
-	}
+	return passed
 }
 
+// roomLocked lets the oldest records go that may go (every reader passed
+// them, and the ring is full or their text is over maxHeldBytes), and
+// reports whether the next record has a slot. A stopped turn always has
+// one: the ring grows rather than wait for a reader.
+func (e *ephemeral) roomLocked() bool {
+	full := func() bool { return e.newest-e.base >= int64(len(e.ring)) || e.bytes > maxHeldBytes }
+	if !full() {
+		return true
+	}
+	passed := e.passedLocked()
+	for e.base < e.newest && full() && e.base+1 <= passed {
+		e.base++
+		slot := &e.ring[e.base%int64(len(e.ring))]
+		e.bytes -= heldCost(slot)
+		*slot = event.Event{} // its text goes
+	}
+	if e.newest-e.base < int64(len(e.ring)) && (e.bytes <= maxHeldBytes || e.base == e.newest) {
+		return true
+	}
+	if !e.stopped {
+		return false
+	}
+	if e.newest-e.base >= int64(len(e.ring)) { // stopped: grow, keeping each record's slot alive for its readers
+		ring := make([]event.Event, 2*len(e.ring))
+		for seq := e.base + 1; seq <= e.newest; seq++ {
+			ring[seq%int64(len(ring))] = e.ring[seq%int64(len(e.ring))]
+		}
+		e.ring = ring
+	}
+	return true
+}
+
+// pullLocked reads the engine turn's next event into the held records,
+// or, at its end, ends the turn; e.mu is held, and let go while the
+// engine turn is read. roomLocked said there is a slot.
+func (e *ephemeral) pullLocked() {
+	e.pulling = true
+	seq := e.newest + 1
+	// The event goes straight into its slot: no reader reads it before
+	// newest says it is there.
+	slot := &e.ring[seq%int64(len(e.ring))]
+	e.mu.Unlock()
+	ok := e.turn.Next()
+	ahead := false
+	if ok {
+		*slot = e.turn.Event()
+		ahead = e.turn.buffered()
+	}
+	e.mu.Lock()
+	e.pulling = false
+	if e.drainWaits {
+		e.kickDrain()
+	}
+	if !ok {
+		e.ended = true
+		e.signalLocked()
+		e.mu.Unlock()
+		e.err = e.turn.Err()
+		_ = e.turn.Close()
+		close(e.done)
+		e.mu.Lock()
+		return
+	}
+	e.newest = seq
+	e.bytes += heldCost(slot)
+	e.ahead = ahead
+	e.signalLocked()
+}
+
+// signalLocked wakes the readers that wait for a record.
 func (e *ephemeral) signalLocked() {
+	if e.waiters == 0 {
+		return
+	}
 	close(e.wake)
 	e.wake = make(chan struct{})
+}
+
+// kickDrain tells drain to look again (it may not be waiting: kick holds
+// one).
+func (e *ephemeral) kickDrain() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
 }
 
 // stop interrupts (1) or kills (2) the engine turn while it runs.
@@ -201,7 +296,8 @@ func (e *ephemeral) stop(level int) error {
 		return ErrNotRunning
 	}
 	e.stopped = true
-	e.signalLocked()
+	e.kickDrain()
+	e.signalLocked() // a reader that waits for room reads on
 	if level == 2 {
 		return scrubbedError{e.turn.Kill()}.orNil()
 	}
@@ -210,9 +306,11 @@ func (e *ephemeral) stop(level int) error {
 
 // records is Turn.Events of an ephemeral turn: every record held, from
 // the oldest, then each as it comes, until the turn ends or ctx is
-// cancelled.
+// cancelled. A record's Typed points into the ring: it holds until the
+// reader's next record (copy it to keep it).
 func (e *ephemeral) records(ctx context.Context) iter.Seq2[session.Record, error] {
 	return func(yield func(session.Record, error) bool) {
+		pulls := ctx.Done() == nil // nothing can stop this reader while it reads the engine turn
 		e.mu.Lock()
 		at := new(int64)
 		*at = e.base
@@ -220,46 +318,58 @@ func (e *ephemeral) records(ctx context.Context) iter.Seq2[session.Record, error
 			e.readers = map[*int64]bool{}
 		}
 		e.readers[at] = true
-		e.mu.Unlock()
+		if pulls {
+			e.pullers++
+		}
 		defer func() {
 			e.mu.Lock()
 			delete(e.readers, at)
-			e.signalLocked()
+			if pulls {
+				e.pullers--
+			}
+			e.kickDrain()
+			e.signalLocked() // a reader that waits for room may have it now
 			e.mu.Unlock()
 		}()
 		for {
-			e.mu.Lock()
-			for *at >= e.base+int64(len(e.recs)-e.head) && !e.ended {
+			for *at >= e.newest && !e.ended {
+				if pulls && !e.pulling && e.roomLocked() {
+					e.pullLocked()
+					continue
+				}
 				wake := e.wake
+				e.waiters++
 				e.mu.Unlock()
 				select {
 				case <-ctx.Done():
-					return
 				case <-wake:
 				}
 				e.mu.Lock()
+				e.waiters--
+				if ctx.Err() != nil {
+					e.mu.Unlock()
+					return
+				}
 			}
-			i := int(*at - e.base)
-			if i < 0 { // let go while no reader held it: go on from the oldest held
-				i, *at = 0, e.base
+			if *at < e.base { // let go while no reader held it: go on from the oldest held
+				*at = e.base
 			}
-			held := e.recs[e.head:]
-			if i >= len(held) {
+			if *at >= e.newest {
 				e.mu.Unlock()
 				return
 			}
-			rec := held[i]
-			rec.More = i+1 < len(held)
+			seq := *at + 1
+			rec := session.Record{Seq: seq, Typed: &e.ring[seq%int64(len(e.ring))], More: seq < e.newest || e.ahead}
 			e.mu.Unlock()
 			if ctx.Err() != nil || !yield(rec, nil) {
 				return
 			}
 			e.mu.Lock()
-			*at = rec.Seq
-			if e.bytes > maxHeldBytes {
-				e.signalLocked() // the engine turn may wait for this reader
+			*at = seq
+			if e.waiters > 0 || e.drainWaits {
+				e.signalLocked() // a puller may wait for room
+				e.kickDrain()
 			}
-			e.mu.Unlock()
 		}
 	}
 }
@@ -289,11 +399,27 @@ type scrubbedTurn struct {
 	queue []event.Event // scrubbed events; queue[next:] are not read yet
 	next  int
 	ended bool
+	// direct: Next advanced to the engine's own event (clean), which
+	// Event returns as it is, with no copy through queue.
+	direct bool
 }
 
 func (t *scrubbedTurn) Next() bool {
+	t.direct = false
 	if t.next < len(t.queue) {
 		t.next++
+	}
+	if t.next < len(t.queue) {
+		return true
+	}
+	if t.clean {
+		t.queue, t.next = t.queue[:0], 0
+		if !t.ended && t.Turn.Next() {
+			t.direct = true
+			return true
+		}
+		t.ended = true
+		return false
 	}
 	for t.next == len(t.queue) {
 		if t.ended {
@@ -305,17 +431,28 @@ func (t *scrubbedTurn) Next() bool {
 			t.queue = t.scrub.Flush(t.queue[:0]) // an engine that broke its contract (no process:exit) still loses no text
 			continue
 		}
-		if t.clean {
-			t.queue = append(t.queue[:0], t.Turn.Event())
-			continue
-		}
 		t.queue = t.scrub.Add(t.queue[:0], t.Turn.Event())
 	}
 	return true
 }
 
+// buffered reports whether another event is at hand: scrubbed and not
+// read yet, or waiting in the engine's stream (an engine with Buffered).
+func (t *scrubbedTurn) buffered() bool {
+	if t.next+1 < len(t.queue) {
+		return true
+	}
+	b, ok := t.Turn.(interface{ Buffered() int })
+	return ok && b.Buffered() > 0
+}
+
 // Event returns the event Next advanced to.
-func (t *scrubbedTurn) Event() event.Event { return t.queue[t.next] }
+func (t *scrubbedTurn) Event() event.Event {
+	if t.direct {
+		return t.Turn.Event()
+	}
+	return t.queue[t.next]
+}
 
 // Err is the engine turn's error with its text scrubbed.
 func (t *scrubbedTurn) Err() error {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,11 +101,11 @@ func TestEphemeralTurnScrubsAndKeepsNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev := *rec.Typed
-		if rec.Seq != int64(len(evs)+1) || !strings.Contains(string(rec.Event), string(ev.Type)) {
-			t.Errorf("record %d: seq %d, JSON %s", len(evs), rec.Seq, rec.Event)
+		if rec.Seq != int64(len(evs)+1) || rec.Event != nil || !strings.Contains(string(rec.Wire()), string(ev.Type)) {
+			t.Errorf("record %d: seq %d, stored JSON %s, JSON %s", len(evs), rec.Seq, rec.Event, rec.Wire())
 		}
 		evs = append(evs, ev)
-		all.Write(rec.Event)
+		all.Write(rec.Wire())
 	}
 	<-tr.Done()
 	if tr.SessionID != "" || tr.Err() == nil {
@@ -189,8 +192,12 @@ func TestEphemeralTurnTrustsAnEngineThatScrubs(t *testing.T) {
 	}
 }
 
-// chattyEngine's turns say n deltas, then end.
-type chattyEngine struct{ n int }
+// chattyEngine's turns say n deltas, then end; a turn waits for gate
+// (when set) before its first event.
+type chattyEngine struct {
+	n    int
+	gate chan struct{}
+}
 
 func (c chattyEngine) Name() string { return "chatty" }
 func (c chattyEngine) Check(context.Context) engine.Status {
@@ -198,16 +205,20 @@ func (c chattyEngine) Check(context.Context) engine.Status {
 }
 func (c chattyEngine) Shutdown(context.Context) error { return nil }
 func (c chattyEngine) StartTurn(_ context.Context, req engine.Request) (engine.Turn, error) {
-	return &chattyTurn{n: c.n, key: req.SessionKey}, nil
+	return &chattyTurn{n: c.n, key: req.SessionKey, gate: c.gate}, nil
 }
 
 type chattyTurn struct {
 	n, i int
 	key  string
 	ev   event.Event
+	gate chan struct{}
 }
 
 func (t *chattyTurn) Next() bool {
+	if t.i == 0 && t.gate != nil {
+		<-t.gate
+	}
 	t.i++
 	switch {
 	case t.i <= t.n:
@@ -234,7 +245,8 @@ func TestEphemeralTurnHoldsABoundedTail(t *testing.T) {
 	defer func(m int) { maxHeldBytes = m }(maxHeldBytes)
 	maxHeldBytes = 16 << 10
 	const n = 3000
-	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{chattyEngine{n: n}}})
+	gate := make(chan struct{})
+	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{chattyEngine{n: n, gate: gate}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,6 +256,10 @@ func TestEphemeralTurnHoldsABoundedTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, most := int64(1), 0
+	go func() {
+		waitReaders(t, tr, 1) // the reader reads from the first record
+		close(gate)
+	}()
 	for rec, err := range tr.Events(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
@@ -281,5 +297,231 @@ func TestEphemeralTurnHoldsABoundedTail(t *testing.T) {
 		if late[i] != late[i-1]+1 {
 			t.Fatalf("a late reader's records are not consecutive at %d: %d then %d", i, late[i-1], late[i])
 		}
+	}
+}
+
+// countEngine's turns say "1", "2", … n as deltas, then end; a turn
+// waits for gate (when set) before its first event, and ends at once
+// (session:error, process:exit) once interrupted.
+type countEngine struct {
+	n    int
+	gate chan struct{}
+}
+
+func (c countEngine) Name() string { return "count" }
+func (c countEngine) Check(context.Context) engine.Status {
+	return engine.Status{Kind: "count", Available: true}
+}
+func (c countEngine) Shutdown(context.Context) error { return nil }
+func (c countEngine) StartTurn(_ context.Context, req engine.Request) (engine.Turn, error) {
+	return &countTurn{n: c.n, gate: c.gate, key: req.SessionKey}, nil
+}
+
+type countTurn struct {
+	n, i    int
+	gate    chan struct{}
+	key     string
+	ev      event.Event
+	stopped atomic.Bool
+	ended   bool
+}
+
+func (t *countTurn) Next() bool {
+	if t.i == 0 && t.gate != nil {
+		<-t.gate
+	}
+	t.i++
+	switch {
+	case t.ended:
+		return false
+	case t.stopped.Load():
+		t.ended = true
+		t.ev = event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{Code: -1}}
+	case t.i <= t.n:
+		t.ev = event.Event{Type: event.TypeChatDelta, SessionID: t.key, Text: strconv.Itoa(t.i)}
+	default:
+		t.ended = true
+		t.ev = event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{}}
+	}
+	return true
+}
+func (t *countTurn) Event() event.Event { return t.ev }
+func (t *countTurn) Err() error         { return nil }
+func (t *countTurn) Interrupt() error   { t.stopped.Store(true); return nil }
+func (t *countTurn) Kill() error        { t.stopped.Store(true); return nil }
+func (t *countTurn) Close() error       { return nil }
+
+// readCount reads an ephemeral countEngine turn's records, checking that
+// each is the next one and says its own number (a slot written again
+// while a reader still had it would say another); every is called after
+// each record.
+func readCount(t *testing.T, tr *Turn, ctx context.Context, every func(seq int64)) (last int64) {
+	t.Helper()
+	for rec, err := range tr.Events(ctx) {
+		if err != nil {
+			t.Error(err)
+			return last
+		}
+		if last != 0 && rec.Seq != last+1 {
+			t.Errorf("record %d after %d", rec.Seq, last)
+			return last
+		}
+		if ev := rec.Typed; ev.Type == event.TypeChatDelta && ev.Text != strconv.FormatInt(rec.Seq, 10) {
+			t.Errorf("record %d says %q", rec.Seq, ev.Text)
+			return last
+		}
+		last = rec.Seq
+		if every != nil {
+			every(rec.Seq)
+		}
+	}
+	return last
+}
+
+// waitReaders waits until the ephemeral turn tr has n readers.
+func waitReaders(t *testing.T, tr *Turn, n int) {
+	t.Helper()
+	for {
+		tr.eph.mu.Lock()
+		r := len(tr.eph.readers)
+		tr.eph.mu.Unlock()
+		if r == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Two readers of one ephemeral turn, one that reads the engine turn
+// itself (its ctx cannot be cancelled) and one that the Harness feeds (a
+// cancellable ctx, slower), each read every record once, in order, each
+// saying its own number, through many times the records held (the ring
+// is written again only behind the slower reader).
+func TestEphemeralTurnTwoReadersReadEveryRecord(t *testing.T) {
+	defer func(n int) { heldRecords = n }(heldRecords)
+	heldRecords = 64
+	const n = 5000
+	gate := make(chan struct{})
+	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{countEngine{n: n, gate: gate}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Shutdown(context.Background())
+	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "count", Engine: "count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	lasts := make([]int64, 2)
+	for i, c := range []context.Context{context.Background(), ctx} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lasts[i] = readCount(t, tr, c, func(seq int64) {
+				if i == 1 && seq%100 == 0 {
+					time.Sleep(time.Millisecond) // the slower one
+				}
+			})
+		}()
+	}
+	waitReaders(t, tr, 2) // both read from the first record
+	close(gate)
+	wg.Wait()
+	<-tr.Done()
+	for i, last := range lasts {
+		if last != n+1 {
+			t.Errorf("reader %d read up to %d, want %d (every record)", i, last, n+1)
+		}
+	}
+}
+
+// A reader that reads the engine turn itself and then stops (break)
+// leaves the turn running: the Harness reads it to its end with no
+// reader, and a late reader reads the newest records held.
+func TestEphemeralTurnRunsOnWhenItsReaderLeaves(t *testing.T) {
+	defer func(n int) { heldRecords = n }(heldRecords)
+	heldRecords = 64
+	const n = 1000
+	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{countEngine{n: n}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Shutdown(context.Background())
+	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "count", Engine: "count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for range tr.Events(context.Background()) {
+		if read++; read == 10 {
+			break
+		}
+	}
+	select {
+	case <-tr.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the turn stopped with its reader")
+	}
+	if tr.Err() != nil {
+		t.Fatal(tr.Err())
+	}
+	if last := readCount(t, tr, context.Background(), nil); last != n+1 {
+		t.Errorf("a late reader read up to %d, want %d", last, n+1)
+	}
+}
+
+// Interrupt ends an ephemeral turn whose only reader stopped reading in
+// the middle (its loop body blocks): the turn is not held back by that
+// reader once stopped, and the reader, going on, still reads every
+// record in order, to the end.
+func TestEphemeralTurnStopsPastAStuckReader(t *testing.T) {
+	defer func(n int) { heldRecords = n }(heldRecords)
+	heldRecords = 16
+	gate := make(chan struct{})
+	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{countEngine{n: 1 << 30, gate: gate}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Shutdown(context.Background())
+	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "count", Engine: "count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stuck, release := make(chan struct{}), make(chan struct{})
+	var last int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last = readCount(t, tr, ctx, func(seq int64) {
+			if seq == 5 {
+				close(stuck)
+				<-release
+			}
+		})
+	}()
+	waitReaders(t, tr, 1)
+	close(gate)
+	<-stuck
+	// The turn is held back by the stuck reader (16 records ahead of it
+	// at most) until it is interrupted.
+	if err := tr.Interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tr.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("an interrupted turn waited for a stuck reader")
+	}
+	close(release)
+	<-done
+	tr.eph.mu.Lock()
+	newest := tr.eph.newest
+	tr.eph.mu.Unlock()
+	if last != newest || last < 6 {
+		t.Errorf("the reader read up to %d, want every record to the turn's last, %d", last, newest)
 	}
 }

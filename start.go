@@ -91,15 +91,28 @@ func (h *Harness) StartTurn(ctx context.Context, req TurnRequest) (*Turn, error)
 
 // Events returns the turn's events, from its first to its process:exit,
 // then the sequence ends: stored ones first, then live ones as they come.
-// Each record has Typed set (an event that cannot be decoded is skipped)
-// and, for a session's turn, its Seq; Record.More is set when the next
-// one is already at hand (a writer flushes once per burst).
+// Each record has its Seq and Typed set (an event that cannot be decoded
+// is skipped); Record.More is set when the next one is already at hand (a
+// writer flushes once per burst).
+//
+// A session's records also carry Event, the stored JSON, and their Typed
+// is never written again. An ephemeral turn's records are never stored:
+// Event is nil (Record.Wire encodes one), and Typed lives in the turn's
+// ring of held records, so it holds until the loop's next iteration; copy
+// *rec.Typed to keep it. Its records cost no allocation each (`harness
+// turn` reads a 200,000-event turn at the pipe's pace).
 //
 // Cancelling ctx, or breaking out of the loop, stops the reading and
 // never the turn: it goes on, stored, until it ends or Interrupt stops
 // it. An error reading the events is yielded and ends the sequence.
 // Events may be called more than once and from any goroutine; each
-// sequence reads the turn from its start.
+// sequence reads the turn from its start (an ephemeral turn's: from the
+// oldest record it still holds). A reader of an ephemeral turn whose ctx
+// can never be cancelled (context.Background) reads the engine's events
+// on its own goroutine while it keeps up; while it has not come back for
+// the next record, the agent waits for it (the pipe's back-pressure)
+// until Interrupt or Kill. Any other reader is fed by the Harness, which
+// reads the turn to its end whether or not anyone reads it.
 //
 //	for rec, err := range t.Events(ctx) {
 //		if err != nil { … }

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -798,24 +796,9 @@ func (r *runner) emitLocked(ev event.Event) {
 	}
 	// The typed event travels with its JSON: in-process readers
 	// (Turn.Wait) take it as it is, without decoding the line back.
-	rec := &session.Record{Seq: seq, Event: wire(seq, r.buf), Typed: &ev}
+	rec := &session.Record{Seq: seq, Event: session.WithSeq(seq, r.buf), Typed: &ev}
 	r.lt.broker.publish(rec, isTerminal(ev.Type))
 	r.h.taps.publish(*rec) // watch.go
-}
-
-// wire is the stored line of an event: its JSON with "seq" first (as
-// session.EventLog writes it). seq 0 leaves the event as is.
-func wire(seq int64, event []byte) []byte {
-	if seq == 0 {
-		return bytes.Clone(event)
-	}
-	b := make([]byte, 0, len(event)+24)
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendInt(b, seq, 10)
-	if len(event) > 2 {
-		b = append(b, ',')
-	}
-	return append(b, event[1:]...)
 }
 
 func isTerminal(t event.Type) bool {

@@ -92,9 +92,14 @@ esac
 # this kernel's ext4) and a fault maps the whole folio, so a fresh build's
 # first runs show ~1.6x the RSS of the same bytes read back from disk
 # (BENCHMARKS.md, "A lean process"). Dropping the files' clean cached pages
-# (posix_fadvise DONTNEED) makes every side start from the same state.
+# (posix_fadvise DONTNEED) makes every side start from the same state. A
+# file just written has dirty pages, which DONTNEED leaves cached: they are
+# written back first (sync FILE), or a fresh build keeps its large folios.
 for b in "${HARNESS:-}" "${BASE:-}"; do
-	if [ -n "$b" ]; then dd if="$b" iflag=nocache count=0 status=none || true; fi
+	if [ -n "$b" ]; then
+		sync "$b" || true
+		dd if="$b" iflag=nocache count=0 status=none || true
+	fi
 done
 
 # --- transcript ------------------------------------------------------------

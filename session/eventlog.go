@@ -24,7 +24,10 @@ import (
 // from, so an in-process reader need not decode it back; records read
 // from the log have Typed nil. Decode gives the typed event either way.
 type Record struct {
-	Seq   int64
+	Seq int64
+	// Event is the record's JSON as stored, "seq" first. It is nil for a
+	// record that was never stored (an ephemeral turn's, which has only
+	// Typed): Wire encodes either.
 	Event json.RawMessage
 	// More is set by readers that know another record is ready right
 	// now (Harness.Follow): a writer may hold its flush until a record
@@ -33,6 +36,31 @@ type Record struct {
 	// Typed is the event Event was encoded from, or nil. It is shared by
 	// every reader of the record: read it, never modify it.
 	Typed *event.Event
+}
+
+// Wire returns the record's JSON as a reader of the event log sees it:
+// Event, or, for a record with only Typed, Typed's JSON with "seq":Seq
+// first (without "seq" when Seq is 0).
+func (r Record) Wire() json.RawMessage {
+	if r.Event != nil || r.Typed == nil {
+		return r.Event
+	}
+	return WithSeq(r.Seq, r.Typed.AppendJSON(nil))
+}
+
+// WithSeq returns an event's JSON object as the event log stores it,
+// with "seq":seq as its first field (a copy of event when seq is 0).
+func WithSeq(seq int64, event []byte) []byte {
+	if seq == 0 {
+		return bytes.Clone(event)
+	}
+	b := make([]byte, 0, len(event)+24)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	if len(event) > 2 {
+		b = append(b, ',')
+	}
+	return append(b, event[1:]...)
 }
 
 // Decode returns the record's typed event: Typed when it is set,

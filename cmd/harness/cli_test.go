@@ -215,7 +215,7 @@ func TestTurnTextBlocksSetApart(t *testing.T) {
 			{Type: event.TypeChatDelta, Text: "."},
 			{Type: event.TypeChatComplete},
 		} {
-			p.print(e)
+			p.print(&e)
 		}
 		w.Flush()
 		if out.String() != "One.\n\nTwo.\n" || errOut.String() != "· thinking…\n" {
@@ -248,7 +248,7 @@ func TestPlanFromTheFold(t *testing.T) {
 	w := bufio.NewWriter(&out)
 	p := &textPrinter{out: w, errw: &errOut}
 	for _, e := range evs {
-		p.print(e)
+		p.print(&e)
 	}
 	w.Flush()
 	if out.String() != "Here.\n" || errOut.String() != "? plan ready: # Plan 1. read 2. write\n  approve (user)\n" {

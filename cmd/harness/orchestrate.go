@@ -214,7 +214,7 @@ func followTurn(h *harness.Harness, id, message string, asJSON bool, ask *asker,
 			_, _ = out.Write(rec.Event)
 			_ = out.WriteByte('\n')
 		} else {
-			text.print(ev)
+			text.print(&ev)
 		}
 		if ask != nil && ev.Type == event.TypeApprovalRequested {
 			_ = out.Flush()

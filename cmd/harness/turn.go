@@ -271,7 +271,7 @@ func streamTurn(command string, start func() (*harness.Turn, error), asJSON bool
 		if err != nil {
 			break // the turn's error says how it ended
 		}
-		p.print(*rec.Typed)
+		p.print(rec.Typed)
 		// Flush when nothing else is waiting: batches under load, stays
 		// interactive when tokens trickle in.
 		if !rec.More {
@@ -295,14 +295,14 @@ func streamTurn(command string, start func() (*harness.Turn, error), asJSON bool
 	return 0
 }
 
-type printer interface{ print(event.Event) }
+type printer interface{ print(*event.Event) }
 
 type jsonPrinter struct {
 	w   *bufio.Writer
 	buf []byte
 }
 
-func (p *jsonPrinter) print(e event.Event) {
+func (p *jsonPrinter) print(e *event.Event) {
 	p.buf = e.AppendJSON(p.buf[:0])
 	p.buf = append(p.buf, '\n')
 	_, _ = p.w.Write(p.buf)
@@ -349,8 +349,8 @@ func (p *textPrinter) writeAnswer(s string) {
 	p.midLine = p.newlines == 0
 }
 
-func (p *textPrinter) print(e event.Event) {
-	u := p.fold.Add(&e)
+func (p *textPrinter) print(e *event.Event) {
+	u := p.fold.Add(e)
 	for _, it := range u.Items() {
 		p.item(&it)
 	}
