@@ -1,6 +1,7 @@
 package agentserver
 
 import (
+	"iter"
 	"net/http"
 
 	"github.com/gorilla/mux"
@@ -87,23 +88,19 @@ func (s *Server) deleteQueued(w http.ResponseWriter, r *http.Request) {
 // but the deltas of a running turn (which a stream follows already) until
 // Close: so the streams go on with what another hand did (the core's
 // queue starting the next turn, another door's turn, fork or rewind) as
-// with the server's own. New starts it; Close waits for it.
-func (s *Server) watch(events <-chan session.Record, stop func()) {
+// with the server's own. Records the watch missed (its queue full) wake
+// them too: they read the log. New starts it; Close ends and waits for it.
+func (s *Server) watch(events iter.Seq2[session.Record, error]) {
 	defer s.streams.Done()
-	defer stop()
-	for {
-		select {
-		case <-s.done:
-			return
-		case rec, ok := <-events:
-			if !ok {
-				return
-			}
-			ev := rec.Typed
-			if ev == nil || ev.Type == event.TypeChatDelta || ev.Type == event.TypeThinkingDelta || ev.SessionID != s.SessionID() {
-				continue
-			}
+	for rec, err := range events {
+		if err != nil {
 			s.wake()
+			continue
 		}
+		ev := rec.Typed
+		if ev.Type == event.TypeChatDelta || ev.Type == event.TypeThinkingDelta || ev.SessionID != s.SessionID() {
+			continue
+		}
+		s.wake()
 	}
 }
