@@ -1,6 +1,7 @@
 package agentserver
 
 import (
+	"errors"
 	"iter"
 	"net/http"
 
@@ -11,7 +12,7 @@ import (
 	"github.com/chirality/harness/session"
 )
 
-// The served session's prompt queue (issue 32; harness.StartOrQueue): the
+// The served session's prompt queue (issue 32; harness.TurnRequest.Queue): the
 // core's one queue, the same the gateway's routes show.
 //
 //	POST   /prompt {content, queue: true}  → 200 {accepted} (started) | 202 {queued, promptId, position}
@@ -48,14 +49,15 @@ func (s *Server) promptOrQueue(w http.ResponseWriter, r *http.Request, content s
 		return
 	}
 	s.ctl.Lock() // not while a fork moves the server
-	_, q, err := s.ops.StartOrQueue(r.Context(), s.SessionID(), content, harness.TurnOptions{})
+	_, err := s.ops.StartTurn(r.Context(), harness.TurnRequest{SessionID: s.SessionID(), Message: content, Queue: true})
 	s.ctl.Unlock()
 	s.wake()
+	var q *harness.Queued
 	switch {
+	case errors.As(err, &q):
+		writeJSON(w, http.StatusAccepted, QueuedAnswer{Queued: true, PromptID: q.PromptID, Position: q.Position})
 	case err != nil:
 		writeError(w, err)
-	case q != nil:
-		writeJSON(w, http.StatusAccepted, QueuedAnswer{Queued: true, PromptID: q.PromptID, Position: q.Position})
 	default:
 		writeJSON(w, http.StatusOK, map[string]bool{"accepted": true})
 	}

@@ -381,7 +381,7 @@ func (s *Server) Prompt(ctx context.Context, content string) error {
 	}
 	s.ctl.Lock() // not while a fork moves the server
 	defer s.ctl.Unlock()
-	_, err := s.ops.StartTurn(ctx, s.SessionID(), content, harness.TurnOptions{})
+	_, err := s.ops.StartTurn(ctx, harness.TurnRequest{SessionID: s.SessionID(), Message: content})
 	s.wake() // a turn that could not start still stored its user:message
 	return err
 }
