@@ -33,13 +33,19 @@
 //
 // StartTurn starts every turn: a session's (TurnRequest.SessionID, with
 // TurnOptions) or an ephemeral one (no session; TurnRequest.Engine and
-// Request). Every API that hands out a turn's or a session's events hands
-// out an iter.Seq2[session.Record, error] (Turn.Events, Follow) or reads
-// one to its end (Turn.Wait), and all follow one rule: the ctx given to
-// them only stops the reading (and Wait's waiting). A turn stops only by
-// Interrupt or Kill (Turn's or Harness's), its own end, or Shutdown; a
-// door that stops a turn when its client goes away calls Interrupt
-// itself.
+// Request). With TurnRequest.Queue, a session that cannot start it now
+// queues the message in its prompt queue instead of refusing it with
+// ErrBusy: the Turn is then nil and the error a *Queued saying where
+// (errors.Is(err, ErrQueued)), so a caller cannot take a queued prompt
+// for a running turn. Every API that hands out events hands out an
+// iter.Seq2[session.Record, error] (Turn.Events, Follow, and Watch for
+// every session's) or reads one to its end (Turn.Wait), and all follow
+// one rule: the ctx given to them only stops the reading (and Wait's
+// waiting). A turn stops only by Interrupt or Kill (Turn's or
+// Harness's), its own end, or Shutdown; a door that stops a turn when
+// its client goes away calls Interrupt itself. The ctx given to
+// StartTurn bounds its start only, as it does an engine's
+// (engine.Engine).
 //
 // # Engines
 //

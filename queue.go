@@ -22,8 +22,8 @@ import (
 // restart and a crash: a prompt is taken out of the queue and marked
 // started in one atomic write before its turn starts, so none runs twice.
 //
-// Queueing is opt-in (StartOrQueue): StartTurn on a busy session stays
-// ErrBusy, as the specification says.
+// Queueing is opt-in (TurnRequest.Queue): StartTurn on a busy session
+// stays ErrBusy, as the specification says.
 
 // Bounds of a session's queue.
 const (
@@ -47,28 +47,30 @@ var (
 // QueuedPrompt is one prompt in a session's queue.
 type QueuedPrompt = session.QueuedPrompt
 
-// Queued says where StartOrQueue queued a prompt.
+// ErrQueued is what StartTurn's error matches when, asked to
+// (TurnRequest.Queue), it queued the message instead of starting a turn.
+// It is not a failure: the error is a *Queued saying where.
+var ErrQueued = errors.New("queued behind the session's turn")
+
+// Queued says where a prompt was queued (Enqueue, EnqueueFirst). It is
+// also the error StartTurn returns when it queued the message
+// (TurnRequest.Queue; errors.Is(err, ErrQueued)).
 type Queued struct {
 	PromptID string `json:"promptId"`
 	// Position is its place in the queue, 0 = next to run.
 	Position int `json:"position"`
 }
 
-// StartOrQueue starts a turn of session id with message, as StartTurn
-// does, when the session is idle, its queue is not held (HoldQueue) and
-// nothing is queued before it;
-// otherwise it queues the message behind what runs and is queued, and
-// returns where (the *Turn is then nil). A queued prompt runs with the
-// session's settings at the time it starts: o applies to a turn started
-// here only. It fails as StartTurn does, and with ErrQueueFull or
-// ErrMessageTooLarge.
-func (h *Harness) StartOrQueue(ctx context.Context, id, message string, o TurnOptions) (*Turn, *Queued, error) {
-	return h.startOrQueue(ctx, id, message, o, true, false)
+func (q *Queued) Error() string {
+	return fmt.Sprintf("queued behind the session's turn: prompt %s at position %d", q.PromptID, q.Position)
 }
+
+// Is makes a *Queued match ErrQueued.
+func (q *Queued) Is(target error) bool { return target == ErrQueued }
 
 // Enqueue queues message in session id's queue even when nothing runs
 // (the core then starts it as it starts every queued prompt). It fails
-// as StartOrQueue does.
+// as StartTurn with Queue does.
 func (h *Harness) Enqueue(id, message string) (*Queued, error) {
 	_, q, err := h.startOrQueue(context.Background(), id, message, TurnOptions{}, false, false)
 	return q, err
@@ -82,6 +84,11 @@ func (h *Harness) EnqueueFirst(id, message string) (*Queued, error) {
 	return q, err
 }
 
+// startOrQueue starts a turn of session id with message, as StartTurn
+// does, when start is set, the session is idle, its queue is not held
+// (HoldQueue) and nothing is queued before it; otherwise it queues the
+// message behind what runs and is queued (first: before what is queued),
+// and returns where (the *Turn is then nil).
 func (h *Harness) startOrQueue(ctx context.Context, id, message string, o TurnOptions, start, first bool) (*Turn, *Queued, error) {
 	h.queueing.Store(true)
 	if err := checkQueued(message); err != nil {
@@ -129,7 +136,7 @@ func (h *Harness) Queue(id string) ([]QueuedPrompt, error) {
 
 // HoldQueue holds (on) or releases (!on) session id's queue. While it is
 // held no queued prompt starts: the turn that runs finishes, prompts are
-// still queued (StartOrQueue queues even on an idle session) and can be
+// still queued (StartTurn with Queue queues even on an idle session) and can be
 // edited, and a turn started directly (StartTurn) is not refused. The
 // hold is stored with the queue, so it outlives a restart. Releasing it
 // starts the next queued prompt when nothing runs. Holding a held queue,

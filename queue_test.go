@@ -89,6 +89,19 @@ func queueEnv(t *testing.T) (*testEnv, *queueEngine, string) {
 	return e, qe, s.ID
 }
 
+// startQueued is StartTurn with Queue, its outcome unpacked: a started
+// turn, or where the message was queued, or the error.
+func startQueued(ctx context.Context, h *Harness, id, message string, o TurnOptions) (*Turn, *Queued, error) {
+	t, err := h.StartTurn(ctx, TurnRequest{SessionID: id, Message: message, Options: o, Queue: true})
+	if q := (*Queued)(nil); errors.As(err, &q) {
+		if t != nil {
+			return t, q, errors.New("StartTurn returned a turn and queued")
+		}
+		return nil, q, nil
+	}
+	return t, nil, err
+}
+
 // logEvents reads session id's whole log.
 func logEvents(t *testing.T, e *testEnv, h *Harness, id string) []stored {
 	t.Helper()
@@ -121,20 +134,24 @@ func promptIDs(ps []QueuedPrompt) []string {
 func TestQueueRunsInOrderWithEditsHonoured(t *testing.T) {
 	e, qe, id := queueEnv(t)
 	ctx := context.Background()
-	tr, q, err := e.h.StartOrQueue(ctx, id, "hold the first turn", TurnOptions{})
+	tr, q, err := startQueued(ctx, e.h, id, "hold the first turn", TurnOptions{})
 	if err != nil || tr == nil || q != nil {
-		t.Fatalf("StartOrQueue on an idle session = %v, %+v, %v; want a started turn", tr, q, err)
+		t.Fatalf("StartTurn with Queue on an idle session = %v, %+v, %v; want a started turn", tr, q, err)
 	}
 	if _, err := e.h.StartTurn(ctx, TurnRequest{SessionID: id, Message: "not queued"}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("StartTurn on a busy session = %v, want ErrBusy", err)
 	}
 	var ids []string
 	for i, m := range []string{"one", "two", "three"} {
-		tr, q, err := e.h.StartOrQueue(ctx, id, m, TurnOptions{})
-		if err != nil || tr != nil || q == nil || q.Position != i {
-			t.Fatalf("queue %q = %v, %+v, %v; want queued at %d", m, tr, q, err, i)
+		tr, err := e.h.StartTurn(ctx, TurnRequest{SessionID: id, Message: m, Queue: true})
+		var q *Queued
+		if !errors.As(err, &q) || !errors.Is(err, ErrQueued) || tr != nil || q.Position != i || q.PromptID == "" {
+			t.Fatalf("queue %q = %v, %v; want a *Queued error at %d and no turn", m, tr, err, i)
 		}
 		ids = append(ids, q.PromptID)
+	}
+	if _, err := e.h.StartTurn(ctx, TurnRequest{Message: "ephemeral", Queue: true}); !errors.Is(err, ErrInvalidTurnOptions) {
+		t.Fatalf("an ephemeral turn asking to queue = %v, want ErrInvalidTurnOptions", err)
 	}
 	if err := e.h.DeleteQueued(id, ids[1]); err != nil {
 		t.Fatal(err)
@@ -194,22 +211,22 @@ func TestQueueRunsInOrderWithEditsHonoured(t *testing.T) {
 func TestQueueBounds(t *testing.T) {
 	e, qe, id := queueEnv(t)
 	ctx := context.Background()
-	tr, _, err := e.h.StartOrQueue(ctx, id, "hold", TurnOptions{})
+	tr, _, err := startQueued(ctx, e.h, id, "hold", TurnOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.h.StartOrQueue(ctx, id, strings.Repeat("x", MaxQueuedMessage+1), TurnOptions{}); !errors.Is(err, ErrMessageTooLarge) {
+	if _, _, err := startQueued(ctx, e.h, id, strings.Repeat("x", MaxQueuedMessage+1), TurnOptions{}); !errors.Is(err, ErrMessageTooLarge) {
 		t.Fatalf("a message over the limit = %v, want ErrMessageTooLarge", err)
 	}
-	if _, _, err := e.h.StartOrQueue(ctx, id, "  ", TurnOptions{}); !errors.Is(err, ErrEmptyMessage) {
+	if _, _, err := startQueued(ctx, e.h, id, "  ", TurnOptions{}); !errors.Is(err, ErrEmptyMessage) {
 		t.Fatalf("a blank message = %v, want ErrEmptyMessage", err)
 	}
 	for i := range MaxQueued {
-		if _, _, err := e.h.StartOrQueue(ctx, id, "p", TurnOptions{}); err != nil {
+		if _, _, err := startQueued(ctx, e.h, id, "p", TurnOptions{}); err != nil {
 			t.Fatalf("prompt %d: %v", i, err)
 		}
 	}
-	if _, _, err := e.h.StartOrQueue(ctx, id, "one too many", TurnOptions{}); !errors.Is(err, ErrQueueFull) {
+	if _, _, err := startQueued(ctx, e.h, id, "one too many", TurnOptions{}); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("prompt %d = %v, want ErrQueueFull", MaxQueued+1, err)
 	}
 	neg := -1
@@ -234,19 +251,19 @@ func TestQueueBounds(t *testing.T) {
 func TestQueueSurvivesAbandonedServer(t *testing.T) {
 	e, qa, id := queueEnv(t)
 	ctx := context.Background()
-	first, _, err := e.h.StartOrQueue(ctx, id, "first", TurnOptions{}) // completes at once
+	first, _, err := startQueued(ctx, e.h, id, "first", TurnOptions{}) // completes at once
 	if err != nil || first == nil {
 		t.Fatal(err)
 	}
 	<-first.Done()
 	waitFor(t, "the first turn to end", func() bool { return !e.h.IsRunning(id) })
 	// Queue behind a held turn: "hold queued" starts from the queue and is cut.
-	tr, _, err := e.h.StartOrQueue(ctx, id, "hold running", TurnOptions{})
+	tr, _, err := startQueued(ctx, e.h, id, "hold running", TurnOptions{})
 	if err != nil || tr == nil {
 		t.Fatal(err)
 	}
 	for _, m := range []string{"hold cut", "after one", "after two"} {
-		if _, q, err := e.h.StartOrQueue(ctx, id, m, TurnOptions{}); err != nil || q == nil {
+		if _, q, err := startQueued(ctx, e.h, id, m, TurnOptions{}); err != nil || q == nil {
 			t.Fatal(err)
 		}
 	}
@@ -328,14 +345,14 @@ func TestEventsOutsideATurnAreScrubbed(t *testing.T) {
 func TestQueueHoldPausesAndOutlivesRestart(t *testing.T) {
 	e, qe, id := queueEnv(t)
 	ctx := context.Background()
-	tr, _, err := e.h.StartOrQueue(ctx, id, "hold first", TurnOptions{})
+	tr, _, err := startQueued(ctx, e.h, id, "hold first", TurnOptions{})
 	if err != nil || tr == nil {
 		t.Fatal(err)
 	}
 	if err := e.h.HoldQueue(id, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, q, err := e.h.StartOrQueue(ctx, id, "two", TurnOptions{}); err != nil || q == nil || q.Position != 0 {
+	if _, q, err := startQueued(ctx, e.h, id, "two", TurnOptions{}); err != nil || q == nil || q.Position != 0 {
 		t.Fatalf("queue behind the running turn = %+v, %v", q, err)
 	}
 	qe.free()
@@ -346,9 +363,9 @@ func TestQueueHoldPausesAndOutlivesRestart(t *testing.T) {
 		t.Fatalf("a held queue started a prompt: turns ran %q", qe.messages())
 	}
 	// Idle and held: a prompt is queued, not started.
-	tr2, q, err := e.h.StartOrQueue(ctx, id, "three", TurnOptions{})
+	tr2, q, err := startQueued(ctx, e.h, id, "three", TurnOptions{})
 	if err != nil || tr2 != nil || q == nil || q.Position != 1 {
-		t.Fatalf("StartOrQueue on an idle held session = %v, %+v, %v; want queued at 1", tr2, q, err)
+		t.Fatalf("StartTurn with Queue on an idle held session = %v, %+v, %v; want queued at 1", tr2, q, err)
 	}
 	// A direct turn is not the queue's: the hold does not refuse it.
 	direct, err := e.h.StartTurn(ctx, TurnRequest{SessionID: id, Message: "direct"})

@@ -25,6 +25,15 @@ type TurnRequest struct {
 	// the zero value keeps the session's. An ephemeral turn takes none of
 	// them (ErrInvalidTurnOptions) but Model.
 	Options TurnOptions
+	// Queue asks, when the session cannot start the turn now (a turn
+	// runs, prompts are queued before it, or its queue is held), that the
+	// message be queued in the session's prompt queue (queue.go) instead
+	// of refused with ErrBusy: StartTurn then returns no Turn and a
+	// *Queued error saying where (errors.Is(err, ErrQueued)). A queued
+	// prompt runs with the session's settings when it starts: Options
+	// apply only to a turn started now. An ephemeral turn cannot queue
+	// (ErrInvalidTurnOptions).
+	Queue bool
 
 	// Engine names the engine of an ephemeral turn (an engine's name or an
 	// alias; "" = Config.DefaultEngine). A session's turn runs on its
@@ -75,16 +84,40 @@ type TurnRequest struct {
 // format, deltas included. This is `harness turn` without --session or
 // --persona.
 //
+// With req.Queue, a session that cannot start the turn now queues the
+// message instead (see TurnRequest.Queue): the error is then a *Queued,
+// which is not a failure, and the Turn nil. A caller that asks to queue
+// tells the two apart so:
+//
+//	t, err := h.StartTurn(ctx, harness.TurnRequest{SessionID: id, Message: m, Queue: true})
+//	var q *harness.Queued
+//	switch {
+//	case errors.As(err, &q): // queued: q.PromptID, q.Position; the core starts it in its turn
+//	case err != nil:         // refused, as without Queue (or ErrQueueFull, ErrMessageTooLarge)
+//	default:                 // t runs
+//	}
+//
 // It fails with ErrEmptyMessage, ErrInvalidID, ErrNotFound,
 // ErrRootNotAllowed, ErrBusy, ErrBypassRefused, ErrClosed,
-// ErrUnknownEngine (ephemeral), the errors of req.Options above, or the
+// ErrUnknownEngine (ephemeral), the errors of req.Options above, the
+// queue's (ErrQueueFull, ErrMessageTooLarge) with req.Queue, or the
 // engine's start errors (engine.ErrBinaryNotFound, …).
 func (h *Harness) StartTurn(ctx context.Context, req TurnRequest) (*Turn, error) {
 	if req.SessionID == "" {
+		if req.Queue {
+			return nil, fmt.Errorf("%w: queue: an ephemeral turn has no queue", ErrInvalidTurnOptions)
+		}
 		return h.startEphemeral(ctx, req)
 	}
 	if req.Engine != "" {
 		return nil, fmt.Errorf("%w: engine: a session's turn runs on its session's engine", ErrInvalidTurnOptions)
+	}
+	if req.Queue {
+		t, q, err := h.startOrQueue(ctx, req.SessionID, req.Message, req.Options, true, false)
+		if q != nil {
+			return nil, q
+		}
+		return t, err
 	}
 	return h.startTurn(ctx, req.SessionID, req.Message, req.Options)
 }

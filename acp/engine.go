@@ -248,7 +248,8 @@ func (e *Engine) childEnv(reqEnv []string) []string {
 // StartTurn starts one turn. The session's agent process is reused when
 // it runs, else started (the handshake and the session's set-up happen
 // in the stream; a failure there ends it with session:error kind start).
-// Cancelling ctx kills the turn and the session's agent.
+// ctx bounds the start only (engine.Engine's rule): once StartTurn
+// returned, the turn stops by its end, Interrupt, Kill or Shutdown.
 func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn, error) {
 	return e.start(ctx, req)
 }
@@ -267,6 +268,8 @@ func (e *Engine) ForkNow(ctx context.Context, req engine.Request) (string, error
 		return "", err
 	}
 	defer t.Close()
+	// ForkNow waits for the fork: ctx bounds the wait, and so the fork.
+	defer context.AfterFunc(ctx, func() { _ = t.Kill() })()
 	id := ""
 	for t.Next() {
 		if ev := t.Event(); ev.Type == event.TypeSessionInit && ev.Init != nil {
@@ -289,6 +292,9 @@ func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
 // startTurn starts a turn; forkOnly sets the session up (session/fork)
 // and ends there, without a prompt (ForkNow).
 func (e *Engine) startTurn(ctx context.Context, req engine.Request, forkOnly bool) (*Turn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if req.SessionKey == "" {
 		return nil, errors.New("acp: empty session key")
 	}
@@ -358,7 +364,7 @@ func (e *Engine) startTurn(ctx context.Context, req engine.Request, forkOnly boo
 		e.procs[req.SessionKey] = p
 		e.mu.Unlock()
 	}
-	t.begin(ctx, p)
+	t.begin(p)
 	return t, nil
 }
 

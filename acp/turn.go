@@ -67,15 +67,8 @@ func newTurn(e *Engine, req engine.Request, log *zerolog.Logger) *Turn {
 	return t
 }
 
-func (t *Turn) begin(ctx context.Context, p *proc) {
+func (t *Turn) begin(p *proc) {
 	t.p = p
-	go func() {
-		select {
-		case <-ctx.Done():
-			_ = t.Kill()
-		case <-t.s.Done():
-		}
-	}()
 	go t.run()
 }
 

@@ -1,6 +1,8 @@
 package agentserver
 
 import (
+	"errors"
+	"iter"
 	"net/http"
 
 	"github.com/gorilla/mux"
@@ -10,7 +12,7 @@ import (
 	"github.com/chirality/harness/session"
 )
 
-// The served session's prompt queue (issue 32; harness.StartOrQueue): the
+// The served session's prompt queue (issue 32; harness.TurnRequest.Queue): the
 // core's one queue, the same the gateway's routes show.
 //
 //	POST   /prompt {content, queue: true}  → 200 {accepted} (started) | 202 {queued, promptId, position}
@@ -47,14 +49,15 @@ func (s *Server) promptOrQueue(w http.ResponseWriter, r *http.Request, content s
 		return
 	}
 	s.ctl.Lock() // not while a fork moves the server
-	_, q, err := s.ops.StartOrQueue(r.Context(), s.SessionID(), content, harness.TurnOptions{})
+	_, err := s.ops.StartTurn(r.Context(), harness.TurnRequest{SessionID: s.SessionID(), Message: content, Queue: true})
 	s.ctl.Unlock()
 	s.wake()
+	var q *harness.Queued
 	switch {
+	case errors.As(err, &q):
+		writeJSON(w, http.StatusAccepted, QueuedAnswer{Queued: true, PromptID: q.PromptID, Position: q.Position})
 	case err != nil:
 		writeError(w, err)
-	case q != nil:
-		writeJSON(w, http.StatusAccepted, QueuedAnswer{Queued: true, PromptID: q.PromptID, Position: q.Position})
 	default:
 		writeJSON(w, http.StatusOK, map[string]bool{"accepted": true})
 	}
@@ -87,23 +90,19 @@ func (s *Server) deleteQueued(w http.ResponseWriter, r *http.Request) {
 // but the deltas of a running turn (which a stream follows already) until
 // Close: so the streams go on with what another hand did (the core's
 // queue starting the next turn, another door's turn, fork or rewind) as
-// with the server's own. New starts it; Close waits for it.
-func (s *Server) watch(events <-chan session.Record, stop func()) {
+// with the server's own. Records the watch missed (its queue full) wake
+// them too: they read the log. New starts it; Close ends and waits for it.
+func (s *Server) watch(events iter.Seq2[session.Record, error]) {
 	defer s.streams.Done()
-	defer stop()
-	for {
-		select {
-		case <-s.done:
-			return
-		case rec, ok := <-events:
-			if !ok {
-				return
-			}
-			ev := rec.Typed
-			if ev == nil || ev.Type == event.TypeChatDelta || ev.Type == event.TypeThinkingDelta || ev.SessionID != s.SessionID() {
-				continue
-			}
+	for rec, err := range events {
+		if err != nil {
 			s.wake()
+			continue
 		}
+		ev := rec.Typed
+		if ev.Type == event.TypeChatDelta || ev.Type == event.TypeThinkingDelta || ev.SessionID != s.SessionID() {
+			continue
+		}
+		s.wake()
 	}
 }

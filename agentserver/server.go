@@ -160,14 +160,16 @@ type Server struct {
 
 	ctl sync.Mutex // one fork, rewind or turn start at a time
 
-	mu      sync.Mutex
-	id      string // the session served: a fork moves it
-	moved   int64  // after a fork: the seq before the session:forked record (where a moved stream goes on)
-	closed  bool
-	done    chan struct{}
-	limits  *sse.Limiter
-	woken   chan struct{} // closed (and replaced) when the session has new records outside a stream's Follow, or a fork moves
-	streams sync.WaitGroup
+	mu     sync.Mutex
+	id     string // the session served: a fork moves it
+	moved  int64  // after a fork: the seq before the session:forked record (where a moved stream goes on)
+	closed bool
+	done   chan struct{}
+	// stopWatch ends the watch (queue.go) at Close.
+	stopWatch context.CancelFunc
+	limits    *sse.Limiter
+	woken     chan struct{} // closed (and replaced) when the session has new records outside a stream's Follow, or a fork moves
+	streams   sync.WaitGroup
 }
 
 // DefaultMaxBody bounds a request body unless Config.MaxBody says
@@ -201,9 +203,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.handler = guard.Wrap(s.routes())
-	events, stop := s.h.Watch(0)
+	var wctx context.Context
+	wctx, s.stopWatch = context.WithCancel(context.Background())
+	events := s.h.Watch(wctx, 0)
 	s.streams.Add(1)
-	go s.watch(events, stop) // queue.go
+	go s.watch(events) // queue.go
 	return s, nil
 }
 
@@ -278,6 +282,7 @@ func (s *Server) Close() {
 	if !s.closed {
 		s.closed = true
 		close(s.done)
+		s.stopWatch()
 	}
 	s.mu.Unlock()
 	s.streams.Wait()
@@ -376,7 +381,7 @@ func (s *Server) Prompt(ctx context.Context, content string) error {
 	}
 	s.ctl.Lock() // not while a fork moves the server
 	defer s.ctl.Unlock()
-	_, err := s.ops.StartTurn(ctx, s.SessionID(), content, harness.TurnOptions{})
+	_, err := s.ops.StartTurn(ctx, harness.TurnRequest{SessionID: s.SessionID(), Message: content})
 	s.wake() // a turn that could not start still stored its user:message
 	return err
 }

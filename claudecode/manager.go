@@ -111,10 +111,14 @@ func NewManager(cfg Config) *Manager {
 // the key has a running turn, with a *engine.BinaryNotFoundError when there is no
 // CLI, and with ErrInvalidOptions for options the CLI would misread.
 //
-// Cancelling ctx kills the turn (as Kill does); the stream still ends with
-// session:error and process:exit. The caller must read the Turn to its end
-// or Close it.
+// ctx bounds the start only (a ctx done before the child is spawned is
+// its error): once StartTurn returned, cancelling ctx changes nothing, and
+// the turn stops by its end, Interrupt or Kill (engine.Engine's rule).
+// The caller must read the Turn to its end or Close it.
 func (m *Manager) StartTurn(ctx context.Context, sessionKey, message string, opts TurnOpts) (*Turn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	bin, err := m.prepare(opts)
 	if err != nil {
 		return nil, err
@@ -131,7 +135,7 @@ func (m *Manager) StartTurn(ctx context.Context, sessionKey, message string, opt
 	defer m.starting.Done()
 
 	m.checkVersionOnce(bin)
-	if err := t.start(ctx, message); err != nil {
+	if err := t.start(message); err != nil {
 		t.approvalsCancel()
 		m.release(sessionKey, t)
 		return nil, err

@@ -150,8 +150,8 @@ func (t *Turn) Exited() <-chan struct{} { return t.exited }
 
 // start spawns the child and the goroutines that serve it, and writes
 // message to it.
-func (t *Turn) start(ctx context.Context, message string) error {
-	if err := t.spawn(ctx); err != nil {
+func (t *Turn) start(message string) error {
+	if err := t.spawn(); err != nil {
 		return err
 	}
 	t.send(message)
@@ -175,7 +175,7 @@ func (t *Turn) send(message string) {
 
 // spawn starts the child and the goroutines that serve it; the child
 // then waits for its message on stdin.
-func (t *Turn) spawn(ctx context.Context) error {
+func (t *Turn) spawn() error {
 	if t.opts.MCP != nil {
 		path, err := writeMCPFile(t.opts.MCPDir, t.opts.MCP)
 		if err != nil {
@@ -215,9 +215,8 @@ func (t *Turn) spawn(ctx context.Context) error {
 		},
 	})
 
-	t.wg.Add(2)
+	t.wg.Add(1)
 	go t.wait()
-	go t.watchContext(ctx)
 	go t.run()
 	return nil
 }
@@ -338,15 +337,6 @@ func (t *Turn) wait() {
 	case <-timer.C:
 		_ = t.proc.Stdout().Close()
 	case <-t.readDone:
-	}
-}
-
-func (t *Turn) watchContext(ctx context.Context) {
-	defer t.wg.Done()
-	select {
-	case <-ctx.Done():
-		t.stop(stopKill)
-	case <-t.exited:
 	}
 }
 

@@ -56,7 +56,7 @@ func (m *Manager) Prestart(ctx context.Context, sessionKey string, opts TurnOpts
 	m.mu.Unlock()
 	defer m.starting.Done()
 	m.checkVersionOnce(bin)
-	if err := w.t.spawn(context.Background()); err != nil {
+	if err := w.t.spawn(); err != nil {
 		w.t.approvalsCancel()
 		m.mu.Lock()
 		delete(m.warm, w)

@@ -47,8 +47,7 @@ func (n *Node) Attach(h *harness.Harness, local http.Handler) (http.Handler, err
 	if err := n.serveMoves(); err != nil {
 		return nil, err
 	}
-	events, stop := h.Watch(queueSize)
-	n.unwatch = stop
+	events := h.Watch(n.ctx, queueSize) // ends at Close
 	// Up (its lease) once it answers forwarded requests.
 	n.heartbeat()
 	n.wg.Add(4)

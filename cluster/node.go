@@ -90,11 +90,10 @@ type Node struct {
 	pub *publisher
 
 	// Attach's
-	h       *harness.Harness
-	local   http.Handler
-	dir     *directory
-	pokes   chan struct{}
-	unwatch func() // Harness.Watch's stop
+	h     *harness.Harness
+	local http.Handler
+	dir   *directory
+	pokes chan struct{}
 
 	started time.Time
 
@@ -318,9 +317,6 @@ func (n *Node) Close() error {
 	}
 	n.closed = true
 	n.mu.Unlock()
-	if n.unwatch != nil {
-		n.unwatch()
-	}
 	if n.stop != nil {
 		n.stop()
 	}

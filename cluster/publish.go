@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"iter"
 	"strconv"
 	"sync"
 	"time"
@@ -53,27 +54,21 @@ func newPublisher(n *Node) *publisher {
 // watch feeds the publisher from the core's one fan-out of stored
 // events (Harness.Watch). A watcher that falls behind misses events;
 // the publisher sees the gap in the seqs and takes them from the log.
-func (n *Node) watch(events <-chan session.Record) {
+func (n *Node) watch(events iter.Seq2[session.Record, error]) {
 	defer n.wg.Done()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case rec, ok := <-events:
-			if !ok {
-				return
-			}
-			if rec.Typed == nil || rec.Seq == 0 {
-				continue
-			}
-			n.claim(rec.Typed.SessionID)
-			select {
-			case n.pub.queue <- item{id: rec.Typed.SessionID, seq: rec.Seq, line: trimNL(rec.Event)}:
-			default:
-				n.pub.markDirty(rec.Typed.SessionID)
-			}
-			n.poke()
+	for rec, err := range events {
+		if err != nil || rec.Seq == 0 {
+			// Records missed (harness.ErrWatchDropped): the next record of
+			// their session shows the gap, the periodic catch-up the rest.
+			continue
 		}
+		n.claim(rec.Typed.SessionID)
+		select {
+		case n.pub.queue <- item{id: rec.Typed.SessionID, seq: rec.Seq, line: trimNL(rec.Event)}:
+		default:
+			n.pub.markDirty(rec.Typed.SessionID)
+		}
+		n.poke()
 	}
 }
 

@@ -168,12 +168,17 @@ func ChildEnv(base, extra, allow []string) []string {
 
 // StartTurn starts a codex app-server for the turn and returns its stream
 // once the child runs; the handshake and thread start happen in the
-// stream (a failure there ends it with session:error kind start).
+// stream (a failure there ends it with session:error kind start). ctx
+// bounds the start only (engine.Engine's rule): once StartTurn returned,
+// the turn stops by its end, Interrupt, Kill or Shutdown.
 func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn, error) {
 	return e.start(ctx, req)
 }
 
 func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if req.SessionKey == "" {
 		return nil, errors.New("codex: empty session key")
 	}
@@ -201,7 +206,7 @@ func (e *Engine) start(ctx context.Context, req engine.Request) (*Turn, error) {
 	if req.Logger != nil {
 		log = req.Logger
 	}
-	if err := t.spawn(ctx, bin, ChildEnv(base, req.Env, e.cfg.AllowEnv), log); err != nil {
+	if err := t.spawn(bin, ChildEnv(base, req.Env, e.cfg.AllowEnv), log); err != nil {
 		e.remove(t)
 		return nil, fmt.Errorf("codex: start: %w", err)
 	}

@@ -411,7 +411,7 @@ func TestRealCodex(t *testing.T) {
 		for tr.Next() {
 			r.events = append(r.events, tr.Event())
 			if tr.Event().Type == event.TypeChatDelta && len(r.find(event.TypeChatDelta)) == 1 {
-				cancel() // a cancelled context kills the turn
+				_ = tr.Kill()
 			}
 		}
 		r.err = tr.Err()

@@ -58,7 +58,7 @@ func newTurn(e *Engine, req engine.Request) *Turn {
 // Pid is the child's process id.
 func (t *Turn) Pid() int { return t.pid }
 
-func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog.Logger) error {
+func (t *Turn) spawn(bin string, env []string, log *zerolog.Logger) error {
 	if log != nil {
 		t.log = log.With().Str("engine", Name).Str("session", t.req.SessionKey).Logger()
 	} else {
@@ -86,13 +86,6 @@ func (t *Turn) spawn(ctx context.Context, bin string, env []string, log *zerolog
 	go func() {
 		<-p.Exited()
 		close(t.exited)
-	}()
-	go func() {
-		select {
-		case <-ctx.Done():
-			_ = t.Kill()
-		case <-t.s.Done():
-		}
 	}()
 	go t.run()
 	return nil

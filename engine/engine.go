@@ -13,6 +13,14 @@
 //	}
 //	err = t.Err() // nil when the turn completed
 //
+// # One context rule (every engine)
+//
+// The ctx of StartTurn bounds the start only: a turn that started stops
+// by its own end, Turn.Interrupt, Turn.Kill or Engine.Shutdown, never
+// because the ctx it was started with is done (package engines' exit
+// table tests it on every engine). A caller that wants a deadline on a
+// turn calls Interrupt or Kill when it passes.
+//
 // # The stream contract (every engine)
 //
 // A turn's stream is: one session:init (when the agent got that far), any
@@ -52,10 +60,13 @@ type Engine interface {
 	// Name is the engine's name as sessions store it (ClaudeCode, …).
 	Name() string
 	// StartTurn starts one turn and returns its stream as soon as the
-	// agent runs. Cancelling ctx kills the turn (its stream still ends
-	// with session:error and process:exit). It fails with ErrBusy while
-	// the key has a running turn, ErrClosed after Shutdown, and the
-	// engine's own start errors (a missing binary, a missing key…).
+	// agent runs. ctx bounds the start only: a ctx done before the turn
+	// starts is its error, and once StartTurn returned, cancelling ctx
+	// changes nothing; the turn runs until it ends, Turn.Interrupt or
+	// Turn.Kill stops it, or Shutdown (the core's rule, package harness).
+	// It fails with ErrBusy while the key has a running turn, ErrClosed
+	// after Shutdown, and the engine's own start errors (a missing binary,
+	// a missing key…).
 	StartTurn(ctx context.Context, req Request) (Turn, error)
 	// Check says whether the engine can run here and, when not, why.
 	Check(ctx context.Context) Status

@@ -34,7 +34,9 @@ type exitEngine struct {
 // interrupted and a non-zero code (-1 exactly when a signal is named);
 // an agent that cannot start an error from StartTurn that says so
 // (engine.ErrUnavailable), or a stream ending session:error of kind
-// start and a non-zero code. Claude Code, the native loop and Codex run
+// start and a non-zero code. And one context rule (engine.Engine): a
+// ctx cancelled right after StartTurn returned leaves the turn to
+// complete; one done before it refuses the start and leaves nothing. Claude Code, the native loop and Codex run
 // against the demo model (their real agents on the fake APIs); the ACP
 // row is the fake ACP agent (acptest).
 func TestExitCodeTable(t *testing.T) {
@@ -110,6 +112,45 @@ func TestExitCodeTable(t *testing.T) {
 					t.Errorf("interrupted turn: code %d, Err %v, events %s, error %+v", exit.Code, err, types(evs), se)
 				}
 				checkSignal(t, exit)
+			})
+			// engine.Engine's context rule: ctx bounds the start only.
+			t.Run("ctx cancelled after the start", func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				r := req(row.complete)
+				r.SessionKey = "exit-ctx"
+				tr, err := eng.StartTurn(ctx, r)
+				if err != nil {
+					cancel()
+					t.Fatalf("StartTurn: %v", err)
+				}
+				cancel() // right after StartTurn returned: the turn goes on
+				evs := drain(t, tr)
+				exit := lastExit(t, evs)
+				if tr.Err() != nil || exit.Code != 0 || find(evs, event.TypeSessionComplete) == nil || find(evs, event.TypeSessionError) != nil {
+					t.Errorf("a turn whose start ctx was cancelled: code %d, Err %v, events %s; want it completed", exit.Code, tr.Err(), types(evs))
+				}
+			})
+			t.Run("ctx done before the start", func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				r := req(row.complete)
+				r.SessionKey = "exit-ctx-done"
+				tr, err := eng.StartTurn(ctx, r)
+				if err == nil {
+					drain(t, tr)
+					t.Fatal("StartTurn with a done ctx started a turn")
+				}
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("StartTurn with a done ctx: %v, want context.Canceled", err)
+				}
+				// Nothing of it is left: the key starts a turn.
+				tr, err = eng.StartTurn(context.Background(), r)
+				if err != nil {
+					t.Fatalf("the key after a refused start: %v", err)
+				}
+				if evs := drain(t, tr); lastExit(t, evs).Code != 0 {
+					t.Errorf("the turn after a refused start: %s", types(evs))
+				}
 			})
 			t.Run("start failure", func(t *testing.T) {
 				broken := row.broken(t, d)

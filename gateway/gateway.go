@@ -390,7 +390,7 @@ func (g *Gateway) turn(w http.ResponseWriter, r *http.Request) {
 		g.queueTurn(w, r, req)
 		return
 	}
-	t, err := g.ops.StartTurn(r.Context(), req.SessionID, req.Message, req.options())
+	t, err := g.ops.StartTurn(r.Context(), harness.TurnRequest{SessionID: req.SessionID, Message: req.Message, Options: req.options()})
 	if err != nil {
 		g.writeError(w, r, err)
 		return

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/gorilla/mux"
@@ -8,7 +9,7 @@ import (
 	"github.com/chirality/harness"
 )
 
-// The session's prompt queue (harness.StartOrQueue): POST /turn with
+// The session's prompt queue (harness.TurnRequest.Queue): POST /turn with
 // queue true queues behind a running turn (202); these routes list, edit,
 // move and delete what is queued.
 
@@ -25,16 +26,16 @@ type queueAnswer struct {
 // queueTurn is POST /turn with queue: the turn starts (its stream, as
 // without queue) or the message is queued (202).
 func (g *Gateway) queueTurn(w http.ResponseWriter, r *http.Request, req turnRequest) {
-	t, q, err := g.ops.StartOrQueue(r.Context(), req.SessionID, req.Message, req.options())
-	if err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	if q != nil {
+	t, err := g.ops.StartTurn(r.Context(), harness.TurnRequest{SessionID: req.SessionID, Message: req.Message, Options: req.options(), Queue: true})
+	var q *harness.Queued
+	switch {
+	case errors.As(err, &q):
 		writeJSON(w, http.StatusAccepted, queueAnswer{Queued: true, PromptID: q.PromptID, Position: q.Position})
-		return
+	case err != nil:
+		g.writeError(w, r, err)
+	default:
+		g.stream(w, r, req.SessionID, t.StartSeq)
 	}
-	g.stream(w, r, req.SessionID, t.StartSeq)
 }
 
 func (g *Gateway) getQueue(w http.ResponseWriter, r *http.Request) {

@@ -154,8 +154,12 @@ var convPattern = lazyre.New(`^[A-Za-z0-9_-]{1,64}$`)
 
 // StartTurn runs one Prompt for req on a goroutine of the engine. It fails
 // with engine.ErrBusy, engine.ErrClosed, or engine.ErrUnavailable when no
-// key is set.
+// key is set. ctx bounds the start only (engine.Engine's rule): the turn
+// runs on its own context, which Interrupt, Kill and Shutdown end.
 func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if e.cfg.APIKey == "" && e.cfg.BaseURL == "" {
 		return nil, fmt.Errorf("%w: %s", engine.ErrUnavailable, e.Check(ctx).Reason)
 	}
@@ -176,15 +180,7 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 		t.cancel()
 		return nil, err
 	}
-	e.wg.Add(2)
-	go func() { // cancelling ctx kills the turn
-		defer e.wg.Done()
-		select {
-		case <-ctx.Done():
-			t.stop(event.ErrorKilled)
-		case <-t.s.Done():
-		}
-	}()
+	e.wg.Add(1)
 	go t.run()
 	return t, nil
 }

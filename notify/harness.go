@@ -1,6 +1,8 @@
 package notify
 
 import (
+	"context"
+
 	"github.com/chirality/harness"
 )
 
@@ -22,7 +24,8 @@ func Start(h *harness.Harness, cfg Config) (*Notifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	events, stop := h.Watch(0)
+	ctx, stop := context.WithCancel(context.Background())
+	events := h.Watch(ctx, 0)
 	n.mu.Lock()
 	n.stopWatch = stop
 	n.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/session"
@@ -137,6 +139,8 @@ type Notifier struct {
 
 	// delivered counts successful deliveries (tests, benchmarks).
 	delivered atomic.Int64
+	// missed counts the events Run was told it missed.
+	missed atomic.Int64
 }
 
 // New checks cfg and starts one worker per sink. Close stops them.
@@ -216,15 +220,27 @@ func checkURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// Run reads events until the channel closes (Harness.Shutdown closes a
-// watch's), turning them into notifications. It never blocks on a sink.
-func (n *Notifier) Run(events <-chan session.Record) {
-	for rec := range events {
-		if rec.Typed != nil {
+// Run reads events until the sequence ends (Harness.Watch's ends at
+// Shutdown or when its ctx is done), turning them into notifications. It
+// never blocks on a sink. Records the sequence says were missed
+// (harness.ErrWatchDropped) are counted in Missed: their notifications
+// are not sent.
+func (n *Notifier) Run(events iter.Seq2[session.Record, error]) {
+	for rec, err := range events {
+		var de *harness.WatchDropError
+		switch {
+		case errors.As(err, &de):
+			n.missed.Add(de.Missed)
+			n.log.Warn().Int64("missed", de.Missed).Msg("notify: events missed (the watch's queue was full); their notifications are not sent")
+		case err == nil && rec.Typed != nil:
 			n.Observe(*rec.Typed)
 		}
 	}
 }
+
+// Missed is how many events Run was told it missed (its watch's queue
+// full): what they would have notified was not sent.
+func (n *Notifier) Missed() int64 { return n.missed.Load() }
 
 // Observe turns one event into notifications (Run calls it for each).
 func (n *Notifier) Observe(ev event.Event) {
@@ -384,7 +400,7 @@ func (n *Notifier) Close(ctx context.Context) {
 	stop := n.stopWatch
 	n.mu.Unlock()
 	if stop != nil {
-		stop() // Run returns once the channel is drained
+		stop() // Run returns
 	}
 	if first {
 		for _, s := range n.sinks {

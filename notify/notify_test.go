@@ -461,3 +461,28 @@ func TestNotificationMatchesOpenAPI(t *testing.T) {
 		t.Errorf("Notification's fields %v; the schema's properties %v, required %v", got, props, req)
 	}
 }
+
+// Run takes the sequence Harness.Watch gives: records are observed, and
+// records the watch says it missed are counted, not taken for an end.
+func TestRunCountsWhatTheWatchMissed(t *testing.T) {
+	rc := newReceiver(t, nil)
+	n, err := New(Config{Webhooks: []string{rc.srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeOnCleanup(t, n)
+	rec := func(ev event.Event) session.Record { ev.SessionID = "a"; return session.Record{Seq: 1, Typed: &ev} }
+	n.Run(func(yield func(session.Record, error) bool) {
+		_ = yield(rec(event.Event{Type: event.TypeUserMessage, Text: "go"}), nil) &&
+			yield(session.Record{}, &harness.WatchDropError{Missed: 3}) &&
+			yield(rec(event.Event{Type: event.TypeSessionComplete}), nil) &&
+			yield(rec(event.Event{Type: event.TypeProcessExit}), nil)
+	})
+	if got := n.Missed(); got != 3 {
+		t.Errorf("Missed = %d, want 3", got)
+	}
+	waitFor(t, "the turn's end after the gap", func() bool { return n.Delivered() == 1 })
+	if c := rc.got(); len(c) != 1 || c[0].no.Type != TypeTurnCompleted {
+		t.Errorf("calls %+v, want one turn:completed", c)
+	}
+}

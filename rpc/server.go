@@ -862,16 +862,10 @@ func (s *Server) turnStart(ctx context.Context, raw json.RawMessage) (any, *Erro
 	o := harness.TurnOptions{Persona: p.Agent, Model: model,
 		SystemPromptAppend: p.SystemPromptAppend, ToolsOverride: p.ToolsOverride,
 		DisallowedToolsOverride: p.DisallowedToolsOverride, AutoApproveToolsOverride: p.AutoApproveToolsOverride}
-	var ht *harness.Turn
-	var err error
-	if p.Queue {
-		var q *harness.Queued
-		if ht, q, err = s.h.StartOrQueue(ctx, t.meta.SessionID, text, o); err == nil && q != nil {
-			t.mu.Unlock() // another door's turn runs: queued behind it
-			return queuedResult(q), nil
-		}
-	} else {
-		ht, err = s.h.StartTurn(ctx, harness.TurnRequest{SessionID: t.meta.SessionID, Message: text, Options: o})
+	ht, err := s.h.StartTurn(ctx, harness.TurnRequest{SessionID: t.meta.SessionID, Message: text, Options: o, Queue: p.Queue})
+	if q := (*harness.Queued)(nil); errors.As(err, &q) {
+		t.mu.Unlock() // another door's turn runs: queued behind it
+		return queuedResult(q), nil
 	}
 	if err != nil {
 		t.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -485,7 +486,8 @@ func (c *Core) Start(ctx context.Context, initialPrompt string) error {
 	wake, quit, done := c.wake, c.quit, c.done
 	c.log.Info().Str("sessionId", sid).Str("engine", c.cfg.Engine).Int("items", len(c.items)).Msg("runner started")
 	c.mu.Unlock()
-	events, stopWatch := c.h.Watch(0)
+	wctx, stopWatch := context.WithCancel(context.Background())
+	events := c.h.Watch(wctx, 0)
 	go c.work(from, events, stopWatch, wake, quit, done)
 	return nil
 }
@@ -755,7 +757,7 @@ type turnResult struct {
 // come up, and hands the gate a permit whenever the runner is ready for
 // the next turn. A crash ends it (OnExit(code)); so does Stop, once no
 // turn runs.
-func (c *Core) work(from int64, events <-chan session.Record, stopWatch func(), wake, quit, done chan struct{}) {
+func (c *Core) work(from int64, events iter.Seq2[session.Record, error], stopWatch context.CancelFunc, wake, quit, done chan struct{}) {
 	defer close(done)
 	defer stopWatch()
 	f := &follower{sid: c.SessionID(), last: from}
@@ -763,9 +765,11 @@ func (c *Core) work(from int64, events <-chan session.Record, stopWatch func(), 
 	first := f.sid
 	watching.Store(&first)
 	signal := make(chan struct{}, 1)
-	go func() { // ends when stopWatch closes events
-		for rec := range events {
-			if rec.Typed != nil && rec.Typed.SessionID == *watching.Load() {
+	go func() { // ends when stopWatch ends the watch
+		for rec, err := range events {
+			// A record of the session, or records missed (the watch's
+			// queue full): the log is read again.
+			if err != nil || rec.Typed.SessionID == *watching.Load() {
 				select {
 				case signal <- struct{}{}:
 				default:
@@ -804,8 +808,8 @@ func (c *Core) work(from int64, events <-chan session.Record, stopWatch func(), 
 		inflight := c.inflight
 		c.mu.Unlock()
 		if f.t != nil || inflight || c.h.IsRunning(f.sid) {
-			// a turn runs: its events signal; should the watch have
-			// missed them (its queue full), the log is read again soon
+			// a turn runs: its events signal (records the watch missed
+			// too); the log is read again soon besides
 			tick = time.After(time.Second)
 		}
 		select {

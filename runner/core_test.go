@@ -625,7 +625,7 @@ func TestCoreClaudeCodeFailedTurn(t *testing.T) {
 
 // TestCorePauseHoldsTheSessionsCoreQueue (issue 32): a paused agent's
 // session is held in the core too, so a prompt a person queues for it
-// through another door (the console, agent serve) waits: StartOrQueue on
+// through another door (the console, agent serve) waits: StartTurn with Queue on
 // the idle session queues instead of starting. Resume releases the core
 // queue, and the queued prompt runs as a turn of the runner's session.
 func TestCorePauseHoldsTheSessionsCoreQueue(t *testing.T) {
@@ -645,9 +645,9 @@ func TestCorePauseHoldsTheSessionsCoreQueue(t *testing.T) {
 	if held, err := e.h.QueueHeld(sid); err != nil || !held {
 		t.Fatalf("paused, the session's core queue held = %v, %v", held, err)
 	}
-	tr, q, err := e.h.StartOrQueue(context.Background(), sid, "from the console", harness.TurnOptions{})
-	if err != nil || tr != nil || q == nil {
-		t.Fatalf("StartOrQueue on a paused agent's idle session = %v, %+v, %v; want queued", tr, q, err)
+	tr, err := e.h.StartTurn(context.Background(), harness.TurnRequest{SessionID: sid, Message: "from the console", Queue: true})
+	if !errors.Is(err, harness.ErrQueued) || tr != nil {
+		t.Fatalf("StartTurn with Queue on a paused agent's idle session = %v, %v; want queued", tr, err)
 	}
 	if n := requests.Load(); n != 0 {
 		t.Fatalf("paused, %d requests reached the model", n)

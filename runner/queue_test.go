@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -207,8 +208,8 @@ func TestCoreReportsPromptsOtherDoorsQueue(t *testing.T) {
 	if err := c.SendPrompt("mine"); err != nil {
 		t.Fatal(err)
 	}
-	if tr, q, err := e.h.StartOrQueue(context.Background(), sid, "from the console", harness.TurnOptions{}); err != nil || tr != nil || q == nil {
-		t.Fatalf("StartOrQueue on the busy session = %v, %+v, %v", tr, q, err)
+	if tr, err := e.h.StartTurn(context.Background(), harness.TurnRequest{SessionID: sid, Message: "from the console", Queue: true}); !errors.Is(err, harness.ErrQueued) || tr != nil {
+		t.Fatalf("StartTurn with Queue on the busy session = %v, %v; want queued", tr, err)
 	}
 	release()
 	waitFor(t, "the three turns", func() bool { return r.endCount() == 3 })

@@ -36,6 +36,9 @@ func main() {
 		log.Fatal(err) // ErrBusy, an *engine.BinaryNotFoundError naming every path tried, …
 	}
 	defer t.Close()
+	// ctx bounded the start; the turn stops by Interrupt or Kill, so the
+	// deadline is kept this way (engine.Engine's context rule).
+	defer context.AfterFunc(ctx, func() { _ = t.Kill() })()
 	for t.Next() {
 		ev := t.Event() // session:init, chat:delta, tool:start, tool:result, session:complete, process:exit…
 		fmt.Printf("%s\n", ev.AppendJSON(nil))

@@ -53,18 +53,17 @@ var (
 // Ops are the operations over H. The zero value is not usable.
 type Ops struct{ H *harness.Harness }
 
-// StartTurn starts a turn of session id with message and the per-turn
-// options o (harness.Harness.StartTurn). It is the doors' one call of
-// the core's turn starter.
-func (o Ops) StartTurn(ctx context.Context, id, message string, opts harness.TurnOptions) (*harness.Turn, error) {
-	return o.H.StartTurn(ctx, harness.TurnRequest{SessionID: id, Message: message, Options: opts})
-}
-
-// StartOrQueue starts a turn, or queues message behind the running one
-// (harness.Harness.StartOrQueue): one of the Turn and the Queued is set
-// when err is nil.
-func (o Ops) StartOrQueue(ctx context.Context, id, message string, opts harness.TurnOptions) (*harness.Turn, *harness.Queued, error) {
-	return o.H.StartOrQueue(ctx, id, message, opts)
+// StartTurn starts a turn of session req.SessionID
+// (harness.Harness.StartTurn), or with req.Queue queues it when the
+// session cannot start it now (the error is then a *harness.Queued:
+// errors.Is(err, harness.ErrQueued)). It is the doors' one call of the
+// core's turn starter. A door runs a session's turns only: a request
+// without a session is harness.ErrInvalidID, never an ephemeral turn.
+func (o Ops) StartTurn(ctx context.Context, req harness.TurnRequest) (*harness.Turn, error) {
+	if req.SessionID == "" {
+		return nil, fmt.Errorf("%w: no session named", harness.ErrInvalidID)
+	}
+	return o.H.StartTurn(ctx, req)
 }
 
 // Interrupt interrupts session id's running turn (harness.ErrNotRunning

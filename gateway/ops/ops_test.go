@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/engines"
 	"github.com/chirality/harness/gateway/ops"
 	"github.com/chirality/harness/internal/httpapi"
@@ -33,6 +34,12 @@ func TestChecks(t *testing.T) {
 	files := harness.RewindOptions{Files: true}
 	_, forkErr := o.Fork(ctx, s.ID, -1)
 	_, trustErr := o.AcceptTrust(root, "mcp", "srv", "", "")
+	// A door runs a session's turns only: no session named is never an
+	// ephemeral turn in the server's process.
+	tr, startErr := o.StartTurn(ctx, harness.TurnRequest{Message: "hi", Request: engine.Request{Cwd: root}})
+	if tr != nil {
+		t.Errorf("StartTurn without a session started a turn")
+	}
 	for _, c := range []struct {
 		name      string
 		err, want error
@@ -44,6 +51,7 @@ func TestChecks(t *testing.T) {
 		{"a rewind too far back", rewindErr(o, s.ID, 0, ops.MaxRewindTurns+1, files), ops.ErrBadSeq},
 		{"a rewind to a negative seq", rewindErr(o, s.ID, -1, 0, files), ops.ErrBadSeq},
 		{"a trust answer without hash", trustErr, ops.ErrBadTrust},
+		{"a turn without a session", startErr, harness.ErrInvalidID},
 	} {
 		if !errors.Is(c.err, c.want) || httpapi.Status(c.err) != 400 {
 			t.Errorf("%s: %v (%d), want %v (400)", c.name, c.err, httpapi.Status(c.err), c.want)
