@@ -94,7 +94,11 @@ func (r *Replayer) Run(stdin io.Reader, stdout io.Writer) error {
 	select {
 	case <-started:
 	case <-stdinDone:
-		return errors.New("claudetest: stdin closed before a user message arrived")
+		select {
+		case <-started: // it came, then stdin closed: both were ready and select chose this one
+		default:
+			return errors.New("claudetest: stdin closed before a user message arrived")
+		}
 	}
 
 	br := bufio.NewReaderSize(r.Transcript, 1<<20)
