@@ -80,14 +80,14 @@ func NewStream(buffer int) *Stream {
 
 // Emit queues ev and wakes the consumer if it waits; it reports false,
 // dropping ev, after End.
-func (s *Stream) Emit(ev event.Event) bool { return s.push(streamItem{ev: ev}, true) }
+func (s *Stream) Emit(ev event.Event) bool { return s.push(&ev, nil, true) }
 
 // Queue queues ev like Emit but leaves a waiting consumer parked until a
 // quarter of the buffer waits, the buffer is full, or Flush, Emit, Defer
 // or End is called: a producer that Queues must Flush before it waits for
 // anything (its input, a lock, another goroutine). It reports false,
 // dropping ev, after End.
-func (s *Stream) Queue(ev event.Event) bool { return s.push(streamItem{ev: ev}, false) }
+func (s *Stream) Queue(ev event.Event) bool { return s.push(&ev, nil, false) }
 
 // Flush wakes the consumer if it waits for what was queued.
 func (s *Stream) Flush() {
@@ -99,9 +99,10 @@ func (s *Stream) Flush() {
 // Defer queues fn for Next to run once every earlier event was returned;
 // it reports false, not queueing fn, after End. Discard runs what is
 // left. A waiting consumer is woken.
-func (s *Stream) Defer(fn func()) bool { return s.push(streamItem{after: fn}, true) }
+func (s *Stream) Defer(fn func()) bool { return s.push(nil, fn, true) }
 
-func (s *Stream) push(it streamItem, now bool) bool {
+// push queues *ev (copied straight into its slot) or after.
+func (s *Stream) push(ev *event.Event, after func(), now bool) bool {
 	s.pushMu.Lock()
 	defer s.pushMu.Unlock()
 	if s.ended.Load() {
@@ -122,7 +123,11 @@ func (s *Stream) push(it streamItem, now bool) bool {
 		}
 		<-s.room
 	}
-	s.ring[t%s.size] = it
+	if slot := &s.ring[t%s.size]; ev != nil {
+		slot.ev = *ev
+	} else {
+		slot.after = after
+	}
 	s.tail.Store(t + 1)
 	if s.cParked.Load() && (now || t+1-s.head.Load() >= s.batchWake) {
 		s.wakeConsumer()
