@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,6 +197,17 @@ func BenchmarkTurnThroughput(b *testing.B) {
 	mgr := fastManager()
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	defer func() {
+		// this process's CPU (the driver and the consumer, not the
+		// replayed child) and context switches, per line
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+		lines := float64(b.N * bytes.Count(data, []byte("\n")))
+		cpu := func(r *syscall.Rusage) int64 { return r.Utime.Nano() + r.Stime.Nano() }
+		b.ReportMetric(float64(cpu(&after)-cpu(&before))/lines, "cpu-ns/line")
+		b.ReportMetric(float64(after.Nvcsw-before.Nvcsw+after.Nivcsw-before.Nivcsw)/lines, "csw/line")
+	}()
 	for b.Loop() {
 		tr, err := mgr.StartTurn(context.Background(), "throughput", "go", claudecode.TurnOpts{Binary: script})
 		if err != nil {
