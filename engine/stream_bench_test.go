@@ -18,9 +18,7 @@ import (
 // else to run.
 func benchStream(b *testing.B, n int, produce func(*event.Event), consume func(event.Event), emit func(*engine.Stream, event.Event), flushEvery int) {
 	b.ReportAllocs()
-	var before, after syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
-	events := 0
+	defer reportUsage(b, func() int { return b.N * n })()
 	for b.Loop() {
 		s := engine.NewStream(256)
 		go func() {
@@ -46,14 +44,25 @@ func benchStream(b *testing.B, n int, produce func(*event.Event), consume func(e
 		if got != n {
 			b.Fatalf("%d events, want %d", got, n)
 		}
-		events += n
 	}
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
-	b.ReportMetric(float64(after.Nvcsw-before.Nvcsw+after.Nivcsw-before.Nivcsw)/float64(events), "csw/event")
-	cpu := func(r *syscall.Rusage) int64 { return r.Utime.Nano() + r.Stime.Nano() }
-	b.ReportMetric(float64(cpu(&after)-cpu(&before))/float64(events), "cpu-ns/event")
-	b.ReportMetric(0, "ns/op")
+}
+
+// reportUsage reports, when the function it returns is called, wall and
+// CPU time (of the whole process) and context switches per event, events
+// the count then.
+func reportUsage(b *testing.B, events func() int) func() {
+	var before syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	return func() {
+		var after syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+		n := float64(events())
+		cpu := func(r *syscall.Rusage) int64 { return r.Utime.Nano() + r.Stime.Nano() }
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/event")
+		b.ReportMetric(float64(cpu(&after)-cpu(&before))/n, "cpu-ns/event")
+		b.ReportMetric(float64(after.Nvcsw-before.Nvcsw+after.Nivcsw-before.Nivcsw)/n, "csw/event")
+		b.ReportMetric(0, "ns/op")
+	}
 }
 
 // spin is CPU work of about the size of decoding one delta line (the
@@ -98,8 +107,7 @@ func BenchmarkStreamHandoff(b *testing.B) {
 		if c.produce != nil || c.consume != nil {
 			// the same work on one goroutine, no hand-off
 			b.Run(c.name+"/serial", func(b *testing.B) {
-				var before, after syscall.Rusage
-				_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+				defer reportUsage(b, func() int { return b.N * n })()
 				ev := event.Event{Type: event.TypeChatDelta, SessionID: "bench", Text: "hello"}
 				for b.Loop() {
 					for i := 0; i < n; i++ {
@@ -109,11 +117,6 @@ func BenchmarkStreamHandoff(b *testing.B) {
 						c.consume(ev)
 					}
 				}
-				_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-				cpu := func(r *syscall.Rusage) int64 { return r.Utime.Nano() + r.Stime.Nano() }
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-				b.ReportMetric(float64(cpu(&after)-cpu(&before))/float64(b.N*n), "cpu-ns/event")
-				b.ReportMetric(0, "ns/op")
 			})
 		}
 		b.Run(c.name+"/emit", func(b *testing.B) { benchStream(b, n, c.produce, c.consume, emitEach, 0) })
