@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,6 +59,7 @@ func BenchmarkDecoder(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	lines := bytes.Count(data, []byte("\n"))
+	defer reportCPU(b, lines)()
 	for b.Loop() {
 		d := claudecode.NewDecoder(bytes.NewReader(data), claudecode.DecoderOptions{SessionID: "bench"})
 		n := 0
@@ -69,6 +71,23 @@ func BenchmarkDecoder(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
+}
+
+// reportCPU reports, when the function it returns is called, this
+// process's CPU time (not a child's) and context switches per line of
+// the b.N transcripts of lines lines: figures that hold up better than
+// wall time on a shared machine.
+func reportCPU(b *testing.B, lines int) func() {
+	var before syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	return func() {
+		var after syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+		n := float64(b.N * lines)
+		cpu := func(r *syscall.Rusage) int64 { return r.Utime.Nano() + r.Stime.Nano() }
+		b.ReportMetric(float64(cpu(&after)-cpu(&before))/n, "cpu-ns/line")
+		b.ReportMetric(float64(after.Nvcsw-before.Nvcsw+after.Nivcsw-before.Nivcsw)/n, "csw/line")
+	}
 }
 
 // BenchmarkDecodeAndEncode is the whole `harness turn --json` path minus
@@ -196,6 +215,7 @@ func BenchmarkTurnThroughput(b *testing.B) {
 	mgr := fastManager()
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	defer reportCPU(b, bytes.Count(data, []byte("\n")))()
 	for b.Loop() {
 		tr, err := mgr.StartTurn(context.Background(), "throughput", "go", claudecode.TurnOpts{Binary: script})
 		if err != nil {

@@ -90,6 +90,49 @@ func TestHangingChildKilled(t *testing.T) {
 	assertGroupGone(t, tr.Pid())
 }
 
+// The driver queues events without waking the consumer for each and
+// flushes them before it reads the pipe again: a burst of lines (more
+// than one batch, and a last part smaller than one) all reach the consumer
+// while the child, silent, still runs.
+func TestBurstReachesTheConsumerWhileTheChildWaits(t *testing.T) {
+	mgr := fastManager()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr, err := mgr.StartTurn(ctx, "s-burst", "hi", claudecode.TurnOpts{Binary: fakeChildScript(t, "burst-hang")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Next() || tr.Event().Type != event.TypeSessionInit {
+		t.Fatal("expected session:init first")
+	}
+	var text strings.Builder
+	for i := range 300 {
+		if !tr.Next() {
+			t.Fatalf("the stream ended after %d deltas", i)
+		}
+		if ev := tr.Event(); ev.Type != event.TypeChatDelta {
+			t.Fatalf("delta %d: %s", i, ev.Type)
+		}
+		text.WriteString(tr.Event().Text)
+	}
+	select {
+	case <-tr.Exited():
+		t.Fatal("the child exited: the events were not read while it waited")
+	default:
+	}
+	if want := func() string {
+		var b strings.Builder
+		for i := range 300 {
+			fmt.Fprintf(&b, "%d ", i)
+		}
+		return b.String()
+	}(); text.String() != want {
+		t.Fatalf("text = %.80q…", text.String())
+	}
+	cancel()
+	collect(t, tr)
+}
+
 func TestChildIgnoringSIGTERMIsKilled(t *testing.T) {
 	mgr := fastManager()
 	tr, err := mgr.StartTurn(context.Background(), "s-stubborn", "hi", claudecode.TurnOpts{Binary: fakeChildScript(t, "ignore-term")})

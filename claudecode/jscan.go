@@ -23,6 +23,9 @@ var errSyntax = errors.New("invalid JSON")
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func skipSpace(b []byte, i int) int {
+	if i < len(b) && b[i] > ' ' { // the common case: no space at all
+		return i
+	}
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
@@ -107,31 +110,28 @@ func skipNumber(b []byte, i int) (int, error) {
 
 // skipString returns the index just past the string starting at b[i]=='"'.
 // Most strings on a line are keys and short values (ids, types): their
-// first shortString bytes are looked at eight at a time for a quote or a
-// backslash (a backslash skips the byte it escapes). Beyond, it jumps
-// from quote to quote; a quote preceded by an odd run of backslashes is
-// escaped.
+// first shortString bytes are looked at eight at a time for a quote.
+// Beyond, it jumps from quote to quote. Either way a quote preceded by an
+// odd run of backslashes is escaped, and the search goes on after it.
 func skipString(b []byte, i int) (int, error) {
 	j := i + 1
 	end := min(len(b), j+shortString)
 	for j < end {
 		if j+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[j:])
-			m := hasByte(x, '"') | hasByte(x, '\\')
+			m := hasByte(binary.LittleEndian.Uint64(b[j:]), '"')
 			if m == 0 {
 				j += 8
 				continue
 			}
 			j += bits.TrailingZeros64(m) / 8
-		}
-		switch b[j] {
-		case '"':
-			return j + 1, nil
-		case '\\':
-			j += 2
-		default:
+		} else if b[j] != '"' {
 			j++
+			continue
 		}
+		if !escapedQuote(b, i, j) {
+			return j + 1, nil
+		}
+		j++
 	}
 	if j >= len(b) {
 		return len(b), errSyntax
@@ -142,15 +142,21 @@ func skipString(b []byte, i int) (int, error) {
 			return len(b), errSyntax
 		}
 		j += k
-		n := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
+		if !escapedQuote(b, i, j) {
 			return j + 1, nil
 		}
 		j++
 	}
+}
+
+// escapedQuote reports whether the quote at b[j], in the string opened at
+// b[i], is escaped: preceded by an odd run of backslashes.
+func escapedQuote(b []byte, i, j int) bool {
+	n := 0
+	for p := j - 1; p > i && b[p] == '\\'; p-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 // shortString is how many bytes of a string skipString looks at eight

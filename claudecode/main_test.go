@@ -45,6 +45,15 @@ func fakeChild(mode string) int {
 		fmt.Println(`{"type":"system","subtype":"init","session_id":"11111111-1111-4111-8111-111111111111","model":"m","tools":[]}`)
 		time.Sleep(time.Hour)
 		return 0
+	case "burst-hang": // init and 300 text deltas in one write, then hangs
+		var b strings.Builder
+		b.WriteString(`{"type":"system","subtype":"init","session_id":"11111111-1111-4111-8111-111111111111","model":"m","tools":[]}` + "\n")
+		for i := range 300 {
+			fmt.Fprintf(&b, `{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"%d "}},"session_id":"x","parent_tool_use_id":null}`+"\n", i)
+		}
+		_, _ = os.Stdout.WriteString(b.String())
+		time.Sleep(time.Hour)
+		return 0
 	case "ignore-term": // survives SIGINT and SIGTERM, only SIGKILL ends it
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 		fmt.Println(`{"type":"system","subtype":"init","session_id":"11111111-1111-4111-8111-111111111111","model":"m","tools":[]}`)

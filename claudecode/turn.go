@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -205,7 +206,7 @@ func (t *Turn) spawn() error {
 	t.stdin = &stdinWriter{f: p.Stdin(), pending: map[string]chan controlReply{}}
 	t.log.Info().Str("sessionId", t.key).Strs("command", t.Command()).Int("pid", t.pid).Msg(logging.EventProcessSpawn)
 
-	t.decoder = NewDecoder(p.Stdout(), DecoderOptions{
+	t.decoder = NewDecoder(flushingReader{p.Stdout(), t.s}, DecoderOptions{
 		SessionID:    t.key,
 		MaxLineBytes: t.m.cfg.MaxLineBytes,
 		OnFrame:      t.onFrame,
@@ -291,11 +292,29 @@ func (t *Turn) EventsScrubbed() bool { return true }
 
 // emit scrubs ev and puts what it becomes on the stream (a delta may be
 // held back for the next one; see secrets.Events). Only run calls it.
+// The events are queued without waking the consumer: the reader flushes
+// them before it reads the pipe again (flushingReader) or does anything
+// else that may wait (onFrame), so the consumer is woken once per read
+// of the pipe, not once per line, and never kept waiting while the
+// reader waits.
 func (t *Turn) emit(ev event.Event) {
 	t.out = t.scrub.Add(t.out[:0], ev)
-	for _, e := range t.out {
-		t.s.Emit(e)
+	for i := range t.out {
+		t.s.Queue(t.out[i])
 	}
+}
+
+// flushingReader is the child's stdout as the decoder reads it: before
+// each read of the pipe, which may wait for the child, what run queued
+// is flushed to the consumer.
+type flushingReader struct {
+	r io.Reader
+	s *engine.Stream
+}
+
+func (f flushingReader) Read(p []byte) (int, error) {
+	f.s.Flush()
+	return f.r.Read(p)
 }
 
 func (t *Turn) noResultError() *TurnError {
@@ -343,6 +362,12 @@ func (t *Turn) wait() {
 // onFrame routes control traffic and watches for the result, on the
 // reader goroutine, then hands the frame to the caller's hook.
 func (t *Turn) onFrame(f Frame) {
+	if f.Type != "stream_event" {
+		// What follows may write to the child's stdin, which waits
+		// while its pipe is full, or call the caller's hook: nothing
+		// queued waits for it (emit).
+		t.s.Flush()
+	}
 	switch f.Type {
 	case "result":
 		if f.ParentToolUseID == "" && t.steered() {

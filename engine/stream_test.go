@@ -2,6 +2,9 @@ package engine_test
 
 import (
 	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chirality/harness/engine"
@@ -80,4 +83,79 @@ func TestStreamBuffered(t *testing.T) {
 		t.Fatalf("after two: Buffered = %d, want 0", s.Buffered())
 	}
 	s.End(nil)
+}
+
+// Many producers, Emit, Queue and Defer mixed, small buffers: every item
+// arrives once, in each producer's order, deferred functions after the
+// events queued before them; Discard on another goroutine than Next's
+// (Turn.Close) takes the rest without losing or repeating one.
+func TestStreamManyProducers(t *testing.T) {
+	for _, buffer := range []int{1, 2, 3, 7, 256} {
+		for _, discard := range []bool{false, true} {
+			const producers, per = 4, 3000
+			s := engine.NewStream(buffer)
+			var wg sync.WaitGroup
+			var ranAfter [producers]atomic.Int64 // the last event of p seen when p's deferred fn ran
+			var seen [producers]atomic.Int64     // events of p returned so far, +1
+			for p := range producers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range per {
+						ev := event.Event{Type: event.TypeChatDelta, SessionID: strconv.Itoa(p), Text: strconv.Itoa(i)}
+						switch i % 7 {
+						case 0:
+							s.Emit(ev)
+						case 3:
+							want := int64(i)
+							s.Queue(ev)
+							s.Defer(func() {
+								if seen[p].Load() < want+1 && !discard {
+									t.Errorf("producer %d: deferred fn ran before event %d was returned", p, want)
+								}
+								ranAfter[p].Add(1)
+							})
+						default:
+							s.Queue(ev)
+						}
+						if i%97 == 0 {
+							s.Flush()
+						}
+					}
+					s.Flush()
+				}()
+			}
+			go func() { wg.Wait(); s.End(nil) }()
+			counts := make(chan int, 2)
+			var last [producers]int
+			for p := range last {
+				last[p] = -1
+			}
+			if discard {
+				go func() { s.Discard(); counts <- 0 }()
+			}
+			n := 0
+			for s.Next() {
+				ev := s.Event()
+				p, _ := strconv.Atoi(ev.SessionID)
+				i, _ := strconv.Atoi(ev.Text)
+				if i <= last[p] {
+					t.Fatalf("buffer %d: producer %d: event %d after %d", buffer, p, i, last[p])
+				}
+				last[p] = i
+				seen[p].Store(int64(i) + 1)
+				n++
+			}
+			if discard {
+				<-counts
+			} else if n != producers*per {
+				t.Fatalf("buffer %d: %d events, want %d", buffer, n, producers*per)
+			}
+			for p := range producers {
+				if got, want := ranAfter[p].Load(), int64((per+3)/7); got != want {
+					t.Fatalf("buffer %d, discard %v: producer %d: %d deferred fns ran, want %d", buffer, discard, p, got, want)
+				}
+			}
+		}
+	}
 }
