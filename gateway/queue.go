@@ -6,6 +6,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/internal/eventsel"
 )
 
 // The session's prompt queue (harness.StartOrQueue): POST /turn with
@@ -24,7 +25,7 @@ type queueAnswer struct {
 
 // queueTurn is POST /turn with queue: the turn starts (its stream, as
 // without queue) or the message is queued (202).
-func (g *Gateway) queueTurn(w http.ResponseWriter, r *http.Request, req turnRequest) {
+func (g *Gateway) queueTurn(w http.ResponseWriter, r *http.Request, req turnRequest, sel eventsel.Set) {
 	t, q, err := g.ops.StartOrQueue(r.Context(), req.SessionID, req.Message, req.options())
 	if err != nil {
 		g.writeError(w, r, err)
@@ -34,7 +35,7 @@ func (g *Gateway) queueTurn(w http.ResponseWriter, r *http.Request, req turnRequ
 		writeJSON(w, http.StatusAccepted, queueAnswer{Queued: true, PromptID: q.PromptID, Position: q.Position})
 		return
 	}
-	g.stream(w, r, req.SessionID, t.StartSeq)
+	g.stream(w, r, req.SessionID, t.StartSeq, sel)
 }
 
 func (g *Gateway) getQueue(w http.ResponseWriter, r *http.Request) {

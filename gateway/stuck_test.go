@@ -158,7 +158,7 @@ func TestStreamCaps(t *testing.T) {
 			t.Errorf("%s: %d, Retry-After %q; want 503 with Retry-After", what, resp.StatusCode, resp.Header.Get("Retry-After"))
 		}
 	}
-	check("third stream of a session", "GET", APIPrefix+"/session/"+a+"/events", "")
+	check("third stream of a session", "GET", APIPrefix+"/session/"+a+"/events?events=all", "")
 	check("turn of a full session", "POST", APIPrefix+"/turn", `{"sessionId":"`+a+`","message":"hi"}`)
 	if s.h.IsRunning(a) {
 		t.Error("a turn refused for the cap started")
@@ -166,10 +166,10 @@ func TestStreamCaps(t *testing.T) {
 	c3 := open(b)
 	defer c3.Close()
 	waitFor(t, "three streams", func() bool { n, _ := s.gw.limits.Open(b); return n == 3 })
-	check("fourth stream of the server", "GET", APIPrefix+"/session/"+b+"/events", "")
+	check("fourth stream of the server", "GET", APIPrefix+"/session/"+b+"/events?events=all", "")
 	c1.Close()
 	waitFor(t, "a slot freed", func() bool { n, _ := s.gw.limits.Open(a); return n == 2 })
-	resp := s.send("GET", APIPrefix+"/session/"+b+"/events", "")
+	resp := s.send("GET", APIPrefix+"/session/"+b+"/events?events=all", "")
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("a stream after a slot was freed: %d", resp.StatusCode)
