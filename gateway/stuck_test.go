@@ -18,7 +18,7 @@ import (
 
 // bigSession makes a session whose event log holds n events of size
 // bytes each, written straight to the log file before the Harness opens
-// it (no turn runs).
+// it (no turn runs): chat:delta, a type every stream sends.
 func bigSession(t testing.TB, h *harness.Harness, root string, n, size int) string {
 	t.Helper()
 	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct"})
@@ -31,7 +31,7 @@ func bigSession(t testing.TB, h *harness.Harness, root string, n, size int) stri
 	}
 	text := strings.Repeat("x", size)
 	for i := range n {
-		if _, err := l.Append(fmt.Appendf(nil, `{"type":"message:user","sessionId":%q,"text":"%d %s"}`, s.ID, i, text)); err != nil {
+		if _, err := l.Append(fmt.Appendf(nil, `{"type":"chat:delta","sessionId":%q,"text":"%d %s"}`, s.ID, i, text)); err != nil {
 			t.Fatal(err)
 		}
 	}
