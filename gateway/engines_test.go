@@ -160,12 +160,7 @@ func TestNativeEngineThroughTheGateway(t *testing.T) {
 // joins later sees it too, one answer wins (200), the others get 409.
 func TestApprovalOverHTTP(t *testing.T) {
 	s := newServerWith(t, func(c *harness.Config) { c.Approvals, c.PermissionMode = true, "default" }, nil)
-	s.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
-		if len(r.ToolResults()) == 0 {
-			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Bash", map[string]any{"command": "touch marker"})}}
-		}
-		return claudetest.TextReply("done")
-	})
+	s.api.SetResponder(touchMarker)
 	_, out := s.createJSON(map[string]any{})
 	id := sessionID(t, out)
 	b, _ := json.Marshal(map[string]string{"sessionId": id, "message": "make a marker"})

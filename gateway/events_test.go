@@ -128,6 +128,15 @@ func TestStreamsSendSpecTypesByDefault(t *testing.T) {
 	}
 }
 
+// touchMarker answers a turn with a Bash tool use (touch marker), which
+// asks a person in permission mode default, then "done".
+func touchMarker(r *claudetest.Request) claudetest.Reply {
+	if len(r.ToolResults()) == 0 {
+		return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Bash", map[string]any{"command": "touch marker"})}}
+	}
+	return claudetest.TextReply("done")
+}
+
 // A turn that waits for a person, on a default stream: the spec events
 // before the wait reach the client (the left-out approval:requested ends
 // the burst, which is still flushed), but the request itself does not:
@@ -135,12 +144,7 @@ func TestStreamsSendSpecTypesByDefault(t *testing.T) {
 // answered elsewhere, the turn streams on to its end.
 func TestDefaultStreamAroundAnApproval(t *testing.T) {
 	s := newServerWith(t, func(c *harness.Config) { c.Approvals, c.PermissionMode = true, "default" }, nil)
-	s.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
-		if len(r.ToolResults()) == 0 {
-			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Bash", map[string]any{"command": "touch marker"})}}
-		}
-		return claudetest.TextReply("done")
-	})
+	s.api.SetResponder(touchMarker)
 	id := s.create("", "direct")
 	resp := s.send("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"make a marker"}`)
 	defer resp.Body.Close()
