@@ -224,3 +224,30 @@ func TestSendFlushesABurstEndingInALeftOutRecord(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{"", "all", "approval,usage", " thinking:delta , plan", "nope", "usage,,all"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		s, err := Parse(v)
+		if err != nil {
+			if !errors.Is(err, ErrBadEvents) {
+				t.Fatalf("Parse(%q): %v is not ErrBadEvents", v, err)
+			}
+			return
+		}
+		for _, typ := range Spec {
+			if !s.Has(string(typ)) {
+				t.Fatalf("Parse(%q) leaves out the spec type %s", v, typ)
+			}
+		}
+		// Every name it took is a group, a type or all.
+		for item := range strings.SplitSeq(v, ",") {
+			item = strings.TrimSpace(item)
+			if item != "" && item != All && Groups[item] == nil && !slices.Contains(event.Types, event.Type(item)) {
+				t.Fatalf("Parse(%q) took %q", v, item)
+			}
+		}
+	})
+}
