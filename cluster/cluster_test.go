@@ -24,7 +24,9 @@ import (
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/cluster"
 	"github.com/chirality/harness/engines"
+	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/gateway"
+	"github.com/chirality/harness/internal/eventsel"
 )
 
 type node struct {
@@ -259,6 +261,11 @@ func waitListed(t *testing.T, nd *node, root, id string, want func(listedSession
 	}
 }
 
+// specOnly is evs without the extension types (eventsel.Spec).
+func specOnly(evs []sseEvent) []sseEvent {
+	return slices.DeleteFunc(slices.Clone(evs), func(e sseEvent) bool { return !slices.Contains(eventsel.Spec, event.Type(e.typ)) })
+}
+
 func ids(evs []sseEvent) []string {
 	var out []string
 	for _, e := range evs {
@@ -298,7 +305,7 @@ func TestThreeNodes(t *testing.T) {
 
 	// A turn posted to B, which asks for approval; answered on C.
 	var once sync.Once
-	_, turn := stream(t, "POST", b.srv.URL+"/api/harness/turn", map[string]any{"sessionId": s.ID, "message": "please touch a file"}, func(e sseEvent) {
+	_, turn := stream(t, "POST", b.srv.URL+"/api/harness/turn?events=all", map[string]any{"sessionId": s.ID, "message": "please touch a file"}, func(e sseEvent) {
 		if e.typ != "approval:requested" {
 			return
 		}
@@ -325,15 +332,25 @@ func TestThreeNodes(t *testing.T) {
 		t.Errorf("the approved command did not run on A: %v", err)
 	}
 
-	_, fromA := stream(t, "GET", a.srv.URL+"/api/harness/session/"+s.ID+"/events", nil, nil)
+	_, fromA := stream(t, "GET", a.srv.URL+"/api/harness/session/"+s.ID+"/events?events=all", nil, nil)
 	// B streamed the turn's events: exactly A's, from the turn's start.
 	if want := fromA[len(fromA)-len(turn):]; !slices.Equal(ids(turn), ids(want)) {
 		t.Errorf("B's turn stream differs from A's log:\nB %q\nA %q", ids(turn), ids(want))
 	}
 	waitListed(t, c, a.root, s.ID, func(ls listedSession) bool { return !ls.Running })
-	_, fromC := stream(t, "GET", c.srv.URL+"/api/harness/session/"+s.ID+"/events?after=0", nil, nil)
+	_, fromC := stream(t, "GET", c.srv.URL+"/api/harness/session/"+s.ID+"/events?after=0&events=all", nil, nil)
 	if !slices.Equal(ids(fromC), ids(fromA)) {
 		t.Errorf("C replays other events than A's log:\nC %q\nA %q", ids(fromC), ids(fromA))
+	}
+	// Without ?events= a node streams another node's session as the
+	// gateway streams its own: 004's UIEvent types only, each with its
+	// seq; a name it does not know is 400 there too.
+	_, specC := stream(t, "GET", c.srv.URL+"/api/harness/session/"+s.ID+"/events", nil, nil)
+	if want := specOnly(fromA); len(want) == len(fromA) || !slices.Equal(ids(specC), ids(want)) {
+		t.Errorf("C's default stream is not A's log without its extension events:\nC %q\nA %q", ids(specC), ids(want))
+	}
+	if code, body, _ := do(t, "GET", c.srv.URL+"/api/harness/session/"+s.ID+"/events?events=nope", nil); code != 400 {
+		t.Errorf("?events=nope on a remote session: %d %s", code, body)
 	}
 
 	// A dies. B and C see it down (lease 3 s) and answer 503 for it.
@@ -344,13 +361,13 @@ func TestThreeNodes(t *testing.T) {
 		if got.Node != "a" {
 			t.Errorf("%s: %+v", nd.name, got)
 		}
-		code, body, hdr := do(t, "POST", nd.srv.URL+"/api/harness/turn", map[string]any{"sessionId": s.ID, "message": "hi"})
+		code, body, hdr := do(t, "POST", nd.srv.URL+"/api/harness/turn?events=all", map[string]any{"sessionId": s.ID, "message": "hi"})
 		if code != 503 || hdr.Get("Retry-After") == "" {
 			t.Errorf("%s: a turn for A's session while A is down: %d %s (Retry-After %q)", nd.name, code, body, hdr.Get("Retry-After"))
 		}
 	}
 	// Its events are still served (they are replicated).
-	_, whileDown := stream(t, "GET", b.srv.URL+"/api/harness/session/"+s.ID+"/events", nil, nil)
+	_, whileDown := stream(t, "GET", b.srv.URL+"/api/harness/session/"+s.ID+"/events?events=all", nil, nil)
 	if !slices.Equal(ids(whileDown), ids(fromA)) {
 		t.Errorf("B's replay while A is down differs:\nB %q\nA %q", ids(whileDown), ids(fromA))
 	}
@@ -364,19 +381,23 @@ func TestThreeNodes(t *testing.T) {
 	}
 	nodes[0] = a2
 	waitListed(t, c, a2.root, s.ID, func(ls listedSession) bool { return ls.NodeState == "up" })
+	// (without ?events=: the forwarded turn's stream is 004's types only)
 	_, turn2 := stream(t, "POST", c.srv.URL+"/api/harness/turn", map[string]any{"sessionId": s.ID, "message": "hello again"}, nil)
 	if len(turn2) == 0 || turn2[len(turn2)-1].typ != "process:exit" {
 		t.Fatalf("C's turn after A's return: %q", ids(turn2))
 	}
-	_, logA := stream(t, "GET", a2.srv.URL+"/api/harness/session/"+s.ID+"/events", nil, nil)
+	_, logA := stream(t, "GET", a2.srv.URL+"/api/harness/session/"+s.ID+"/events?events=all", nil, nil)
 	for i, e := range logA {
 		if e.seq != int64(i+1) {
 			t.Fatalf("A's log has a gap or repeat at %d: seq %d", i, e.seq)
 		}
 	}
+	if want := specOnly(slices.DeleteFunc(slices.Clone(logA), func(e sseEvent) bool { return e.seq < turn2[0].seq })); !slices.Equal(ids(turn2), ids(want)) {
+		t.Errorf("C's turn stream is not the turn's 004 events in A's log:\nC %q\nA %q", ids(turn2), ids(want))
+	}
 	for _, nd := range []*node{b, c} {
 		waitListed(t, nd, a2.root, s.ID, func(ls listedSession) bool { return !ls.Running })
-		_, got := stream(t, "GET", nd.srv.URL+"/api/harness/session/"+s.ID+"/events", nil, nil)
+		_, got := stream(t, "GET", nd.srv.URL+"/api/harness/session/"+s.ID+"/events?events=all", nil, nil)
 		if !slices.Equal(ids(got), ids(logA)) {
 			t.Errorf("%s after A's return differs from A's log:\n%s %q\nA %q", nd.name, nd.name, ids(got), ids(logA))
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/internal/eventsel"
 	"github.com/chirality/harness/internal/sse"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -264,6 +265,11 @@ func (n *Node) serveNodes(w http.ResponseWriter, r *http.Request) {
 // from the stream, from the seq the owner's answer gives, to the turn's
 // process:exit.
 func (n *Node) forwardTurn(w http.ResponseWriter, r *http.Request, id, node string, body []byte) {
+	sel, err := eventsel.FromRequest(r) // the owner's gateway reads it too, and would refuse it the same
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	rep, err := n.forward(r.Context(), node, r, body)
 	if err != nil {
 		n.writeDown(w, node)
@@ -274,7 +280,7 @@ func (n *Node) forwardTurn(w http.ResponseWriter, r *http.Request, id, node stri
 		writeReply(w, rep) // refused (409 busy, 422…), or queued (202)
 		return
 	}
-	n.stream(w, r, id, node, start, true)
+	n.stream(w, r, id, node, start, true, sel)
 }
 
 // streamRemote answers GET /session/{id}/events for another node's
@@ -293,14 +299,22 @@ func (n *Node) streamRemote(w http.ResponseWriter, r *http.Request, id, node str
 		}
 		after = a
 	}
-	n.stream(w, r, id, node, after, false)
+	sel, err := eventsel.FromRequest(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	n.stream(w, r, id, node, after, false, sel)
 }
 
 // stream writes session id's events after `after` from the events
 // stream as the gateway's SSE: the stored ones, then, while a turn runs
 // (or, untilExit, until the turn's process:exit), the live ones. It ends
 // when the client goes, or the owner is down and nothing more comes.
-func (n *Node) stream(w http.ResponseWriter, r *http.Request, id, node string, after int64, untilExit bool) {
+// Only the types of sel are sent, as the gateway's own streams do
+// (eventsel: 004's UIEvent types unless the request asked for more); the
+// ones left out keep their seq.
+func (n *Node) stream(w http.ResponseWriter, r *http.Request, id, node string, after int64, untilExit bool, sel eventsel.Set) {
 	ctx := r.Context()
 	// What the stream holds now: it is delivered before the stream may
 	// end, however slow the first deliveries are.
@@ -361,7 +375,7 @@ func (n *Node) stream(w http.ResponseWriter, r *http.Request, id, node string, a
 				continue
 			}
 			more := md != nil && md.NumPending > 0
-			if s.Event(seq, m.Data(), !more) != nil {
+			if sel.Send(s, seq, m.Data(), more) != nil {
 				done = true
 				break
 			}

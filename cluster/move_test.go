@@ -53,7 +53,7 @@ func TestMoveSharedRoot(t *testing.T) {
 
 	// A turn on A that waits for an approval: a move meanwhile is refused.
 	var once sync.Once
-	_, turn1 := stream(t, "POST", a.srv.URL+"/api/harness/turn", map[string]any{"sessionId": id, "message": "please touch a file"}, func(e sseEvent) {
+	_, turn1 := stream(t, "POST", a.srv.URL+"/api/harness/turn?events=all", map[string]any{"sessionId": id, "message": "please touch a file"}, func(e sseEvent) {
 		if e.typ != "approval:requested" {
 			return
 		}
@@ -100,18 +100,18 @@ func TestMoveSharedRoot(t *testing.T) {
 		waitListed(t, nd, shared, id, func(ls listedSession) bool { return ls.Node == "b" && ls.NodeState == "up" })
 	}
 	// A turn posted to A runs on B: the same session, its seqs going on.
-	_, turn2 := stream(t, "POST", a.srv.URL+"/api/harness/turn", map[string]any{"sessionId": id, "message": "hello again"}, nil)
+	_, turn2 := stream(t, "POST", a.srv.URL+"/api/harness/turn?events=all", map[string]any{"sessionId": id, "message": "hello again"}, nil)
 	if len(turn2) == 0 || turn2[0].seq != moved.LastSeq+1 || turn2[len(turn2)-1].typ != "process:exit" {
 		t.Fatalf("the turn after the move (want seqs from %d): %q", moved.LastSeq+1, ids(turn2))
 	}
-	_, logB := stream(t, "GET", b.srv.URL+"/api/harness/session/"+id+"/events", nil, nil)
+	_, logB := stream(t, "GET", b.srv.URL+"/api/harness/session/"+id+"/events?events=all", nil, nil)
 	checkSeqs(t, "B's log", logB)
 	if !strings.Contains(strings.Join(ids(logB), "\n"), `"type":"approval:resolved"`) {
 		t.Errorf("B's log lacks A's turn: %q", ids(logB))
 	}
 	for _, nd := range []*node{a, c} {
 		waitListed(t, nd, shared, id, func(ls listedSession) bool { return !ls.Running })
-		_, got := stream(t, "GET", nd.srv.URL+"/api/harness/session/"+id+"/events", nil, nil)
+		_, got := stream(t, "GET", nd.srv.URL+"/api/harness/session/"+id+"/events?events=all", nil, nil)
 		if strings.Join(ids(got), "\n") != strings.Join(ids(logB), "\n") {
 			t.Errorf("%s serves other events than B's log:\n%q\n%q", nd.name, ids(got), ids(logB))
 		}
@@ -126,14 +126,14 @@ func TestMoveSharedRoot(t *testing.T) {
 		t.Fatalf("move to a while b is down: %d %s", code, body)
 	}
 	waitListed(t, c, shared, id, func(ls listedSession) bool { return ls.Node == "a" && ls.NodeState == "up" })
-	_, turn3 := stream(t, "POST", c.srv.URL+"/api/harness/turn", map[string]any{"sessionId": id, "message": "and again"}, nil)
+	_, turn3 := stream(t, "POST", c.srv.URL+"/api/harness/turn?events=all", map[string]any{"sessionId": id, "message": "and again"}, nil)
 	if len(turn3) == 0 || turn3[0].seq != logB[len(logB)-1].seq+1 || turn3[len(turn3)-1].typ != "process:exit" {
 		t.Fatalf("the turn after the owner-down move (want seqs from %d): %q", logB[len(logB)-1].seq+1, ids(turn3))
 	}
-	_, logA := stream(t, "GET", a.srv.URL+"/api/harness/session/"+id+"/events", nil, nil)
+	_, logA := stream(t, "GET", a.srv.URL+"/api/harness/session/"+id+"/events?events=all", nil, nil)
 	checkSeqs(t, "A's log", logA)
 	waitListed(t, c, shared, id, func(ls listedSession) bool { return !ls.Running })
-	_, fromC := stream(t, "GET", c.srv.URL+"/api/harness/session/"+id+"/events", nil, nil)
+	_, fromC := stream(t, "GET", c.srv.URL+"/api/harness/session/"+id+"/events?events=all", nil, nil)
 	if strings.Join(ids(fromC), "\n") != strings.Join(ids(logA), "\n") {
 		t.Errorf("C serves other events than A's log:\n%q\n%q", ids(fromC), ids(logA))
 	}
@@ -151,11 +151,11 @@ func TestMoveSharedRoot(t *testing.T) {
 	}
 	nodes[1] = b2
 	waitListed(t, b2, shared, id, func(ls listedSession) bool { return ls.Node == "a" && ls.NodeState == "up" })
-	_, turn4 := stream(t, "POST", b2.srv.URL+"/api/harness/turn", map[string]any{"sessionId": id, "message": "from b again"}, nil)
+	_, turn4 := stream(t, "POST", b2.srv.URL+"/api/harness/turn?events=all", map[string]any{"sessionId": id, "message": "from b again"}, nil)
 	if len(turn4) == 0 || turn4[0].seq != logA[len(logA)-1].seq+1 || turn4[len(turn4)-1].typ != "process:exit" {
 		t.Fatalf("the turn posted to B after its return (want seqs from %d): %q", logA[len(logA)-1].seq+1, ids(turn4))
 	}
-	_, logA2 := stream(t, "GET", a.srv.URL+"/api/harness/session/"+id+"/events", nil, nil)
+	_, logA2 := stream(t, "GET", a.srv.URL+"/api/harness/session/"+id+"/events?events=all", nil, nil)
 	checkSeqs(t, "A's log after B's return", logA2)
 	if got := logA2[len(logA2)-1]; got.seq != turn4[len(turn4)-1].seq {
 		t.Errorf("A's log ends at %d, the turn posted to B at %d: it did not run on A", got.seq, turn4[len(turn4)-1].seq)

@@ -273,7 +273,7 @@ test("a dropped turn stream is resumed with Last-Event-ID", async () => {
       const headers = new Headers(init?.headers);
       if (url.includes("/events")) window.__resumes.push(headers.get("Last-Event-ID") ?? "");
       const res = await realFetch(input, init);
-      if (cut || !url.endsWith("/api/harness/turn") || !res.ok || !res.body) return res;
+      if (cut || !new URL(url, location.href).pathname.endsWith("/api/harness/turn") || !res.ok || !res.body) return res;
       cut = true;
       const reader = res.body.getReader();
       const dec = new TextDecoder();

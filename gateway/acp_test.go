@@ -112,7 +112,7 @@ func TestACPEnginesThroughTheGateway(t *testing.T) {
 			if init := evs[1].Event.Init; init.Engine != a.name || init.ConversationID == "" {
 				t.Fatalf("session:init %+v", init)
 			}
-			resp := s.send("GET", "/api/harness/session/"+id+"/events?after=0", "")
+			resp := s.send("GET", "/api/harness/session/"+id+"/events?after=0&events=all", "")
 			replay := events(readSSE(t, resp.Body, nil))
 			resp.Body.Close()
 			if len(replay) != len(evs) || replay[len(replay)-1].Data != evs[len(evs)-1].Data {
@@ -125,7 +125,7 @@ func TestACPEnginesThroughTheGateway(t *testing.T) {
 
 			// Interrupted mid-answer: session:error interrupted.
 			b, _ := json.Marshal(map[string]string{"sessionId": id, "message": "talk slowly"})
-			r := s.send("POST", "/api/harness/turn", string(b))
+			r := s.send("POST", "/api/harness/turn?events=all", string(b))
 			var once sync.Once
 			evs = events(readSSE(t, r.Body, func(e sseEvent) bool {
 				if e.Event.Type == event.TypeChatDelta {

@@ -66,7 +66,7 @@ func TestBudgetStopsATurn(t *testing.T) {
 	}
 
 	b, _ := json.Marshal(map[string]string{"sessionId": id, "message": "go on"})
-	code, out = s.do("POST", "/api/harness/turn", string(b))
+	code, out = s.do("POST", "/api/harness/turn?events=all", string(b))
 	if code != 422 || !strings.Contains(out, "budget") || !strings.Contains(out, "0.2000") {
 		t.Fatalf("the next turn: %d %s, want 422 naming the budget", code, out)
 	}
@@ -154,7 +154,7 @@ func budgetTurn(t *testing.T, s *testServer, create map[string]any, calls func()
 		t.Errorf("%d model calls: the turn went on after the call that crossed the budget", n)
 	}
 	b, _ := json.Marshal(map[string]string{"sessionId": id, "message": "go on"})
-	if code, out := s.do("POST", "/api/harness/turn", string(b)); code != 422 || !strings.Contains(out, "budget") {
+	if code, out := s.do("POST", "/api/harness/turn?events=all", string(b)); code != 422 || !strings.Contains(out, "budget") {
 		t.Fatalf("the next turn: %d %s, want 422", code, out)
 	}
 }

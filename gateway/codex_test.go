@@ -58,7 +58,7 @@ func TestCodexThroughTheGateway(t *testing.T) {
 		t.Fatalf("session:init %+v", init)
 	}
 	// Replayed from the log: the same events.
-	resp := s.send("GET", "/api/harness/session/"+id+"/events?after=0", "")
+	resp := s.send("GET", "/api/harness/session/"+id+"/events?after=0&events=all", "")
 	replay := events(readSSE(t, resp.Body, nil))
 	resp.Body.Close()
 	if len(replay) != len(evs) || replay[len(replay)-1].Data != evs[len(evs)-1].Data {
@@ -68,7 +68,7 @@ func TestCodexThroughTheGateway(t *testing.T) {
 	// Interrupted mid-answer: session:error interrupted, no codex left.
 	fake.Script(codextest.Reply{Text: strings.Repeat("slow words ", 80), Deltas: 80, ChunkDelay: 50 * time.Millisecond})
 	b, _ := json.Marshal(map[string]string{"sessionId": id, "message": "talk slowly"})
-	r := s.send("POST", "/api/harness/turn", string(b))
+	r := s.send("POST", "/api/harness/turn?events=all", string(b))
 	defer r.Body.Close()
 	stopped := false
 	evs = events(readSSE(t, r.Body, func(e sseEvent) bool {

@@ -73,7 +73,7 @@ func (s *testServer) lastUserTexts() []string {
 
 func (s *testServer) storedEvents(id string) []sseEvent {
 	s.t.Helper()
-	resp := s.send("GET", "/api/harness/session/"+id+"/events", "")
+	resp := s.send("GET", "/api/harness/session/"+id+"/events?events=all", "")
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		s.t.Fatalf("events: %d", resp.StatusCode)
@@ -352,7 +352,7 @@ func TestConversationErrors(t *testing.T) {
 	// next turn.
 	s.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(strings.Repeat("slow words ", 200))}, ChunkSize: 4, ChunkDelay: 20 * time.Millisecond})
 	b, _ := json.Marshal(map[string]string{"sessionId": id, "message": "talk slowly"})
-	resp := s.send("POST", "/api/harness/turn", string(b))
+	resp := s.send("POST", "/api/harness/turn?events=all", string(b))
 	defer resp.Body.Close()
 	waitFor(t, "the slow turn to run", func() bool { return s.h.IsRunning(id) })
 	if code, out := s.do("POST", sp+"/fork", `{}`); code != 409 {

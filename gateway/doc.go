@@ -23,8 +23,8 @@
 //	GET    /api/harness/session/{id}/diff    → 200 {base, branch, files: [{path, status, additions, deletions}], patch} | 422
 //	POST   /api/harness/session/{id}/merge   {strategy?, message?, into?} → 200 {merged, commit, into} | 409 {error, conflicts?} | 422
 //	DELETE /api/harness/session/{id}     ?force=1 → 204 | 409
-//	GET    /api/harness/session/{id}/events  SSE: stored after Last-Event-ID / ?after=, then live
-//	POST   /api/harness/turn             {sessionId, message, queue?} → 200 SSE of the turn | 409 busy | 202 {queued, promptId, position} (queue true, busy) | 422 | 429
+//	GET    /api/harness/session/{id}/events  ?events= SSE: stored after Last-Event-ID / ?after=, then live
+//	POST   /api/harness/turn             ?events= {sessionId, message, queue?} → 200 SSE of the turn | 409 busy | 202 {queued, promptId, position} (queue true, busy) | 422 | 429
 //	GET    /api/harness/session/{id}/queue               → 200 {prompts: [{promptId, message, queuedAt}]}
 //	PATCH  /api/harness/session/{id}/queue/{promptId}    {message?, position?} → 200 {prompts} | 404
 //	DELETE /api/harness/session/{id}/queue/{promptId}    → 204 | 404
@@ -84,6 +84,12 @@
 // workdir minus its protected paths, the agent's own state directories
 // and a private temporary directory. A turn on a kernel without Landlock
 // fails with 503 (harness.ErrSandboxUnavailable), never unsandboxed.
+//
+// Both streams send 004's UIEvent union (chat:delta, chat:complete,
+// tool:start, tool:result, session:init, session:complete, session:error,
+// process:exit) unless the request asks for extension types with ?events=
+// (all, or groups: package internal/eventsel); records left out keep their
+// seq, so the ids sent have gaps and Last-Event-ID resumes across them.
 //
 // Every event goes out as "id: <seq>" and "data: <json>", flushed at
 // once; a ": heartbeat" comment every 15 s keeps proxies from timing the

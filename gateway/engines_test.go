@@ -46,7 +46,7 @@ func sessionID(t *testing.T, out string) string {
 func (s *testServer) turnSSE(id, message string) []sseEvent {
 	s.t.Helper()
 	b, _ := json.Marshal(map[string]string{"sessionId": id, "message": message})
-	resp := s.send("POST", "/api/harness/turn", string(b))
+	resp := s.send("POST", "/api/harness/turn?events=all", string(b))
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		s.t.Fatalf("turn: %d", resp.StatusCode)
@@ -138,7 +138,7 @@ func TestNativeEngineThroughTheGateway(t *testing.T) {
 	// Interrupt mid-stream.
 	s2.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(strings.Repeat("long words ", 300))}, ChunkSize: 4, ChunkDelay: 20 * time.Millisecond})
 	b, _ := json.Marshal(map[string]string{"sessionId": id, "message": "talk a lot"})
-	resp := s2.send("POST", "/api/harness/turn", string(b))
+	resp := s2.send("POST", "/api/harness/turn?events=all", string(b))
 	defer resp.Body.Close()
 	interrupted := false
 	evs = events(readSSE(t, resp.Body, func(e sseEvent) bool {
@@ -160,23 +160,18 @@ func TestNativeEngineThroughTheGateway(t *testing.T) {
 // joins later sees it too, one answer wins (200), the others get 409.
 func TestApprovalOverHTTP(t *testing.T) {
 	s := newServerWith(t, func(c *harness.Config) { c.Approvals, c.PermissionMode = true, "default" }, nil)
-	s.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
-		if len(r.ToolResults()) == 0 {
-			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Bash", map[string]any{"command": "touch marker"})}}
-		}
-		return claudetest.TextReply("done")
-	})
+	s.api.SetResponder(touchMarker)
 	_, out := s.createJSON(map[string]any{})
 	id := sessionID(t, out)
 	b, _ := json.Marshal(map[string]string{"sessionId": id, "message": "make a marker"})
-	resp := s.send("POST", "/api/harness/turn", string(b))
+	resp := s.send("POST", "/api/harness/turn?events=all", string(b))
 	defer resp.Body.Close()
 	var reqID string
 	evs := events(readSSE(t, resp.Body, func(e sseEvent) bool {
 		if e.Event.Type == event.TypeApprovalRequested {
 			reqID = e.Event.Approval.RequestID
 			// A reader joining now replays the request from the log.
-			late := s.send("GET", fmt.Sprintf("/api/harness/session/%s/events?after=0", id), "")
+			late := s.send("GET", fmt.Sprintf("/api/harness/session/%s/events?after=0&events=all", id), "")
 			seen := false
 			readSSE(t, late.Body, func(e sseEvent) bool {
 				seen = seen || e.Event.Type == event.TypeApprovalRequested

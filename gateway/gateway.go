@@ -19,6 +19,7 @@ import (
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/gateway/ops"
+	"github.com/chirality/harness/internal/eventsel"
 	"github.com/chirality/harness/internal/httpapi"
 	"github.com/chirality/harness/internal/httpguard"
 	"github.com/chirality/harness/internal/sse"
@@ -381,13 +382,18 @@ func (g *Gateway) turn(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, harness.ErrEmptyMessage)
 		return
 	}
+	sel, err := eventsOf(r) // before the turn: a 400 starts nothing
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
 	done, ok := g.acquireStream(w, r, req.SessionID) // before the turn: a 503 starts nothing
 	if !ok {
 		return
 	}
 	defer done()
 	if req.Queue {
-		g.queueTurn(w, r, req)
+		g.queueTurn(w, r, req, sel)
 		return
 	}
 	t, err := g.ops.StartTurn(r.Context(), harness.TurnRequest{SessionID: req.SessionID, Message: req.Message, Options: req.options()})
@@ -398,7 +404,7 @@ func (g *Gateway) turn(w http.ResponseWriter, r *http.Request) {
 	// where the turn's events start: a cluster node that forwarded the
 	// turn streams them from there (cluster.TurnStartHeader)
 	w.Header().Set("Harness-Turn-Start", strconv.FormatInt(t.StartSeq, 10))
-	g.stream(w, r, req.SessionID, t.StartSeq)
+	g.stream(w, r, req.SessionID, t.StartSeq, sel)
 }
 
 type interruptRequest struct {
@@ -424,13 +430,28 @@ func (g *Gateway) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
+	sel, err := eventsOf(r)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
 	id := mux.Vars(r)["id"]
 	done, ok := g.acquireStream(w, r, id)
 	if !ok {
 		return
 	}
 	defer done()
-	g.stream(w, r, id, after)
+	g.stream(w, r, id, after, sel)
+}
+
+// eventsOf reads ?events= (eventsel.Param): the event types a stream
+// sends besides 004's UIEvent types.
+func eventsOf(r *http.Request) (eventsel.Set, error) {
+	sel, err := eventsel.FromRequest(r)
+	if err != nil {
+		return sel, httpapi.BadRequest(err.Error())
+	}
+	return sel, nil
 }
 
 // afterOf reads Last-Event-ID, else ?after=, else 0.

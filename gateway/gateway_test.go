@@ -293,9 +293,9 @@ func TestRoutes(t *testing.T) {
 		{"get not uuid", "GET", "/api/harness/session/not-a-uuid", "", 400, "invalid session id"},
 		{"get dotdot", "GET", "/api/harness/session/..%2f..%2fetc", "", 404, ""},
 		{"list root outside", "GET", "/api/harness/session/list?projectRoot=" + outside, "", 403, ""},
-		{"turn empty message", "POST", "/api/harness/turn", `{"sessionId":"` + first + `","message":"  "}`, 400, "empty"},
-		{"turn unknown session", "POST", "/api/harness/turn", `{"sessionId":"` + unknown + `","message":"hi"}`, 404, ""},
-		{"turn bad id", "POST", "/api/harness/turn", `{"sessionId":"../../x","message":"hi"}`, 400, ""},
+		{"turn empty message", "POST", "/api/harness/turn?events=all", `{"sessionId":"` + first + `","message":"  "}`, 400, "empty"},
+		{"turn unknown session", "POST", "/api/harness/turn?events=all", `{"sessionId":"` + unknown + `","message":"hi"}`, 404, ""},
+		{"turn bad id", "POST", "/api/harness/turn?events=all", `{"sessionId":"../../x","message":"hi"}`, 400, ""},
 		{"interrupt none", "POST", "/api/harness/interrupt", `{"sessionId":"` + first + `"}`, 404, ""},
 		{"interrupt bad id", "POST", "/api/harness/interrupt", `{"sessionId":"x"}`, 400, ""},
 		{"events bad after", "GET", "/api/harness/session/" + first + "/events?after=-3", "", 400, ""},
@@ -305,7 +305,7 @@ func TestRoutes(t *testing.T) {
 		{"health", "GET", "/api/harness/health", "", 200, `"claudeVersion":"` + claudecode.TestedCLIVersion + `"`},
 		{"openapi", "GET", "/api/harness/openapi.json", "", 200, `"openapi"`},
 		{"no route", "GET", "/api/harness/nope", "", 404, ""},
-		{"wrong method", "PUT", "/api/harness/turn", "", 405, ""},
+		{"wrong method", "PUT", "/api/harness/turn?events=all", "", 405, ""},
 		{"delete", "DELETE", "/api/harness/session/" + second, "", 204, ""},
 		{"delete again", "DELETE", "/api/harness/session/" + second, "", 404, ""},
 	}
@@ -351,7 +351,7 @@ func TestTurnStreamBusyInterrupt(t *testing.T) {
 	s := newServer(t, nil)
 	id := s.create("", "workbench")
 	s.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(strings.Repeat("slow words ", 400))}, ChunkSize: 4, ChunkDelay: 20 * time.Millisecond})
-	resp := s.send("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"talk slowly"}`)
+	resp := s.send("POST", "/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"talk slowly"}`)
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("turn = %d", resp.StatusCode)
@@ -365,7 +365,7 @@ func TestTurnStreamBusyInterrupt(t *testing.T) {
 	all := readSSE(t, resp.Body, func(e sseEvent) bool {
 		if e.Event.Type == event.TypeChatDelta && !interrupted {
 			interrupted = true
-			if code, body := s.do("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"again"}`); code != 409 {
+			if code, body := s.do("POST", "/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"again"}`); code != 409 {
 				t.Errorf("second turn = %d %s, want 409", code, body)
 			}
 			if code, body := s.do("DELETE", "/api/harness/session/"+id+"x", ""); code != 400 {
@@ -399,7 +399,7 @@ func TestDisconnectSurvivalAndReplay(t *testing.T) {
 	id := s.create("", "workbench")
 	answer := strings.Repeat("word ", 60)
 	s.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text(answer)}, ChunkSize: 5, ChunkDelay: 10 * time.Millisecond})
-	resp := s.send("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"hello"}`)
+	resp := s.send("POST", "/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"hello"}`)
 	got := readSSE(t, resp.Body, func(sseEvent) bool { return true }) // one event, then hang up
 	resp.Body.Close()
 	if len(got) != 1 || got[0].ID != 1 {
@@ -412,7 +412,7 @@ func TestDisconnectSurvivalAndReplay(t *testing.T) {
 	results := make(chan result, 3)
 	for range 3 {
 		go func() {
-			resp := s.send("GET", "/api/harness/session/"+id+"/events", "", "Last-Event-ID", "1")
+			resp := s.send("GET", "/api/harness/session/"+id+"/events?events=all", "", "Last-Event-ID", "1")
 			defer resp.Body.Close()
 			results <- result{events(readSSE(t, resp.Body, nil))}
 		}()
@@ -423,7 +423,7 @@ func TestDisconnectSurvivalAndReplay(t *testing.T) {
 	}
 	waitFor(t, "the turn to end", func() bool { return !s.h.IsRunning(id) })
 	// The turn completed without its client, and everything was stored.
-	resp = s.send("GET", "/api/harness/session/"+id+"/events?after=0", "")
+	resp = s.send("GET", "/api/harness/session/"+id+"/events?after=0&events=all", "")
 	all := events(readSSE(t, resp.Body, nil))
 	resp.Body.Close()
 	checkTurnEvents(t, id, 0, all)
@@ -448,7 +448,7 @@ func TestHeartbeatAndClose(t *testing.T) {
 	s := newServer(t, func(c *Config) { c.Heartbeat = 20 * time.Millisecond })
 	id := s.create("", "workbench")
 	s.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text("x")}, Delay: 30 * time.Second})
-	resp := s.send("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"wait"}`)
+	resp := s.send("POST", "/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"wait"}`)
 	defer resp.Body.Close()
 	got := readSSE(t, resp.Body, func(e sseEvent) bool { return e.Comment == "heartbeat" })
 	if len(got) == 0 || got[len(got)-1].Comment != "heartbeat" {
@@ -496,15 +496,15 @@ func TestSafety(t *testing.T) {
 		{"foreign origin", "GET", "/api/harness/personas", "", []string{"Authorization", auth, "Origin", "https://evil.example.com"}, 403},
 		{"null origin", "GET", "/api/harness/personas", "", []string{"Authorization", auth, "Origin", "null"}, 403},
 		{"allowed origin", "GET", "/api/harness/personas", "", []string{"Authorization", auth, "Origin", "https://console.example.com"}, 200},
-		{"preflight allowed", "OPTIONS", "/api/harness/turn", "", []string{"Origin", "https://console.example.com", "Access-Control-Request-Method", "POST"}, 204},
-		{"preflight foreign", "OPTIONS", "/api/harness/turn", "", []string{"Origin", "https://evil.example.com", "Access-Control-Request-Method", "POST"}, 403},
+		{"preflight allowed", "OPTIONS", "/api/harness/turn?events=all", "", []string{"Origin", "https://console.example.com", "Access-Control-Request-Method", "POST"}, 204},
+		{"preflight foreign", "OPTIONS", "/api/harness/turn?events=all", "", []string{"Origin", "https://evil.example.com", "Access-Control-Request-Method", "POST"}, 403},
 		{"body too large", "POST", "/api/harness/session/create", `{"projectRoot":"` + strings.Repeat("a", 300) + `","mode":"direct"}`, []string{"Authorization", auth}, 413},
 		{"body too large chunked", "POST", "/api/harness/interrupt", "", []string{"Authorization", auth, "X-Chunked", "1"}, 413},
 		{"unknown route without token", "GET", "/api/harness/no/such/route", "", nil, 401},
 		{"unknown api without token", "GET", "/api/other", "", nil, 401},
 		{"unknown route with token", "GET", "/api/harness/no/such/route", "", []string{"Authorization", auth}, 404},
 		{"text/plain post", "POST", "/api/harness/interrupt", `{"sessionId":"x"}`, []string{"Authorization", auth, "Content-Type", "text/plain"}, 415},
-		{"text/plain post from a foreign page", "POST", "/api/harness/turn", `{"sessionId":"x","message":"rm"}`, []string{"Authorization", auth, "Content-Type", "text/plain", "Origin", "https://evil.example.com"}, 403},
+		{"text/plain post from a foreign page", "POST", "/api/harness/turn?events=all", `{"sessionId":"x","message":"rm"}`, []string{"Authorization", auth, "Content-Type", "text/plain", "Origin", "https://evil.example.com"}, 403},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -683,7 +683,7 @@ func TestHostileInput(t *testing.T) {
 		{"GET", "/api/harness/session/" + long, ""},
 		{"GET", "/api/harness/session/" + long + "/events", ""},
 		{"POST", "/api/harness/interrupt", `{"sessionId":"` + long + `"}`},
-		{"POST", "/api/harness/turn", `{"sessionId":"` + long + `","message":"hi"}`},
+		{"POST", "/api/harness/turn?events=all", `{"sessionId":"` + long + `","message":"hi"}`},
 		{"POST", "/api/harness/session/create", `{"projectRoot":"/` + long + `","mode":"direct"}`},
 	} {
 		code, out := s.do(c.method, c.path, c.body)

@@ -71,7 +71,7 @@ func TestPersonaBudget(t *testing.T) {
 	refused := func(id string, want ...string) {
 		t.Helper()
 		b, _ := json.Marshal(map[string]string{"sessionId": id, "message": "go on"})
-		code, out := s.do("POST", "/api/harness/turn", string(b))
+		code, out := s.do("POST", "/api/harness/turn?events=all", string(b))
 		if code != 422 {
 			t.Fatalf("the next turn: %d %s, want 422", code, out)
 		}

@@ -42,7 +42,7 @@ func TestPlanRouteOnClaudeACP(t *testing.T) {
 	if code, out := s.do("PATCH", "/api/harness/session/"+id, `{"permissionMode":"plan"}`); code != 200 {
 		t.Fatalf("PATCH = %d %s", code, out)
 	}
-	resp := s.send("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"plan it"}`)
+	resp := s.send("POST", "/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"plan it"}`)
 	defer resp.Body.Close()
 	waitFor(t, "plan:ready", func() bool { return s.h.PendingPlan(id) != nil })
 	if p := s.h.PendingPlan(id); p.Plan == "" || p.PlanID == "" {

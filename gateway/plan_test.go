@@ -33,7 +33,7 @@ func TestPlanRoute(t *testing.T) {
 	if code, out := s.do("POST", path, `{"decision":"approve"}`); code != http.StatusConflict {
 		t.Fatalf("a decision with no plan = %d %s, want 409", code, out)
 	}
-	resp := s.send("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"plan it"}`)
+	resp := s.send("POST", "/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"plan it"}`)
 	defer resp.Body.Close()
 	waitFor(t, "plan:ready", func() bool { return s.h.PendingPlan(id) != nil })
 	if p := s.h.PendingPlan(id); p.Plan != "# the plan" {

@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/internal/eventsel"
 )
 
 // The session's prompt queue (harness.TurnRequest.Queue): POST /turn with
@@ -25,7 +26,7 @@ type queueAnswer struct {
 
 // queueTurn is POST /turn with queue: the turn starts (its stream, as
 // without queue) or the message is queued (202).
-func (g *Gateway) queueTurn(w http.ResponseWriter, r *http.Request, req turnRequest) {
+func (g *Gateway) queueTurn(w http.ResponseWriter, r *http.Request, req turnRequest, sel eventsel.Set) {
 	t, err := g.ops.StartTurn(r.Context(), harness.TurnRequest{SessionID: req.SessionID, Message: req.Message, Options: req.options(), Queue: true})
 	var q *harness.Queued
 	switch {
@@ -34,7 +35,7 @@ func (g *Gateway) queueTurn(w http.ResponseWriter, r *http.Request, req turnRequ
 	case err != nil:
 		g.writeError(w, r, err)
 	default:
-		g.stream(w, r, req.SessionID, t.StartSeq)
+		g.stream(w, r, req.SessionID, t.StartSeq, sel)
 	}
 }
 

@@ -96,18 +96,18 @@ func (s *testServer) queueList(id string) []string {
 func TestQueueRoutes(t *testing.T) {
 	s, a, id := queueServer(t)
 	turn := `{"sessionId":"` + id + `","message":"%s","queue":true}`
-	resp := s.send("POST", "/api/harness/turn", strings.Replace(turn, "%s", "hold", 1))
+	resp := s.send("POST", "/api/harness/turn?events=all", strings.Replace(turn, "%s", "hold", 1))
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("queue:true on an idle session = %d, want 200 and the turn's stream", resp.StatusCode)
 	}
 	waitFor(t, "the held turn to reach the model", func() bool { return len(a.messages()) == 1 })
-	if code, body := s.do("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"not queued"}`); code != 409 {
+	if code, body := s.do("POST", "/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"not queued"}`); code != 409 {
 		t.Fatalf("a busy session without queue = %d %s, want 409", code, body)
 	}
 	var ids []string
 	for i, m := range []string{"one", "two", "three"} {
-		code, out := s.do("POST", "/api/harness/turn", strings.Replace(turn, "%s", m, 1))
+		code, out := s.do("POST", "/api/harness/turn?events=all", strings.Replace(turn, "%s", m, 1))
 		var q queued
 		if code != 202 || json.Unmarshal([]byte(out), &q) != nil || !q.Queued || q.Position != i {
 			t.Fatalf("queue %s = %d %s, want 202 at %d", m, code, out, i)
@@ -158,7 +158,7 @@ func TestQueueRoutes(t *testing.T) {
 		t.Fatalf("the model was asked %q", got)
 	}
 	// The whole log, as a late reader sees it.
-	r2 := s.send("GET", "/api/harness/session/"+id+"/events?after=0", "")
+	r2 := s.send("GET", "/api/harness/session/"+id+"/events?after=0&events=all", "")
 	defer r2.Body.Close()
 	var started []string
 	for _, e := range events(readSSE(t, r2.Body, nil)) {
@@ -175,19 +175,19 @@ func TestQueueRoutes(t *testing.T) {
 // harness.MaxQueuedMessage.
 func TestQueueBoundsHTTP(t *testing.T) {
 	s, a, id := queueServer(t)
-	resp := s.send("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"hold","queue":true}`)
+	resp := s.send("POST", "/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"hold","queue":true}`)
 	defer resp.Body.Close()
 	waitFor(t, "the held turn to reach the model", func() bool { return len(a.messages()) == 1 })
 	big, _ := json.Marshal(map[string]any{"sessionId": id, "message": strings.Repeat("x", harness.MaxQueuedMessage+1), "queue": true})
-	if code, _ := s.do("POST", "/api/harness/turn", string(big)); code != 422 {
+	if code, _ := s.do("POST", "/api/harness/turn?events=all", string(big)); code != 422 {
 		t.Fatalf("a message over the limit = %d, want 422", code)
 	}
 	for i := range harness.MaxQueued {
-		if code, out := s.do("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"p","queue":true}`); code != 202 {
+		if code, out := s.do("POST", "/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"p","queue":true}`); code != 202 {
 			t.Fatalf("prompt %d = %d %s", i, code, out)
 		}
 	}
-	if code, _ := s.do("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"p","queue":true}`); code != 429 {
+	if code, _ := s.do("POST", "/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"p","queue":true}`); code != 429 {
 		t.Fatalf("prompt %d = %d, want 429", harness.MaxQueued+1, code)
 	}
 	// Deleting the session drops what is queued.

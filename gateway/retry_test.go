@@ -15,7 +15,7 @@ func TestSSEShowsRetries(t *testing.T) {
 	s := newServer(t, nil)
 	id := s.create("", "workbench")
 	firstFailure := s.api.FailThenAnswer(2, "Recovered.")
-	resp := s.send("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"hi"}`)
+	resp := s.send("POST", "/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"hi"}`)
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("turn = %d", resp.StatusCode)

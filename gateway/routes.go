@@ -84,13 +84,14 @@ var routeTable = []route{
 	{Method: http.MethodGet, Path: "/session/{id}/events", Serve: (*Gateway).sessionEvents, Op: operation{
 		ID:      "sessionEvents",
 		Summary: "Stored events after Last-Event-ID (or ?after=N), then the live events of a running turn until its process:exit",
-		Params:  []param{sessionIDParam, {Name: "after", In: "query", Schema: &schema{Type: "integer", Minimum: ptr(int64(0))}}, {Name: "Last-Event-ID", In: "header", Description: "wins over ?after=", Schema: &schema{Type: "integer", Minimum: ptr(int64(0))}}},
+		Params:  []param{sessionIDParam, {Name: "after", In: "query", Schema: &schema{Type: "integer", Minimum: ptr(int64(0))}}, {Name: "Last-Event-ID", In: "header", Description: "wins over ?after=", Schema: &schema{Type: "integer", Minimum: ptr(int64(0))}}, eventsParam},
 		Replies: []reply{{Status: 200, Description: streamDescription, Stream: true}},
 		Errors:  []int{400, 401, 403, 404, 503},
 	}},
 	{Method: http.MethodPost, Path: "/turn", Serve: (*Gateway).turn, Op: operation{
 		ID:      "startTurn",
 		Summary: "Run a turn; the answer streams its events until process:exit. The turn goes on if the client disconnects. With queue true a busy session queues the message instead (202).",
+		Params:  []param{eventsParam},
 		Body:    reflect.TypeFor[turnRequest](),
 		Replies: []reply{{Status: 200, Description: streamDescription, Stream: true}, {Status: 202, Description: "Queued behind the running turn (queue true only)", Body: reflect.TypeFor[queueAnswer]()}},
 		Errors:  []int{400, 401, 403, 404, 408, 409, 413, 415, 422, 429, 503},

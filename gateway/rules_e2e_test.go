@@ -72,7 +72,7 @@ func TestAlwaysNeverAllowsChainedCommands(t *testing.T) {
 		command = rt.command
 		mu.Unlock()
 		b, _ := json.Marshal(map[string]string{"sessionId": id, "message": "run the command"})
-		resp := s.send("POST", "/api/harness/turn", string(b))
+		resp := s.send("POST", "/api/harness/turn?events=all", string(b))
 		defer resp.Body.Close()
 		readSSE(t, resp.Body, func(e sseEvent) bool {
 			switch e.Event.Type {

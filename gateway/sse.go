@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/internal/eventsel"
 	"github.com/chirality/harness/internal/sse"
 	"github.com/chirality/harness/session"
 )
@@ -48,8 +49,12 @@ func (g *Gateway) acquireStream(w http.ResponseWriter, r *http.Request, id strin
 // are the turn's own records, shared by every reader, and a reader that
 // falls behind is dropped from the fan-out and catches up from the log.
 //
+// Only the event types of sel are sent (eventsel: 004's UIEvent types
+// unless the request opted in to more); a record left out keeps its seq,
+// so the ids sent have gaps and Last-Event-ID resumes across them.
+//
 // The caller holds a slot of g.limits (acquireStream) and g.streams.
-func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, id string, after int64) {
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, id string, after int64, sel eventsel.Set) {
 	elog, err := g.h.EventLog(id)
 	if err != nil {
 		g.writeError(w, r, err)
@@ -65,8 +70,14 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, id string, afte
 	// appended meanwhile, and a running turn's live events) from Follow.
 	last := after
 	err = elog.Lines(after, func(seq int64, line io.Reader) error {
-		if err := s.EventFrom(seq, line, false); err != nil {
+		send, line, err := sel.Peek(line)
+		if err != nil {
 			return err
+		}
+		if send {
+			if err := s.EventFrom(seq, line, false); err != nil {
+				return err
+			}
 		}
 		last = seq
 		return nil
@@ -89,7 +100,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, id string, afte
 			g.log.Warn().Err(err).Str("sessionId", id).Msg("event stream: reading the log failed")
 			return
 		}
-		if s.Event(rec.Seq, rec.Event, !rec.More) != nil {
+		if sel.Send(s, rec.Seq, rec.Event, rec.More) != nil {
 			return // the client went away or stopped reading; the turn goes on
 		}
 	}

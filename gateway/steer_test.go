@@ -103,7 +103,7 @@ func TestSteerRoute(t *testing.T) {
 	if code, out := s.do("POST", path, `{"message":"nothing runs"}`); code != http.StatusConflict {
 		t.Fatalf("steer with no turn = %d %s, want 409", code, out)
 	}
-	resp := s.send("POST", "/api/harness/turn", `{"sessionId":"`+id+`","message":"hold"}`)
+	resp := s.send("POST", "/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"hold"}`)
 	defer resp.Body.Close()
 	<-asked
 	if code, out := s.do("POST", path, `{"message":"  "}`); code != http.StatusBadRequest {
@@ -139,7 +139,7 @@ func TestSteerRoute(t *testing.T) {
 	}
 
 	sid := s.createOn("still")
-	resp2 := s.send("POST", "/api/harness/turn", `{"sessionId":"`+sid+`","message":"wait"}`)
+	resp2 := s.send("POST", "/api/harness/turn?events=all", `{"sessionId":"`+sid+`","message":"wait"}`)
 	defer resp2.Body.Close()
 	waitFor(t, "the still turn to run", func() bool { return s.h.IsRunning(sid) })
 	code, out := s.do("POST", "/api/harness/session/"+sid+"/steer", `{"message":"turn left"}`)

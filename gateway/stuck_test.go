@@ -18,7 +18,7 @@ import (
 
 // bigSession makes a session whose event log holds n events of size
 // bytes each, written straight to the log file before the Harness opens
-// it (no turn runs).
+// it (no turn runs): chat:delta, a type every stream sends.
 func bigSession(t testing.TB, h *harness.Harness, root string, n, size int) string {
 	t.Helper()
 	s, err := h.NewSession(harness.SessionSpec{ProjectRoot: root, Mode: "direct"})
@@ -31,7 +31,7 @@ func bigSession(t testing.TB, h *harness.Harness, root string, n, size int) stri
 	}
 	text := strings.Repeat("x", size)
 	for i := range n {
-		if _, err := l.Append(fmt.Appendf(nil, `{"type":"message:user","sessionId":%q,"text":"%d %s"}`, s.ID, i, text)); err != nil {
+		if _, err := l.Append(fmt.Appendf(nil, `{"type":"chat:delta","sessionId":%q,"text":"%d %s"}`, s.ID, i, text)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -158,7 +158,7 @@ func TestStreamCaps(t *testing.T) {
 			t.Errorf("%s: %d, Retry-After %q; want 503 with Retry-After", what, resp.StatusCode, resp.Header.Get("Retry-After"))
 		}
 	}
-	check("third stream of a session", "GET", APIPrefix+"/session/"+a+"/events", "")
+	check("third stream of a session", "GET", APIPrefix+"/session/"+a+"/events?events=all", "")
 	check("turn of a full session", "POST", APIPrefix+"/turn", `{"sessionId":"`+a+`","message":"hi"}`)
 	if s.h.IsRunning(a) {
 		t.Error("a turn refused for the cap started")
@@ -166,10 +166,10 @@ func TestStreamCaps(t *testing.T) {
 	c3 := open(b)
 	defer c3.Close()
 	waitFor(t, "three streams", func() bool { n, _ := s.gw.limits.Open(b); return n == 3 })
-	check("fourth stream of the server", "GET", APIPrefix+"/session/"+b+"/events", "")
+	check("fourth stream of the server", "GET", APIPrefix+"/session/"+b+"/events?events=all", "")
 	c1.Close()
 	waitFor(t, "a slot freed", func() bool { n, _ := s.gw.limits.Open(a); return n == 2 })
-	resp := s.send("GET", APIPrefix+"/session/"+b+"/events", "")
+	resp := s.send("GET", APIPrefix+"/session/"+b+"/events?events=all", "")
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("a stream after a slot was freed: %d", resp.StatusCode)

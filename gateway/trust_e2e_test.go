@@ -78,7 +78,7 @@ func runTrustTurn(t *testing.T, s *testServer, id, message string, always bool) 
 	t.Helper()
 	var tt trustTurn
 	b, _ := json.Marshal(map[string]string{"sessionId": id, "message": message})
-	resp := s.send("POST", "/api/harness/turn", string(b))
+	resp := s.send("POST", "/api/harness/turn?events=all", string(b))
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("turn: %d", resp.StatusCode)

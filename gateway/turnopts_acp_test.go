@@ -74,7 +74,7 @@ func TestTurnOptionsOnAnACPAgent(t *testing.T) {
 			body[k] = v
 		}
 		b, _ := json.Marshal(body)
-		resp := s.send("POST", "/api/harness/turn", string(b))
+		resp := s.send("POST", "/api/harness/turn?events=all", string(b))
 		defer resp.Body.Close()
 		if resp.StatusCode != 200 {
 			t.Fatalf("turn %q: %d", msg, resp.StatusCode)

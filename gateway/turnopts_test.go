@@ -34,7 +34,7 @@ func TestTurnOptionsThroughTheGateway(t *testing.T) {
 			body[k] = v
 		}
 		b, _ := json.Marshal(body)
-		return s.do("POST", "/api/harness/turn", string(b))
+		return s.do("POST", "/api/harness/turn?events=all", string(b))
 	}
 	for _, c := range []struct {
 		extra map[string]any
@@ -60,7 +60,7 @@ func TestTurnOptionsThroughTheGateway(t *testing.T) {
 	s.api.Script(claudetest.TextReply("ok"))
 	b, _ := json.Marshal(map[string]any{"sessionId": id, "message": "hello", "toolsOverride": "Read",
 		"systemPromptAppend": "Codeword: GW-EXTRA.", "disallowedToolsOverride": []string{"Glob"}, "autoApproveToolsOverride": []string{}})
-	resp := s.send("POST", "/api/harness/turn", string(b))
+	resp := s.send("POST", "/api/harness/turn?events=all", string(b))
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("turn: %d", resp.StatusCode)

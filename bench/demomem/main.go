@@ -116,7 +116,7 @@ func run(bin, claude string, n int, sandboxed bool) error {
 			return err
 		}
 		b, _ := json.Marshal(map[string]string{"sessionId": created.Session.ID, "message": "touch a file, please"})
-		resp, err := http.Post(api+"/turn", "application/json", strings.NewReader(string(b)))
+		resp, err := http.Post(api+"/turn?events=approval", "application/json", strings.NewReader(string(b))) // it waits on approval events
 		if err != nil {
 			return err
 		}

@@ -98,7 +98,7 @@ func TestClusterNodeKilledMidTurn(t *testing.T) {
 	}
 	events := func(url, id string) []string {
 		t.Helper()
-		res, err := http.Get(url + "/api/harness/session/" + id + "/events?after=0")
+		res, err := http.Get(url + "/api/harness/session/" + id + "/events?after=0&events=all")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestClusterNodeKilledMidTurn(t *testing.T) {
 		t.Fatalf("create on A: %d %s", code, body)
 	}
 	waitState(b.url, id, "up")
-	res, err := http.Post(b.url+"/api/harness/turn", "application/json", strings.NewReader(`{"sessionId":"`+id+`","message":"touch a file"}`))
+	res, err := http.Post(b.url+"/api/harness/turn?events=all", "application/json", strings.NewReader(`{"sessionId":"`+id+`","message":"touch a file"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestAKilledServersTurnIsEndedAndItsApprovalDenied(t *testing.T) {
 	post := func(url, body string) *http.Response { t.Helper(); return postJSON(t, url, body) }
 	events := func(url, id string) []map[string]any {
 		t.Helper()
-		resp, err := http.Get(url + "/api/harness/session/" + id + "/events?after=0")
+		resp, err := http.Get(url + "/api/harness/session/" + id + "/events?after=0&events=all")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestAKilledServersTurnIsEndedAndItsApprovalDenied(t *testing.T) {
 
 	first, kill := start()
 	id := createSession(t, first, `{"projectRoot":"`+root+`","mode":"direct"}`)
-	turn := post(first+"/api/harness/turn", `{"sessionId":"`+id+`","message":"touch a file"}`)
+	turn := post(first+"/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"touch a file"}`)
 	defer turn.Body.Close()
 	if turn.StatusCode != 200 {
 		b, _ := io.ReadAll(turn.Body)
@@ -71,7 +71,7 @@ func TestAKilledServersTurnIsEndedAndItsApprovalDenied(t *testing.T) {
 	})
 
 	second, _ := start()
-	r := post(second+"/api/harness/turn", `{"sessionId":"`+id+`","message":"hello"}`)
+	r := post(second+"/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"hello"}`)
 	b, _ := io.ReadAll(r.Body)
 	r.Body.Close()
 	if r.StatusCode != http.StatusConflict {
@@ -86,7 +86,7 @@ func TestAKilledServersTurnIsEndedAndItsApprovalDenied(t *testing.T) {
 	kill() // SIGKILL: the approval's answer will never come from it
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		r := post(second+"/api/harness/turn", `{"sessionId":"`+id+`","message":"hello"}`)
+		r := post(second+"/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"hello"}`)
 		if r.StatusCode == 200 {
 			readEvents(t, r.Body, func(e map[string]any) bool { return e["type"] == "process:exit" })
 			r.Body.Close()

@@ -26,7 +26,7 @@ func TestDemoTouchAsksAndTellsTheTruth(t *testing.T) {
 	id := demoSession(t, url, "claude-code")
 	for _, decision := range []string{"deny", "allow"} {
 		body, _ := json.Marshal(map[string]string{"sessionId": id, "message": "touch a file please"})
-		resp, err := http.Post(url+"/api/harness/turn", "application/json", strings.NewReader(string(body)))
+		resp, err := http.Post(url+"/api/harness/turn?events=all", "application/json", strings.NewReader(string(body)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,7 @@ func TestServeQueueSurvivesSIGKILL(t *testing.T) {
 
 	url, cmd, exited := start()
 	id := createSession(t, url, `{"projectRoot":"`+root+`","mode":"direct","engine":"anthropic"}`)
-	turn := post(url+"/api/harness/turn", `{"sessionId":"`+id+`","message":"hold","queue":true}`)
+	turn := post(url+"/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"hold","queue":true}`)
 	defer turn.Body.Close()
 	if turn.StatusCode != 200 {
 		t.Fatalf("turn = %d", turn.StatusCode)
@@ -61,7 +61,7 @@ func TestServeQueueSurvivesSIGKILL(t *testing.T) {
 	go io.Copy(io.Discard, turn.Body)
 	wait("the held turn to reach the model", func() bool { return len(seen()) == 1 })
 	for _, m := range []string{"after one", "after two"} {
-		r := post(url+"/api/harness/turn", `{"sessionId":"`+id+`","message":"`+m+`","queue":true}`)
+		r := post(url+"/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"`+m+`","queue":true}`)
 		r.Body.Close()
 		if r.StatusCode != 202 {
 			t.Fatalf("queue %q = %d, want 202", m, r.StatusCode)
@@ -91,7 +91,7 @@ func TestServeQueueSurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("the model saw %q, want the held turn once and each queued prompt once, in order", got)
 	}
 	// The stored events, then the last turn's until its process:exit.
-	ev, err := http.Get(url + "/api/harness/session/" + id + "/events?after=0")
+	ev, err := http.Get(url + "/api/harness/session/" + id + "/events?after=0&events=all")
 	if err != nil {
 		t.Fatal(err)
 	}

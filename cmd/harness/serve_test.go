@@ -103,7 +103,7 @@ func TestServeDemoTurnAndShutdown(t *testing.T) {
 
 	// The demo model thinks, streams markdown, runs ls and summarises
 	// (two files and .chirality).
-	resp = post("/api/harness/turn", `{"sessionId":"`+id+`","message":"hello demo"}`)
+	resp = post("/api/harness/turn?events=all", `{"sessionId":"`+id+`","message":"hello demo"}`)
 	types, text := map[string]int{}, ""
 	readEvents(t, resp.Body, func(ev map[string]any) bool {
 		types[ev["type"].(string)]++

@@ -4,6 +4,11 @@ import { readSSE } from "./sse.js";
 
 const BASE = "/api/harness/";
 
+/** ?events= of the console's event streams: the gateway sends 004's eight
+ * UIEvent types unless a stream asks for more, and the console shows them
+ * all (approvals, thinking, usage, plans, the queue, trust, retries). */
+export const STREAM_EVENTS = "events=all";
+
 export class ApiError extends Error {
   constructor(status, message) {
     super(message);
@@ -141,7 +146,7 @@ export class Api {
 
   /** POST /turn; resolves to the SSE response once the turn is accepted. */
   startTurn(sessionId, message, signal) {
-    return this.request("POST", "turn", {
+    return this.request("POST", `turn?${STREAM_EVENTS}`, {
       body: { sessionId, message },
       headers: { Accept: "text/event-stream" },
       signal,
@@ -152,7 +157,7 @@ export class Api {
   openEvents(sessionId, after, signal) {
     const headers = { Accept: "text/event-stream" };
     if (after > 0) headers["Last-Event-ID"] = String(after);
-    return this.request("GET", `session/${encodeURIComponent(sessionId)}/events?after=${after}`, { headers, signal });
+    return this.request("GET", `session/${encodeURIComponent(sessionId)}/events?after=${after}&${STREAM_EVENTS}`, { headers, signal });
   }
 }
 

@@ -5,6 +5,8 @@
 // it and reloads it on the session's prompt:queued and prompt:dequeued
 // events. Prompt text reaches the page only through textContent.
 
+import { STREAM_EVENTS } from "./api.js";
+
 const MAX_FOLLOWS = 40; // re-follows without the queue moving, at most
 
 export class QueuePanel {
@@ -86,7 +88,7 @@ export class QueuePanel {
    * Resolves {queued: true} when queued, or {res} when the session was
    * idle after all and the turn started (its SSE response). */
   async add(id, text) {
-    const res = await this.api.request("POST", "turn", {
+    const res = await this.api.request("POST", `turn?${STREAM_EVENTS}`, {
       body: { sessionId: id, message: text, queue: true },
       headers: { Accept: "text/event-stream" },
     });

@@ -88,6 +88,10 @@ export interface ClientOptions {
   /** Extra headers for every request. */
   headers?: Record<string, string>;
   reconnect?: ReconnectOptions;
+  /** The event types of every stream (StreamOptions.events, which wins):
+   * left out, 004's eight UIEvent types only, as the gateway sends by
+   * default; "all" for the extension events too. */
+  events?: StreamOptions["events"];
 }
 
 /** A non-2xx answer from the gateway. `message` is the body's `error`. */
@@ -110,7 +114,22 @@ export interface TurnOptions {
   autoApproveToolsOverride?: string[];
 }
 
+/** Extension event groups a stream can ask for besides 004's UIEvent types
+ * (the gateway's ?events=; its OpenAPI document lists them). */
+export type EventGroup = "approval" | "conversation" | "plan" | "queue" | "retry" | "thinking" | "trust" | "usage" | "user";
+
 export interface StreamOptions {
+  /**
+   * The event types the stream carries. Left out (the gateway's default):
+   * 004's eight UIEvent types only (chat:delta, chat:complete, tool:start,
+   * tool:result, session:init, session:complete, session:error,
+   * process:exit). "all": every type, extensions included; or a list of
+   * extension groups (and event types), e.g. ["approval", "usage"]. A
+   * client of a gateway that asks for approvals must ask for "approval",
+   * or a turn that waits for a person looks hung. A resumed stream asks
+   * for the same.
+   */
+  events?: "all" | (EventGroup | HarnessEvent["type"])[];
   signal?: AbortSignal;
   /** Called for each SSE comment line, e.g. "heartbeat". */
   onComment?: (text: string) => void;
@@ -177,6 +196,7 @@ export class HarnessClient {
   private readonly extraHeaders: Record<string, string>;
   private readonly reconnect: Required<ReconnectOptions>;
   private readonly ownFetch: boolean;
+  private readonly events: StreamOptions["events"];
 
   constructor(opts: ClientOptions = {}) {
     this.baseUrl = (opts.baseUrl ?? "").replace(/\/+$/, "");
@@ -186,6 +206,7 @@ export class HarnessClient {
     if (typeof f !== "function") throw new Error("harness: no fetch available; pass ClientOptions.fetch");
     this.fetchFn = f.bind(globalThis);
     this.extraHeaders = { ...opts.headers };
+    this.events = opts.events;
     this.reconnect = {
       maxRetries: opts.reconnect?.maxRetries ?? 5,
       initialDelayMs: opts.reconnect?.initialDelayMs ?? 250,
@@ -504,7 +525,7 @@ export class HarnessClient {
     const unlink = linkSignals(opts.signal, ctl);
     let res: Response;
     try {
-      res = await this.request("POST", "turn", {
+      res = await this.request("POST", `turn${eventsQuery(opts.events ?? this.events, "?")}`, {
         body,
         headers: { Accept: "text/event-stream" },
         signal: ctl.signal,
@@ -578,7 +599,7 @@ export class HarnessClient {
           await sleep(delay, ctl.signal);
           delay = Math.min(delay * 2, self.reconnect.maxDelayMs);
           try {
-            current = await self.openEvents(sessionId, state.lastSeq ?? 0, ctl.signal);
+            current = await self.openEvents(sessionId, state.lastSeq ?? 0, ctl.signal, opts.events);
           } catch (err) {
             if (isAbort(err, ctl.signal) || err instanceof HarnessError) throw err;
             current = null; // network error: try again
@@ -622,7 +643,7 @@ export class HarnessClient {
         let error: unknown = null;
         let progressed = false;
         try {
-          const res = await this.openEvents(sessionId, lastSeq, ctl.signal);
+          const res = await this.openEvents(sessionId, lastSeq, ctl.signal, opts.events);
           for await (const ev of this.eventStream(res, lastSeq, opts)) {
             progressed = true;
             if (ev.seq !== undefined) lastSeq = ev.seq;
@@ -651,10 +672,10 @@ export class HarnessClient {
     }
   }
 
-  private async openEvents(sessionId: string, after: number, signal: AbortSignal): Promise<Response> {
+  private async openEvents(sessionId: string, after: number, signal: AbortSignal, events: StreamOptions["events"]): Promise<Response> {
     const headers: Record<string, string> = { Accept: "text/event-stream" };
     if (after > 0) headers["Last-Event-ID"] = String(after);
-    return this.request("GET", `session/${encodeURIComponent(sessionId)}/events?after=${after}`, { headers, signal });
+    return this.request("GET", `session/${encodeURIComponent(sessionId)}/events?after=${after}${eventsQuery(events ?? this.events, "&")}`, { headers, signal });
   }
 
   /** Decodes an SSE response into events, skipping any at or before
@@ -671,6 +692,13 @@ export class HarnessClient {
       yield ev;
     }
   }
+}
+
+/** The ?events= part of a stream's URL (after sep), "" for the default. */
+function eventsQuery(events: StreamOptions["events"], sep: "?" | "&"): string {
+  if (events === undefined) return "";
+  const v = events === "all" ? "all" : events.join(",");
+  return v === "" ? "" : `${sep}events=${encodeURIComponent(v)}`;
 }
 
 /** The events of the last turn in a log: those after the process:exit that

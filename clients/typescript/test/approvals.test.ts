@@ -13,7 +13,9 @@ let client: HarnessClient;
 
 before(async () => {
   srv = await harnessServer(["--permission-mode", "default"]);
-  client = new HarnessClient({ baseUrl: srv.url, ...(srv.token ? { token: srv.token } : {}) });
+  // A client of a server that asks for approvals must ask for their events
+  // (and this test reads the user message too).
+  client = new HarnessClient({ baseUrl: srv.url, ...(srv.token ? { token: srv.token } : {}), events: ["approval", "user"] });
 });
 after(async () => {
   await srv?.stop();

@@ -24,7 +24,8 @@ let personas: string[] = [];
 
 before(async () => {
   srv = await harnessServer();
-  client = new HarnessClient({ baseUrl: srv.url, ...(srv.token ? { token: srv.token } : {}), reconnect: { initialDelayMs: 50 } });
+  // Every type: these tests follow thinking, user messages, forks and rewinds.
+  client = new HarnessClient({ baseUrl: srv.url, ...(srv.token ? { token: srv.token } : {}), reconnect: { initialDelayMs: 50 }, events: "all" });
   try {
     personas = (await client.listPersonas()).map((p) => p.id);
   } catch (err) {
@@ -55,6 +56,9 @@ async function raw(method: string, path: string, body?: unknown, headers: Record
   if (body !== undefined) init.body = typeof body === "string" ? body : JSON.stringify(body);
   return fetch(`${srv.url}/api/harness/${path}`, init);
 }
+
+/** 004's UIEvent union: what the gateway streams unless asked for more. */
+const SPEC_TYPES: string[] = ["chat:delta", "chat:complete", "tool:start", "tool:result", "session:init", "session:complete", "session:error", "process:exit"];
 
 function assertSeqs(events: HarnessEvent[]) {
   let prev = 0;
@@ -195,6 +199,29 @@ describe("harness serve --demo", () => {
     await client.deleteSession(s.id);
   });
 
+  test("a spec-strict client gets 004's eight UIEvent types only, by default, on both streams", async () => {
+    const strict = new HarnessClient({ baseUrl: srv.url, ...(srv.token ? { token: srv.token } : {}) });
+    const s = await newSession();
+    const events = await collect(await strict.startTurn(s.id, "Hello, what is in this project?"));
+    const types = events.map((e) => e.type);
+    for (const t of types) assert.ok(SPEC_TYPES.includes(t), `${t} is not one of 004's UIEvent types: ${types.join(", ")}`);
+    for (const t of ["session:init", "chat:delta", "tool:start", "tool:result", "chat:complete", "session:complete", "process:exit"]) {
+      assert.ok(types.includes(t as HarnessEvent["type"]), `${t} in ${types.join(", ")}`);
+    }
+    assertSeqs(events);
+    // The same turn with everything: it had thinking, its user message and usage.
+    const all = await collect(client.sessionEvents(s.id));
+    for (const t of ["user:message", "thinking:delta", "usage:update"]) assert.ok(all.some((e) => e.type === t), `${t} in the full log`);
+    assert.deepEqual(events, all.filter((e) => SPEC_TYPES.includes(e.type)));
+    assert.deepEqual(await collect(strict.sessionEvents(s.id)), events);
+    // A list asks for some groups only; an unknown name is refused.
+    const some = await collect(strict.sessionEvents(s.id, { events: ["usage", "user"] }));
+    assert.deepEqual(some, all.filter((e) => SPEC_TYPES.includes(e.type) || ["usage:update", "rate_limit", "user:message"].includes(e.type)));
+    const r = await raw("GET", `session/${s.id}/events?events=nope`);
+    assert.equal(r.status, 400);
+    await client.deleteSession(s.id);
+  });
+
   test("the demo's '/demo error' ends in session:error kind api_error", async () => {
     const s = await newSession();
     const events = await collect(await client.startTurn(s.id, "/demo error"));
@@ -246,7 +273,7 @@ describe("harness serve --demo", () => {
       const h = new Headers(init?.headers);
       if (url.includes("/events")) lastEventIds.push(h.get("Last-Event-ID") ?? "");
       const res = await fetch(input, init);
-      if (cut || !url.endsWith("/api/harness/turn") || !res.body) return res;
+      if (cut || !new URL(url).pathname.endsWith("/api/harness/turn") || !res.body) return res;
       cut = true;
       const reader = res.body.getReader();
       let frames = 0;
@@ -264,6 +291,9 @@ describe("harness serve --demo", () => {
       });
       return new Response(body, { status: res.status, headers: res.headers });
     };
+    // The gateway's default stream (004's types only): the ids sent have
+    // gaps where extension events were left out, and the resume goes on
+    // across them.
     const c = new HarnessClient({ baseUrl: srv.url, ...(srv.token ? { token: srv.token } : {}), fetch: flaky, reconnect: { initialDelayMs: 50 } });
     const reconnects: number[] = [];
     const events = await collect(await c.startTurn(s.id, "hello", { onReconnect: (i) => reconnects.push(i.attempt) }));
@@ -272,8 +302,10 @@ describe("harness serve --demo", () => {
     assert.ok(lastEventIds.length >= 1 && lastEventIds[0] !== "", `Last-Event-ID sent: ${JSON.stringify(lastEventIds)}`);
     assert.equal(events.at(-1)!.type, "process:exit");
     assertSeqs(events);
-    // Nothing lost: the same as the stored log.
-    assert.deepEqual(events, await collect(client.sessionEvents(s.id)));
+    // Nothing lost: the same as the stored log without its extension events.
+    const log = await collect(client.sessionEvents(s.id));
+    assert.deepEqual(events, log.filter((e) => SPEC_TYPES.includes(e.type)));
+    assert.ok(log.length > events.length, "the log has extension events the stream left out");
     await client.deleteSession(s.id);
   });
 

@@ -46,7 +46,9 @@ function message(e: unknown): string {
 const hashSession = () => new URLSearchParams(window.location.hash.slice(1)).get("s");
 
 export default function Page() {
-  const client = useMemo(() => new HarnessClient({ baseUrl: "/proxy" }), []);
+  // events "all": this page shows approvals and the user's messages, which
+  // are extension events the gateway sends only when asked (?events=).
+  const client = useMemo(() => new HarnessClient({ baseUrl: "/proxy", events: "all" }), []);
   const [roots, setRoots] = useState<string[]>([]);
   const [personas, setPersonas] = useState<Persona[]>([]);
   const [sessions, setSessions] = useState<SessionSummary[]>([]);

@@ -334,7 +334,7 @@ test("the rewrite streams a turn to curl -N as it happens, and both ways pass La
 
   const lines = [];
   let approved = null;
-  const res = await curl(["-X", "POST", `${api}/turn`, ...H, "-d", JSON.stringify({ sessionId: session.id, message: "please touch another marker file" })], (line) => {
+  const res = await curl(["-X", "POST", `${api}/turn?events=all`, ...H, "-d", JSON.stringify({ sessionId: session.id, message: "please touch another marker file" })], (line) => {
     lines.push(line);
     if (!line.startsWith("data: ")) return;
     const ev = JSON.parse(line.slice(6));
@@ -365,8 +365,8 @@ test("the rewrite streams a turn to curl -N as it happens, and both ways pass La
   // adds the token itself): the events after it, up to the end.
   const mid = all[Math.floor(all.length / 2)];
   for (const [name, url, extra] of [
-    ["rewrite", `${api}/session/${session.id}/events`, H],
-    ["route handler", `${app}/proxy/api/harness/session/${session.id}/events`, []],
+    ["rewrite", `${api}/session/${session.id}/events?events=all`, H],
+    ["route handler", `${app}/proxy/api/harness/session/${session.id}/events?events=all`, []],
   ]) {
     const got = [];
     const r = await curl([url, ...extra, "-H", `Last-Event-ID: ${mid}`], (l) => got.push(l));
