@@ -82,6 +82,8 @@ bench: build cli
 
 fuzz:
 	go test ./claudecode -run '^$$' -fuzz FuzzDecoder -fuzztime 60s
+	go test ./internal/eventsel -run '^$$' -fuzz FuzzTypeOf -fuzztime 60s
+	go test ./internal/eventsel -run '^$$' -fuzz FuzzParse -fuzztime 60s
 	go test ./claudecode -run '^$$' -fuzz FuzzTextValue -fuzztime 60s
 	go test ./claudecode -run '^$$' -fuzz FuzzStreamEventLine -fuzztime 60s
 	go test ./claudecode -run '^$$' -fuzz FuzzRepeatedStrings -fuzztime 60s
