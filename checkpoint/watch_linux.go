@@ -41,6 +41,12 @@ type watcher struct {
 	nonce   string              // names this watcher's sync files apart from other stores' (other processes)
 	seq     uint64
 	waiters map[string]chan struct{} // sync file → closed when its event is read
+	// cookie is this watcher's sync file as it is named now ("" before
+	// the first take). Each take renames it to the next name: a rename
+	// raises its event as a create did, without a new file (creating one
+	// costs the file system an inode, up to 0.5 ms of CPU on a busy
+	// ext4, before every turn); close removes it.
+	cookie string
 }
 
 // watchers numbers the watchers of this process.
@@ -104,6 +110,12 @@ func watchWhy(err error) string {
 func (w *watcher) close() {
 	w.fw.Close()
 	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cookie != "" {
+		os.Remove(w.cookie)
+		w.cookie = ""
+	}
 }
 
 // addTree watches directory rel and those below it (a nested
@@ -255,10 +267,19 @@ func (w *watcher) take(ctx context.Context) (touched []string, why string) {
 	name := filepath.Join(w.cookies, w.nonce+strconv.FormatUint(w.seq, 10))
 	ch := make(chan struct{})
 	w.waiters[name] = ch
+	prev := w.cookie
 	w.mu.Unlock()
-	err := os.WriteFile(name, nil, 0o600)
+	err := os.ErrNotExist
+	if prev != "" {
+		err = os.Rename(prev, name)
+	}
+	if errors.Is(err, fs.ErrNotExist) { // the first take, or the file was removed
+		err = os.WriteFile(name, nil, 0o600)
+	}
 	if err == nil {
-		defer os.Remove(name)
+		w.mu.Lock()
+		w.cookie = name
+		w.mu.Unlock()
 		t := time.NewTimer(syncTimeout)
 		defer t.Stop()
 		select {
