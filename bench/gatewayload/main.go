@@ -78,6 +78,7 @@ func main() {
 	flag.StringVar(&o.prof.block, "blockprofile", "", "write the server's block profile here")
 	flag.StringVar(&o.prof.mutex, "mutexprofile", "", "write the server's mutex profile here")
 	flag.StringVar(&o.prof.allocs, "memprofile", "", "write the server's allocation profile (whole run up to the end of the first sessions phase) here")
+	flag.IntVar(&o.profRun, "profile-run", 1, "which run of the sessions phase the profiles cover (2: after the first turns' one-time work, git's first snapshot and the CLI's version check)")
 	flag.StringVar(&o.samples, "samples", "", "write every delta's latency of every run here (CSV: run,side,reader,session,delta,stamp_ns,latency_ns)")
 	clientProcs := flag.Int("client-procs", 0, "GOMAXPROCS of the load generator (0: Go's default; the server process always has the default)")
 	flag.Parse()
@@ -96,6 +97,7 @@ type opts struct {
 	delay                                time.Duration
 	inproc                               bool
 	samples                              string
+	profRun                              int
 	stub                                 string
 	prof                                 profiles
 }
@@ -137,7 +139,10 @@ func child(nLines string) int {
 	return 0
 }
 
-const serverEnv = "GATEWAYLOAD_SERVER_DIR"
+const (
+	serverEnv  = "GATEWAYLOAD_SERVER_DIR"
+	memRateEnv = "GATEWAYLOAD_MEMPROFILERATE"
+)
 
 // server is a harness behind a gateway on a loopback port: in this
 // process (-inproc) or in a child process of this program, so that the
@@ -275,6 +280,9 @@ func (e *server) closeInproc() {
 // lines on stdin ("prof <kind> <file>…" starts profiles, "stop" writes
 // them, answering "ok" each time) and exits when stdin closes.
 func serve(tmp string) int {
+	if r, err := strconv.Atoi(os.Getenv(memRateEnv)); err == nil && r > 0 {
+		runtime.MemProfileRate = r // before the server allocates anything
+	}
 	script := filepath.Join(tmp, "claude")
 	e, err := listen(tmp, script)
 	if err != nil {
@@ -338,6 +346,11 @@ func start(tmp string, o opts) (*server, error) {
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), serverEnv+"="+tmp)
+	if o.prof.allocs != "" {
+		// One sample per 4 KB allocated (the default, 512 KB, leaves a
+		// turn's start unseen).
+		cmd.Env = append(cmd.Env, memRateEnv+"=4096")
+	}
 	cmd.Stderr = os.Stderr
 	ctl, err := cmd.StdinPipe()
 	if err != nil {
@@ -685,7 +698,7 @@ func run(o opts) error {
 				return err
 			}
 		}
-		if o.prof.any() && run == 1 {
+		if o.prof.any() && run == o.profRun {
 			if o.inproc {
 				err = o.prof.start()
 			} else {
@@ -700,7 +713,7 @@ func run(o opts) error {
 		c0 := e.cpu()
 		t0 := time.Now()
 		all, errs := e.turns(ids, o.perSession, o.lines)
-		if o.prof.any() && run == 1 {
+		if o.prof.any() && run == o.profRun {
 			if o.inproc {
 				err = o.prof.stop()
 			} else {
