@@ -78,6 +78,7 @@ func main() {
 	flag.StringVar(&o.prof.block, "blockprofile", "", "write the server's block profile here")
 	flag.StringVar(&o.prof.mutex, "mutexprofile", "", "write the server's mutex profile here")
 	flag.StringVar(&o.prof.allocs, "memprofile", "", "write the server's allocation profile (whole run up to the end of the first sessions phase) here")
+	flag.BoolVar(&o.noRSS, "no-rss", false, "skip the idle RSS phase (it builds ./cmd/harness)")
 	flag.IntVar(&o.profRun, "profile-run", 1, "which run of the sessions phase the profiles cover (2: after the first turns' one-time work, git's first snapshot and the CLI's version check)")
 	flag.StringVar(&o.samples, "samples", "", "write every delta's latency of every run here (CSV: run,side,reader,session,delta,stamp_ns,latency_ns)")
 	clientProcs := flag.Int("client-procs", 0, "GOMAXPROCS of the load generator (0: Go's default; the server process always has the default)")
@@ -98,6 +99,7 @@ type opts struct {
 	inproc                               bool
 	samples                              string
 	profRun                              int
+	noRSS                                bool
 	stub                                 string
 	prof                                 profiles
 }
@@ -810,6 +812,9 @@ func run(o opts) error {
 	fmt.Printf("list: %d sessions: median %v, max %v\n", o.list, pct(times, .5), pct(times, 1))
 
 	// 4. Idle RSS of the real server.
+	if o.noRSS {
+		return nil
+	}
 	rss, err := idleRSS(tmp, big)
 	if err != nil {
 		fmt.Printf("idle RSS: not measured: %v\n", err)
