@@ -76,6 +76,7 @@ func startWatcher(root, cookies string, maxTouched int) (*watcher, string) {
 	if err := os.MkdirAll(cookies, 0o700); err != nil {
 		return nil, "watcher: " + err.Error()
 	}
+	removeDeadSyncFiles(cookies)
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, watchWhy(err)
@@ -96,6 +97,27 @@ func startWatcher(root, cookies string, maxTouched int) (*watcher, string) {
 	}
 	go w.loop()
 	return w, ""
+}
+
+// removeDeadSyncFiles removes the sync files that processes now gone left
+// in dir (a watcher keeps one while it lives; a killed process cannot
+// remove its own). A sync file is named after its process's ID; one that
+// is removed under a live watcher anyway is made again at its next take.
+func removeDeadSyncFiles(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pidText, _, ok := strings.Cut(e.Name(), "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 func watchWhy(err error) string {

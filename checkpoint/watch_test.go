@@ -450,9 +450,10 @@ func TestWatcherErrorAndClose(t *testing.T) {
 }
 
 // A watcher syncs with one file of its own, renamed at each snapshot (no
-// file created per turn), removed when the store closes; a sync file
-// someone removed is made again, and the snapshot still comes from the
-// watcher's list.
+// file created per turn), removed when the store closes (and, left by a
+// killed process, when the next watcher starts); a sync file someone
+// removed is made again, and the snapshot still comes from the watcher's
+// list.
 func TestWatcherSyncFile(t *testing.T) {
 	root := watchedProject(t)
 	c := ctx(t)
@@ -478,8 +479,17 @@ func TestWatcherSyncFile(t *testing.T) {
 		}
 		return fi.Sys().(*syscall.Stat_t).Ino
 	}
+	// What processes now gone left: removed when a watcher starts. (No
+	// process has an ID over the kernel's pid_max, 4194304 at most.)
+	if err := os.MkdirAll(syncDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, syncDir, "999999999-1-7", "", 0o600)
 	if _, err := s.Snapshot(c); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(syncDir, "999999999-1-7")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a dead process's sync file: %v, want it removed", err)
 	}
 	var ino uint64
 	for i := range 4 {
