@@ -12,6 +12,7 @@ import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/flock"
+	"github.com/chirality/harness/internal/keylock"
 	"github.com/chirality/harness/session"
 )
 
@@ -41,8 +42,13 @@ func turnLockPath(s *session.Session) string {
 // running set forgets a turn just before its process:exit is published):
 // the next turn shares the lock (refs) instead of finding it held.
 type turnLocks struct {
-	mu sync.Mutex
-	m  map[string]*heldLock
+	// keys serialises the taking of one session's lock (its directory
+	// and lock file: a file created, up to a ms of a busy file system's
+	// time); mu guards m only, so the 50 turns of a burst of starts
+	// never wait for each other's files.
+	keys keylock.Map
+	mu   sync.Mutex
+	m    map[string]*heldLock
 }
 
 type heldLock struct {
@@ -55,10 +61,17 @@ type heldLock struct {
 // function it returns lets it go; call it once.
 func (h *Harness) lockTurn(s *session.Session) (unlock func(), err error) {
 	tl := &h.turnLocks
+	unlockKey := tl.keys.Lock(s.ID)
+	defer unlockKey()
 	tl.mu.Lock()
-	defer tl.mu.Unlock()
 	hl := tl.m[s.ID]
+	if hl != nil {
+		hl.refs++
+	}
+	tl.mu.Unlock()
 	if hl == nil {
+		// Only this goroutine takes s's lock now (keys); a holder that
+		// lets it go meanwhile has dropped its entry already.
 		p := turnLockPath(s)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return nil, fmt.Errorf("harness: the session's turn lock: %w", err)
@@ -70,13 +83,14 @@ func (h *Harness) lockTurn(s *session.Session) (unlock func(), err error) {
 		if err != nil {
 			return nil, fmt.Errorf("harness: the session's turn lock: %w", err)
 		}
+		hl = &heldLock{unlock: u, refs: 1}
+		tl.mu.Lock()
 		if tl.m == nil {
 			tl.m = map[string]*heldLock{}
 		}
-		hl = &heldLock{unlock: u}
 		tl.m[s.ID] = hl
+		tl.mu.Unlock()
 	}
-	hl.refs++
 	var once sync.Once
 	return func() {
 		once.Do(func() {

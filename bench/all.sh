@@ -17,6 +17,8 @@ go test -run '^$' -bench 'ApprovalRoundTrip' -benchmem .
 go test -run '^$' -bench 'FirstDelta' -benchtime 15x ./native
 step "checkpoints: snapshots beside the WalkDir+lstat floor (issue 35)"
 go test -run '^$' -bench 'Snapshot|WalkFloor' -benchtime 20x ./checkpoint
+step "a turn start's allocations, CPU, lock wait and GC, alone and 50 at once (issue 35)"
+go test -run '^$' -bench 'TurnStart' -benchtime 20x .
 step "worktree session beside a bare git worktree add (issue 31)"
 go test -run '^$' -bench 'WorktreeSession' -benchtime 20x .
 step "sandbox entry and grants beside a direct start (issue 31)"

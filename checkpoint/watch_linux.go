@@ -41,6 +41,12 @@ type watcher struct {
 	nonce   string              // names this watcher's sync files apart from other stores' (other processes)
 	seq     uint64
 	waiters map[string]chan struct{} // sync file → closed when its event is read
+	// cookie is this watcher's sync file as it is named now ("" before
+	// the first take). Each take renames it to the next name: a rename
+	// raises its event as a create did, without a new file (creating one
+	// costs the file system an inode, up to 0.5 ms of CPU on a busy
+	// ext4, before every turn); close removes it.
+	cookie string
 }
 
 // watchers numbers the watchers of this process.
@@ -70,6 +76,7 @@ func startWatcher(root, cookies string, maxTouched int) (*watcher, string) {
 	if err := os.MkdirAll(cookies, 0o700); err != nil {
 		return nil, "watcher: " + err.Error()
 	}
+	removeDeadSyncFiles(cookies)
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, watchWhy(err)
@@ -92,6 +99,27 @@ func startWatcher(root, cookies string, maxTouched int) (*watcher, string) {
 	return w, ""
 }
 
+// removeDeadSyncFiles removes the sync files that processes now gone left
+// in dir (a watcher keeps one while it lives; a killed process cannot
+// remove its own). A sync file is named after its process's ID; one that
+// is removed under a live watcher anyway is made again at its next take.
+func removeDeadSyncFiles(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pidText, _, ok := strings.Cut(e.Name(), "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
 func watchWhy(err error) string {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) {
 		return "watch limit (fs.inotify.max_user_watches, max_user_instances): " + err.Error()
@@ -104,6 +132,12 @@ func watchWhy(err error) string {
 func (w *watcher) close() {
 	w.fw.Close()
 	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cookie != "" {
+		os.Remove(w.cookie)
+		w.cookie = ""
+	}
 }
 
 // addTree watches directory rel and those below it (a nested
@@ -255,10 +289,19 @@ func (w *watcher) take(ctx context.Context) (touched []string, why string) {
 	name := filepath.Join(w.cookies, w.nonce+strconv.FormatUint(w.seq, 10))
 	ch := make(chan struct{})
 	w.waiters[name] = ch
+	prev := w.cookie
 	w.mu.Unlock()
-	err := os.WriteFile(name, nil, 0o600)
+	err := os.ErrNotExist
+	if prev != "" {
+		err = os.Rename(prev, name)
+	}
+	if errors.Is(err, fs.ErrNotExist) { // the first take, or the file was removed
+		err = os.WriteFile(name, nil, 0o600)
+	}
 	if err == nil {
-		defer os.Remove(name)
+		w.mu.Lock()
+		w.cookie = name
+		w.mu.Unlock()
 		t := time.NewTimer(syncTimeout)
 		defer t.Stop()
 		select {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -445,5 +446,80 @@ func TestWatcherErrorAndClose(t *testing.T) {
 	want, err := open(t, root, Options{NoWatch: true}).Snapshot(c)
 	if err != nil || info.ID != want {
 		t.Fatalf("after Close: %s, a walk says %s (%v)", info.ID, want, err)
+	}
+}
+
+// A watcher syncs with one file of its own, renamed at each snapshot (no
+// file created per turn), removed when the store closes (and, left by a
+// killed process, when the next watcher starts); a sync file someone
+// removed is made again, and the snapshot still comes from the watcher's
+// list.
+func TestWatcherSyncFile(t *testing.T) {
+	root := watchedProject(t)
+	c := ctx(t)
+	s := open(t, root, Options{})
+	syncDir := filepath.Join(s.gitDir, "sync")
+	names := func() []string {
+		t.Helper()
+		ents, err := os.ReadDir(syncDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n []string
+		for _, e := range ents {
+			n = append(n, e.Name())
+		}
+		return n
+	}
+	inode := func(name string) uint64 {
+		t.Helper()
+		fi, err := os.Stat(filepath.Join(syncDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	// What processes now gone left: removed when a watcher starts. (No
+	// process has an ID over the kernel's pid_max, 4194304 at most.)
+	if err := os.MkdirAll(syncDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, syncDir, "999999999-1-7", "", 0o600)
+	if _, err := s.Snapshot(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(syncDir, "999999999-1-7")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a dead process's sync file: %v, want it removed", err)
+	}
+	var ino uint64
+	for i := range 4 {
+		write(t, root, "a.txt", fmt.Sprintf("turn %d\n", i), 0o644)
+		info, err := s.SnapshotInfo(c)
+		if err != nil || info.Full {
+			t.Fatalf("snapshot %d: %+v, %v; want one from the watcher's list", i, info, err)
+		}
+		n := names()
+		if len(n) != 1 {
+			t.Fatalf("snapshot %d: sync files %q, want one", i, n)
+		}
+		if i == 0 {
+			ino = inode(n[0])
+		} else if got := inode(n[0]); got != ino {
+			t.Fatalf("snapshot %d: the sync file is a new file (inode %d, was %d)", i, got, ino)
+		}
+	}
+	if err := os.Remove(filepath.Join(syncDir, names()[0])); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, "a.txt", "after the sync file went\n", 0o644)
+	if info, err := s.SnapshotInfo(c); err != nil || info.Full {
+		t.Fatalf("after the sync file was removed: %+v, %v; want one from the watcher's list", info, err)
+	}
+	if n := names(); len(n) != 1 {
+		t.Fatalf("sync files %q, want one", n)
+	}
+	s.Close()
+	if n := names(); len(n) != 0 {
+		t.Fatalf("after Close: sync files %q, want none", n)
 	}
 }

@@ -163,6 +163,7 @@ func prefix(b []byte, n int) string {
 // lineReader reads newline-terminated lines of any length up to max,
 // reusing one buffer. Blank lines are skipped.
 type lineReader struct {
+	src    *fullReads
 	br     *bufio.Reader
 	max    int
 	buf    []byte
@@ -170,14 +171,45 @@ type lineReader struct {
 }
 
 // lineBufSize is what one read can return from a pipe (its default
-// capacity on Linux): a larger buffer reads no more at a time, and a
-// turn's 256 KB buffers, 50 turns starting together, cost the server
-// 12.8 MB of garbage and GC cycles whose assists stalled every stream.
-// Longer lines are assembled in lineReader.buf.
-const lineBufSize = 64 << 10
+// capacity on Linux): a larger buffer reads no more at a time. A turn
+// starts with startBufSize and grows to it once a read fills the buffer
+// (the child writes faster than the turn reads: a long stream, where the
+// larger reads save syscalls) or a line does not fit. Most turns never
+// do: a model's deltas come a line at a time, and 50 turns starting
+// together then allocate 50 × 4 KB, not 50 × 64 KB that made the GC
+// cycles whose assists stalled every other session's stream. Longer
+// lines are assembled in lineReader.buf.
+const (
+	lineBufSize  = 64 << 10
+	startBufSize = 4 << 10
+)
+
+// fullReads notes whether a read ever filled the buffer it was given.
+type fullReads struct {
+	r    io.Reader
+	full bool
+}
+
+func (f *fullReads) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if n == len(p) && n > 0 {
+		f.full = true
+	}
+	return n, err
+}
 
 func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, lineBufSize), max: max}
+	src := &fullReads{r: r}
+	return &lineReader{src: src, br: bufio.NewReaderSize(src, startBufSize), max: max}
+}
+
+// grow moves to a lineBufSize buffer. The new reader reads through the
+// old one: first what the old one holds, then (the old one empty and the
+// reads larger than its buffer) straight from the source.
+func (l *lineReader) grow() {
+	if l.br.Size() < lineBufSize {
+		l.br = bufio.NewReaderSize(l.br, lineBufSize)
+	}
 }
 
 // next returns the next non-blank line without its terminator. The slice
@@ -204,6 +236,9 @@ func (l *lineReader) readLine() ([]byte, error) {
 		l.buf = nil
 	}
 	l.buf = l.buf[:0]
+	if l.src.full {
+		l.grow() // between lines: nothing of this one was read yet
+	}
 	oversize := false
 	for {
 		frag, err := l.br.ReadSlice('\n')
@@ -227,6 +262,9 @@ func (l *lineReader) readLine() ([]byte, error) {
 			}
 			return l.buf[:len(l.buf)-1], nil
 		case errors.Is(err, bufio.ErrBufferFull):
+			// frag is in l.buf (or dropped, oversize) and the buffer is
+			// empty: the rest of the line comes through a larger one.
+			l.grow()
 			continue
 		case errors.Is(err, io.EOF):
 			if oversize {

@@ -99,6 +99,12 @@ const (
 	stopKill      = 2
 )
 
+// streamBuffer is how many events a turn queues between its reader of
+// the child and its consumer: enough for the consumer to flush once per
+// burst; an item is an event.Event (≈220 bytes), and 256 of them were
+// 57 KB allocated at each turn's start.
+const streamBuffer = 64
+
 func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 	log := m.log
 	if opts.Logger != nil {
@@ -112,7 +118,7 @@ func newTurn(m *Manager, key, bin string, opts TurnOpts) *Turn {
 	t := &Turn{
 		m: m, log: log, key: key, bin: bin, opts: opts, args: m.projectArgs(opts),
 		approvals: actx, approvalsCancel: acancel,
-		s:         engine.NewStream(256),
+		s:         engine.NewStream(streamBuffer),
 		exited:    make(chan struct{}),
 		gotResult: make(chan struct{}),
 		readDone:  make(chan struct{}),

@@ -540,19 +540,24 @@ func (st *Store) EventLog(id string) (*EventLog, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
+	// An open log needs no ID lock: a save holds that across its fsyncs
+	// (the session:init save as a turn starts), and each SSE reader
+	// joining the turn waited for it. A log handed out here can be
+	// closed by Delete right after, as one handed out under the lock
+	// could.
+	if l := st.openLog(id); l != nil {
+		return l, nil
+	}
 	unlock := st.lock(id)
 	defer unlock()
-	st.mu.Lock()
-	l := st.logs[id]
-	st.mu.Unlock()
-	if l != nil && !l.isClosed() {
+	if l := st.openLog(id); l != nil {
 		return l, nil
 	}
 	s, err := st.get(id)
 	if err != nil {
 		return nil, err
 	}
-	l, err = OpenEventLog(s.EventLogPath())
+	l, err := OpenEventLog(s.EventLogPath())
 	if err != nil {
 		return nil, &Error{ID: id, Path: s.EventLogPath(), Err: err}
 	}
@@ -563,6 +568,17 @@ func (st *Store) EventLog(id string) (*EventLog, error) {
 	st.logs[id] = l
 	st.mu.Unlock()
 	return l, nil
+}
+
+// openLog returns id's event log when the Store has it open.
+func (st *Store) openLog(id string) *EventLog {
+	st.mu.Lock()
+	l := st.logs[id]
+	st.mu.Unlock()
+	if l != nil && !l.isClosed() {
+		return l
+	}
+	return nil
 }
 
 // Close closes the event logs the Store opened. It is safe to call more

@@ -656,3 +656,44 @@ func TestListedSessionIsFoundByID(t *testing.T) {
 		t.Fatalf("Get after List: %v %v, want the listed session", got, err)
 	}
 }
+
+// A session's open event log is handed out while a save of the session
+// is under way (it holds the session's lock across two fsyncs): an SSE
+// reader joining a turn as the turn's session:init is saved does not
+// wait for the save. (Were EventLog to wait for the lock, this test
+// would hang until its deadline.)
+func TestEventLogDuringSave(t *testing.T) {
+	st := newStore(t)
+	s, err := st.Create(t.TempDir(), "REVIEWER", "workbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := st.EventLog(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inSave, release := make(chan struct{}), make(chan struct{})
+	testHookBeforeRename = func(string) error { close(inSave); <-release; return nil }
+	defer func() { testHookBeforeRename = nil }()
+	saved := make(chan error, 1)
+	go func() { saved <- st.Save(s) }()
+	<-inSave
+	l, err := st.EventLog(s.ID)
+	if err != nil || l != first {
+		t.Fatalf("EventLog during a save: %p, %v; want the open log %p", l, err, first)
+	}
+	select {
+	case err := <-saved:
+		t.Fatalf("the save ended (%v) before it was let go", err)
+	default:
+	}
+	close(release)
+	if err := <-saved; err != nil {
+		t.Fatal(err)
+	}
+	// A closed log is opened again, under the lock.
+	first.Close()
+	if l, err := st.EventLog(s.ID); err != nil || l == first {
+		t.Fatalf("after Close: %p, %v; want a new log", l, err)
+	}
+}

@@ -78,6 +78,9 @@ func main() {
 	flag.StringVar(&o.prof.block, "blockprofile", "", "write the server's block profile here")
 	flag.StringVar(&o.prof.mutex, "mutexprofile", "", "write the server's mutex profile here")
 	flag.StringVar(&o.prof.allocs, "memprofile", "", "write the server's allocation profile (whole run up to the end of the first sessions phase) here")
+	flag.BoolVar(&o.noRSS, "no-rss", false, "skip the idle RSS phase (it builds ./cmd/harness)")
+	flag.IntVar(&o.profRun, "profile-run", 1, "which run of the sessions phase the profiles cover (2: after the first turns' one-time work, git's first snapshot and the CLI's version check)")
+	flag.StringVar(&o.samples, "samples", "", "write every delta's latency of every run here (CSV: run,side,reader,session,delta,stamp_ns,latency_ns)")
 	clientProcs := flag.Int("client-procs", 0, "GOMAXPROCS of the load generator (0: Go's default; the server process always has the default)")
 	flag.Parse()
 	if *clientProcs > 0 && !o.inproc {
@@ -94,6 +97,9 @@ type opts struct {
 	perSession                           int
 	delay                                time.Duration
 	inproc                               bool
+	samples                              string
+	profRun                              int
+	noRSS                                bool
 	stub                                 string
 	prof                                 profiles
 }
@@ -135,7 +141,10 @@ func child(nLines string) int {
 	return 0
 }
 
-const serverEnv = "GATEWAYLOAD_SERVER_DIR"
+const (
+	serverEnv  = "GATEWAYLOAD_SERVER_DIR"
+	memRateEnv = "GATEWAYLOAD_MEMPROFILERATE"
+)
 
 // server is a harness behind a gateway on a loopback port: in this
 // process (-inproc) or in a child process of this program, so that the
@@ -273,6 +282,9 @@ func (e *server) closeInproc() {
 // lines on stdin ("prof <kind> <file>…" starts profiles, "stop" writes
 // them, answering "ok" each time) and exits when stdin closes.
 func serve(tmp string) int {
+	if r, err := strconv.Atoi(os.Getenv(memRateEnv)); err == nil && r > 0 {
+		runtime.MemProfileRate = r // before the server allocates anything
+	}
 	script := filepath.Join(tmp, "claude")
 	e, err := listen(tmp, script)
 	if err != nil {
@@ -336,6 +348,11 @@ func start(tmp string, o opts) (*server, error) {
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), serverEnv+"="+tmp)
+	if o.prof.allocs != "" {
+		// One sample per 4 KB allocated (the default, 512 KB, leaves a
+		// turn's start unseen).
+		cmd.Env = append(cmd.Env, memRateEnv+"=4096")
+	}
 	cmd.Stderr = os.Stderr
 	ctl, err := cmd.StdinPipe()
 	if err != nil {
@@ -487,6 +504,10 @@ type sample struct {
 	d     time.Duration
 	i     int
 	stamp int64 // when the stand-in wrote it (unix ns)
+	// reader is who read it (-samples): "post" (the POST /turn stream),
+	// "follow" (a GET /events reader) or "driver"; session its index.
+	reader  string
+	session int
 }
 
 // consume reads an SSE stream to its end and checks it: consecutive ids
@@ -523,7 +544,7 @@ func consume(r io.Reader, after int64, lines int) ([]sample, error) {
 				return nil, fmt.Errorf("delta %q out of order", ev.Text)
 			}
 			lastStamp = stamp
-			lat = append(lat, sample{time.Duration(now - stamp), len(lat), stamp})
+			lat = append(lat, sample{d: time.Duration(now - stamp), i: len(lat), stamp: stamp})
 		}
 	}
 	if lastType != "process:exit" {
@@ -679,7 +700,7 @@ func run(o opts) error {
 				return err
 			}
 		}
-		if o.prof.any() && run == 1 {
+		if o.prof.any() && run == o.profRun {
 			if o.inproc {
 				err = o.prof.start()
 			} else {
@@ -694,7 +715,7 @@ func run(o opts) error {
 		c0 := e.cpu()
 		t0 := time.Now()
 		all, errs := e.turns(ids, o.perSession, o.lines)
-		if o.prof.any() && run == 1 {
+		if o.prof.any() && run == o.profRun {
 			if o.inproc {
 				err = o.prof.stop()
 			} else {
@@ -724,6 +745,11 @@ func run(o opts) error {
 			return err
 		}
 		b50, b99, bst := summary("same load, driver only:", base, o.lines)
+		if o.samples != "" {
+			if err := writeSamples(o.samples, run, all, base); err != nil {
+				return err
+			}
+		}
 		fmt.Printf("  gateway adds at p50 %s, at p99 %s, at p99 in the steady state %s (load average now %s)\n", ms(g50-b50), ms(g99-b99), ms(gst-bst), loadavg())
 		adds = append(adds, g99-b99)
 		steadyAdds = append(steadyAdds, gst-bst)
@@ -786,6 +812,9 @@ func run(o opts) error {
 	fmt.Printf("list: %d sessions: median %v, max %v\n", o.list, pct(times, .5), pct(times, 1))
 
 	// 4. Idle RSS of the real server.
+	if o.noRSS {
+		return nil
+	}
 	rss, err := idleRSS(tmp, big)
 	if err != nil {
 		fmt.Printf("idle RSS: not measured: %v\n", err)
@@ -873,12 +902,15 @@ func (e *server) turns(ids []string, perSession, lines int) ([]sample, []error) 
 	var all []sample
 	var errs []error
 	var wg sync.WaitGroup
-	read := func(resp *http.Response, err error) {
+	read := func(resp *http.Response, err error, reader string, session int) {
 		defer wg.Done()
 		var lat []sample
 		if err == nil {
 			lat, err = consume(resp.Body, 0, lines)
 			resp.Body.Close()
+		}
+		for i := range lat {
+			lat[i].reader, lat[i].session = reader, session
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -888,17 +920,20 @@ func (e *server) turns(ids []string, perSession, lines int) ([]sample, []error) 
 		}
 		all = append(all, lat...)
 	}
-	for _, id := range ids {
+	for n, id := range ids {
 		wg.Add(1)
 		go func() {
 			resp, err := client.Post(e.url+"/api/harness/turn", "application/json", strings.NewReader(`{"sessionId":"`+id+`","message":"go"}`))
 			if err == nil {
 				for range perSession - 1 {
 					wg.Add(1)
-					go read(client.Get(e.url + "/api/harness/session/" + id + "/events?after=0"))
+					go func() {
+						resp, err := client.Get(e.url + "/api/harness/session/" + id + "/events?after=0")
+						read(resp, err, "follow", n)
+					}()
 				}
 			}
-			read(resp, err)
+			read(resp, err, "post", n)
 		}()
 	}
 	wg.Wait()
@@ -944,7 +979,7 @@ func baseline(script, root string, ids []string, lines int) ([]sample, error) {
 	var all []sample
 	var firstErr error
 	var wg sync.WaitGroup
-	for _, id := range ids {
+	for n, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -962,7 +997,7 @@ func baseline(script, root string, ids []string, lines int) ([]sample, error) {
 				if ev.Type == event.TypeChatDelta {
 					now := time.Now().UnixNano()
 					stamp, _ := strconv.ParseInt(strings.TrimSuffix(ev.Text, ";"), 10, 64)
-					lat = append(lat, sample{time.Duration(now - stamp), len(lat), stamp})
+					lat = append(lat, sample{d: time.Duration(now - stamp), i: len(lat), stamp: stamp, reader: "driver", session: n})
 				}
 			}
 			mu.Lock()
@@ -978,6 +1013,25 @@ func baseline(script, root string, ids []string, lines int) ([]sample, error) {
 		return nil, fmt.Errorf("baseline: %d deltas, want %d", len(all), len(ids)*lines)
 	}
 	return all, nil
+}
+
+// writeSamples appends one run's samples to file as CSV (a header first
+// when the file is new): the gateway's and then the driver's.
+func writeSamples(file string, run int, gateway, driver []sample) error {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	if st, err := f.Stat(); err == nil && st.Size() == 0 {
+		w.WriteString("run,side,reader,session,delta,stamp_ns,latency_ns\n")
+	}
+	for side, s := range map[string][]sample{"gateway": gateway, "driver": driver} {
+		for _, x := range s {
+			fmt.Fprintf(w, "%d,%s,%s,%d,%d,%d,%d\n", run, side, x.reader, x.session, x.i, x.stamp, int64(x.d))
+		}
+	}
+	return errors.Join(w.Flush(), f.Close())
 }
 
 type discardWriter struct {

@@ -53,7 +53,10 @@ func (t *Tail) Scrub(line string) string {
 // Read reads r to its end: each line scrubbed, logged with msg and kept.
 // A line longer than MaxLine is cut, never a reason to stop reading.
 func (t *Tail) Read(r io.Reader, log zerolog.Logger, msg string) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	// Small: most children print nothing on stderr, and every turn's
+	// start allocates this (50 turns at once, 50 × 64 KB was garbage
+	// enough for GC cycles at start); readLine assembles longer lines.
+	br := bufio.NewReaderSize(r, 4<<10)
 	for {
 		line, err := readLine(br)
 		if len(line) > 0 {
