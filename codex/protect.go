@@ -7,6 +7,32 @@ import (
 	"strings"
 )
 
+// escapeGuard is a read-denied glob that matches no file (a name nobody
+// uses, top level of the workspace only), put in protectProfile when a
+// person is asked (approval policy untrusted). It is there for its side
+// effect: Codex (0.169) retries a command a person approved and the
+// sandbox seemed to deny without any sandbox and without asking again,
+// unless the profile denies some read ("unsandboxed execution allowed"
+// would drop a denied read). With the guard the retry stays in the
+// sandbox, so an approved command cannot write a protected path either
+// (before it, `echo x > .mcp.json` approved in default mode wrote the
+// file on new, resumed and forked threads alike).
+//
+// Only under untrusted: under never (dontAsk, no Approver) Codex never
+// retries without the sandbox, and the guard would also keep a command
+// an execpolicy allow rule matches in the sandbox, whose seccomp filter
+// refuses AF_UNIX connects (the IRC daemon's skill CLI, daemon.CodexRules,
+// relies on that rule). A profile cannot let that socket through on
+// Linux: with the network off, Codex's seccomp filter refuses connect(2)
+// whatever the address (a profile's network.unix_sockets entry did not
+// change that: `codex sandbox -P`, 0.169).
+//
+// Not covered: a command the model asks to run outside the sandbox
+// (sandbox_permissions require_escalated) still runs unsandboxed once
+// approved; its request is marked Unsandboxed (leavesSandbox), so a
+// person answers it each time.
+const escapeGuard = "*.harness-escape-guard"
+
 // protectProfile is the permission profile that replaces the
 // workspace-write sandbox: Codex's own :workspace (writes inside the
 // workspace and the temp dir, .git and .codex read-only) with every
@@ -59,6 +85,9 @@ func withProtectedProfile(params, config map[string]any, cwd string, protected [
 		} else {
 			fs[p] = "read"
 		}
+	}
+	if params["approvalPolicy"] == "untrusted" {
+		inside[escapeGuard] = "none"
 	}
 	out := maps.Clone(config)
 	if out == nil {

@@ -49,3 +49,140 @@ func TestRealCodexProtectedPathsReadOnly(t *testing.T) {
 		t.Errorf("an ordinary file was not written: %v (%s)", err, strings.Join(out, "; "))
 	}
 }
+
+// A person's approval of a command does not take it out of the sandbox:
+// Codex (0.169) retries an approved command that the sandbox seemed to
+// deny without any sandbox and without asking again, unless the profile
+// denies some read (escapeGuard). Whether it judged a failed write a
+// denial varied from run to run, so protected paths were written now
+// and then, most often on resumed threads. Default mode with an Approver
+// that allows everything, on a new, a resumed and a forked thread.
+func TestRealCodexApprovedCommandKeepsProtectedReadOnly(t *testing.T) {
+	g := newRig(t)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".chirality"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mcp := filepath.Join(dir, ".mcp.json")
+	if err := os.WriteFile(mcp, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	allow := func() *approver {
+		return &approver{answers: []engine.ApprovalDecision{{Allow: true}, {Allow: true}, {Allow: true}, {Allow: true}}}
+	}
+	g.fake.Script(codextest.Reply{Text: "hi"})
+	first := g.turn(t, engine.Request{SessionKey: "s-ap", Message: "hello", Cwd: dir, PermissionMode: "default", Approver: allow()}, nil)
+	if first.err != nil || len(first.events) == 0 || first.events[0].Init == nil {
+		t.Fatalf("first turn: %v %v", first.err, first.types())
+	}
+	thread := first.events[0].Init.ConversationID
+	for _, c := range []struct {
+		name string
+		req  engine.Request
+	}{
+		{"new", engine.Request{}},
+		{"resumed", engine.Request{Resume: thread}},
+		{"forked", engine.Request{Resume: thread, Fork: true}},
+	} {
+		plain := "plain-" + c.name + ".txt"
+		// Each write on its own: a command that wrote .mcp.json first and
+		// failed on .chirality/ is the retried one, and the other way round.
+		for _, cmd := range []string{
+			"echo x > " + plain + "; echo x > .chirality/sessions.json; echo written > .mcp.json",
+			"echo written > .mcp.json",
+			"echo x > .chirality/sessions.json",
+		} {
+			g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: cmd}}, codextest.Reply{Text: "done"})
+			a := allow()
+			req := c.req
+			req.SessionKey, req.Message, req.Cwd, req.PermissionMode, req.Approver = "s-ap-"+c.name, "write", dir, "default", a
+			r := g.turn(t, req, nil)
+			if r.err != nil {
+				t.Fatalf("%s: %v", c.name, r.err)
+			}
+			if len(a.asked) == 0 {
+				t.Errorf("%s: %q was not put to the approver", c.name, cmd)
+			}
+			if b, _ := os.ReadFile(mcp); string(b) != "{}\n" {
+				t.Errorf("%s thread: approved %q wrote .mcp.json: %q", c.name, cmd, b)
+				_ = os.WriteFile(mcp, []byte("{}\n"), 0o644)
+			}
+			if _, err := os.Stat(filepath.Join(dir, ".chirality", "sessions.json")); err == nil {
+				t.Errorf("%s thread: approved %q wrote .chirality/sessions.json", c.name, cmd)
+				_ = os.Remove(filepath.Join(dir, ".chirality", "sessions.json"))
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, plain)); err != nil {
+			t.Errorf("%s thread: an ordinary file was not written: %v", c.name, err)
+		}
+	}
+	// The guard that keeps the sandbox on leaves nothing in the workspace.
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		switch n := e.Name(); {
+		case n == ".chirality", n == ".mcp.json", strings.HasPrefix(n, "plain-"):
+		default:
+			t.Errorf("unexpected %s in the workspace", n)
+		}
+	}
+}
+
+// escalate is the model's call of Codex's shell tool asking to run cmd
+// outside the sandbox (sandbox_permissions require_escalated), with a
+// justification when why is not "".
+func escalate(cmd, why string) *codextest.Call {
+	args := map[string]any{"cmd": cmd, "sandbox_permissions": "require_escalated"}
+	if why != "" {
+		args["justification"] = why
+	}
+	return &codextest.Call{Tool: "exec_command", Args: args}
+}
+
+// A command the model asks to run outside the sandbox is put to the
+// Approver marked Unsandboxed (its justification is the reason), a plain
+// command's request is not; where nobody is asked (dontAsk) Codex
+// refuses the escalation and nothing is written.
+func TestRealCodexEscalationMarkedUnsandboxed(t *testing.T) {
+	g := newRig(t)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcp := filepath.Join(dir, ".mcp.json")
+	if err := os.WriteFile(mcp, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g.fake.Script(codextest.Reply{Call: escalate("echo written > .mcp.json", "to update the MCP config")}, codextest.Reply{Text: "done"})
+	deny := &approver{answers: []engine.ApprovalDecision{{Message: "no"}}}
+	r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "default", Approver: deny}, nil)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(deny.asked) != 1 || !deny.asked[0].Unsandboxed || !strings.Contains(string(deny.asked[0].Input), "to update the MCP config") {
+		t.Fatalf("asked %+v, want one request marked Unsandboxed with the model's justification", deny.asked)
+	}
+	g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: "echo x > plain.txt"}}, codextest.Reply{Text: "done"})
+	plain := &approver{answers: []engine.ApprovalDecision{{Allow: true}}}
+	if r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "default", Approver: plain}, nil); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(plain.asked) != 1 || plain.asked[0].Unsandboxed {
+		t.Fatalf("asked %+v, want one request not marked Unsandboxed", plain.asked)
+	}
+	for _, why := range []string{"to update the MCP config", ""} {
+		g.fake.Script(codextest.Reply{Call: escalate("echo written > .mcp.json", why)}, codextest.Reply{Text: "done"})
+		r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "dontAsk"}, nil)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if b, _ := os.ReadFile(mcp); string(b) != "{}\n" {
+			t.Fatalf("dontAsk: an escalation wrote .mcp.json: %q", b)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package codex
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// What marks a Codex command approval request as leaving the sandbox
+// (0.169's requests, as the real binary sends them: a plain command's
+// has no reason and no additional permissions).
+func TestLeavesSandbox(t *testing.T) {
+	for _, c := range []struct {
+		reason     string
+		additional string
+		want       bool
+	}{
+		{"", "", false},
+		{"", "null", false},
+		{"  ", "{}", false},
+		{"to update the MCP config", "", true},            // the model's justification (require_escalated)
+		{"command failed; retry without sandbox?", "", true}, // Codex's own retry
+		{"", `{"file_system":{"write":["/etc"]}}`, true},    // with_additional_permissions
+	} {
+		if got := leavesSandbox(c.reason, json.RawMessage(c.additional)); got != c.want {
+			t.Errorf("leavesSandbox(%q, %s) = %v, want %v", c.reason, c.additional, got, c.want)
+		}
+	}
+}
+
+// The guard goes into the protected profile only when a person is asked
+// (untrusted): under never it would keep an execpolicy allow rule's
+// command in the sandbox, which refuses AF_UNIX connects.
+func TestProtectedProfileGuardOnlyWhenAsking(t *testing.T) {
+	dir := t.TempDir()
+	for _, pol := range []string{"untrusted", "never"} {
+		params := map[string]any{"sandbox": "workspace-write", "approvalPolicy": pol}
+		cfg := withProtectedProfile(params, nil, dir, []string{dir + "/.mcp.json"})
+		perms, _ := cfg["permissions"].(map[string]any)
+		prof, _ := perms[protectProfile].(map[string]any)
+		fs, _ := prof["filesystem"].(map[string]any)
+		inside, _ := fs[":workspace_roots"].(map[string]any)
+		if inside[".mcp.json"] != "read" {
+			t.Fatalf("%s: profile %v, want .mcp.json read-only", pol, cfg)
+		}
+		if _, has := inside[escapeGuard]; has != (pol == "untrusted") {
+			t.Errorf("%s: guard in the profile = %v", pol, has)
+		}
+	}
+}
