@@ -17,9 +17,9 @@ func TestLeavesSandbox(t *testing.T) {
 		{"", "", false},
 		{"", "null", false},
 		{"  ", "{}", false},
-		{"to update the MCP config", "", true},            // the model's justification (require_escalated)
+		{"to update the MCP config", "", true},               // the model's justification (require_escalated)
 		{"command failed; retry without sandbox?", "", true}, // Codex's own retry
-		{"", `{"file_system":{"write":["/etc"]}}`, true},    // with_additional_permissions
+		{"", `{"file_system":{"write":["/etc"]}}`, true},     // with_additional_permissions
 	} {
 		if got := leavesSandbox(c.reason, json.RawMessage(c.additional)); got != c.want {
 			t.Errorf("leavesSandbox(%q, %s) = %v, want %v", c.reason, c.additional, got, c.want)
