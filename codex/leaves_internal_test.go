@@ -27,23 +27,20 @@ func TestLeavesSandbox(t *testing.T) {
 	}
 }
 
-// The guard goes into the protected profile only when a person is asked
-// (untrusted): under never it would keep an execpolicy allow rule's
-// command in the sandbox, which refuses AF_UNIX connects.
-func TestProtectedProfileGuardOnlyWhenAsking(t *testing.T) {
+// Protected paths are unreadable in the profile only where a person is
+// asked (untrusted): under never a denied read would keep an execpolicy
+// allow rule's command in the sandbox, which refuses AF_UNIX connects.
+func TestProtectedProfileDeniesReadsOnlyWhenAsking(t *testing.T) {
 	dir := t.TempDir()
-	for _, pol := range []string{"untrusted", "never"} {
+	for pol, want := range map[string]string{"untrusted": "none", "never": "read"} {
 		params := map[string]any{"sandbox": "workspace-write", "approvalPolicy": pol}
-		cfg := withProtectedProfile(params, nil, dir, []string{dir + "/.mcp.json"})
+		cfg := withProtectedProfile(params, nil, dir, []string{dir + "/.mcp.json", "/elsewhere/state/"})
 		perms, _ := cfg["permissions"].(map[string]any)
 		prof, _ := perms[protectProfile].(map[string]any)
 		fs, _ := prof["filesystem"].(map[string]any)
 		inside, _ := fs[":workspace_roots"].(map[string]any)
-		if inside[".mcp.json"] != "read" {
-			t.Fatalf("%s: profile %v, want .mcp.json read-only", pol, cfg)
-		}
-		if _, has := inside[escapeGuard]; has != (pol == "untrusted") {
-			t.Errorf("%s: guard in the profile = %v", pol, has)
+		if inside[".mcp.json"] != want || fs["/elsewhere"] != want {
+			t.Errorf("%s: profile %v, want .mcp.json and /elsewhere %q", pol, cfg, want)
 		}
 	}
 }

@@ -7,38 +7,38 @@ import (
 	"strings"
 )
 
-// escapeGuard is a read-denied glob that matches no file (a name nobody
-// uses, top level of the workspace only), put in protectProfile when a
-// person is asked (approval policy untrusted). It is there for its side
-// effect: Codex (0.169) retries a command a person approved and the
-// sandbox seemed to deny without any sandbox and without asking again,
-// unless the profile denies some read ("unsandboxed execution allowed"
-// would drop a denied read). With the guard the retry stays in the
-// sandbox, so an approved command cannot write a protected path either
-// (before it, `echo x > .mcp.json` approved in default mode wrote the
-// file on new, resumed and forked threads alike).
-//
-// Only under untrusted: under never (dontAsk, no Approver) Codex never
-// retries without the sandbox, and the guard would also keep a command
-// an execpolicy allow rule matches in the sandbox, whose seccomp filter
-// refuses AF_UNIX connects (the IRC daemon's skill CLI, daemon.CodexRules,
-// relies on that rule). A profile cannot let that socket through on
-// Linux: with the network off, Codex's seccomp filter refuses connect(2)
-// whatever the address (a profile's network.unix_sockets entry did not
-// change that: `codex sandbox -P`, 0.169).
-//
-// Not covered: a command the model asks to run outside the sandbox
-// (sandbox_permissions require_escalated) still runs unsandboxed once
-// approved; its request is marked Unsandboxed (leavesSandbox), so a
-// person answers it each time.
-const escapeGuard = "*.harness-escape-guard"
-
 // protectProfile is the permission profile that replaces the
 // workspace-write sandbox: Codex's own :workspace (writes inside the
 // workspace and the temp dir, .git and .codex read-only) with every
 // protected path (engine.Request.Protected, package internal/protect)
 // read-only too — one inside the workspace by its path relative to it,
 // one outside by its absolute path.
+//
+// Where a person is asked (approval policy untrusted) the protected
+// paths are denied to reading too ("none"), not only to writing, for two
+// things Codex (0.169) does with a command a person approved:
+//   - it retries one the sandbox seemed to deny without any sandbox and
+//     without asking again, unless the profile denies some read
+//     ("unsandboxed execution allowed" would drop a denied read);
+//   - it runs one the model asked to run outside the sandbox
+//     (sandbox_permissions require_escalated) outside it, but keeping
+//     the profile's denied reads, which also keeps those paths
+//     unwritable ("Read-only file system", "Permission denied").
+//
+// With "read" only, `echo x > .mcp.json` approved in default mode wrote
+// the file on new, resumed and forked threads alike, and so did any
+// approved escalation. The cost: where a person is asked, Codex's
+// commands cannot read the protected paths either.
+//
+// Only under untrusted: under never (dontAsk, no Approver) Codex neither
+// retries without the sandbox nor escalates, and a denied read would
+// also keep a command an execpolicy allow rule matches in the sandbox,
+// whose seccomp filter refuses AF_UNIX connects (the IRC daemon's skill
+// CLI, daemon.CodexRules, relies on that rule). A profile cannot let that
+// socket through on Linux: with the network off, Codex's seccomp filter
+// refuses connect(2) whatever the address (a profile's
+// network.unix_sockets entry did not change that: `codex sandbox -P`,
+// 0.169).
 const protectProfile = "harness-protected"
 
 // withProtectedProfile moves a workspace-write thread onto
@@ -76,18 +76,19 @@ func withProtectedProfile(params, config map[string]any, cwd string, protected [
 	if r, err := filepath.EvalSymlinks(cwd); err == nil {
 		root = r
 	}
+	access := "read"
+	if params["approvalPolicy"] == "untrusted" {
+		access = "none"
+	}
 	inside := map[string]any{}
 	fs := map[string]any{":workspace_roots": inside}
 	for _, p := range protected {
 		p = existingParent(strings.TrimSuffix(p, string(filepath.Separator)))
 		if rel, err := filepath.Rel(root, p); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-			inside[filepath.ToSlash(rel)] = "read"
+			inside[filepath.ToSlash(rel)] = access
 		} else {
-			fs[p] = "read"
+			fs[p] = access
 		}
-	}
-	if params["approvalPolicy"] == "untrusted" {
-		inside[escapeGuard] = "none"
 	}
 	out := maps.Clone(config)
 	if out == nil {

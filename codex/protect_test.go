@@ -1,6 +1,7 @@
 package codex_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,13 +51,15 @@ func TestRealCodexProtectedPathsReadOnly(t *testing.T) {
 	}
 }
 
-// A person's approval of a command does not take it out of the sandbox:
-// Codex (0.169) retries an approved command that the sandbox seemed to
-// deny without any sandbox and without asking again, unless the profile
-// denies some read (escapeGuard). Whether it judged a failed write a
-// denial varied from run to run, so protected paths were written now
-// and then, most often on resumed threads. Default mode with an Approver
-// that allows everything, on a new, a resumed and a forked thread.
+// A person's approval of a command does not let it write a protected
+// path: Codex (0.169) retries an approved command that the sandbox
+// seemed to deny without any sandbox and without asking again, and runs
+// an approved escalation (require_escalated) outside it, unless the
+// profile denies reading the path (protectProfile). Whether it judged a
+// failed write a denial varied from run to run, so protected paths were
+// written now and then, most often on resumed threads. Default mode with
+// an Approver that allows everything, on a new, a resumed and a forked
+// thread.
 func TestRealCodexApprovedCommandKeepsProtectedReadOnly(t *testing.T) {
 	g := newRig(t)
 	dir, err := filepath.EvalSymlinks(t.TempDir())
@@ -88,14 +91,23 @@ func TestRealCodexApprovedCommandKeepsProtectedReadOnly(t *testing.T) {
 		{"forked", engine.Request{Resume: thread, Fork: true}},
 	} {
 		plain := "plain-" + c.name + ".txt"
-		// Each write on its own: a command that wrote .mcp.json first and
-		// failed on .chirality/ is the retried one, and the other way round.
-		for _, cmd := range []string{
-			"echo x > " + plain + "; echo x > .chirality/sessions.json; echo written > .mcp.json",
-			"echo written > .mcp.json",
-			"echo x > .chirality/sessions.json",
+		// Each write on its own too: a command that wrote .mcp.json first
+		// and failed on .chirality/ is the retried one, and the other way
+		// round. Then the same asked to run outside the sandbox, with a
+		// justification and without (whose request looks like a plain one).
+		all := "echo x > " + plain + "; echo x > .chirality/sessions.json; mkdir -p agents && echo x > agents/p.md; echo written > .mcp.json"
+		for _, call := range []*codextest.Call{
+			{Command: all},
+			{Command: "echo written > .mcp.json"},
+			{Command: "echo x > .chirality/sessions.json"},
+			escalate(all, "to update the project's configuration"),
+			escalate(all, ""),
 		} {
-			g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: cmd}}, codextest.Reply{Text: "done"})
+			cmd := call.Command
+			if cmd == "" {
+				cmd = fmt.Sprint(call.Args)
+			}
+			g.fake.Script(codextest.Reply{Call: call}, codextest.Reply{Text: "done"})
 			a := allow()
 			req := c.req
 			req.SessionKey, req.Message, req.Cwd, req.PermissionMode, req.Approver = "s-ap-"+c.name, "write", dir, "default", a
@@ -114,6 +126,10 @@ func TestRealCodexApprovedCommandKeepsProtectedReadOnly(t *testing.T) {
 				t.Errorf("%s thread: approved %q wrote .chirality/sessions.json", c.name, cmd)
 				_ = os.Remove(filepath.Join(dir, ".chirality", "sessions.json"))
 			}
+			if _, err := os.Stat(filepath.Join(dir, "agents", "p.md")); err == nil {
+				t.Errorf("%s thread: approved %q wrote agents/p.md", c.name, cmd)
+				_ = os.RemoveAll(filepath.Join(dir, "agents"))
+			}
 		}
 		if _, err := os.Stat(filepath.Join(dir, plain)); err != nil {
 			t.Errorf("%s thread: an ordinary file was not written: %v", c.name, err)
@@ -126,7 +142,7 @@ func TestRealCodexApprovedCommandKeepsProtectedReadOnly(t *testing.T) {
 	}
 	for _, e := range ents {
 		switch n := e.Name(); {
-		case n == ".chirality", n == ".mcp.json", strings.HasPrefix(n, "plain-"):
+		case n == ".chirality", n == ".mcp.json", strings.HasPrefix(n, "plain-"), n == "agents" && e.IsDir():
 		default:
 			t.Errorf("unexpected %s in the workspace", n)
 		}
