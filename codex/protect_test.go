@@ -9,6 +9,7 @@ import (
 
 	"github.com/chirality/harness/codex/codextest"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/protect"
 )
 
@@ -59,20 +60,25 @@ func TestRealCodexProtectedPathsReadOnly(t *testing.T) {
 // failed write a denial varied from run to run, so protected paths were
 // written now and then, most often on resumed threads. Default mode with
 // an Approver that allows everything, on a new, a resumed and a forked
-// thread.
+// thread, and plan mode (read-only), where it was written every time.
 func TestRealCodexApprovedCommandKeepsProtectedReadOnly(t *testing.T) {
 	g := newRig(t)
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, ".chirality"), 0o755); err != nil {
-		t.Fatal(err)
+	// Existing protected directories: an approved escalation can create
+	// a missing one (the profile can deny only what exists; protect.go).
+	for _, d := range []string{".chirality", ".codex", "agents"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mcp := filepath.Join(dir, ".mcp.json")
 	if err := os.WriteFile(mcp, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	written := func(f string) bool { _, err := os.Lstat(filepath.Join(dir, f)); return err == nil }
 	allow := func() *approver {
 		return &approver{answers: []engine.ApprovalDecision{{Allow: true}, {Allow: true}, {Allow: true}, {Allow: true}}}
 	}
@@ -89,28 +95,36 @@ func TestRealCodexApprovedCommandKeepsProtectedReadOnly(t *testing.T) {
 		{"new", engine.Request{}},
 		{"resumed", engine.Request{Resume: thread}},
 		{"forked", engine.Request{Resume: thread, Fork: true}},
+		{"plan", engine.Request{PermissionMode: "plan"}}, // read-only, where the retry wrote too
 	} {
-		plain := "plain-" + c.name + ".txt"
 		// Each write on its own too: a command that wrote .mcp.json first
 		// and failed on .chirality/ is the retried one, and the other way
 		// round. Then the same asked to run outside the sandbox, with a
 		// justification and without (whose request looks like a plain one).
-		all := "echo x > " + plain + "; echo x > .chirality/sessions.json; mkdir -p agents && echo x > agents/p.md; echo written > .mcp.json"
-		for _, call := range []*codextest.Call{
-			{Command: all},
+		// An ordinary file is written, but by a sandboxed command in plan
+		// mode (read-only).
+		all := func(plain string) string {
+			return "echo x > " + plain + "; echo x > .chirality/sessions.json; mkdir -p agents && echo x > agents/p.md; mkdir -p .codex/rules && echo x > .codex/rules/r.rules; echo written > .mcp.json"
+		}
+		for i, call := range []*codextest.Call{
+			{Command: all(fmt.Sprintf("plain-%s-%d.txt", c.name, 0))},
 			{Command: "echo written > .mcp.json"},
 			{Command: "echo x > .chirality/sessions.json"},
-			escalate(all, "to update the project's configuration"),
-			escalate(all, ""),
+			escalate(all(fmt.Sprintf("plain-%s-%d.txt", c.name, 3)), "to update the project's configuration"),
+			escalate(all(fmt.Sprintf("plain-%s-%d.txt", c.name, 4)), ""),
 		} {
 			cmd := call.Command
 			if cmd == "" {
 				cmd = fmt.Sprint(call.Args)
 			}
+			plain := fmt.Sprintf("plain-%s-%d.txt", c.name, i)
 			g.fake.Script(codextest.Reply{Call: call}, codextest.Reply{Text: "done"})
 			a := allow()
 			req := c.req
-			req.SessionKey, req.Message, req.Cwd, req.PermissionMode, req.Approver = "s-ap-"+c.name, "write", dir, "default", a
+			req.SessionKey, req.Message, req.Cwd, req.Approver = "s-ap-"+c.name, "write", dir, a
+			if req.PermissionMode == "" {
+				req.PermissionMode = "default"
+			}
 			r := g.turn(t, req, nil)
 			if r.err != nil {
 				t.Fatalf("%s: %v", c.name, r.err)
@@ -126,23 +140,29 @@ func TestRealCodexApprovedCommandKeepsProtectedReadOnly(t *testing.T) {
 				t.Errorf("%s thread: approved %q wrote .chirality/sessions.json", c.name, cmd)
 				_ = os.Remove(filepath.Join(dir, ".chirality", "sessions.json"))
 			}
-			if _, err := os.Stat(filepath.Join(dir, "agents", "p.md")); err == nil {
-				t.Errorf("%s thread: approved %q wrote agents/p.md", c.name, cmd)
-				_ = os.RemoveAll(filepath.Join(dir, "agents"))
+			for _, f := range []string{"agents/p.md", ".codex/rules/r.rules"} {
+				if written(f) {
+					t.Errorf("%s thread: approved %q wrote %s", c.name, cmd, f)
+					_ = os.Remove(filepath.Join(dir, f))
+				}
+			}
+			if want := i >= 3 || i == 0 && c.name != "plan"; written(plain) != want {
+				var out []string
+				for _, e := range r.find(event.TypeToolResult) {
+					out = append(out, e.ToolResult.Content)
+				}
+				t.Errorf("%s thread: approved %q: %s written %v, want %v (%s)", c.name, cmd, plain, written(plain), want, strings.Join(out, "; "))
 			}
 		}
-		if _, err := os.Stat(filepath.Join(dir, plain)); err != nil {
-			t.Errorf("%s thread: an ordinary file was not written: %v", c.name, err)
-		}
 	}
-	// The guard that keeps the sandbox on leaves nothing in the workspace.
+	// The denied paths leave nothing in the workspace.
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
 		switch n := e.Name(); {
-		case n == ".chirality", n == ".mcp.json", strings.HasPrefix(n, "plain-"), n == "agents" && e.IsDir():
+		case n == ".chirality", n == ".codex", n == "agents", n == ".mcp.json", strings.HasPrefix(n, "plain-"):
 		default:
 			t.Errorf("unexpected %s in the workspace", n)
 		}
