@@ -57,17 +57,17 @@ const escapeGuard = "*.harness-escape-guard"
 // withProtectedProfile moves a workspace-write thread onto
 // protectProfile, and a read-only one where a person is asked (plan mode
 // with an Approver) onto the same profile extending Codex's :read-only
-// (there too Codex retried an approved command without the sandbox,
-// and it wrote a protected path every time): the sandbox parameter is
-// dropped from params (Codex
-// ignores a profile when a sandbox is given) and config gets
-// default_permissions and the profile. Verified on 0.169 (bubblewrap on
+// (there too Codex retried an approved command without the sandbox, and
+// it wrote a protected path every time): the sandbox parameter is
+// dropped from params (Codex ignores a profile when a sandbox is given)
+// and config gets default_permissions and the profile. Verified on 0.169 (bubblewrap on
 // Linux): a command's write to .chirality/, .mcp.json or the state
 // directory fails with "Read-only file system", a protected path that
 // does not exist cannot be made (Codex puts an empty placeholder there),
 // other files are written as before.
 //
-// Left as it was when the thread is not workspace-write, or when the
+// Left as it was when the thread is neither workspace-write nor
+// read-only where a person is asked, or when the
 // engine's ThreadConfig chooses a sandbox itself (sandbox_mode,
 // sandbox_workspace_write, default_permissions or permissions): Codex
 // would use the older settings and ignore the profile. A user's own
@@ -128,7 +128,7 @@ func withProtectedProfile(params, config map[string]any, cwd string, protected [
 	}
 	name := protectProfile
 	if base != ":workspace" {
-		name += "-read-only" // a profile's name is its identity to a resumed thread
+		name += "-read-only" // another profile, another name
 	}
 	out["default_permissions"] = name
 	out["permissions"] = map[string]any{name: map[string]any{"extends": base, "filesystem": fs}}
