@@ -134,8 +134,9 @@ type pendingApproval struct {
 	rule     string // what "always" remembers
 	answer   chan engine.ApprovalDecision
 	resolved bool
-	// protected: the use writes a protected path (protectedWrite): no
-	// rule allows it and "always" allows it once, remembering nothing.
+	// protected: the use writes a protected path (protectedWrite), or
+	// runs outside the agent's sandbox (q.Unsandboxed): no rule allows it
+	// and "always" allows it once, remembering nothing.
 	protected bool
 }
 
@@ -155,7 +156,7 @@ func (a *approvals) Ask(ctx context.Context, q engine.ApprovalRequest) engine.Ap
 	p := &pendingApproval{rule: rule, answer: make(chan engine.ApprovalDecision, 1), req: event.ApprovalRequested{
 		RequestID: "apr_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16],
 		ToolUseID: q.ToolUseID, ToolName: q.ToolName, Input: q.Input, Suggestions: q.Suggestions, Rule: rule,
-		ExpiresAt: time.Now().Add(a.timeout).UTC().Format(time.RFC3339Nano),
+		ExpiresAt: time.Now().Add(a.timeout).UTC().Format(time.RFC3339Nano), Unsandboxed: q.Unsandboxed,
 	}}
 	if len(p.req.Input) == 0 {
 		p.req.Input = json.RawMessage(`{}`)
@@ -165,7 +166,7 @@ func (a *approvals) Ask(ctx context.Context, q engine.ApprovalRequest) engine.Ap
 	}
 	a.byID[p.req.RequestID] = p
 	a.order = append(a.order, p.req.RequestID)
-	p.protected = a.r.protectedWrite(q)
+	p.protected = a.r.protectedWrite(q) || a.r.unsandboxed(q)
 	byRule := !p.protected && permrule.Allowed(a.r.rules(), q.ToolName, q.Input)
 	// Published under a.mu: no answer can be taken before the request is
 	// in the log, and the end of the turn cannot slip in between.

@@ -87,6 +87,22 @@
 // sets sandbox_mode (Codex then ignores profiles): there they are
 // writable. While .claude/ or .github/ does not exist, Codex cannot
 // create it (a missing parent of a protected file is what is bound).
+// Where a person is asked (untrusted) the profile denies reading the
+// existing protected paths too, and one file name nobody uses
+// (protect.go): Codex then retries an approved, seemingly denied command
+// inside the sandbox, not without it, and runs an approved escalation
+// (sandbox_permissions require_escalated) outside the sandbox but with
+// the denied paths kept unreadable and unwritable; so neither writes a
+// protected path that exists (an escalation can create a missing one).
+// The cost: there Codex's commands cannot read them either. An
+// escalation still writes anywhere else once approved: its request, like
+// Codex's own "retry without sandbox?" and one asking for more
+// permissions, is marked engine.ApprovalRequest.Unsandboxed
+// (leavesSandbox: it has a reason or additional permissions), which the
+// core always puts to a person; under never Codex refuses an escalation.
+// An escalation without a justification is not recognisable (its
+// request looks like a plain command's; verified on 0.169). Plan mode
+// with an Approver runs on the same profile extending :read-only.
 //
 // untrusted (0.169.0 also accepts on-request and a granular policy) asks
 // before every command not known to be safe. The approval requests

@@ -296,15 +296,17 @@ func (m *mapper) request(msg Message) {
 		return
 	}
 	var p struct {
-		ItemID  string `json:"itemId"`
-		Command string `json:"command"`
-		Cwd     string `json:"cwd"`
-		Reason  string `json:"reason"`
+		ItemID                string          `json:"itemId"`
+		Command               string          `json:"command"`
+		Cwd                   string          `json:"cwd"`
+		Reason                string          `json:"reason"`
+		AdditionalPermissions json.RawMessage `json:"additionalPermissions"`
 	}
 	_ = json.Unmarshal(msg.Params, &p)
 	req := engine.ApprovalRequest{ToolUseID: p.ItemID}
 	if msg.Method == "item/commandExecution/requestApproval" {
 		req.ToolName = ToolShell
+		req.Unsandboxed = leavesSandbox(p.Reason, p.AdditionalPermissions)
 		req.Input, _ = json.Marshal(map[string]any{"command": p.Command, "cwd": p.Cwd, "reason": p.Reason})
 	} else {
 		req.ToolName = ToolApplyPatch
@@ -381,4 +383,21 @@ func (s rateLimitSnapshot) events() []*event.RateLimit {
 		out = append(out, rl)
 	}
 	return out
+}
+
+// leavesSandbox reports whether a command approval request of Codex
+// (0.169, untrusted) would run the command outside its sandbox once
+// accepted. The request does not say so in a field of its own; what
+// marks it: a reason (the model's justification, which Codex accepts
+// only with sandbox_permissions require_escalated; its own "command
+// failed; retry without sandbox?"; a rule's or the network's reason) or
+// additional permissions asked for. A plain command's request has
+// neither. Not recognisable (verified): an escalation the model asks for
+// without a justification looks like a plain command's request.
+func leavesSandbox(reason string, additional json.RawMessage) bool {
+	if strings.TrimSpace(reason) != "" {
+		return true
+	}
+	a := strings.TrimSpace(string(additional))
+	return a != "" && a != "null" && a != "{}"
 }

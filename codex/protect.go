@@ -13,18 +13,61 @@ import (
 // protected path (engine.Request.Protected, package internal/protect)
 // read-only too — one inside the workspace by its path relative to it,
 // one outside by its absolute path.
+//
+// Where a person is asked (approval policy untrusted) the protected
+// paths that exist are denied to reading too ("none"), not only to
+// writing, and escapeGuard makes sure some read is denied, for two
+// things Codex (0.169) does with a command a person approved:
+//   - it retries one the sandbox seemed to deny without any sandbox and
+//     without asking again, unless the profile denies some read
+//     ("unsandboxed execution allowed" would drop a denied read): with a
+//     denied read the retry stays in the sandbox;
+//   - it runs one the model asked to run outside the sandbox
+//     (sandbox_permissions require_escalated) outside it, but keeping
+//     the profile's denied reads, which also keeps those paths
+//     unwritable ("Read-only file system", "Permission denied").
+//
+// With "read" only, `echo x > .mcp.json` approved in default mode wrote
+// the file on new, resumed and forked threads alike (and in plan mode
+// every time), and so did any approved escalation. The cost: where a
+// person is asked, Codex's commands cannot read the protected paths
+// either. What is not covered: a protected path that does not exist
+// stays "read" (denied, Codex puts a placeholder file there, on the disk
+// itself when it runs an escalation, and every later sandboxed command
+// fails on it: "bwrap: Can't mkdir … Not a directory"), so an approved
+// escalation can create it (agents/ where there is none).
+//
+// Only under untrusted: under never (dontAsk, no Approver) Codex neither
+// retries without the sandbox nor escalates, and a denied read would
+// also keep a command an execpolicy allow rule matches in the sandbox,
+// whose seccomp filter refuses AF_UNIX connects (the IRC daemon's skill
+// CLI, daemon.CodexRules, relies on that rule). A profile cannot let that
+// socket through on Linux: with the network off, Codex's seccomp filter
+// refuses connect(2) whatever the address (a profile's
+// network.unix_sockets entry did not change that: `codex sandbox -P`,
+// 0.169).
 const protectProfile = "harness-protected"
 
+// escapeGuard is a read-denied glob that matches no file (a name nobody
+// uses, top level of the workspace only): where a person is asked it
+// makes sure the profile denies some read, also when no protected path
+// exists yet (see protectProfile). A glob leaves no placeholder.
+const escapeGuard = "*.harness-escape-guard"
+
 // withProtectedProfile moves a workspace-write thread onto
-// protectProfile: the sandbox parameter is dropped from params (Codex
-// ignores a profile when a sandbox is given) and config gets
-// default_permissions and the profile. Verified on 0.169 (bubblewrap on
+// protectProfile, and a read-only one where a person is asked (plan mode
+// with an Approver) onto the same profile extending Codex's :read-only
+// (there too Codex retried an approved command without the sandbox, and
+// it wrote a protected path every time): the sandbox parameter is
+// dropped from params (Codex ignores a profile when a sandbox is given)
+// and config gets default_permissions and the profile. Verified on 0.169 (bubblewrap on
 // Linux): a command's write to .chirality/, .mcp.json or the state
 // directory fails with "Read-only file system", a protected path that
 // does not exist cannot be made (Codex puts an empty placeholder there),
 // other files are written as before.
 //
-// Left as it was when the thread is not workspace-write, or when the
+// Left as it was when the thread is neither workspace-write nor
+// read-only where a person is asked, or when the
 // engine's ThreadConfig chooses a sandbox itself (sandbox_mode,
 // sandbox_workspace_write, default_permissions or permissions): Codex
 // would use the older settings and ignore the profile. A user's own
@@ -36,7 +79,14 @@ const protectProfile = "harness-protected"
 // highest missing directory is made read-only instead, so while
 // .claude/ or .github/ does not exist Codex cannot create it.
 func withProtectedProfile(params, config map[string]any, cwd string, protected []string) map[string]any {
-	if params["sandbox"] != "workspace-write" || len(protected) == 0 || cwd == "" {
+	base := ":workspace"
+	switch {
+	case len(protected) == 0 || cwd == "":
+		return config
+	case params["sandbox"] == "workspace-write":
+	case params["sandbox"] == "read-only" && params["approvalPolicy"] == "untrusted":
+		base = ":read-only"
+	default:
 		return config
 	}
 	for k := range config {
@@ -50,22 +100,38 @@ func withProtectedProfile(params, config map[string]any, cwd string, protected [
 	if r, err := filepath.EvalSymlinks(cwd); err == nil {
 		root = r
 	}
+	// where a person is asked, an existing protected path is denied to
+	// reading too, and the guard makes sure some read is denied
+	asking := params["approvalPolicy"] == "untrusted"
+	access := func(p string) string {
+		if _, err := os.Lstat(p); err == nil && asking {
+			return "none"
+		}
+		return "read"
+	}
 	inside := map[string]any{}
 	fs := map[string]any{":workspace_roots": inside}
 	for _, p := range protected {
 		p = existingParent(strings.TrimSuffix(p, string(filepath.Separator)))
 		if rel, err := filepath.Rel(root, p); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-			inside[filepath.ToSlash(rel)] = "read"
+			inside[filepath.ToSlash(rel)] = access(p)
 		} else {
-			fs[p] = "read"
+			fs[p] = access(p)
 		}
+	}
+	if asking {
+		inside[escapeGuard] = "none"
 	}
 	out := maps.Clone(config)
 	if out == nil {
 		out = map[string]any{}
 	}
-	out["default_permissions"] = protectProfile
-	out["permissions"] = map[string]any{protectProfile: map[string]any{"extends": ":workspace", "filesystem": fs}}
+	name := protectProfile
+	if base != ":workspace" {
+		name += "-read-only" // another profile, another name
+	}
+	out["default_permissions"] = name
+	out["permissions"] = map[string]any{name: map[string]any{"extends": base, "filesystem": fs}}
 	delete(params, "sandbox")
 	return out
 }

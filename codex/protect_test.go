@@ -1,6 +1,7 @@
 package codex_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/chirality/harness/codex/codextest"
 	"github.com/chirality/harness/engine"
+	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/internal/protect"
 )
 
@@ -47,5 +49,176 @@ func TestRealCodexProtectedPathsReadOnly(t *testing.T) {
 			out = append(out, e.ToolResult.Content)
 		}
 		t.Errorf("an ordinary file was not written: %v (%s)", err, strings.Join(out, "; "))
+	}
+}
+
+// A person's approval of a command does not let it write a protected
+// path: Codex (0.169) retries an approved command that the sandbox
+// seemed to deny without any sandbox and without asking again, and runs
+// an approved escalation (require_escalated) outside it, unless the
+// profile denies reading the path (protectProfile). Whether it judged a
+// failed write a denial varied from run to run, so protected paths were
+// written now and then, most often on resumed threads. Default mode with
+// an Approver that allows everything, on a new, a resumed and a forked
+// thread, and plan mode (read-only), where it was written every time.
+func TestRealCodexApprovedCommandKeepsProtectedReadOnly(t *testing.T) {
+	g := newRig(t)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Existing protected directories: an approved escalation can create
+	// a missing one (the profile can deny only what exists; protect.go).
+	for _, d := range []string{".chirality", ".codex", "agents"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mcp := filepath.Join(dir, ".mcp.json")
+	if err := os.WriteFile(mcp, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	written := func(f string) bool { _, err := os.Lstat(filepath.Join(dir, f)); return err == nil }
+	allow := func() *approver {
+		return &approver{answers: []engine.ApprovalDecision{{Allow: true}, {Allow: true}, {Allow: true}, {Allow: true}}}
+	}
+	g.fake.Script(codextest.Reply{Text: "hi"})
+	first := g.turn(t, engine.Request{SessionKey: "s-ap", Message: "hello", Cwd: dir, PermissionMode: "default", Approver: allow()}, nil)
+	if first.err != nil || len(first.events) == 0 || first.events[0].Init == nil {
+		t.Fatalf("first turn: %v %v", first.err, first.types())
+	}
+	thread := first.events[0].Init.ConversationID
+	for _, c := range []struct {
+		name string
+		req  engine.Request
+	}{
+		{"new", engine.Request{}},
+		{"resumed", engine.Request{Resume: thread}},
+		{"forked", engine.Request{Resume: thread, Fork: true}},
+		{"plan", engine.Request{PermissionMode: "plan"}}, // read-only, where the retry wrote too
+	} {
+		// Each write on its own too: a command that wrote .mcp.json first
+		// and failed on .chirality/ is the retried one, and the other way
+		// round. Then the same asked to run outside the sandbox, with a
+		// justification and without (whose request looks like a plain one).
+		// An ordinary file is written, but by a sandboxed command in plan
+		// mode (read-only).
+		all := func(plain string) string {
+			return "echo x > " + plain + "; echo x > .chirality/sessions.json; mkdir -p agents && echo x > agents/p.md; mkdir -p .codex/rules && echo x > .codex/rules/r.rules; echo written > .mcp.json"
+		}
+		for i, call := range []*codextest.Call{
+			{Command: all(fmt.Sprintf("plain-%s-%d.txt", c.name, 0))},
+			{Command: "echo written > .mcp.json"},
+			{Command: "echo x > .chirality/sessions.json"},
+			escalate(all(fmt.Sprintf("plain-%s-%d.txt", c.name, 3)), "to update the project's configuration"),
+			escalate(all(fmt.Sprintf("plain-%s-%d.txt", c.name, 4)), ""),
+		} {
+			cmd := call.Command
+			if cmd == "" {
+				cmd = fmt.Sprint(call.Args)
+			}
+			plain := fmt.Sprintf("plain-%s-%d.txt", c.name, i)
+			g.fake.Script(codextest.Reply{Call: call}, codextest.Reply{Text: "done"})
+			a := allow()
+			req := c.req
+			req.SessionKey, req.Message, req.Cwd, req.Approver = "s-ap-"+c.name, "write", dir, a
+			if req.PermissionMode == "" {
+				req.PermissionMode = "default"
+			}
+			r := g.turn(t, req, nil)
+			if r.err != nil {
+				t.Fatalf("%s: %v", c.name, r.err)
+			}
+			if len(a.asked) == 0 {
+				t.Errorf("%s: %q was not put to the approver", c.name, cmd)
+			}
+			if b, _ := os.ReadFile(mcp); string(b) != "{}\n" {
+				t.Errorf("%s thread: approved %q wrote .mcp.json: %q", c.name, cmd, b)
+				_ = os.WriteFile(mcp, []byte("{}\n"), 0o644)
+			}
+			if _, err := os.Stat(filepath.Join(dir, ".chirality", "sessions.json")); err == nil {
+				t.Errorf("%s thread: approved %q wrote .chirality/sessions.json", c.name, cmd)
+				_ = os.Remove(filepath.Join(dir, ".chirality", "sessions.json"))
+			}
+			for _, f := range []string{"agents/p.md", ".codex/rules/r.rules"} {
+				if written(f) {
+					t.Errorf("%s thread: approved %q wrote %s", c.name, cmd, f)
+					_ = os.Remove(filepath.Join(dir, f))
+				}
+			}
+			if want := i >= 3 || i == 0 && c.name != "plan"; written(plain) != want {
+				var out []string
+				for _, e := range r.find(event.TypeToolResult) {
+					out = append(out, e.ToolResult.Content)
+				}
+				t.Errorf("%s thread: approved %q: %s written %v, want %v (%s)", c.name, cmd, plain, written(plain), want, strings.Join(out, "; "))
+			}
+		}
+	}
+	// The denied paths leave nothing in the workspace.
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		switch n := e.Name(); {
+		case n == ".chirality", n == ".codex", n == "agents", n == ".mcp.json", strings.HasPrefix(n, "plain-"):
+		default:
+			t.Errorf("unexpected %s in the workspace", n)
+		}
+	}
+}
+
+// escalate is the model's call of Codex's shell tool asking to run cmd
+// outside the sandbox (sandbox_permissions require_escalated), with a
+// justification when why is not "".
+func escalate(cmd, why string) *codextest.Call {
+	args := map[string]any{"cmd": cmd, "sandbox_permissions": "require_escalated"}
+	if why != "" {
+		args["justification"] = why
+	}
+	return &codextest.Call{Tool: "exec_command", Args: args}
+}
+
+// A command the model asks to run outside the sandbox is put to the
+// Approver marked Unsandboxed (its justification is the reason), a plain
+// command's request is not; where nobody is asked (dontAsk) Codex
+// refuses the escalation and nothing is written.
+func TestRealCodexEscalationMarkedUnsandboxed(t *testing.T) {
+	g := newRig(t)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcp := filepath.Join(dir, ".mcp.json")
+	if err := os.WriteFile(mcp, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g.fake.Script(codextest.Reply{Call: escalate("echo written > .mcp.json", "to update the MCP config")}, codextest.Reply{Text: "done"})
+	deny := &approver{answers: []engine.ApprovalDecision{{Message: "no"}}}
+	r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "default", Approver: deny}, nil)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(deny.asked) != 1 || !deny.asked[0].Unsandboxed || !strings.Contains(string(deny.asked[0].Input), "to update the MCP config") {
+		t.Fatalf("asked %+v, want one request marked Unsandboxed with the model's justification", deny.asked)
+	}
+	g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: "echo x > plain.txt"}}, codextest.Reply{Text: "done"})
+	plain := &approver{answers: []engine.ApprovalDecision{{Allow: true}}}
+	if r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "default", Approver: plain}, nil); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(plain.asked) != 1 || plain.asked[0].Unsandboxed {
+		t.Fatalf("asked %+v, want one request not marked Unsandboxed", plain.asked)
+	}
+	for _, why := range []string{"to update the MCP config", ""} {
+		g.fake.Script(codextest.Reply{Call: escalate("echo written > .mcp.json", why)}, codextest.Reply{Text: "done"})
+		r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "dontAsk"}, nil)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if b, _ := os.ReadFile(mcp); string(b) != "{}\n" {
+			t.Fatalf("dontAsk: an escalation wrote .mcp.json: %q", b)
+		}
 	}
 }

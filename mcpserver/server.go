@@ -353,7 +353,7 @@ func (s *Server) ask(ctx context.Context, ss *mcp.ServerSession, id string, q ev
 	ectx, cancel := context.WithTimeout(ctx, s.o.ElicitTimeout)
 	defer cancel()
 	r, err := ss.Elicit(ectx, &mcp.ElicitParams{
-		Message: fmt.Sprintf("The agent asks to run %s with %s", q.ToolName, clip(string(q.Input), 2000)),
+		Message: question(q),
 		RequestedSchema: json.RawMessage(`{"type":"object","properties":{"decision":{"type":"string","enum":["allow","deny","always"],` +
 			`"description":"allow once, deny, or always allow this use in this session"}},"required":["decision"]}`),
 	})
@@ -367,6 +367,17 @@ func (s *Server) ask(ctx context.Context, ss *mcp.ServerSession, id string, q ev
 		return
 	}
 	_ = s.h.Approve(id, q.RequestID, harness.ApprovalAnswer{Decision: d})
+}
+
+// question is the elicitation's message for q: the tool, where it would
+// run when it leaves the agent's sandbox (always is then allowed once,
+// remembering nothing), and its input.
+func question(q event.ApprovalRequested) string {
+	where := ""
+	if q.Unsandboxed {
+		where = " outside its sandbox (an always answer allows it once)"
+	}
+	return fmt.Sprintf("The agent asks to run %s%s with %s", q.ToolName, where, clip(string(q.Input), 2000))
 }
 
 // canElicit reports whether the client said it answers elicitation, on a

@@ -132,8 +132,12 @@ type asker struct {
 func (a *asker) ask(req *event.ApprovalRequested) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	where := ""
+	if req.Unsandboxed { // the core asks each time, "always" remembers nothing
+		where = " OUTSIDE its sandbox"
+	}
 	for {
-		fmt.Fprintf(a.out, "\n%s wants to run: %s\n[a]llow / [d]eny / al[w]ays? ", printable(req.ToolName, 80), printable(string(req.Input), 200))
+		fmt.Fprintf(a.out, "\n%s wants to run%s: %s\n[a]llow / [d]eny / al[w]ays? ", printable(req.ToolName, 80), where, printable(string(req.Input), 200))
 		line, err := a.in.ReadString('\n')
 		if err != nil && line == "" {
 			return // no more input: the timeout or the end of the turn decides

@@ -53,12 +53,18 @@ func newTermApprover(in io.Reader, out io.Writer) *termApprover {
 func (a *termApprover) Ask(ctx context.Context, q engine.ApprovalRequest) engine.ApprovalDecision {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if permrule.Allowed(a.rules, q.ToolName, q.Input) {
+	// A use that would run outside the agent's sandbox is asked each time
+	// and "always" allows it once.
+	if !q.Unsandboxed && permrule.Allowed(a.rules, q.ToolName, q.Input) {
 		return engine.ApprovalDecision{Allow: true}
 	}
+	where := ""
+	if q.Unsandboxed {
+		where = " OUTSIDE its sandbox"
+	}
 	for {
-		fmt.Fprintf(a.out, "\n%s wants to run: %s\n[a]llow / [d]eny / al[w]ays? ",
-			printable(q.ToolName, 80), printable(secrets.Scrub(string(q.Input)), 200))
+		fmt.Fprintf(a.out, "\n%s wants to run%s: %s\n[a]llow / [d]eny / al[w]ays? ",
+			printable(q.ToolName, 80), where, printable(secrets.Scrub(string(q.Input)), 200))
 		var line string
 		select {
 		case <-ctx.Done():
@@ -77,6 +83,9 @@ func (a *termApprover) Ask(ctx context.Context, q engine.ApprovalRequest) engine
 		case "d", "deny", "n", "no":
 			return engine.ApprovalDecision{Message: "denied by the person at the terminal"}
 		case "w", "always":
+			if q.Unsandboxed {
+				return engine.ApprovalDecision{Allow: true}
+			}
 			a.rules = append(a.rules, permrule.Exact(q.ToolName, q.Input))
 			return engine.ApprovalDecision{Allow: true, Always: true}
 		default:

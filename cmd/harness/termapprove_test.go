@@ -71,3 +71,26 @@ func TestTermApproverShowsNoControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// A use the engine marks as running outside the agent's sandbox says so,
+// is asked each time, and "always" allows it once, remembering nothing.
+func TestTermApproverUnsandboxedAskedEachTime(t *testing.T) {
+	in := strings.NewReader("w\n")
+	var out lockedBuffer
+	a := newTermApprover(in, &out)
+	q := bashAsk("make install")
+	q.Unsandboxed = true
+	if d := a.Ask(context.Background(), q); !d.Allow || d.Always {
+		t.Fatalf("w allows an unsandboxed use once: %+v", d)
+	}
+	if !strings.Contains(out.String(), "wants to run OUTSIDE its sandbox") {
+		t.Fatalf("the question does not say the use leaves the sandbox: %q", out.String())
+	}
+	// the input has ended: nothing was remembered, so it is denied
+	if d := a.Ask(context.Background(), q); d.Allow {
+		t.Fatalf("an unsandboxed use was allowed by an earlier always: %+v", d)
+	}
+	if d := a.Ask(context.Background(), bashAsk("make install")); d.Allow {
+		t.Fatalf("the same use in the sandbox was allowed by the unsandboxed one's always: %+v", d)
+	}
+}

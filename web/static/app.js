@@ -13,6 +13,7 @@ import { Board } from "./board.js";
 import { initUsage, showSpend } from "./usage.js";
 import { canSteer, steer } from "./steer.js";
 import { NodesView, nodeBadge, nodeBlocked } from "./nodes.js";
+import { approvalQuestion, offersAlways } from "./approval.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "harness.token";
@@ -669,8 +670,8 @@ function approvalCard(b) {
 }
 
 function updateApprovalCard(b, node) {
-  const summary = toolSummary(b.toolName, b.input);
-  node.querySelector(".approval-q").textContent = `${b.toolName} wants to run${summary ? `: ${summary}` : ""}`;
+  node.querySelector(".approval-q").textContent = approvalQuestion(b);
+  node.querySelector('[data-testid="approval-always"]').hidden = !offersAlways(b);
   node.querySelector(".tool-input pre").textContent = b.input === null ? "" : JSON.stringify(b.input, null, 2);
   const actions = node.querySelector(".approval-actions");
   const outcome = node.querySelector(".approval-outcome");

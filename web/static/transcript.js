@@ -159,6 +159,7 @@ export class Transcript {
           toolName: ev.toolName ?? "tool",
           input: ev.input ?? null,
           expiresAt: ev.expiresAt ?? "",
+          unsandboxed: ev.unsandboxed === true,
           resolved: null,
         });
         container.blocks.push(b);

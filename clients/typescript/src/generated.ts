@@ -24,6 +24,8 @@ export const ApprovalRequestedSchema = z.looseObject({
   /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
   rule: z.string().optional(),
   expiresAt: z.string(),
+  /** true when the use, once allowed, runs outside the agent's sandbox (e.g. Codex's escalation or its retry without the sandbox): no rule allows it and "always" allows it once, remembering nothing */
+  unsandboxed: z.boolean().optional(),
 });
 export type ApprovalRequested = z.infer<typeof ApprovalRequestedSchema>;
 
@@ -44,6 +46,8 @@ export const ApprovalRequestedEventSchema = z.looseObject({
   /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
   rule: z.string().optional(),
   expiresAt: z.string(),
+  /** true when the use, once allowed, runs outside the agent's sandbox (e.g. Codex's escalation or its retry without the sandbox): no rule allows it and "always" allows it once, remembering nothing */
+  unsandboxed: z.boolean().optional(),
 });
 export type ApprovalRequestedEvent = z.infer<typeof ApprovalRequestedEventSchema>;
 
@@ -214,6 +218,8 @@ export const EventSchema = z.looseObject({
   /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
   rule: z.string().optional(),
   expiresAt: z.string().optional(),
+  /** true when the use, once allowed, runs outside the agent's sandbox (e.g. Codex's escalation or its retry without the sandbox): no rule allows it and "always" allows it once, remembering nothing */
+  unsandboxed: z.boolean().optional(),
   decision: z.enum(["allow", "deny"]).optional(),
   by: z.union([z.enum(["user", "rule", "timeout", "interrupt", "shutdown"]), z.string()]).optional(),
   message: z.string().optional(),
