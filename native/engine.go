@@ -181,7 +181,7 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 			return nil, fmt.Errorf("%w: native: checkpoint %q is not a history length", engine.ErrUnsupported, req.ResumeAt)
 		}
 	}
-	t := &Turn{e: e, req: req, s: engine.NewStream(256)}
+	t := &Turn{e: e, req: req, s: engine.NewStream(streamBuffer)}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	if err := e.turns.Add(req.SessionKey, t); err != nil {
 		t.cancel()
@@ -191,6 +191,14 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 	go t.run()
 	return t, nil
 }
+
+// streamBuffer is how many events a turn's stream holds for a reader
+// that lags: past it the loop waits, and the model's stream waits in the
+// socket's buffers. Each slot is an event.Event (216 bytes), allocated
+// at every turn's start: 256 slots were 57 KB of a short turn's 200 KB,
+// and a 10,000-delta answer costs the same CPU per delta with 64
+// (BenchmarkDeltas10k), as Codex's turns have.
+const streamBuffer = 64
 
 // Shutdown refuses new turns, interrupts the running ones and waits; when
 // ctx ends first the turns are killed (they end at once either way: a
