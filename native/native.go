@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -145,15 +146,44 @@ func NewHarness(config Config, tools []Tool, handler EventHandler) *Harness {
 	h.client = anthropic.NewClient(append(opts, c.Options...)...)
 	for _, t := range h.tools {
 		h.byName[t.Name()] = t
-		var schema anthropic.ToolInputSchemaParam
-		if err := json.Unmarshal(t.InputSchema(), &schema); err != nil {
-			schema = anthropic.ToolInputSchemaParam{}
-		}
+		schema := inputSchema(t.InputSchema())
 		h.params = append(h.params, anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{
 			Name: t.Name(), Description: anthropic.String(t.Description()), InputSchema: schema,
 		}})
 	}
 	return h
+}
+
+// schemas holds tools' input schemas as the SDK's parameters, by their
+// JSON: every turn of the engine makes a Harness with the same tools,
+// and parsing their schemas was most of NewHarness's CPU (about 9 % of a
+// short turn's). The parameters are only read (marshalled into each
+// request), so Harnesses share them. At most maxSchemas are kept; a
+// schema past them is parsed each time.
+var (
+	schemas   sync.Map // string(schema) → anthropic.ToolInputSchemaParam
+	nSchemas  atomic.Int64
+	errSchema = anthropic.ToolInputSchemaParam{}
+)
+
+const maxSchemas = 1024
+
+// inputSchema is raw as the SDK's parameter (an empty object schema when
+// raw is not one).
+func inputSchema(raw json.RawMessage) anthropic.ToolInputSchemaParam {
+	if v, ok := schemas.Load(string(raw)); ok {
+		return v.(anthropic.ToolInputSchemaParam)
+	}
+	var schema anthropic.ToolInputSchemaParam
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		schema = errSchema
+	}
+	if nSchemas.Load() < maxSchemas {
+		if _, loaded := schemas.LoadOrStore(string(raw), schema); !loaded {
+			nSchemas.Add(1)
+		}
+	}
+	return schema
 }
 
 // Validate reports a configuration Prompt cannot run with (ErrNoAPIKey).
