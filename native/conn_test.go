@@ -127,3 +127,52 @@ func TestOptionsHTTPClientWins(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The SDK's environment defaults still apply to every turn (here its
+// ANTHROPIC_CUSTOM_HEADERS, which it reads when no credential is in the
+// environment), read once when the engine is made, as its key and base
+// URL are: the SDK read them, and looked for profile files, at every
+// turn's client.
+func TestEngineReadsClientDefaultsOnce(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // no profile file
+	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE", "ANTHROPIC_CONFIG_DIR",
+		"ANTHROPIC_FEDERATION_RULE_ID", "ANTHROPIC_ORGANIZATION_ID", "ANTHROPIC_IDENTITY_TOKEN_FILE", "ANTHROPIC_IDENTITY_TOKEN"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Harness-Test: made")
+	api, err := claudetest.NewFakeAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	api.SetResponder(func(*claudetest.Request) claudetest.Reply { return claudetest.TextReply("hello") })
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("X-Harness-Test"))
+		mu.Unlock()
+		api.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	e := NewEngine(EngineConfig{APIKey: "k", BaseURL: srv.URL, MaxRetries: -1})
+	defer e.Shutdown(context.Background())
+	cwd, state := t.TempDir(), t.TempDir()
+	for _, v := range []string{"X-Harness-Test: changed", ""} {
+		t.Setenv("ANTHROPIC_CUSTOM_HEADERS", v)
+		tr, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s", Message: "hi", Cwd: cwd, StateDir: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tr.Next() {
+		}
+		if tr.Err() != nil {
+			t.Fatal(tr.Err())
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != "made" || seen[1] != "made" {
+		t.Fatalf("X-Harness-Test of the turns' requests %q, want the engine's environment's (made) on both", seen)
+	}
+}

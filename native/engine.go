@@ -78,6 +78,9 @@ type Engine struct {
 	// SDK's default, dialled, and with TLS shook hands, once per turn and
 	// kept each turn's connection idle for 90 s, with 3 goroutines).
 	http *http.Client
+	// clientDefaults are the SDK's environment defaults, read once
+	// (Config.clientDefaults).
+	clientDefaults []option.RequestOption
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -90,7 +93,7 @@ func NewEngine(cfg EngineConfig) *Engine {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = os.Getenv("ANTHROPIC_BASE_URL")
 	}
-	e := &Engine{cfg: cfg, log: zerolog.Nop(), http: newHTTPClient()}
+	e := &Engine{cfg: cfg, log: zerolog.Nop(), http: newHTTPClient(), clientDefaults: anthropic.DefaultClientOptions()}
 	if cfg.Logger != nil {
 		e.log = *cfg.Logger
 	}
@@ -412,7 +415,7 @@ func (t *Turn) run() {
 	// The engine's client first: an Options' own WithHTTPClient wins.
 	opts := append([]option.RequestOption{option.WithHTTPClient(t.e.http)}, t.e.cfg.Options...)
 	h := NewHarness(Config{APIKey: key, Model: model, MaxTurns: t.req.MaxTurns, SystemPrompt: t.req.SystemPrompt,
-		BaseURL: t.e.cfg.BaseURL, Options: opts, MaxRetries: t.e.cfg.MaxRetries}, tools, nil)
+		BaseURL: t.e.cfg.BaseURL, Options: opts, MaxRetries: t.e.cfg.MaxRetries, clientDefaults: t.e.clientDefaults}, tools, nil)
 	conv := t.req.Resume
 	if conv != "" {
 		data, err := os.ReadFile(t.historyPath(conv))

@@ -41,6 +41,12 @@ type Config struct {
 	// instead of it (Retired: claude-3-5-sonnet-20241022 →
 	// claude-sonnet-5-5). Off, every ID is sent as given.
 	UpgradeRetired bool
+
+	// clientDefaults, when set, stand for the SDK's environment defaults
+	// (anthropic.DefaultClientOptions, which read the environment and
+	// look for profile files at every client): the engine reads them
+	// once, every turn's Harness uses them.
+	clientDefaults []option.RequestOption
 }
 
 // Tool is one tool the model can call. Execute's error becomes an
@@ -139,7 +145,11 @@ func NewHarness(config Config, tools []Tool, handler EventHandler) *Harness {
 		handler = silent{}
 	}
 	h := &Harness{cfg: c, tools: append([]Tool(nil), tools...), byName: map[string]Tool{}, handler: handler}
-	opts := []option.RequestOption{option.WithAPIKey(c.APIKey), option.WithMaxRetries(c.maxRetries())}
+	var opts []option.RequestOption
+	if c.clientDefaults != nil { // in their place, first
+		opts = append(append(opts, option.WithoutEnvironmentDefaults()), c.clientDefaults...)
+	}
+	opts = append(opts, option.WithAPIKey(c.APIKey), option.WithMaxRetries(c.maxRetries()))
 	if c.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(c.BaseURL))
 	}
