@@ -70,18 +70,8 @@ func TestTurnsShareOneConnection(t *testing.T) {
 	c := newConnCounter(t)
 	e := NewEngine(EngineConfig{APIKey: "k", BaseURL: c.srv.URL, MaxRetries: -1})
 	cwd, state := t.TempDir(), t.TempDir()
-	for i := range 3 {
-		tr, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s", Message: "hi", Cwd: cwd, StateDir: state})
-		if err != nil {
-			t.Fatal(err)
-		}
-		complete := false
-		for tr.Next() {
-			complete = complete || tr.Event().Type == event.TypeSessionComplete
-		}
-		if !complete || tr.Err() != nil {
-			t.Fatalf("turn %d: complete %v, err %v", i, complete, tr.Err())
-		}
+	for range 3 {
+		completeTurn(t, e, cwd, state)
 	}
 	if opened, _ := c.counts(); opened != 1 {
 		t.Errorf("3 turns opened %d connections, want 1 (the first turn's, reused)", opened)
@@ -108,15 +98,7 @@ func TestOptionsHTTPClientWins(t *testing.T) {
 	})}
 	e := NewEngine(EngineConfig{APIKey: "k", BaseURL: c.srv.URL, MaxRetries: -1, Options: []option.RequestOption{option.WithHTTPClient(own)}})
 	defer e.Shutdown(context.Background())
-	tr, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s", Message: "hi", Cwd: t.TempDir(), StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for tr.Next() {
-	}
-	if tr.Err() != nil {
-		t.Fatal(tr.Err())
-	}
+	completeTurn(t, e, t.TempDir(), t.TempDir())
 	mu.Lock()
 	defer mu.Unlock()
 	if calls != 1 {
@@ -160,19 +142,28 @@ func TestEngineReadsClientDefaultsOnce(t *testing.T) {
 	cwd, state := t.TempDir(), t.TempDir()
 	for _, v := range []string{"X-Harness-Test: changed", ""} {
 		t.Setenv("ANTHROPIC_CUSTOM_HEADERS", v)
-		tr, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s", Message: "hi", Cwd: cwd, StateDir: state})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for tr.Next() {
-		}
-		if tr.Err() != nil {
-			t.Fatal(tr.Err())
-		}
+		completeTurn(t, e, cwd, state)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) != 2 || seen[0] != "made" || seen[1] != "made" {
 		t.Fatalf("X-Harness-Test of the turns' requests %q, want the engine's environment's (made) on both", seen)
+	}
+}
+
+// completeTurn runs one turn of session s on e and fails t unless it
+// completed.
+func completeTurn(t *testing.T, e *Engine, cwd, state string) {
+	t.Helper()
+	tr, err := e.StartTurn(context.Background(), engine.Request{SessionKey: "s", Message: "hi", Cwd: cwd, StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	complete := false
+	for tr.Next() {
+		complete = complete || tr.Event().Type == event.TypeSessionComplete
+	}
+	if !complete || tr.Err() != nil {
+		t.Fatalf("turn: complete %v, err %v", complete, tr.Err())
 	}
 }
