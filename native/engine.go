@@ -74,9 +74,9 @@ type Engine struct {
 	wg    sync.WaitGroup
 
 	// http carries every turn's model calls, so a turn reuses the
-	// connection the one before it left idle (a client per turn, the
-	// SDK's default, dialled, and with TLS shook hands, once per turn and
-	// kept each turn's connection idle for 90 s, with 3 goroutines).
+	// connection the one before it left idle. With a client per turn (the
+	// SDK's default) every turn dialled and made a TLS handshake, and
+	// left its connection idle for 90 s with 3 goroutines.
 	http *http.Client
 	// clientDefaults are the SDK's environment defaults, read once
 	// (Config.clientDefaults).

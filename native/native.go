@@ -171,22 +171,21 @@ func NewHarness(config Config, tools []Tool, handler EventHandler) *Harness {
 // request), so Harnesses share them. At most maxSchemas are kept; a
 // schema past them is parsed each time.
 var (
-	schemas   sync.Map // string(schema) → anthropic.ToolInputSchemaParam
-	nSchemas  atomic.Int64
-	errSchema = anthropic.ToolInputSchemaParam{}
+	schemas  sync.Map // string(schema) → anthropic.ToolInputSchemaParam
+	nSchemas atomic.Int64
 )
 
 const maxSchemas = 1024
 
-// inputSchema is raw as the SDK's parameter (an empty object schema when
-// raw is not one).
+// inputSchema is raw as the SDK's parameter (the zero parameter when raw
+// is not JSON, as before the sharing).
 func inputSchema(raw json.RawMessage) anthropic.ToolInputSchemaParam {
 	if v, ok := schemas.Load(string(raw)); ok {
 		return v.(anthropic.ToolInputSchemaParam)
 	}
 	var schema anthropic.ToolInputSchemaParam
 	if err := json.Unmarshal(raw, &schema); err != nil {
-		schema = errSchema
+		schema = anthropic.ToolInputSchemaParam{}
 	}
 	if nSchemas.Load() < maxSchemas {
 		if _, loaded := schemas.LoadOrStore(string(raw), schema); !loaded {
