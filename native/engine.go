@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -71,6 +72,15 @@ type Engine struct {
 
 	turns turns.Registry[*Turn]
 	wg    sync.WaitGroup
+
+	// http carries every turn's model calls, so a turn reuses the
+	// connection the one before it left idle. With a client per turn (the
+	// SDK's default) every turn dialled and made a TLS handshake, and
+	// left its connection idle for 90 s with 3 goroutines.
+	http *http.Client
+	// clientDefaults are the SDK's environment defaults, read once
+	// (Config.clientDefaults).
+	clientDefaults []option.RequestOption
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -83,7 +93,7 @@ func NewEngine(cfg EngineConfig) *Engine {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = os.Getenv("ANTHROPIC_BASE_URL")
 	}
-	e := &Engine{cfg: cfg, log: zerolog.Nop()}
+	e := &Engine{cfg: cfg, log: zerolog.Nop(), http: newHTTPClient(), clientDefaults: anthropic.DefaultClientOptions()}
 	if cfg.Logger != nil {
 		e.log = *cfg.Logger
 	}
@@ -174,7 +184,7 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 			return nil, fmt.Errorf("%w: native: checkpoint %q is not a history length", engine.ErrUnsupported, req.ResumeAt)
 		}
 	}
-	t := &Turn{e: e, req: req, s: engine.NewStream(256)}
+	t := &Turn{e: e, req: req, s: engine.NewStream(streamBuffer)}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	if err := e.turns.Add(req.SessionKey, t); err != nil {
 		t.cancel()
@@ -185,6 +195,14 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 	return t, nil
 }
 
+// streamBuffer is how many events a turn's stream holds for a reader
+// that lags: past it the loop waits, and the model's stream waits in the
+// socket's buffers. Each slot is an event.Event (216 bytes), allocated
+// at every turn's start: 256 slots were 57 KB of a short turn's 200 KB,
+// and a 10,000-delta answer costs the same CPU per delta with 64
+// (BenchmarkDeltas10k), as Codex's turns have.
+const streamBuffer = 64
+
 // Shutdown refuses new turns, interrupts the running ones and waits; when
 // ctx ends first the turns are killed (they end at once either way: a
 // cancelled request returns). The engines' one turn registry
@@ -192,7 +210,26 @@ func (e *Engine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn
 func (e *Engine) Shutdown(ctx context.Context) error {
 	err := e.turns.Shutdown(ctx)
 	e.wg.Wait()
+	e.http.CloseIdleConnections()
 	return err
+}
+
+// modelResponseHeaderTimeout bounds the wait for a model call's response
+// headers (not its streamed body), as the SDK's own client does.
+const modelResponseHeaderTimeout = 10 * time.Minute
+
+// newHTTPClient is the engine's client for the Messages API: what the
+// SDK gives each client it makes (http.DefaultTransport's settings, its
+// proxy from the environment included, and a response-header timeout),
+// made once.
+func newHTTPClient() *http.Client {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok { // replaced by a wrapper: use it as it is
+		return &http.Client{Transport: http.DefaultTransport}
+	}
+	t = t.Clone()
+	t.ResponseHeaderTimeout = modelResponseHeaderTimeout
+	return &http.Client{Transport: t}
 }
 
 // Turn is one native turn: its events come from the loop's handler
@@ -375,8 +412,10 @@ func (t *Turn) run() {
 	if key == "" {
 		key = "unused" // a base URL without a key: a compatible endpoint that needs none
 	}
+	// The engine's client first: an Options' own WithHTTPClient wins.
+	opts := append([]option.RequestOption{option.WithHTTPClient(t.e.http)}, t.e.cfg.Options...)
 	h := NewHarness(Config{APIKey: key, Model: model, MaxTurns: t.req.MaxTurns, SystemPrompt: t.req.SystemPrompt,
-		BaseURL: t.e.cfg.BaseURL, Options: t.e.cfg.Options, MaxRetries: t.e.cfg.MaxRetries}, tools, nil)
+		BaseURL: t.e.cfg.BaseURL, Options: opts, MaxRetries: t.e.cfg.MaxRetries, clientDefaults: t.e.clientDefaults}, tools, nil)
 	conv := t.req.Resume
 	if conv != "" {
 		data, err := os.ReadFile(t.historyPath(conv))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -40,6 +41,12 @@ type Config struct {
 	// instead of it (Retired: claude-3-5-sonnet-20241022 →
 	// claude-sonnet-5-5). Off, every ID is sent as given.
 	UpgradeRetired bool
+
+	// clientDefaults, when set, stand for the SDK's environment defaults
+	// (anthropic.DefaultClientOptions, which read the environment and
+	// look for profile files at every client): the engine reads them
+	// once, every turn's Harness uses them.
+	clientDefaults []option.RequestOption
 }
 
 // Tool is one tool the model can call. Execute's error becomes an
@@ -138,22 +145,54 @@ func NewHarness(config Config, tools []Tool, handler EventHandler) *Harness {
 		handler = silent{}
 	}
 	h := &Harness{cfg: c, tools: append([]Tool(nil), tools...), byName: map[string]Tool{}, handler: handler}
-	opts := []option.RequestOption{option.WithAPIKey(c.APIKey), option.WithMaxRetries(c.maxRetries())}
+	var opts []option.RequestOption
+	if c.clientDefaults != nil { // in their place, first
+		opts = append(append(opts, option.WithoutEnvironmentDefaults()), c.clientDefaults...)
+	}
+	opts = append(opts, option.WithAPIKey(c.APIKey), option.WithMaxRetries(c.maxRetries()))
 	if c.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(c.BaseURL))
 	}
 	h.client = anthropic.NewClient(append(opts, c.Options...)...)
 	for _, t := range h.tools {
 		h.byName[t.Name()] = t
-		var schema anthropic.ToolInputSchemaParam
-		if err := json.Unmarshal(t.InputSchema(), &schema); err != nil {
-			schema = anthropic.ToolInputSchemaParam{}
-		}
+		schema := inputSchema(t.InputSchema())
 		h.params = append(h.params, anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{
 			Name: t.Name(), Description: anthropic.String(t.Description()), InputSchema: schema,
 		}})
 	}
 	return h
+}
+
+// schemas holds tools' input schemas as the SDK's parameters, by their
+// JSON: every turn of the engine makes a Harness with the same tools,
+// and parsing their schemas was most of NewHarness's CPU (about 9 % of a
+// short turn's). The parameters are only read (marshalled into each
+// request), so Harnesses share them. At most maxSchemas are kept; a
+// schema past them is parsed each time.
+var (
+	schemas  sync.Map // string(schema) → anthropic.ToolInputSchemaParam
+	nSchemas atomic.Int64
+)
+
+const maxSchemas = 1024
+
+// inputSchema is raw as the SDK's parameter (the zero parameter when raw
+// is not JSON, as before the sharing).
+func inputSchema(raw json.RawMessage) anthropic.ToolInputSchemaParam {
+	if v, ok := schemas.Load(string(raw)); ok {
+		return v.(anthropic.ToolInputSchemaParam)
+	}
+	var schema anthropic.ToolInputSchemaParam
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		schema = anthropic.ToolInputSchemaParam{}
+	}
+	if nSchemas.Load() < maxSchemas {
+		if _, loaded := schemas.LoadOrStore(string(raw), schema); !loaded {
+			nSchemas.Add(1)
+		}
+	}
+	return schema
 }
 
 // Validate reports a configuration Prompt cannot run with (ErrNoAPIKey).
