@@ -42,6 +42,10 @@ var (
 	// ErrUnmerged: the session's worktree holds changes not merged into
 	// the project's branch; delete it with force to drop them (409).
 	ErrUnmerged = engine.NewError(engine.ErrConflict, "session has unmerged changes")
+	// ErrWorktreeTampered: the session's worktree no longer points at its
+	// repository (its .git file was changed, by its agent or anyone); no
+	// git command runs in it until a person puts it back (409).
+	ErrWorktreeTampered = engine.NewError(engine.ErrConflict, "the session's worktree was tampered with")
 )
 
 // errForkIsolated refuses Fork of a worktree session: the fork would run
@@ -176,6 +180,8 @@ func mapWorktreeErr(err error) error {
 		return fmt.Errorf("%w: %w", ErrDirtyTarget, err)
 	case errors.Is(err, worktree.ErrNoGit):
 		return fmt.Errorf("%w: %w", ErrNotGitRepo, err)
+	case errors.Is(err, worktree.ErrTampered):
+		return fmt.Errorf("%w: %w", ErrWorktreeTampered, err)
 	}
 	return err
 }

@@ -292,3 +292,19 @@ func TestWorktreeCheckpoints(t *testing.T) {
 		t.Fatalf("diff after restore: %+v, %v (the checkpoint store must not show)", d, err)
 	}
 }
+
+// A worktree whose .git file was rewritten to name another git directory
+// is refused with ErrWorktreeTampered, a conflict (409 at every door), and
+// no git command runs through it.
+func TestWorktreeTamperedIsAConflict(t *testing.T) {
+	e, _ := newRepoEnv(t)
+	s := e.worktreeSession(SessionSpec{})
+	elsewhere := t.TempDir()
+	userGitRoot(t, elsewhere, "init", "-q")
+	if err := os.WriteFile(filepath.Join(s.Workdir, ".git"), []byte("gitdir: "+filepath.Join(elsewhere, ".git")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.h.SessionDiff(context.Background(), s.ID); !errors.Is(err, ErrWorktreeTampered) || !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("diff through a rewritten .git file: %v; want ErrWorktreeTampered", err)
+	}
+}
