@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/claudecode/claudetest"
@@ -34,7 +35,12 @@ func TestBudgetStopsATurn(t *testing.T) {
 		mu.Unlock()
 		if n == 1 {
 			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text("Reading."),
-				claudetest.ToolUse("", "Read", map[string]any{"file_path": filepath.Join(s.root, "notes.txt")})}, InputTokens: 100_000}
+				claudetest.ToolUse("", "Read", map[string]any{"file_path": filepath.Join(s.root, "notes.txt")})}, InputTokens: 100_000,
+				// The crossing call's usage comes with its message_delta; a real
+				// call's stream then still takes a moment, in which the core's
+				// interrupt lands. Without it the interrupt raced the CLI's
+				// instant Read and next request, and lost under load.
+				ChunkDelay: 150 * time.Millisecond}
 		}
 		return claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text("SECOND CALL")}}
 	})
