@@ -320,19 +320,53 @@ func (h *Harness) FilesDiff(ctx context.Context, id string, toTurn int64) ([]che
 
 // occupy makes lt its session's live turn, which Shutdown waits for
 // (h.wg) until it is released. It fails with ErrClosed after Shutdown and
-// ErrBusy while the session has one.
+// ErrBusy while the session has one. A turn whose process:exit is being
+// stored (exiting) is waited for, up to exitWait: a reader of the log can
+// see that process:exit before the turn is forgotten, and a client that
+// starts the next turn on it is not refused.
 func (h *Harness) occupy(lt *liveTurn) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch {
-	case h.closed:
-		return ErrClosed
-	case h.live[lt.id] != nil:
-		return ErrBusy
+	for {
+		o := h.live[lt.id]
+		switch {
+		case h.closed:
+			return ErrClosed
+		case o != nil && o.gone == nil:
+			return ErrBusy
+		case o != nil:
+			gone := o.gone
+			h.mu.Unlock()
+			t := time.NewTimer(exitWait)
+			select {
+			case <-gone:
+			case <-t.C:
+			}
+			t.Stop()
+			h.mu.Lock()
+			if h.live[lt.id] == o {
+				return ErrBusy
+			}
+			continue
+		}
+		h.live[lt.id] = lt
+		h.wg.Add(1)
+		return nil
 	}
-	h.live[lt.id] = lt
-	h.wg.Add(1)
-	return nil
+}
+
+// exitWait bounds how long a turn's start waits for the previous turn of
+// its session to finish ending (occupy): its save and worktree settling.
+const exitWait = 10 * time.Second
+
+// exiting marks lt as ending: its process:exit is about to be stored, and
+// nothing of it but its save and bookkeeping (runner.finalize) is left.
+func (h *Harness) exiting(lt *liveTurn) {
+	h.mu.Lock()
+	if lt.gone == nil {
+		lt.gone = make(chan struct{})
+	}
+	h.mu.Unlock()
 }
 
 // reserve marks session id busy (as a running turn does) until release:

@@ -200,6 +200,12 @@ type liveTurn struct {
 	broker   *broker
 	done     chan struct{}
 	err      error // set before done is closed
+	// gone is made (h.mu) when the turn's process:exit is about to be
+	// stored (Harness.exiting) and closed when the turn is forgotten: a
+	// turn that starts meanwhile waits for it (occupy). forgotten says it
+	// was closed.
+	gone      chan struct{}
+	forgotten bool
 
 	mu   sync.Mutex
 	cur  engine.Turn
@@ -458,6 +464,10 @@ func (h *Harness) forget(lt *liveTurn) {
 	if h.live[lt.id] == lt {
 		delete(h.live, lt.id)
 	}
+	if lt.gone != nil && !lt.forgotten {
+		lt.forgotten = true
+		close(lt.gone)
+	}
 	h.mu.Unlock()
 }
 
@@ -538,6 +548,9 @@ func (r *runner) finalize() {
 		return
 	}
 	r.finalized = true
+	if testHookFinalize != nil {
+		testHookFinalize()
+	}
 	r.drainLogs()
 	r.saving.Wait() // the turn's save comes last
 	r.smu.Lock()
@@ -552,6 +565,10 @@ func (r *runner) finalize() {
 	r.h.forget(r.lt)
 	r.h.Prewarm(r.s.ID) // the next turn's agent, while the user reads this one
 }
+
+// testHookFinalize, when set by a test, runs as a turn's finalize
+// begins: after its process:exit is stored, before it is forgotten.
+var testHookFinalize func()
 
 // logAside writes a log line of the turn (e, its fields taken now, and
 // msg) beside the event path: the project's log is one file that every
@@ -782,6 +799,9 @@ func (r *runner) emitLocked(ev event.Event) {
 		if json.Unmarshal(clean, &scrubbed) == nil {
 			ev = scrubbed
 		}
+	}
+	if ev.Type == event.TypeProcessExit {
+		r.h.exiting(r.lt) // a reader of the log sees it before finalize: the next turn's start waits for that
 	}
 	seq, err := r.elog.Append(r.buf)
 	if err != nil {
