@@ -1,30 +1,26 @@
 package codex
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-// What marks a Codex command approval request as leaving the sandbox
-// (0.169's requests, as the real binary sends them: a plain command's
-// has no reason and no additional permissions).
-func TestLeavesSandbox(t *testing.T) {
+// What marks a Codex file change approval request as asking for more
+// than its patch: a root to write under for the rest of the session, or
+// a reason (extra write access). A plain patch's request has neither.
+func TestWidensPatch(t *testing.T) {
 	for _, c := range []struct {
-		reason     string
-		additional string
-		want       bool
+		reason, grantRoot string
+		want              bool
 	}{
 		{"", "", false},
-		{"", "null", false},
-		{"  ", "{}", false},
-		{"to update the MCP config", "", true},               // the model's justification (require_escalated)
-		{"command failed; retry without sandbox?", "", true}, // Codex's own retry
-		{"", `{"file_system":{"write":["/etc"]}}`, true},     // with_additional_permissions
+		{"  ", " ", false},
+		{"", "/home/u", true},
+		{"needs to write outside the workspace", "", true},
 	} {
-		if got := leavesSandbox(c.reason, json.RawMessage(c.additional)); got != c.want {
-			t.Errorf("leavesSandbox(%q, %s) = %v, want %v", c.reason, c.additional, got, c.want)
+		if got := widensPatch(c.reason, c.grantRoot); got != c.want {
+			t.Errorf("widensPatch(%q, %q) = %v, want %v", c.reason, c.grantRoot, got, c.want)
 		}
 	}
 }
