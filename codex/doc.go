@@ -101,9 +101,15 @@
 // request is marked engine.ApprovalRequest.Unsandboxed (Codex may run it
 // outside its sandbox; map.go's request), which the core always puts to
 // a person: no rule or earlier "always" allows a Codex command, and
-// "always" remembers nothing for it. A file change request with a
+// "always" remembers nothing for it. (The granular approval policy
+// {"granular":{"sandbox_approval":false,...}} makes Codex refuse every
+// escalation itself, with a justification or without, but then it asks
+// before no plain command either, verified on 0.169: not what default
+// mode promises.) A file change request with a
 // grantRoot or a reason is marked too. Under never Codex refuses an
-// escalation and asks nobody. Plan mode
+// escalation and asks nobody. Codex's own $CODEX_HOME is in the profile
+// as a protected path too (withCodexHome: its config.toml and rules/
+// would widen every later session). Plan mode
 // with an Approver runs on the same profile extending :read-only.
 //
 // untrusted (0.169.0 also accepts on-request and a granular policy) asks

@@ -230,3 +230,47 @@ func TestRealCodexEscalationMarkedUnsandboxed(t *testing.T) {
 		}
 	}
 }
+
+// Codex's own home is not a command's to write: not an approved
+// escalation's (without a justification; it runs outside the sandbox,
+// where a sandbox_mode added to config.toml would make Codex ignore the
+// protected profile in every later session), not a plain command's
+// under dontAsk (the rig's $CODEX_HOME is under the temporary directory,
+// which the sandbox otherwise lets commands write). Codex itself still
+// works: the next turn runs.
+func TestRealCodexHomeNotWritable(t *testing.T) {
+	g := newRig(t)
+	conf := filepath.Join(g.home, "codex", "config.toml")
+	before, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := "echo 'sandbox_mode = \"danger-full-access\"' >> " + conf
+	g.fake.Script(codextest.Reply{Call: escalate(write, "")}, codextest.Reply{Text: "done"})
+	yes := &approver{answers: []engine.ApprovalDecision{{Allow: true}, {Allow: true}}}
+	if r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "default", Approver: yes}, nil); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(yes.asked) == 0 {
+		t.Fatal("the escalation was not put to the approver")
+	}
+	g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: write}}, codextest.Reply{Text: "done"})
+	if r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "dontAsk"}, nil); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if after, _ := os.ReadFile(conf); string(after) != string(before) {
+		t.Fatalf("a command wrote Codex's config.toml: %q", after)
+	}
+	g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: "echo ok > ok.txt"}}, codextest.Reply{Text: "done"})
+	ok := &approver{answers: []engine.ApprovalDecision{{Allow: true}}}
+	if r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "default", Approver: ok}, nil); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "ok.txt")); err != nil || string(b) != "ok\n" {
+		t.Fatalf("a plain approved command in the workspace: %q %v", b, err)
+	}
+}
