@@ -1,8 +1,10 @@
 package codex
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -48,6 +50,43 @@ func TestProtectedProfileDeniesReadsOnlyWhenAsking(t *testing.T) {
 		}
 		if _, has := inside[escapeGuard]; has != (pol == "untrusted") {
 			t.Errorf("%s: guard in the profile = %v", pol, has)
+		}
+	}
+}
+
+// What the Approver is asked for Codex's approval requests (0.169's
+// params): every command marked, with the host a network request would
+// reach and a kind other than "command" shown; a file change marked, and
+// its root or reason shown, only when it asks for more than its patch.
+func TestApprovalRequest(t *testing.T) {
+	const cmd = "item/commandExecution/requestApproval"
+	const patch = "item/fileChange/requestApproval"
+	inputs := map[string]json.RawMessage{"p1": json.RawMessage(`{"changes":[{"path":"a.go"}]}`)}
+	for _, c := range []struct {
+		method, params string
+		marked         bool
+		input          map[string]any
+	}{
+		{cmd, `{"itemId":"c1","command":"npm test","cwd":"/w"}`, true,
+			map[string]any{"command": "npm test", "cwd": "/w", "reason": ""}},
+		{cmd, `{"itemId":"c1","command":"curl x","cwd":"/w","reason":"network","networkApprovalContext":{"host":"example.com","protocol":"https"}}`, true,
+			map[string]any{"command": "curl x", "cwd": "/w", "reason": "network", "host": "example.com"}},
+		{cmd, `{"itemId":"c1","command":"python3","cwd":"/w","kind":"writeStdin"}`, true,
+			map[string]any{"command": "python3", "cwd": "/w", "reason": "", "kind": "writeStdin"}},
+		{cmd, `{"itemId":"c1","command":"ls","cwd":"/w","kind":"command"}`, true,
+			map[string]any{"command": "ls", "cwd": "/w", "reason": ""}},
+		{patch, `{"itemId":"p1"}`, false, map[string]any{"changes": []any{map[string]any{"path": "a.go"}}}},
+		{patch, `{"itemId":"p1","grantRoot":"/home/u"}`, true,
+			map[string]any{"changes": []any{map[string]any{"path": "a.go"}}, "grantRoot": "/home/u"}},
+		{patch, `{"itemId":"p2","reason":"extra write access"}`, true, map[string]any{"reason": "extra write access"}},
+	} {
+		req := approvalRequest(c.method, json.RawMessage(c.params), inputs)
+		var in map[string]any
+		if err := json.Unmarshal(req.Input, &in); err != nil {
+			t.Fatalf("%s: input %s: %v", c.params, req.Input, err)
+		}
+		if req.Unsandboxed != c.marked || !reflect.DeepEqual(in, c.input) {
+			t.Errorf("%s: marked %v input %s, want %v %v", c.params, req.Unsandboxed, req.Input, c.marked, c.input)
 		}
 	}
 }

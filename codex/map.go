@@ -287,22 +287,6 @@ func (m *mapper) toolResult(p *itemParams) {
 // request answers a server→client request: approvals through the
 // Approver (from a goroutine of their own, started once the events before
 // the question were read), anything else with an error.
-//
-// Every command approval request of Codex (0.169, untrusted) is marked
-// engine.ApprovalRequest.Unsandboxed: once accepted, Codex may run the
-// command outside its sandbox, and the request does not always say so. What can say so: a reason (the model's
-// justification with sandbox_permissions require_escalated; Codex's own
-// "command failed; retry without sandbox?"; the network's reason),
-// additional permissions, a networkApprovalContext (a host to reach). But
-// an escalation the model asks for without a justification comes as a
-// request that looks exactly like a plain command's (verified on 0.169:
-// no reason, no additional permissions), and an accepted one runs outside
-// the sandbox, where it can write anything the profile does not deny
-// (a user config of Codex's, ~/.bashrc). A kind other than "command"
-// (writeStdin) carries only the command, not the input it would send.
-// So no rule and no earlier "always" may allow a Codex command: a person
-// answers each one (none is asked under never: Codex runs only what its
-// own execpolicy allows, inside the sandbox, and refuses escalations).
 func (m *mapper) request(msg Message) {
 	t := m.t
 	switch msg.Method {
@@ -311,54 +295,7 @@ func (m *mapper) request(msg Message) {
 		_ = t.peer.replyError(msg.ID, -32601, "method not supported by the harness: "+msg.Method)
 		return
 	}
-	var p struct {
-		ItemID                 string `json:"itemId"`
-		Command                string `json:"command"`
-		Cwd                    string `json:"cwd"`
-		Reason                 string `json:"reason"`
-		Kind                   string `json:"kind"`
-		NetworkApprovalContext *struct {
-			Host string `json:"host"`
-		} `json:"networkApprovalContext"`
-		GrantRoot string `json:"grantRoot"`
-	}
-	_ = json.Unmarshal(msg.Params, &p)
-	req := engine.ApprovalRequest{ToolUseID: p.ItemID}
-	if msg.Method == "item/commandExecution/requestApproval" {
-		req.ToolName = ToolShell
-		req.Unsandboxed = true // Codex may run it outside the sandbox (above)
-		in := map[string]any{"command": p.Command, "cwd": p.Cwd, "reason": p.Reason}
-		if p.NetworkApprovalContext != nil && p.NetworkApprovalContext.Host != "" {
-			in["host"] = p.NetworkApprovalContext.Host // what the command would reach
-		}
-		if p.Kind != "" && p.Kind != "command" {
-			in["kind"] = p.Kind // e.g. writeStdin: input to a running command, not the command
-		}
-		req.Input, _ = json.Marshal(in)
-	} else {
-		req.ToolName = ToolApplyPatch
-		req.Input = m.inputs[p.ItemID]
-		if req.Input == nil {
-			req.Input = json.RawMessage("{}")
-		}
-		// A grant of a root (writes under it for the rest of the
-		// session) or a reason (more write access) is more than this
-		// patch: marked, and what it asks for is shown.
-		if req.Unsandboxed = widensPatch(p.Reason, p.GrantRoot); req.Unsandboxed {
-			in := map[string]any{}
-			_ = json.Unmarshal(req.Input, &in)
-			if in == nil {
-				in = map[string]any{}
-			}
-			if strings.TrimSpace(p.GrantRoot) != "" {
-				in["grantRoot"] = p.GrantRoot
-			}
-			if strings.TrimSpace(p.Reason) != "" {
-				in["reason"] = p.Reason
-			}
-			req.Input, _ = json.Marshal(in)
-		}
-	}
+	req := approvalRequest(msg.Method, msg.Params, m.inputs)
 	id := msg.ID
 	approver := t.req.Approver
 	t.approvals.Add(1)
@@ -434,4 +371,76 @@ func (s rateLimitSnapshot) events() []*event.RateLimit {
 // rest of the session) or a reason (e.g. extra write access).
 func widensPatch(reason, grantRoot string) bool {
 	return strings.TrimSpace(reason) != "" || strings.TrimSpace(grantRoot) != ""
+}
+
+// approvalRequest is what a Codex approval request (method, params) asks
+// the Approver; inputs are the tool items' inputs by item id.
+//
+// Every command approval request of Codex (0.169, untrusted) is marked
+// engine.ApprovalRequest.Unsandboxed: once accepted, Codex may run the
+// command outside its sandbox, and the request does not always say so.
+// What can say so: a reason (the model's justification with
+// sandbox_permissions require_escalated; Codex's own "command failed;
+// retry without sandbox?"; the network's reason), additional
+// permissions, a networkApprovalContext (a host to reach). But
+// an escalation the model asks for without a justification comes as a
+// request that looks exactly like a plain command's (verified on 0.169:
+// no reason, no additional permissions), and an accepted one runs outside
+// the sandbox, where it can write anything the profile does not deny
+// (a user config of Codex's, ~/.bashrc). A kind other than "command"
+// (writeStdin) carries only the command, not the input it would send;
+// it is shown (kind), and so is the host a network request would reach.
+// So no rule and no earlier "always" may allow a Codex command: a person
+// answers each one (none is asked under never: Codex runs only what its
+// own execpolicy allows, inside the sandbox, and refuses escalations).
+func approvalRequest(method string, params json.RawMessage, inputs map[string]json.RawMessage) engine.ApprovalRequest {
+	var p struct {
+		ItemID                 string `json:"itemId"`
+		Command                string `json:"command"`
+		Cwd                    string `json:"cwd"`
+		Reason                 string `json:"reason"`
+		Kind                   string `json:"kind"`
+		NetworkApprovalContext *struct {
+			Host string `json:"host"`
+		} `json:"networkApprovalContext"`
+		GrantRoot string `json:"grantRoot"`
+	}
+	_ = json.Unmarshal(params, &p)
+	req := engine.ApprovalRequest{ToolUseID: p.ItemID}
+	if method == "item/commandExecution/requestApproval" {
+		req.ToolName = ToolShell
+		req.Unsandboxed = true // Codex may run it outside the sandbox (above)
+		in := map[string]any{"command": p.Command, "cwd": p.Cwd, "reason": p.Reason}
+		if p.NetworkApprovalContext != nil && p.NetworkApprovalContext.Host != "" {
+			in["host"] = p.NetworkApprovalContext.Host // what the command would reach
+		}
+		if p.Kind != "" && p.Kind != "command" {
+			in["kind"] = p.Kind // e.g. writeStdin: input to a running command, not the command
+		}
+		req.Input, _ = json.Marshal(in)
+	} else {
+		req.ToolName = ToolApplyPatch
+		req.Input = inputs[p.ItemID]
+		if req.Input == nil {
+			req.Input = json.RawMessage("{}")
+		}
+		// A grant of a root (writes under it for the rest of the
+		// session) or a reason (more write access) is more than this
+		// patch: marked, and what it asks for is shown.
+		if req.Unsandboxed = widensPatch(p.Reason, p.GrantRoot); req.Unsandboxed {
+			in := map[string]any{}
+			_ = json.Unmarshal(req.Input, &in)
+			if in == nil {
+				in = map[string]any{}
+			}
+			if strings.TrimSpace(p.GrantRoot) != "" {
+				in["grantRoot"] = p.GrantRoot
+			}
+			if strings.TrimSpace(p.Reason) != "" {
+				in["reason"] = p.Reason
+			}
+			req.Input, _ = json.Marshal(in)
+		}
+	}
+	return req
 }

@@ -26,3 +26,10 @@ test("an ordinary use is asked as before, with always", () => {
   assert.match(approvalQuestion(b), /^shell wants to run/);
   assert.equal(offersAlways(b), true);
 });
+
+test("a marked request names the host it would reach and the root it would write under", () => {
+  const host = approval({ unsandboxed: true, input: { command: "curl x", host: "example.com" } });
+  assert.equal(approvalQuestion(host), "shell wants to run (maybe outside its sandbox): curl x, reaching example.com");
+  const root = approval({ unsandboxed: true, toolName: "apply_patch", input: { grantRoot: "/home/u" } });
+  assert.match(approvalQuestion(root), /, and writes under \/home\/u for the session$/);
+});
