@@ -90,3 +90,20 @@ func TestApprovalRequest(t *testing.T) {
 		}
 	}
 }
+
+// Codex's home joins the protected paths, but not into an empty list
+// and not when the workspace is inside it.
+func TestWithCodexHome(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	if got := withCodexHome([]string{"/p"}, home, work); !reflect.DeepEqual(got, []string{"/p", home + "/"}) {
+		t.Errorf("got %q", got)
+	}
+	if got := withCodexHome(nil, home, work); got != nil {
+		t.Errorf("empty list: got %q", got)
+	}
+	for _, cwd := range []string{home, filepath.Join(home, "proj")} {
+		if got := withCodexHome([]string{"/p"}, home, cwd); !reflect.DeepEqual(got, []string{"/p"}) {
+			t.Errorf("workspace %s inside the home: got %q", cwd, got)
+		}
+	}
+}

@@ -162,12 +162,20 @@ func existingParent(p string) string {
 // profile's denied reads hold outside the sandbox, protectProfile).
 // Codex itself is not bound by the profile; verified on 0.169 that its
 // threads, logs and commands work with its home denied.
-func withCodexHome(protected []string, home string) []string {
+// Not when the workspace is inside that home (denying the home would
+// deny the workspace).
+func withCodexHome(protected []string, home, cwd string) []string {
 	if len(protected) == 0 || home == "" {
 		return protected
 	}
 	if h, err := filepath.EvalSymlinks(home); err == nil {
 		home = h
+	}
+	if c, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = c
+	}
+	if rel, err := filepath.Rel(home, cwd); err != nil || rel == "." || !strings.HasPrefix(rel, "..") {
+		return protected
 	}
 	return append(slices.Clip(protected), home+string(filepath.Separator))
 }

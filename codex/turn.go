@@ -292,7 +292,7 @@ func (t *Turn) converse() error {
 	if !t.eng.cfg.TrustProject {
 		config = untrustProject(config, t.req.Cwd) // never the project's own .codex/config.toml (trust.go)
 	}
-	config = withProtectedProfile(params, config, t.req.Cwd, withCodexHome(protect.Or(t.req.Protected, t.req.Cwd), t.codexHome))
+	config = withProtectedProfile(params, config, t.req.Cwd, withCodexHome(protect.Or(t.req.Protected, t.req.Cwd), t.codexHome, t.req.Cwd))
 	if config != nil {
 		params["config"] = config
 	}
