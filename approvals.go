@@ -135,7 +135,7 @@ type pendingApproval struct {
 	answer   chan engine.ApprovalDecision
 	resolved bool
 	// protected: the use writes a protected path (protectedWrite), or
-	// runs outside the agent's sandbox (q.Unsandboxed): no rule allows it
+	// may run outside the agent's sandbox (q.Unsandboxed): no rule allows it
 	// and "always" allows it once, remembering nothing.
 	protected bool
 }

@@ -20,14 +20,14 @@ func (r *runner) protectedWrite(q engine.ApprovalRequest) bool {
 	return ok
 }
 
-// unsandboxed reports whether the engine marked q as running outside the
-// agent's sandbox once allowed (engine.ApprovalRequest.Unsandboxed):
-// like a protected write, it is always put to a person. Where nobody is
+// unsandboxed reports whether the engine marked q as one that may run
+// outside the agent's sandbox once allowed
+// (engine.ApprovalRequest.Unsandboxed): like a protected write, it is always put to a person. Where nobody is
 // asked the engine declines it (Codex: no Approver, or approval policy
 // never, which refuses an escalation by itself).
 func (r *runner) unsandboxed(q engine.ApprovalRequest) bool {
 	if q.Unsandboxed {
-		r.log.Info().Str("sessionId", r.s.ID).Str("tool", q.ToolName).Msg("a use would run outside the agent's sandbox: a person is asked, whatever the rules")
+		r.log.Info().Str("sessionId", r.s.ID).Str("tool", q.ToolName).Msg("a use may run outside the agent's sandbox: a person is asked, whatever the rules")
 	}
 	return q.Unsandboxed
 }

@@ -15,8 +15,9 @@ import (
 // (sandbox_permissions require_escalated) is put to a person, marked
 // unsandboxed on approval:requested, although a session rule allows
 // every shell command, and "always" allows it once, remembering nothing;
-// a plain command the same rule allows runs without a question (real
-// codex on the fake Responses API, default mode).
+// so is one without a justification, whose request looks like a plain
+// command's, and so a plain command too (real codex on the fake
+// Responses API, default mode).
 func TestUnsandboxedCodexAlwaysAsked(t *testing.T) {
 	e, fake, id := codexPlanEnv(t)
 	mode := "default"
@@ -66,11 +67,16 @@ func TestUnsandboxedCodexAlwaysAsked(t *testing.T) {
 	if got, err := e.h.Session(id); err != nil || !slices.Equal(got.Rules, []string{"shell"}) {
 		t.Fatalf("rules %v (%v): always on an unsandboxed use must remember nothing", got.Rules, err)
 	}
-	// The rule does allow a plain command: the question above was the mark's.
-	evs = turn(&codextest.Call{Command: "echo y > plain.txt"}, "")
-	asked, res = ofType(evs, event.TypeApprovalRequested), ofType(evs, event.TypeApprovalResolved)
-	if len(asked) != 1 || asked[0].Approval.Unsandboxed || len(res) != 1 || res[0].Resolved.By != event.ByRule {
-		t.Fatalf("requested %+v resolved %+v: want a plain request the rule allowed", asked, res)
+	// Without a justification, and a plain command: asked all the same.
+	for _, call := range []*codextest.Call{
+		{Tool: "exec_command", Args: map[string]any{"cmd": "echo z > bare.txt", "sandbox_permissions": "require_escalated"}},
+		{Command: "echo y > plain.txt"},
+	} {
+		evs = turn(call, "allow")
+		asked, res = ofType(evs, event.TypeApprovalRequested), ofType(evs, event.TypeApprovalResolved)
+		if len(asked) != 1 || !asked[0].Approval.Unsandboxed || len(res) != 1 || res[0].Resolved.By != event.ByUser {
+			t.Fatalf("%+v: requested %+v resolved %+v: want one request marked unsandboxed, answered by the person", call, asked, res)
+		}
 	}
 	// And asked again the next time, whatever "always" said.
 	evs = turn(escalated, "deny")

@@ -95,13 +95,21 @@
 // the denied paths kept unreadable and unwritable; so neither writes a
 // protected path that exists (an escalation can create a missing one).
 // The cost: there Codex's commands cannot read them either. An
-// escalation still writes anywhere else once approved: its request, like
-// Codex's own "retry without sandbox?" and one asking for more
-// permissions, is marked engine.ApprovalRequest.Unsandboxed
-// (leavesSandbox: it has a reason or additional permissions), which the
-// core always puts to a person; under never Codex refuses an escalation.
-// An escalation without a justification is not recognisable (its
-// request looks like a plain command's; verified on 0.169). Plan mode
+// escalation still writes anywhere else once approved, and one the model
+// asks for without a justification comes as a request that looks exactly
+// like a plain command's (verified on 0.169). So every command approval
+// request is marked engine.ApprovalRequest.Unsandboxed (Codex may run it
+// outside its sandbox; map.go's request), which the core always puts to
+// a person: no rule or earlier "always" allows a Codex command, and
+// "always" remembers nothing for it. (The granular approval policy
+// {"granular":{"sandbox_approval":false,...}} makes Codex refuse every
+// escalation itself, with a justification or without, but then it asks
+// before no plain command either, verified on 0.169: not what default
+// mode promises.) A file change request with a
+// grantRoot or a reason is marked too. Under never Codex refuses an
+// escalation and asks nobody. Codex's own $CODEX_HOME is in the profile
+// as a protected path too (withCodexHome: its config.toml and rules/
+// would widen every later session). Plan mode
 // with an Approver runs on the same profile extending :read-only.
 //
 // untrusted (0.169.0 also accepts on-request and a granular policy) asks

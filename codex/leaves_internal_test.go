@@ -4,27 +4,25 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
-// What marks a Codex command approval request as leaving the sandbox
-// (0.169's requests, as the real binary sends them: a plain command's
-// has no reason and no additional permissions).
-func TestLeavesSandbox(t *testing.T) {
+// What marks a Codex file change approval request as asking for more
+// than its patch: a root to write under for the rest of the session, or
+// a reason (extra write access). A plain patch's request has neither.
+func TestWidensPatch(t *testing.T) {
 	for _, c := range []struct {
-		reason     string
-		additional string
-		want       bool
+		reason, grantRoot string
+		want              bool
 	}{
 		{"", "", false},
-		{"", "null", false},
-		{"  ", "{}", false},
-		{"to update the MCP config", "", true},               // the model's justification (require_escalated)
-		{"command failed; retry without sandbox?", "", true}, // Codex's own retry
-		{"", `{"file_system":{"write":["/etc"]}}`, true},     // with_additional_permissions
+		{"  ", " ", false},
+		{"", "/home/u", true},
+		{"needs to write outside the workspace", "", true},
 	} {
-		if got := leavesSandbox(c.reason, json.RawMessage(c.additional)); got != c.want {
-			t.Errorf("leavesSandbox(%q, %s) = %v, want %v", c.reason, c.additional, got, c.want)
+		if got := widensPatch(c.reason, c.grantRoot); got != c.want {
+			t.Errorf("widensPatch(%q, %q) = %v, want %v", c.reason, c.grantRoot, got, c.want)
 		}
 	}
 }
@@ -52,6 +50,60 @@ func TestProtectedProfileDeniesReadsOnlyWhenAsking(t *testing.T) {
 		}
 		if _, has := inside[escapeGuard]; has != (pol == "untrusted") {
 			t.Errorf("%s: guard in the profile = %v", pol, has)
+		}
+	}
+}
+
+// What the Approver is asked for Codex's approval requests (0.169's
+// params): every command marked, with the host a network request would
+// reach and a kind other than "command" shown; a file change marked, and
+// its root or reason shown, only when it asks for more than its patch.
+func TestApprovalRequest(t *testing.T) {
+	const cmd = "item/commandExecution/requestApproval"
+	const patch = "item/fileChange/requestApproval"
+	inputs := map[string]json.RawMessage{"p1": json.RawMessage(`{"changes":[{"path":"a.go"}]}`)}
+	for _, c := range []struct {
+		method, params string
+		marked         bool
+		input          map[string]any
+	}{
+		{cmd, `{"itemId":"c1","command":"npm test","cwd":"/w"}`, true,
+			map[string]any{"command": "npm test", "cwd": "/w", "reason": ""}},
+		{cmd, `{"itemId":"c1","command":"curl x","cwd":"/w","reason":"network","networkApprovalContext":{"host":"example.com","protocol":"https"}}`, true,
+			map[string]any{"command": "curl x", "cwd": "/w", "reason": "network", "host": "example.com"}},
+		{cmd, `{"itemId":"c1","command":"python3","cwd":"/w","kind":"writeStdin"}`, true,
+			map[string]any{"command": "python3", "cwd": "/w", "reason": "", "kind": "writeStdin"}},
+		{cmd, `{"itemId":"c1","command":"ls","cwd":"/w","kind":"command"}`, true,
+			map[string]any{"command": "ls", "cwd": "/w", "reason": ""}},
+		{patch, `{"itemId":"p1"}`, false, map[string]any{"changes": []any{map[string]any{"path": "a.go"}}}},
+		{patch, `{"itemId":"p1","grantRoot":"/home/u"}`, true,
+			map[string]any{"changes": []any{map[string]any{"path": "a.go"}}, "grantRoot": "/home/u"}},
+		{patch, `{"itemId":"p2","reason":"extra write access"}`, true, map[string]any{"reason": "extra write access"}},
+	} {
+		req := approvalRequest(c.method, json.RawMessage(c.params), inputs)
+		var in map[string]any
+		if err := json.Unmarshal(req.Input, &in); err != nil {
+			t.Fatalf("%s: input %s: %v", c.params, req.Input, err)
+		}
+		if req.Unsandboxed != c.marked || !reflect.DeepEqual(in, c.input) {
+			t.Errorf("%s: marked %v input %s, want %v %v", c.params, req.Unsandboxed, req.Input, c.marked, c.input)
+		}
+	}
+}
+
+// Codex's home joins the protected paths, but not into an empty list
+// and not when the workspace is inside it.
+func TestWithCodexHome(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	if got := withCodexHome([]string{"/p"}, home, work); !reflect.DeepEqual(got, []string{"/p", home + "/"}) {
+		t.Errorf("got %q", got)
+	}
+	if got := withCodexHome(nil, home, work); got != nil {
+		t.Errorf("empty list: got %q", got)
+	}
+	for _, cwd := range []string{home, filepath.Join(home, "proj")} {
+		if got := withCodexHome([]string{"/p"}, home, cwd); !reflect.DeepEqual(got, []string{"/p"}) {
+			t.Errorf("workspace %s inside the home: got %q", cwd, got)
 		}
 	}
 }

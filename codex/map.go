@@ -295,26 +295,7 @@ func (m *mapper) request(msg Message) {
 		_ = t.peer.replyError(msg.ID, -32601, "method not supported by the harness: "+msg.Method)
 		return
 	}
-	var p struct {
-		ItemID                string          `json:"itemId"`
-		Command               string          `json:"command"`
-		Cwd                   string          `json:"cwd"`
-		Reason                string          `json:"reason"`
-		AdditionalPermissions json.RawMessage `json:"additionalPermissions"`
-	}
-	_ = json.Unmarshal(msg.Params, &p)
-	req := engine.ApprovalRequest{ToolUseID: p.ItemID}
-	if msg.Method == "item/commandExecution/requestApproval" {
-		req.ToolName = ToolShell
-		req.Unsandboxed = leavesSandbox(p.Reason, p.AdditionalPermissions)
-		req.Input, _ = json.Marshal(map[string]any{"command": p.Command, "cwd": p.Cwd, "reason": p.Reason})
-	} else {
-		req.ToolName = ToolApplyPatch
-		req.Input = m.inputs[p.ItemID]
-		if req.Input == nil {
-			req.Input = json.RawMessage("{}")
-		}
-	}
+	req := approvalRequest(msg.Method, msg.Params, m.inputs)
 	id := msg.ID
 	approver := t.req.Approver
 	t.approvals.Add(1)
@@ -385,19 +366,81 @@ func (s rateLimitSnapshot) events() []*event.RateLimit {
 	return out
 }
 
-// leavesSandbox reports whether a command approval request of Codex
-// (0.169, untrusted) would run the command outside its sandbox once
-// accepted. The request does not say so in a field of its own; what
-// marks it: a reason (the model's justification, which Codex accepts
-// only with sandbox_permissions require_escalated; its own "command
-// failed; retry without sandbox?"; a rule's or the network's reason) or
-// additional permissions asked for. A plain command's request has
-// neither. Not recognisable (verified): an escalation the model asks for
-// without a justification looks like a plain command's request.
-func leavesSandbox(reason string, additional json.RawMessage) bool {
-	if strings.TrimSpace(reason) != "" {
-		return true
+// widensPatch reports whether a Codex file change approval request asks
+// for more than its patch: a grantRoot (writes under that root for the
+// rest of the session) or a reason (e.g. extra write access).
+func widensPatch(reason, grantRoot string) bool {
+	return strings.TrimSpace(reason) != "" || strings.TrimSpace(grantRoot) != ""
+}
+
+// approvalRequest is what a Codex approval request (method, params) asks
+// the Approver; inputs are the tool items' inputs by item id.
+//
+// Every command approval request of Codex (0.169, untrusted) is marked
+// engine.ApprovalRequest.Unsandboxed: once accepted, Codex may run the
+// command outside its sandbox, and the request does not always say so.
+// What can say so: a reason (the model's justification with
+// sandbox_permissions require_escalated; Codex's own "command failed;
+// retry without sandbox?"; the network's reason), additional
+// permissions, a networkApprovalContext (a host to reach). But
+// an escalation the model asks for without a justification comes as a
+// request that looks exactly like a plain command's (verified on 0.169:
+// no reason, no additional permissions), and an accepted one runs outside
+// the sandbox, where it can write anything the profile does not deny
+// (a user config of Codex's, ~/.bashrc). A kind other than "command"
+// (writeStdin) carries only the command, not the input it would send;
+// it is shown (kind), and so is the host a network request would reach.
+// So no rule and no earlier "always" may allow a Codex command: a person
+// answers each one (none is asked under never: Codex runs only what its
+// own execpolicy allows, inside the sandbox, and refuses escalations).
+func approvalRequest(method string, params json.RawMessage, inputs map[string]json.RawMessage) engine.ApprovalRequest {
+	var p struct {
+		ItemID                 string `json:"itemId"`
+		Command                string `json:"command"`
+		Cwd                    string `json:"cwd"`
+		Reason                 string `json:"reason"`
+		Kind                   string `json:"kind"`
+		NetworkApprovalContext *struct {
+			Host string `json:"host"`
+		} `json:"networkApprovalContext"`
+		GrantRoot string `json:"grantRoot"`
 	}
-	a := strings.TrimSpace(string(additional))
-	return a != "" && a != "null" && a != "{}"
+	_ = json.Unmarshal(params, &p)
+	req := engine.ApprovalRequest{ToolUseID: p.ItemID}
+	if method == "item/commandExecution/requestApproval" {
+		req.ToolName = ToolShell
+		req.Unsandboxed = true // Codex may run it outside the sandbox (above)
+		in := map[string]any{"command": p.Command, "cwd": p.Cwd, "reason": p.Reason}
+		if p.NetworkApprovalContext != nil && p.NetworkApprovalContext.Host != "" {
+			in["host"] = p.NetworkApprovalContext.Host // what the command would reach
+		}
+		if p.Kind != "" && p.Kind != "command" {
+			in["kind"] = p.Kind // e.g. writeStdin: input to a running command, not the command
+		}
+		req.Input, _ = json.Marshal(in)
+	} else {
+		req.ToolName = ToolApplyPatch
+		req.Input = inputs[p.ItemID]
+		if req.Input == nil {
+			req.Input = json.RawMessage("{}")
+		}
+		// A grant of a root (writes under it for the rest of the
+		// session) or a reason (more write access) is more than this
+		// patch: marked, and what it asks for is shown.
+		if req.Unsandboxed = widensPatch(p.Reason, p.GrantRoot); req.Unsandboxed {
+			in := map[string]any{}
+			_ = json.Unmarshal(req.Input, &in)
+			if in == nil {
+				in = map[string]any{}
+			}
+			if strings.TrimSpace(p.GrantRoot) != "" {
+				in["grantRoot"] = p.GrantRoot
+			}
+			if strings.TrimSpace(p.Reason) != "" {
+				in["reason"] = p.Reason
+			}
+			req.Input, _ = json.Marshal(in)
+		}
+	}
+	return req
 }

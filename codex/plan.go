@@ -51,11 +51,14 @@ import (
 // have to switch the read-only thread to the mode's sandbox with
 // turn/start's approvalPolicy and permissions (the protected-path
 // profile, protect.go), which Codex reports active; on 0.169 an approved
-// command of that turn still wrote a protected file in about half the
-// runs. The implementation is instead an ordinary turn of the chosen
-// mode. (On 0.169 a resumed thread's profile did not hold either, in
-// about half the runs, whatever the mode of its first turn: a defect of
-// every Codex session's later turns, not of plan mode; reported.)
+// command of that turn still wrote a protected file now and then. The
+// implementation is instead an ordinary turn of the chosen mode. (The
+// cause, found later, was not the profile, nor resuming: Codex retries
+// an approved command the sandbox seemed to deny without any sandbox,
+// and whether it judged a failed write a denial varied from run to run.
+// The profile's denied reads where a person is asked keep that retry in
+// the sandbox on new, resumed and forked threads alike: protect.go,
+// TestRealCodexApprovedCommandKeepsProtectedReadOnly.)
 //
 // While a plan waits, no Codex turn runs: Steer answers
 // engine.ErrNotRunning.

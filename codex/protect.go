@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -149,4 +150,32 @@ func existingParent(p string) string {
 		}
 		p = parent
 	}
+}
+
+// withCodexHome adds Codex's own home ($CODEX_HOME) to the protected
+// paths of its profile (a list of none stays none): its config.toml
+// (a sandbox_mode there makes Codex ignore the profile in every later
+// session; approval policy, MCP servers, a notify command), its rules/
+// (execpolicy allow rules run a command without asking) and its
+// auth.json are not a command's to write, and where a person is asked
+// not to read either (then also not an approved escalation's: the
+// profile's denied reads hold outside the sandbox, protectProfile).
+// Codex itself is not bound by the profile; verified on 0.169 that its
+// threads, logs and commands work with its home denied.
+// Not when the workspace is inside that home (denying the home would
+// deny the workspace).
+func withCodexHome(protected []string, home, cwd string) []string {
+	if len(protected) == 0 || home == "" {
+		return protected
+	}
+	if h, err := filepath.EvalSymlinks(home); err == nil {
+		home = h
+	}
+	if c, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = c
+	}
+	if rel, err := filepath.Rel(home, cwd); err != nil || rel == "." || !strings.HasPrefix(rel, "..") {
+		return protected
+	}
+	return append(slices.Clip(protected), home+string(filepath.Separator))
 }

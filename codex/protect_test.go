@@ -1,6 +1,7 @@
 package codex_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -180,9 +181,11 @@ func escalate(cmd, why string) *codextest.Call {
 	return &codextest.Call{Tool: "exec_command", Args: args}
 }
 
-// A command the model asks to run outside the sandbox is put to the
-// Approver marked Unsandboxed (its justification is the reason), a plain
-// command's request is not; where nobody is asked (dontAsk) Codex
+// Every command request is put to the Approver marked Unsandboxed:
+// the model's escalation with its justification (shown as the reason),
+// the one without a justification, whose request looks like a plain
+// command's (no reason; once accepted it runs outside the sandbox), and
+// so a plain command's too; where nobody is asked (dontAsk) Codex
 // refuses the escalation and nothing is written.
 func TestRealCodexEscalationMarkedUnsandboxed(t *testing.T) {
 	g := newRig(t)
@@ -194,22 +197,27 @@ func TestRealCodexEscalationMarkedUnsandboxed(t *testing.T) {
 	if err := os.WriteFile(mcp, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g.fake.Script(codextest.Reply{Call: escalate("echo written > .mcp.json", "to update the MCP config")}, codextest.Reply{Text: "done"})
-	deny := &approver{answers: []engine.ApprovalDecision{{Message: "no"}}}
-	r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "default", Approver: deny}, nil)
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if len(deny.asked) != 1 || !deny.asked[0].Unsandboxed || !strings.Contains(string(deny.asked[0].Input), "to update the MCP config") {
-		t.Fatalf("asked %+v, want one request marked Unsandboxed with the model's justification", deny.asked)
-	}
-	g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: "echo x > plain.txt"}}, codextest.Reply{Text: "done"})
-	plain := &approver{answers: []engine.ApprovalDecision{{Allow: true}}}
-	if r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "default", Approver: plain}, nil); r.err != nil {
-		t.Fatal(r.err)
-	}
-	if len(plain.asked) != 1 || plain.asked[0].Unsandboxed {
-		t.Fatalf("asked %+v, want one request not marked Unsandboxed", plain.asked)
+	for _, c := range []struct {
+		call   *codextest.Call
+		reason string
+	}{
+		{escalate("echo written > .mcp.json", "to update the MCP config"), "to update the MCP config"},
+		{escalate("echo written > .mcp.json", ""), ""},
+		{&codextest.Call{Command: "echo x > plain.txt"}, ""},
+	} {
+		g.fake.Script(codextest.Reply{Call: c.call}, codextest.Reply{Text: "done"})
+		deny := &approver{answers: []engine.ApprovalDecision{{Message: "no"}}}
+		r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "default", Approver: deny}, nil)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		var in struct{ Reason string }
+		if len(deny.asked) == 1 {
+			_ = json.Unmarshal(deny.asked[0].Input, &in)
+		}
+		if len(deny.asked) != 1 || !deny.asked[0].Unsandboxed || in.Reason != c.reason {
+			t.Fatalf("%+v: asked %+v, want one request marked Unsandboxed with reason %q", c.call, deny.asked, c.reason)
+		}
 	}
 	for _, why := range []string{"to update the MCP config", ""} {
 		g.fake.Script(codextest.Reply{Call: escalate("echo written > .mcp.json", why)}, codextest.Reply{Text: "done"})
@@ -220,5 +228,49 @@ func TestRealCodexEscalationMarkedUnsandboxed(t *testing.T) {
 		if b, _ := os.ReadFile(mcp); string(b) != "{}\n" {
 			t.Fatalf("dontAsk: an escalation wrote .mcp.json: %q", b)
 		}
+	}
+}
+
+// Codex's own home is not a command's to write: not an approved
+// escalation's (without a justification; it runs outside the sandbox,
+// where a sandbox_mode added to config.toml would make Codex ignore the
+// protected profile in every later session), not a plain command's
+// under dontAsk (the rig's $CODEX_HOME is under the temporary directory,
+// which the sandbox otherwise lets commands write). Codex itself still
+// works: the next turn runs.
+func TestRealCodexHomeNotWritable(t *testing.T) {
+	g := newRig(t)
+	conf := filepath.Join(g.home, "codex", "config.toml")
+	before, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := "echo 'sandbox_mode = \"danger-full-access\"' >> " + conf
+	g.fake.Script(codextest.Reply{Call: escalate(write, "")}, codextest.Reply{Text: "done"})
+	yes := &approver{answers: []engine.ApprovalDecision{{Allow: true}, {Allow: true}}}
+	if r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "default", Approver: yes}, nil); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(yes.asked) == 0 {
+		t.Fatal("the escalation was not put to the approver")
+	}
+	g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: write}}, codextest.Reply{Text: "done"})
+	if r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "dontAsk"}, nil); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if after, _ := os.ReadFile(conf); string(after) != string(before) {
+		t.Fatalf("a command wrote Codex's config.toml: %q", after)
+	}
+	g.fake.Script(codextest.Reply{Call: &codextest.Call{Command: "echo ok > ok.txt"}}, codextest.Reply{Text: "done"})
+	ok := &approver{answers: []engine.ApprovalDecision{{Allow: true}}}
+	if r := g.turn(t, engine.Request{Message: "write", Cwd: dir, PermissionMode: "default", Approver: ok}, nil); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "ok.txt")); err != nil || string(b) != "ok\n" {
+		t.Fatalf("a plain approved command in the workspace: %q %v", b, err)
 	}
 }

@@ -38,6 +38,8 @@ type Turn struct {
 
 	scrub func(string) string // the child's secret values out (nil: none known)
 
+	codexHome string // the child's $CODEX_HOME (~/.codex without it)
+
 	mu          sync.Mutex
 	turnID      string
 	threadID    string
@@ -66,13 +68,14 @@ func (t *Turn) spawn(bin string, env []string, log *zerolog.Logger) error {
 	}
 	cfg := child.Config{Path: bin, Args: []string{"app-server"}, Env: env, Dir: t.req.Cwd,
 		Secrets: secrets.SecretValues(env), Log: t.log, StderrSource: "codex stderr"}
+	home := sandbox.Getenv(env, "CODEX_HOME")
+	if home == "" {
+		home = filepath.Join(sandbox.Home(env), ".codex")
+	}
+	t.codexHome = home
 	if t.req.Sandbox {
 		// Codex writes its threads, logs and caches under $CODEX_HOME
 		// (~/.codex); its own sandbox, if any, runs inside this one.
-		home := sandbox.Getenv(env, "CODEX_HOME")
-		if home == "" {
-			home = filepath.Join(sandbox.Home(env), ".codex")
-		}
 		cfg.Sandbox = &sandbox.Spec{Protected: t.req.Protected,
 			Writable: append(append(sandbox.InHome(sandbox.Home(env), ".cache/"), home+string(filepath.Separator)), t.req.SandboxWritable...),
 			Net:      sandbox.NetOf(t.req, env, nil, modelURLs(env, home)...)}
@@ -289,7 +292,7 @@ func (t *Turn) converse() error {
 	if !t.eng.cfg.TrustProject {
 		config = untrustProject(config, t.req.Cwd) // never the project's own .codex/config.toml (trust.go)
 	}
-	config = withProtectedProfile(params, config, t.req.Cwd, protect.Or(t.req.Protected, t.req.Cwd))
+	config = withProtectedProfile(params, config, t.req.Cwd, withCodexHome(protect.Or(t.req.Protected, t.req.Cwd), t.codexHome, t.req.Cwd))
 	if config != nil {
 		params["config"] = config
 	}

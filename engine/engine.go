@@ -229,11 +229,11 @@ type ApprovalRequest struct {
 	// as the session's next turn (the core queues it; Codex). "" = the
 	// agent goes on in the same turn (Claude Code).
 	Next string
-	// Unsandboxed is set by an engine whose agent would run the use
-	// outside its sandbox once allowed (Codex's escalation, its retry
-	// without the sandbox, a request for more permissions): the core
-	// says so to the person and never lets a rule or an earlier
-	// "always" allow it, nor remembers a rule for it.
+	// Unsandboxed is set by an engine whose agent may run the use
+	// outside its sandbox once allowed, or widen it (every Codex command:
+	// an escalation need not say so; a file change asking for a root or
+	// more access): the core says so to the person and never lets a
+	// rule or an earlier "always" allow it, nor remembers a rule for it.
 	Unsandboxed bool
 }
 

@@ -307,11 +307,11 @@ type ApprovalRequested struct {
 	Rule string `json:"rule,omitempty" doc:"what an \"always\" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered"`
 	// ExpiresAt is when the request is denied by timeout (RFC 3339).
 	ExpiresAt string `json:"expiresAt" oa:"format=date-time"`
-	// Unsandboxed: once allowed, the use runs outside the agent's
+	// Unsandboxed: once allowed, the use may run outside the agent's
 	// sandbox (engine.ApprovalRequest.Unsandboxed), so protected paths
-	// and the sandbox's other limits do not hold for it. No rule allows
+	// and the sandbox's other limits may not hold for it. No rule allows
 	// it and "always" allows it once, remembering nothing.
-	Unsandboxed bool `json:"unsandboxed,omitempty" doc:"true when the use, once allowed, runs outside the agent's sandbox (e.g. Codex's escalation or its retry without the sandbox): no rule allows it and \"always\" allows it once, remembering nothing"`
+	Unsandboxed bool `json:"unsandboxed,omitempty" doc:"true when the use, once allowed, may run outside the agent's sandbox or widen it (every Codex command: Codex may run one outside its sandbox without its request saying so; a Codex file change asking for a root or more access): no rule allows it and \"always\" allows it once, remembering nothing"`
 }
 
 // Decisions and deciders of approval:resolved.

@@ -134,7 +134,7 @@ func (a *asker) ask(req *event.ApprovalRequested) {
 	defer a.mu.Unlock()
 	where := ""
 	if req.Unsandboxed { // the core asks each time, "always" remembers nothing
-		where = " OUTSIDE its sandbox"
+		where = " (MAYBE OUTSIDE its sandbox)"
 	}
 	for {
 		fmt.Fprintf(a.out, "\n%s wants to run%s: %s\n[a]llow / [d]eny / al[w]ays? ", printable(req.ToolName, 80), where, printable(string(req.Input), 200))

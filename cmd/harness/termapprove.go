@@ -53,14 +53,14 @@ func newTermApprover(in io.Reader, out io.Writer) *termApprover {
 func (a *termApprover) Ask(ctx context.Context, q engine.ApprovalRequest) engine.ApprovalDecision {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	// A use that would run outside the agent's sandbox is asked each time
+	// A use that may run outside the agent's sandbox is asked each time
 	// and "always" allows it once.
 	if !q.Unsandboxed && permrule.Allowed(a.rules, q.ToolName, q.Input) {
 		return engine.ApprovalDecision{Allow: true}
 	}
 	where := ""
 	if q.Unsandboxed {
-		where = " OUTSIDE its sandbox"
+		where = " (MAYBE OUTSIDE its sandbox)"
 	}
 	for {
 		fmt.Fprintf(a.out, "\n%s wants to run%s: %s\n[a]llow / [d]eny / al[w]ays? ",

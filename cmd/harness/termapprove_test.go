@@ -83,7 +83,7 @@ func TestTermApproverUnsandboxedAskedEachTime(t *testing.T) {
 	if d := a.Ask(context.Background(), q); !d.Allow || d.Always {
 		t.Fatalf("w allows an unsandboxed use once: %+v", d)
 	}
-	if !strings.Contains(out.String(), "wants to run OUTSIDE its sandbox") {
+	if !strings.Contains(out.String(), "wants to run (MAYBE OUTSIDE its sandbox)") {
 		t.Fatalf("the question does not say the use leaves the sandbox: %q", out.String())
 	}
 	// the input has ended: nothing was remembered, so it is denied

@@ -12,10 +12,10 @@ function approval(extra) {
   return t.turns[0].blocks.find((x) => x.kind === "approval");
 }
 
-test("a use marked unsandboxed says it runs outside the sandbox and offers no always", () => {
+test("a use marked unsandboxed says it may run outside the sandbox and offers no always", () => {
   const b = approval({ unsandboxed: true });
   assert.equal(b.unsandboxed, true);
-  assert.match(approvalQuestion(b), /^shell wants to run outside its sandbox/);
+  assert.match(approvalQuestion(b), /^shell wants to run \(maybe outside its sandbox\): make install$/);
   assert.equal(offersAlways(b), false);
 });
 
@@ -25,4 +25,11 @@ test("an ordinary use is asked as before, with always", () => {
   assert.doesNotMatch(approvalQuestion(b), /sandbox/);
   assert.match(approvalQuestion(b), /^shell wants to run/);
   assert.equal(offersAlways(b), true);
+});
+
+test("a marked request names the host it would reach and the root it would write under", () => {
+  const host = approval({ unsandboxed: true, input: { command: "curl x", host: "example.com" } });
+  assert.equal(approvalQuestion(host), "shell wants to run (maybe outside its sandbox): curl x, reaching example.com");
+  const root = approval({ unsandboxed: true, toolName: "apply_patch", input: { grantRoot: "/home/u" } });
+  assert.match(approvalQuestion(root), /, and writes under \/home\/u for the session$/);
 });

@@ -24,7 +24,7 @@ export const ApprovalRequestedSchema = z.looseObject({
   /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
   rule: z.string().optional(),
   expiresAt: z.string(),
-  /** true when the use, once allowed, runs outside the agent's sandbox (e.g. Codex's escalation or its retry without the sandbox): no rule allows it and "always" allows it once, remembering nothing */
+  /** true when the use, once allowed, may run outside the agent's sandbox or widen it (every Codex command: Codex may run one outside its sandbox without its request saying so; a Codex file change asking for a root or more access): no rule allows it and "always" allows it once, remembering nothing */
   unsandboxed: z.boolean().optional(),
 });
 export type ApprovalRequested = z.infer<typeof ApprovalRequestedSchema>;
@@ -46,7 +46,7 @@ export const ApprovalRequestedEventSchema = z.looseObject({
   /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
   rule: z.string().optional(),
   expiresAt: z.string(),
-  /** true when the use, once allowed, runs outside the agent's sandbox (e.g. Codex's escalation or its retry without the sandbox): no rule allows it and "always" allows it once, remembering nothing */
+  /** true when the use, once allowed, may run outside the agent's sandbox or widen it (every Codex command: Codex may run one outside its sandbox without its request saying so; a Codex file change asking for a root or more access): no rule allows it and "always" allows it once, remembering nothing */
   unsandboxed: z.boolean().optional(),
 });
 export type ApprovalRequestedEvent = z.infer<typeof ApprovalRequestedEventSchema>;
@@ -218,7 +218,7 @@ export const EventSchema = z.looseObject({
   /** what an "always" answer remembers for the session: this use exactly (e.g. Bash(npm test)); absent when the use cannot be remembered */
   rule: z.string().optional(),
   expiresAt: z.string().optional(),
-  /** true when the use, once allowed, runs outside the agent's sandbox (e.g. Codex's escalation or its retry without the sandbox): no rule allows it and "always" allows it once, remembering nothing */
+  /** true when the use, once allowed, may run outside the agent's sandbox or widen it (every Codex command: Codex may run one outside its sandbox without its request saying so; a Codex file change asking for a root or more access): no rule allows it and "always" allows it once, remembering nothing */
   unsandboxed: z.boolean().optional(),
   decision: z.enum(["allow", "deny"]).optional(),
   by: z.union([z.enum(["user", "rule", "timeout", "interrupt", "shutdown"]), z.string()]).optional(),
