@@ -175,14 +175,14 @@ func (n *Node) syncSessions(ctx context.Context) {
 		if err != nil {
 			continue
 		}
+		if ob, _ := json.Marshal(old); known && bytes.Equal(ob, b) {
+			continue
+		}
 		if h := n.hooks.Load(); h != nil && h.beforeWrite != nil {
 			h.beforeWrite(s)
 		}
 		var rev uint64
 		if known {
-			if ob, _ := json.Marshal(old); bytes.Equal(ob, b) {
-				continue
-			}
 			// At the revision this node saw itself owning it: if the
 			// session moved meanwhile (the list above is older than the
 			// move), the bucket has a later revision and refuses it.
