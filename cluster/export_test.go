@@ -1,5 +1,12 @@
 package cluster
 
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/chirality/harness"
+)
+
 // For the tests that attack the node from outside (trust_test.go).
 
 // ClientURL is the embedded NATS server's client address.
@@ -7,3 +14,20 @@ func (n *Node) ClientURL() string { return n.ns.ClientURL() }
 
 // NumRoutes is how many routes the embedded NATS server has.
 func (n *Node) NumRoutes() int { return n.ns.NumRoutes() }
+
+// HookSync calls beforeWrite with a session's summary as the node's
+// sync is about to write its entry, and synced as a sync ends.
+func (n *Node) HookSync(beforeWrite func(harness.SessionSummary), synced func()) {
+	n.hooks.Store(&syncHooks{beforeWrite: beforeWrite, synced: synced})
+}
+
+// Owner is the node the sessions bucket says owns session id.
+func (n *Node) Owner(ctx context.Context, id string) (string, error) {
+	kv, err := n.sessions.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	var e sessionEntry
+	err = json.Unmarshal(kv.Value(), &e)
+	return e.Node, err
+}

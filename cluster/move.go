@@ -53,6 +53,11 @@ type moveReply struct {
 	Status int                `json:"status"`
 	Error  string             `json:"error,omitempty"`
 	Result harness.MoveResult `json:"result"`
+	// Entry is the target's entry in the sessions bucket (a take's) and
+	// Rev its revision: the nodes on the way record it at once, so that
+	// an older one their watch delivers after does not undo it.
+	Entry *sessionEntry `json:"entry,omitempty"`
+	Rev   uint64        `json:"rev,omitempty"`
 }
 
 func (n *Node) serveMoves() error {
@@ -135,7 +140,7 @@ func (n *Node) serveMove(w http.ResponseWriter, r *http.Request, id string) {
 		writeError(w, rep.Status, rep.Error)
 		return
 	}
-	n.setEntry(id, req.Node)
+	n.setEntry(id, req.Node, rep)
 	writeJSON(w, http.StatusOK, rep.Result)
 }
 
@@ -176,7 +181,7 @@ func (n *Node) release(req moveMsg) moveReply {
 	}
 	// The session is the target's: routed there (before the hold ends),
 	// its log closed here (the target appends to it now).
-	n.setEntry(req.ID, req.Target)
+	n.setEntry(req.ID, req.Target, rep)
 	n.pub.forget(req.ID)
 	elog.Close()
 	return rep
@@ -196,45 +201,78 @@ func (n *Node) take(req moveMsg) moveReply {
 	if _, err := n.h.SessionIn(root, req.ID); err != nil {
 		return moveReply{Status: http.StatusUnprocessableEntity, Error: "node " + n.cfg.Node + " cannot open the session: " + err.Error()}
 	}
-	kv, err := n.sessions.Get(ctx, req.ID)
-	if err != nil {
-		return moveReply{Status: http.StatusServiceUnavailable, Error: "sessions bucket: " + err.Error()}
-	}
-	var e sessionEntry
-	if json.Unmarshal(kv.Value(), &e) != nil || e.Node != req.From {
-		return moveReply{Status: http.StatusConflict, Error: "the session moved meanwhile"}
-	}
 	// A log this node had open (it owned the session before) is stale.
 	n.h.DropEventLog(req.ID)
-	e.Node = n.cfg.Node
+	var summary harness.SessionSummary
 	if list, err := n.h.ListSessions(root); err == nil {
 		for _, s := range list {
 			if s.ID == req.ID {
-				e.Summary = s
+				summary = s
 			}
 		}
 	}
-	b, _ := json.Marshal(e)
-	if _, err := n.sessions.Update(ctx, req.ID, b, kv.Revision()); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return moveReply{Status: http.StatusConflict, Error: "the session moved meanwhile"}
-		}
+	e, err := n.own(ctx, req.ID, req.From, summary)
+	if errors.Is(err, errMoved) {
+		return moveReply{Status: http.StatusConflict, Error: "the session moved meanwhile"}
+	}
+	if err != nil {
 		return moveReply{Status: http.StatusServiceUnavailable, Error: "sessions bucket: " + err.Error()}
 	}
-	n.dir.mu.Lock()
-	n.dir.byID[req.ID] = e
-	n.dir.mu.Unlock()
 	// What the stream lacks (the owner died before publishing it) comes
 	// from the log, before the first new event.
 	n.pub.forget(req.ID)
 	n.pub.catchUp(req.ID, 0)
 	n.poke()
-	return moveReply{Status: http.StatusOK, Result: harness.MoveResult{SessionID: req.ID, From: req.From, Node: n.cfg.Node, LastSeq: n.streamLast(ctx, req.ID)}}
+	return moveReply{Status: http.StatusOK, Entry: &e, Rev: e.rev, Result: harness.MoveResult{SessionID: req.ID, From: req.From, Node: n.cfg.Node, LastSeq: n.streamLast(ctx, req.ID)}}
+}
+
+// errMoved is own's error when the session is no longer from's.
+var errMoved = errors.New("the session moved meanwhile")
+
+// own makes the sessions bucket say this node owns session id, which
+// node from owned: an update at the entry's revision, so that of two
+// moves at once one wins. The owner may still refresh its summary
+// meanwhile (its sync listed before it held the session): that is
+// another revision of from's entry, and the update is tried again on it.
+func (n *Node) own(ctx context.Context, id, from string, summary harness.SessionSummary) (sessionEntry, error) {
+	for {
+		kv, err := n.sessions.Get(ctx, id)
+		if err != nil {
+			return sessionEntry{}, err
+		}
+		var e sessionEntry
+		if json.Unmarshal(kv.Value(), &e) != nil || e.Node != from {
+			return sessionEntry{}, errMoved
+		}
+		e.Node = n.cfg.Node
+		if summary.ID != "" {
+			e.Summary = summary
+		}
+		b, _ := json.Marshal(e)
+		rev, err := n.sessions.Update(ctx, id, b, kv.Revision())
+		if errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
+			continue // written meanwhile: by from (a summary) or a move (then not from's)
+		}
+		if err != nil {
+			return sessionEntry{}, err
+		}
+		e.rev = rev
+		n.dir.put(id, e)
+		return e, nil
+	}
 }
 
 // setEntry makes this node's copy of the sessions bucket say node owns
-// id (the watch says so too, a moment later).
-func (n *Node) setEntry(id, node string) {
+// id, as the take's reply rep says (the watch says so too, a moment
+// later); unless it knows a later revision already.
+func (n *Node) setEntry(id, node string, rep moveReply) {
+	if rep.Entry != nil && rep.Rev > 0 && rep.Entry.Node == node {
+		e := *rep.Entry
+		e.rev = rep.Rev
+		n.dir.put(id, e)
+		return
+	}
+	// A node that does not say its entry: this node's copy, owned by node.
 	n.dir.mu.Lock()
 	if e, ok := n.dir.byID[id]; ok {
 		e.Node = node

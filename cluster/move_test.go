@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chirality/harness"
 )
 
 // checkSeqs fails unless evs are seqs 1..len(evs), none lost or repeated.
@@ -164,5 +167,66 @@ func TestMoveSharedRoot(t *testing.T) {
 		if got := waitListed(t, nd, shared, id, func(listedSession) bool { return true }); got.Node != "a" {
 			t.Errorf("%s lists the session on %s after B's return, want a", nd.name, got.Node)
 		}
+	}
+}
+
+// The owner's sync lists a session (held for a move: running), the
+// session moves, and only then does the sync write what it listed: the
+// bucket keeps the new owner, and every node lists the session there.
+// (Issue 36: that write took the session back to the old owner, running
+// and for good, as load stretched the sync across the move.)
+func TestMoveWhileOwnerSyncs(t *testing.T) {
+	f := newFixture(t)
+	shared, _ := filepath.EvalSymlinks(t.TempDir())
+	f.shared = shared
+	nodes := f.startAll()
+	a, c := nodes[0], nodes[2]
+	code, body, _ := do(t, "POST", a.srv.URL+"/api/harness/session/create", map[string]any{"projectRoot": shared, "mode": "direct"})
+	var created struct {
+		Session struct {
+			ID string `json:"id"`
+		} `json:"session"`
+	}
+	if json.Unmarshal(body, &created); code != 200 && code != 201 || created.Session.ID == "" {
+		t.Fatalf("create on A: %d %s", code, body)
+	}
+	id := created.Session.ID
+	for _, nd := range nodes {
+		waitListed(t, nd, shared, id, func(ls listedSession) bool { return ls.Node == "a" && !ls.Running })
+	}
+
+	// A's sync stops as it is about to write the session held, running.
+	reached, proceed, passed := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var stopped, ended atomic.Bool
+	a.n.HookSync(func(s harness.SessionSummary) {
+		if s.ID == id && s.Running && stopped.CompareAndSwap(false, true) {
+			close(reached)
+			<-proceed
+		}
+	}, func() {
+		if stopped.Load() && ended.CompareAndSwap(false, true) {
+			close(passed)
+		}
+	})
+	release, err := a.h.Hold(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-reached
+	release()
+
+	code, body, _ = do(t, "POST", c.srv.URL+"/api/harness/session/"+id+"/move", map[string]any{"node": "b"})
+	if code != 200 {
+		t.Fatalf("move to b: %d %s", code, body)
+	}
+	close(proceed)
+	<-passed // A's sync wrote, or tried to, what it listed before the move
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if owner, err := a.n.Owner(ctx, id); err != nil || owner != "b" {
+		t.Fatalf("after A's sync the bucket says %q owns the session (%v), want b", owner, err)
+	}
+	for _, nd := range nodes {
+		waitListed(t, nd, shared, id, func(ls listedSession) bool { return ls.Node == "b" && !ls.Running })
 	}
 }

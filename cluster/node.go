@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chirality/harness"
@@ -94,6 +95,7 @@ type Node struct {
 	local http.Handler
 	dir   *directory
 	pokes chan struct{}
+	hooks atomic.Pointer[syncHooks]
 
 	started time.Time
 

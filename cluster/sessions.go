@@ -19,14 +19,57 @@ type sessionEntry struct {
 	Node        string                 `json:"node"`
 	ProjectRoot string                 `json:"projectRoot"`
 	Summary     harness.SessionSummary `json:"summary"`
+
+	// rev is the bucket's revision of the entry (not stored in it): a
+	// node writes its entry only at the revision it last saw, so a view
+	// that lags (a sync that listed before a move, a watch behind) never
+	// overwrites a newer owner.
+	rev uint64
 }
 
-// directory is the node's copy of the sessions bucket, kept by a watch.
+// directory is the node's copy of the sessions bucket, kept by a watch
+// and by the node's own writes, whichever knows the later revision.
 type directory struct {
 	mu    sync.RWMutex
 	byID  map[string]sessionEntry
-	made  map[string]bool // sessions this node made or ran, not yet in the bucket
+	gone  map[string]uint64 // deleted keys: the revision known deleted at
+	made  map[string]bool   // sessions this node made or ran, not yet in the bucket
 	ready chan struct{}
+}
+
+// known is the latest revision of key id the directory holds (0: none).
+// The caller holds d.mu.
+func (d *directory) known(id string) uint64 {
+	if e, ok := d.byID[id]; ok {
+		return e.rev
+	}
+	return d.gone[id]
+}
+
+// put records e as key id at revision e.rev, unless the directory knows
+// a later revision already (the watch delivers a node's own write after
+// the write returned, and a move's after the next).
+func (d *directory) put(id string, e sessionEntry) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e.rev <= d.known(id) {
+		return false
+	}
+	d.byID[id] = e
+	delete(d.gone, id)
+	return true
+}
+
+// del records key id deleted at revision rev, unless the directory knows
+// a later revision already.
+func (d *directory) del(id string, rev uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if rev <= d.known(id) {
+		return
+	}
+	delete(d.byID, id)
+	d.gone[id] = rev
 }
 
 // claim marks session id as this node's to put into the bucket: it made
@@ -56,7 +99,7 @@ func (n *Node) watchSessions() error {
 	if err != nil {
 		return err
 	}
-	n.dir = &directory{byID: map[string]sessionEntry{}, made: map[string]bool{}, ready: make(chan struct{})}
+	n.dir = &directory{byID: map[string]sessionEntry{}, gone: map[string]uint64{}, made: map[string]bool{}, ready: make(chan struct{})}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -75,16 +118,15 @@ func (n *Node) watchSessions() error {
 					readyOnce()
 					continue
 				}
-				n.dir.mu.Lock()
 				if e.Operation() == jetstream.KeyValuePut {
 					var se sessionEntry
 					if json.Unmarshal(e.Value(), &se) == nil {
-						n.dir.byID[e.Key()] = se
+						se.rev = e.Revision()
+						n.dir.put(e.Key(), se)
 					}
 				} else {
-					delete(n.dir.byID, e.Key())
+					n.dir.del(e.Key(), e.Revision())
 				}
-				n.dir.mu.Unlock()
 			}
 		}
 	}()
@@ -133,33 +175,53 @@ func (n *Node) syncSessions(ctx context.Context) {
 		if err != nil {
 			continue
 		}
+		if ob, _ := json.Marshal(old); known && bytes.Equal(ob, b) {
+			continue
+		}
+		if h := n.hooks.Load(); h != nil && h.beforeWrite != nil {
+			h.beforeWrite(s)
+		}
+		var rev uint64
 		if known {
-			if ob, _ := json.Marshal(old); bytes.Equal(ob, b) {
-				continue
+			// At the revision this node saw itself owning it: if the
+			// session moved meanwhile (the list above is older than the
+			// move), the bucket has a later revision and refuses it.
+			if rev, err = n.sessions.Update(ctx, s.ID, b, old.rev); errors.Is(err, jetstream.ErrKeyExists) {
+				continue // the watch brings the newer entry
 			}
-			_, err = n.sessions.Put(ctx, s.ID, b)
-		} else if _, err = n.sessions.Create(ctx, s.ID, b); errors.Is(err, jetstream.ErrKeyExists) {
+		} else if rev, err = n.sessions.Create(ctx, s.ID, b); errors.Is(err, jetstream.ErrKeyExists) {
 			continue // another node claimed it first
 		}
 		if err != nil {
 			n.log.Warn().Err(err).Str("sessionId", s.ID).Msg("cluster: session not published")
 			continue
 		}
+		e.rev = rev
+		n.dir.put(s.ID, e)
 		n.dir.mu.Lock()
-		n.dir.byID[s.ID] = e
 		delete(n.dir.made, s.ID)
 		n.dir.mu.Unlock()
 	}
 	all, _ := n.allSessions(ctx)
 	for _, e := range all {
 		if e.Node == n.cfg.Node && !mine[e.Summary.ID] {
-			if err := n.sessions.Delete(ctx, e.Summary.ID); err == nil {
-				n.dir.mu.Lock()
-				delete(n.dir.byID, e.Summary.ID)
-				n.dir.mu.Unlock()
+			// Only the entry this node saw as its own: not one another
+			// node took meanwhile.
+			if err := n.sessions.Delete(ctx, e.Summary.ID, jetstream.LastRevision(e.rev)); err == nil {
+				n.dir.del(e.Summary.ID, e.rev+1)
 			}
 		}
 	}
+	if h := n.hooks.Load(); h != nil && h.synced != nil {
+		h.synced()
+	}
+}
+
+// syncHooks let a test stop a sync at the point a race needs (nil in a
+// node that is not tested).
+type syncHooks struct {
+	beforeWrite func(harness.SessionSummary) // a session's entry is about to be written
+	synced      func()                       // a sync ended
 }
 
 // poke asks for a sync soon (after a request that may change sessions,
