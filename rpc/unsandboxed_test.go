@@ -16,20 +16,7 @@ import (
 // says unsandboxed and offers no "always"; any other offers all three
 // and has no unsandboxed.
 func TestApprovalRequestedUnsandboxed(t *testing.T) {
-	cwd, _ := filepath.EvalSymlinks(t.TempDir())
-	h, err := harness.New(harness.Config{Roots: []string{cwd}, StateDir: t.TempDir(), NoProjectLogs: true, Engines: engines.Builtin(engines.Config{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Shutdown(context.Background())
-	var out strings.Builder
-	s, err := NewServer(h, &out, Options{Cwd: cwd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, _ := s.threadCreate(json.RawMessage(`{}`))
-	tid := res.(deferred).result.(map[string]any)["thread"].(Thread).ThreadID
-	f := &follower{s: s, t: s.threads[tid], turn: Turn{TurnID: "turn_1", ThreadID: tid}, tools: map[string]toolItem{}, approvals: map[string]string{}}
+	f, out := newTestFollower(t)
 	f.apply(event.Event{Type: event.TypeApprovalRequested, Approval: &event.ApprovalRequested{RequestID: "r1", ToolUseID: "t1", ToolName: "Bash", Input: json.RawMessage(`{"command":"git push"}`), Unsandboxed: true}})
 	f.apply(event.Event{Type: event.TypeApprovalRequested, Approval: &event.ApprovalRequested{RequestID: "r2", ToolUseID: "t2", ToolName: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}})
 	asked := map[string]map[string]any{}
@@ -64,4 +51,24 @@ func sameOptions(v any, want ...string) bool {
 		}
 	}
 	return true
+}
+
+// newTestFollower is a follower of a new thread's turn on a harness of
+// its own; what it notifies is written to out.
+func newTestFollower(t *testing.T) (*follower, *strings.Builder) {
+	t.Helper()
+	cwd, _ := filepath.EvalSymlinks(t.TempDir())
+	h, err := harness.New(harness.Config{Roots: []string{cwd}, StateDir: t.TempDir(), NoProjectLogs: true, Engines: engines.Builtin(engines.Config{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Shutdown(context.Background()) })
+	out := new(strings.Builder)
+	s, err := NewServer(h, out, Options{Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := s.threadCreate(json.RawMessage(`{}`))
+	tid := res.(deferred).result.(map[string]any)["thread"].(Thread).ThreadID
+	return &follower{s: s, t: s.threads[tid], turn: Turn{TurnID: "turn_1", ThreadID: tid}, tools: map[string]toolItem{}, approvals: map[string]string{}}, out
 }
