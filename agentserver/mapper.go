@@ -28,8 +28,12 @@ type Event struct {
 	Tool        string          `json:"tool,omitempty"`
 	Suggestions json.RawMessage `json:"suggestions,omitempty"`
 	ExpiresAt   string          `json:"expiresAt,omitempty"`
-	Decision    string          `json:"decision,omitempty"`
-	By          string          `json:"by,omitempty"`
+	// Unsandboxed (approval, an extension, absent when false): once
+	// allowed, the use runs outside the agent's sandbox; "always" allows
+	// it once and remembers nothing (event.ApprovalRequested).
+	Unsandboxed bool   `json:"unsandboxed,omitempty"`
+	Decision    string `json:"decision,omitempty"`
+	By          string `json:"by,omitempty"`
 	// session: the server moved to session SessionID, a fork of From.
 	SessionID string `json:"sessionId,omitempty"`
 	From      string `json:"from,omitempty"`
@@ -180,7 +184,7 @@ func (m *mapper) item(it *fold.Item, out []Event) []Event {
 	case fold.KindApproval:
 		if a := it.Approval.Request; it.New && a != nil {
 			out = append(out, Event{Type: "approval", RequestID: a.RequestID, ToolUseID: a.ToolUseID, Tool: a.ToolName,
-				Input: orNull(a.Input), Suggestions: orNull(a.Suggestions), ExpiresAt: a.ExpiresAt})
+				Input: orNull(a.Input), Suggestions: orNull(a.Suggestions), ExpiresAt: a.ExpiresAt, Unsandboxed: a.Unsandboxed})
 		}
 		if r := it.Approval.Resolved; it.Done {
 			out = append(out, Event{Type: "approval_resolved", RequestID: r.RequestID, Decision: r.Decision, By: r.By, Message: r.Message})

@@ -44,8 +44,11 @@
 //	status      {state, message?}     thinking | running_tool (message: the tool) | idle | error (message);
 //	                                  thinking with a message while the model API is retried
 //	                                  ("Retrying 3/10 in 4 s — API unreachable")
-//	approval    {requestId, toolUseId, tool, input, suggestions, expiresAt}
-//	            a tool waits for a person: answer with POST /approval
+//	approval    {requestId, toolUseId, tool, input, suggestions, expiresAt, unsandboxed?}
+//	            a tool waits for a person: answer with POST /approval;
+//	            unsandboxed (an extension, absent when false): once allowed
+//	            the use runs outside the agent's sandbox, so no rule allows
+//	            it and "always" allows it once, remembering nothing
 //	approval_resolved {requestId, decision (allow|deny), by (user|rule|timeout|interrupt|shutdown), message?}
 //	plan        {planId, plan, toolUseId?, expiresAt}
 //	            the agent ended a plan (markdown) and waits: decide with POST /plan

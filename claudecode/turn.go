@@ -368,10 +368,11 @@ func (t *Turn) wait() {
 // onFrame routes control traffic and watches for the result, on the
 // reader goroutine, then hands the frame to the caller's hook.
 func (t *Turn) onFrame(f Frame) {
-	if f.Type != "stream_event" {
+	if f.Type != "stream_event" || t.opts.OnFrame != nil {
 		// What follows may write to the child's stdin, which waits
-		// while its pipe is full, or call the caller's hook: nothing
-		// queued waits for it (emit).
+		// while its pipe is full, or call the caller's hook (on every
+		// frame, a stream_event's too), which may block: nothing queued
+		// waits for it (emit).
 		t.s.Flush()
 	}
 	switch f.Type {

@@ -302,8 +302,15 @@ func (f *follower) render(it *fold.Item) {
 			f.s.approvals[a.ID] = f.turn.ThreadID
 			f.s.mu.Unlock()
 			f.started(id, "approval", map[string]any{"requestId": a.ID, "tool": a.Request.ToolName, "input": a.Request.Input})
-			f.notify("approval.requested", map[string]any{"requestId": a.ID, "itemId": id, "tool": a.Request.ToolName,
-				"input": a.Request.Input, "options": []string{"once", "always", "reject"}})
+			p := map[string]any{"requestId": a.ID, "itemId": id, "tool": a.Request.ToolName,
+				"input": a.Request.Input, "options": []string{"once", "always", "reject"}}
+			if a.Request.Unsandboxed {
+				// Once allowed it runs outside the agent's sandbox: the
+				// client says so, and "always" is not offered (the core
+				// would allow it once and remember nothing).
+				p["unsandboxed"], p["options"] = true, []string{"once", "reject"}
+			}
+			f.notify("approval.requested", p)
 		}
 		if r := a.Resolved; it.Done {
 			id, ok := f.approvals[r.RequestID]

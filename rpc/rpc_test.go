@@ -515,14 +515,7 @@ func replayExample(t *testing.T, file string) {
 
 // A file a Write or Edit tool changed becomes an artifact item.
 func TestArtifactItems(t *testing.T) {
-	cwd, _ := filepath.EvalSymlinks(t.TempDir())
-	h, _ := harness.New(harness.Config{Roots: []string{cwd}, StateDir: t.TempDir(), NoProjectLogs: true, Engines: engines.Builtin(engines.Config{})})
-	defer h.Shutdown(context.Background())
-	var out strings.Builder
-	s, _ := NewServer(h, &out, Options{Cwd: cwd})
-	res, _ := s.threadCreate(json.RawMessage(`{}`))
-	tid := res.(deferred).result.(map[string]any)["thread"].(Thread).ThreadID
-	f := &follower{s: s, t: s.threads[tid], turn: Turn{TurnID: "turn_1", ThreadID: tid}, tools: map[string]toolItem{}, approvals: map[string]string{}}
+	f, out := newTestFollower(t)
 	for _, ev := range []string{
 		`{"type":"tool:start","toolUseId":"t1","name":"Write","input":{"file_path":"/p/new.go","content":"x"}}`,
 		`{"type":"tool:result","toolUseId":"t1","content":"written","isError":false}`,

@@ -29,6 +29,11 @@ type part struct {
 	decision, by string
 	lines        []string // rendered, cached until the part changes
 	width        int
+
+	// unsandboxed approval: once allowed the use runs outside the agent's
+	// sandbox; the card says so and offers no "always" (the core would
+	// allow it once and remember nothing).
+	unsandboxed bool
 }
 
 // Messages the model gets besides keys and sizes.
@@ -207,6 +212,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	}
 	if m.asking != nil && len(m.input) == 0 && m.act.Approve != nil {
 		decision := map[string]string{"a": "allow", "d": "deny", "w": "always"}[s]
+		if decision == "always" && m.asking.unsandboxed {
+			decision = "" // not offered: the core would allow it once
+		}
 		if decision != "" {
 			id := m.asking.id
 			m.asking.decision, m.asking.by, m.asking.lines = "sent:"+decision, "", nil
@@ -364,7 +372,7 @@ func (m *Model) apply(ev Event) {
 		}
 	case "approval":
 		m.endStreaming()
-		p := &part{kind: "approval", id: ev.RequestID, name: ev.Tool, input: pretty(ev.Input)}
+		p := &part{kind: "approval", id: ev.RequestID, name: ev.Tool, input: pretty(ev.Input), unsandboxed: ev.Unsandboxed}
 		m.parts = append(m.parts, p)
 		m.asking = p
 	case "approval_resolved":
@@ -524,13 +532,22 @@ func (m *Model) render(p *part) []string {
 	return p.lines
 }
 
+// unsandboxedWarning is on the card of a use that, once allowed, runs
+// outside the agent's sandbox (the approval event's unsandboxed).
+const unsandboxedWarning = "⚠ runs OUTSIDE its sandbox once allowed: protected paths and the sandbox's limits do not hold"
+
 // approvalCard is an approval request in a box: the tool, its input, and
 // the keys while it waits, or its outcome.
 func (m *Model) approvalCard(p *part, w int) []string {
 	var b strings.Builder
 	b.WriteString(m.th.style(m.th.ToolName).Bold(true).Render("? Allow "+p.name+"?") + "\n")
 	b.WriteString(Truncate(p.input, 20) + "\n")
+	if p.unsandboxed {
+		b.WriteString(m.th.style(m.th.Error).Bold(true).Render(unsandboxedWarning) + "\n")
+	}
 	switch {
+	case p.decision == "" && p.unsandboxed:
+		b.WriteString(m.th.style(m.th.Status).Render("a allow once · d deny"))
 	case p.decision == "":
 		b.WriteString(m.th.style(m.th.Status).Render("a allow · d deny · w always allow"))
 	case strings.HasPrefix(p.decision, "sent:"):
@@ -588,6 +605,9 @@ func (m *Model) statusLine() string {
 	status := StatusLine(m.status, m.statusM)
 	if m.asking != nil {
 		status = "Waiting for your answer: " + m.asking.name + " (a allow · d deny · w always)"
+		if m.asking.unsandboxed {
+			status = "Waiting for your answer: " + m.asking.name + ", OUTSIDE its sandbox (a allow once · d deny)"
+		}
 	}
 	if m.planning != nil {
 		status = "Plan ready: " + planKeys

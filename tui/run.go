@@ -9,7 +9,9 @@
 // with their results, reasoning, approval cards, an "Interrupted" mark),
 // a status line and an input box. Answers stream by their deltas; each
 // block's whole text then replaces what the deltas built. An approval
-// request is a card answered with a (allow), d (deny) or w (always); a
+// request is a card answered with a (allow), d (deny) or w (always) — a
+// use that would run outside the agent's sandbox says so on its card and
+// has no w (the core would allow it once, remembering nothing); a
 // plan (plan review) a card answered with a (approve), e (approve, accept
 // edits) or feedback typed and Enter (keep planning). The
 // commands /model, /agent, /mode, /fork and /rewind (ParseCommand) control

@@ -581,3 +581,39 @@ func FuzzDecodeEvent(f *testing.F) {
 		_ = m.Frame()
 	})
 }
+
+// An approval of a use that would run outside the agent's sandbox says
+// so on its card and in the status line, and offers no "always": w is
+// not an answer there (the core would allow it once, remembering
+// nothing); a and d answer as on any card.
+func TestApprovalCardUnsandboxed(t *testing.T) {
+	var answers []string
+	m := scripted(100, 30, Event{Type: "user", Content: "push it"}, Event{Type: "status", State: "thinking"})
+	m.act.Approve = func(id, d string) tea.Cmd { answers = append(answers, id+"="+d); return nil }
+	m.Update(EventMsg{Type: "approval", Timestamp: 1, RequestID: "req1", Tool: "Bash", Input: []byte(`{"command":"git push"}`), Unsandboxed: true})
+	f := plain(m.Frame())
+	for _, want := range []string{"? Allow Bash?", "OUTSIDE its sandbox once allowed", "a allow once · d deny", "Waiting for your answer: Bash, OUTSIDE its sandbox"} {
+		if !strings.Contains(f, want) {
+			t.Fatalf("the card lacks %q:\n%s", want, f)
+		}
+	}
+	if strings.Contains(f, "always") {
+		t.Fatalf("the card offers always:\n%s", f)
+	}
+	m.Update(tea.KeyPressMsg{Code: 'w', Text: "w"})
+	if len(answers) != 0 {
+		t.Fatalf("w answered %q", answers)
+	}
+	m.Update(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
+	m.Update(tea.KeyPressMsg{Code: 'a', Text: "a"})
+	if len(answers) != 1 || answers[0] != "req1=allow" {
+		t.Fatalf("answers %q, want req1=allow", answers)
+	}
+	// A sandboxed card after it has no warning and offers always.
+	m.Update(EventMsg{Type: "approval_resolved", Timestamp: 1, RequestID: "req1", Decision: "allow", By: "user"})
+	m.Update(EventMsg{Type: "approval", Timestamp: 1, RequestID: "req2", Tool: "Bash", Input: []byte(`{"command":"ls"}`)})
+	f = plain(m.Frame())
+	if !strings.Contains(f, "a allow · d deny · w always allow") || strings.Count(f, "OUTSIDE its sandbox") != 1 {
+		t.Fatalf("the sandboxed card:\n%s", f)
+	}
+}

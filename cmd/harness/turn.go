@@ -399,7 +399,11 @@ func (p *textPrinter) item(it *fold.Item) {
 		}
 	case fold.KindApproval:
 		if a := it.Approval.Request; it.New && a != nil {
-			p.side("? %s wants to run %s\n", a.ToolName, oneLine(string(a.Input), 100))
+			where := ""
+			if a.Unsandboxed { // once allowed, no sandbox holds it
+				where = " OUTSIDE its sandbox"
+			}
+			p.side("? %s wants to run%s %s\n", a.ToolName, where, oneLine(string(a.Input), 100))
 		}
 		if r := it.Approval.Resolved; it.Done {
 			p.side("  %s (%s)\n", r.Decision, r.By)

@@ -33,6 +33,31 @@ export const AgentStatusEventSchema = z.looseObject({
   /** running_tool: the tool's name; error: what went wrong. */
   message: z.string().optional(),
 });
+/** A tool waits for a person: answer with POST /approval. */
+export const AgentApprovalEventSchema = z.looseObject({
+  type: z.literal("approval"),
+  ...at,
+  requestId: z.string(),
+  toolUseId: z.string().optional(),
+  tool: z.string(),
+  input: z.unknown(),
+  suggestions: z.unknown().optional(),
+  expiresAt: z.string().optional(),
+  /**
+   * An extension, absent when false: once allowed, the use runs outside
+   * the agent's sandbox; no rule allows it and "always" allows it once,
+   * remembering nothing. Tell the person before they decide.
+   */
+  unsandboxed: z.boolean().optional(),
+});
+export const AgentApprovalResolvedEventSchema = z.looseObject({
+  type: z.literal("approval_resolved"),
+  ...at,
+  requestId: z.string(),
+  decision: z.enum(["allow", "deny"]),
+  by: z.string(),
+  message: z.string().optional(),
+});
 
 export const AgentEventSchema = z.discriminatedUnion("type", [
   AgentUserEventSchema,
@@ -41,6 +66,8 @@ export const AgentEventSchema = z.discriminatedUnion("type", [
   AgentToolCallEventSchema,
   AgentToolResultEventSchema,
   AgentStatusEventSchema,
+  AgentApprovalEventSchema,
+  AgentApprovalResolvedEventSchema,
 ]);
 export type AgentEvent = z.infer<typeof AgentEventSchema>;
 

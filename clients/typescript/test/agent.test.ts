@@ -73,3 +73,15 @@ test("agent serve --demo: every event parses, in the contract's order", async ()
     rmSync(cwd, { recursive: true, force: true });
   }
 });
+
+// An approval says when the use would run outside the agent's sandbox
+// (unsandboxed, an extension absent when false).
+test("agent serve: an approval's unsandboxed flag parses", () => {
+  const out = parseAgentEvent(
+    JSON.stringify({ type: "approval", timestamp: 1, requestId: "r1", toolUseId: "t1", tool: "Bash", input: { command: "ls" }, expiresAt: "2026-01-01T00:00:00Z", unsandboxed: true }),
+  );
+  assert.ok(out.type === "approval" && out.unsandboxed === true && out.requestId === "r1");
+  const inside = parseAgentEvent(JSON.stringify({ type: "approval", timestamp: 1, requestId: "r2", tool: "Bash", input: {} }));
+  assert.ok(inside.type === "approval" && inside.unsandboxed === undefined);
+  assert.throws(() => parseAgentEvent(JSON.stringify({ type: "approval", timestamp: 1, requestId: "r3", tool: "Bash", input: {}, unsandboxed: "yes" })));
+});
