@@ -532,9 +532,9 @@ func (m *Model) render(p *part) []string {
 	return p.lines
 }
 
-// unsandboxedWarning is on the card of a use that, once allowed, runs
+// unsandboxedWarning is on the card of a use that, once allowed, may run
 // outside the agent's sandbox (the approval event's unsandboxed).
-const unsandboxedWarning = "⚠ runs OUTSIDE its sandbox once allowed: protected paths and the sandbox's limits do not hold"
+const unsandboxedWarning = "⚠ may run OUTSIDE its sandbox once allowed (the agent does not say whether it will)"
 
 // approvalCard is an approval request in a box: the tool, its input, and
 // the keys while it waits, or its outcome.
@@ -606,7 +606,7 @@ func (m *Model) statusLine() string {
 	if m.asking != nil {
 		status = "Waiting for your answer: " + m.asking.name + " (a allow · d deny · w always)"
 		if m.asking.unsandboxed {
-			status = "Waiting for your answer: " + m.asking.name + ", OUTSIDE its sandbox (a allow once · d deny)"
+			status = "Waiting for your answer: " + m.asking.name + ", maybe OUTSIDE its sandbox (a allow once · d deny)"
 		}
 	}
 	if m.planning != nil {

@@ -592,7 +592,7 @@ func TestApprovalCardUnsandboxed(t *testing.T) {
 	m.act.Approve = func(id, d string) tea.Cmd { answers = append(answers, id+"="+d); return nil }
 	m.Update(EventMsg{Type: "approval", Timestamp: 1, RequestID: "req1", Tool: "Bash", Input: []byte(`{"command":"git push"}`), Unsandboxed: true})
 	f := plain(m.Frame())
-	for _, want := range []string{"? Allow Bash?", "OUTSIDE its sandbox once allowed", "a allow once · d deny", "Waiting for your answer: Bash, OUTSIDE its sandbox"} {
+	for _, want := range []string{"? Allow Bash?", "OUTSIDE its sandbox once allowed", "a allow once · d deny", "Waiting for your answer: Bash, maybe OUTSIDE its sandbox"} {
 		if !strings.Contains(f, want) {
 			t.Fatalf("the card lacks %q:\n%s", want, f)
 		}

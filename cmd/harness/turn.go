@@ -400,8 +400,8 @@ func (p *textPrinter) item(it *fold.Item) {
 	case fold.KindApproval:
 		if a := it.Approval.Request; it.New && a != nil {
 			where := ""
-			if a.Unsandboxed { // once allowed, no sandbox holds it
-				where = " OUTSIDE its sandbox"
+			if a.Unsandboxed { // once allowed, it may run with no sandbox
+				where = " (MAYBE OUTSIDE its sandbox)"
 			}
 			p.side("? %s wants to run%s %s\n", a.ToolName, where, oneLine(string(a.Input), 100))
 		}

@@ -23,7 +23,7 @@ func TestTurnApprovalSaysUnsandboxed(t *testing.T) {
 		p.print(&e)
 	}
 	w.Flush()
-	want := "? Bash wants to run OUTSIDE its sandbox {\"command\":\"git push\"}\n? Bash wants to run {\"command\":\"ls\"}\n"
+	want := "? Bash wants to run (MAYBE OUTSIDE its sandbox) {\"command\":\"git push\"}\n? Bash wants to run {\"command\":\"ls\"}\n"
 	if errOut.String() != want {
 		t.Errorf("stderr %q, want %q", errOut.String(), want)
 	}
