@@ -769,13 +769,13 @@ func run(o opts) error {
 	if err != nil {
 		return err
 	}
-	resp, err := client.Post(e.url+"/api/harness/turn", "application/json", strings.NewReader(`{"sessionId":"`+id+`","message":"go"}`))
+	resp, err := client.Post(e.url+"/api/harness/turn?events=all", "application/json", strings.NewReader(`{"sessionId":"`+id+`","message":"go"}`))
 	if err != nil {
 		return err
 	}
 	go func() { io.Copy(io.Discard, resp.Body); resp.Body.Close() }()
 	all, errs := streamAll(o.readers, func(int) (*http.Response, error) {
-		return client.Get(e.url + "/api/harness/session/" + id + "/events?after=0")
+		return client.Get(e.url + "/api/harness/session/" + id + "/events?after=0&events=all")
 	}, o.lines)
 	if len(errs) > 0 {
 		return fmt.Errorf("%d of %d readers failed; first: %v", len(errs), o.readers, errs[0])
@@ -923,12 +923,12 @@ func (e *server) turns(ids []string, perSession, lines int) ([]sample, []error) 
 	for n, id := range ids {
 		wg.Add(1)
 		go func() {
-			resp, err := client.Post(e.url+"/api/harness/turn", "application/json", strings.NewReader(`{"sessionId":"`+id+`","message":"go"}`))
+			resp, err := client.Post(e.url+"/api/harness/turn?events=all", "application/json", strings.NewReader(`{"sessionId":"`+id+`","message":"go"}`))
 			if err == nil {
 				for range perSession - 1 {
 					wg.Add(1)
 					go func() {
-						resp, err := client.Get(e.url + "/api/harness/session/" + id + "/events?after=0")
+						resp, err := client.Get(e.url + "/api/harness/session/" + id + "/events?after=0&events=all")
 						read(resp, err, "follow", n)
 					}()
 				}
