@@ -24,25 +24,40 @@ type lease struct {
 	At          time.Time `json:"at"`
 }
 
-func (n *Node) heartbeat() {
+// heartbeat renews the node's lease; false when the put failed.
+func (n *Node) heartbeat() bool {
 	b, _ := json.Marshal(lease{Node: n.cfg.Node, ClusterAddr: n.ClusterAddr(), StartedAt: n.started, At: time.Now().UTC()})
 	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.LeaseTTL/3)
 	defer cancel()
 	if _, err := n.nodes.Put(ctx, n.cfg.Node, b); err != nil && n.ctx.Err() == nil {
 		n.log.Warn().Err(err).Msg("cluster: lease not renewed")
+		return false
 	}
+	return true
 }
 
+// beat renews the lease every LeaseTTL/3. A renewal that fails (JetStream
+// slow to answer, a stream leader changing) is tried again every
+// LeaseTTL/12 instead of at the next tick, so one failed put does not
+// take a third of the lease's life: the lease lapses only when the
+// node cannot renew it for all of LeaseTTL.
 func (n *Node) beat() {
 	defer n.wg.Done()
 	t := time.NewTicker(n.cfg.LeaseTTL / 3)
 	defer t.Stop()
+	retry := max(n.cfg.LeaseTTL/12, 50*time.Millisecond)
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
 		case <-t.C:
-			n.heartbeat()
+		}
+		for !n.heartbeat() {
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-time.After(retry):
+			}
 		}
 	}
 }
