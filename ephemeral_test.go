@@ -192,50 +192,6 @@ func TestEphemeralTurnTrustsAnEngineThatScrubs(t *testing.T) {
 	}
 }
 
-// chattyEngine's turns say n deltas, then end; a turn waits for gate
-// (when set) before its first event.
-type chattyEngine struct {
-	n    int
-	gate chan struct{}
-}
-
-func (c chattyEngine) Name() string { return "chatty" }
-func (c chattyEngine) Check(context.Context) engine.Status {
-	return engine.Status{Kind: "chatty", Available: true}
-}
-func (c chattyEngine) Shutdown(context.Context) error { return nil }
-func (c chattyEngine) StartTurn(_ context.Context, req engine.Request) (engine.Turn, error) {
-	return &chattyTurn{n: c.n, key: req.SessionKey, gate: c.gate}, nil
-}
-
-type chattyTurn struct {
-	n, i int
-	key  string
-	ev   event.Event
-	gate chan struct{}
-}
-
-func (t *chattyTurn) Next() bool {
-	if t.i == 0 && t.gate != nil {
-		<-t.gate
-	}
-	t.i++
-	switch {
-	case t.i <= t.n:
-		t.ev = event.Event{Type: event.TypeChatDelta, SessionID: t.key, Text: strings.Repeat("x", 100)}
-	case t.i == t.n+1:
-		t.ev = event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{}}
-	default:
-		return false
-	}
-	return true
-}
-func (t *chattyTurn) Event() event.Event { return t.ev }
-func (t *chattyTurn) Err() error         { return nil }
-func (t *chattyTurn) Interrupt() error   { return nil }
-func (t *chattyTurn) Kill() error        { return nil }
-func (t *chattyTurn) Close() error       { return nil }
-
 // A long ephemeral turn is not held whole (harness turn on a 54 MB
 // stream held it all: 130 MB): a slow reader gets every record once, in
 // order, while what is held stays within the bound; a reader that comes
@@ -246,12 +202,12 @@ func TestEphemeralTurnHoldsABoundedTail(t *testing.T) {
 	maxHeldBytes = 16 << 10
 	const n = 3000
 	gate := make(chan struct{})
-	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{chattyEngine{n: n, gate: gate}}})
+	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{countEngine{n: n, gate: gate, pad: 100}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Shutdown(context.Background())
-	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "talk", Engine: "chatty"})
+	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "talk", Engine: "count"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,12 +256,12 @@ func TestEphemeralTurnHoldsABoundedTail(t *testing.T) {
 	}
 }
 
-// countEngine's turns say "1", "2", … n as deltas, then end; a turn
-// waits for gate (when set) before its first event, and ends at once
-// (session:error, process:exit) once interrupted.
+// countEngine's turns say "1", "2", … n as deltas (each followed by pad
+// x's), then end; a turn waits for gate (when set) before its first
+// event, and ends at once (process:exit) once interrupted.
 type countEngine struct {
-	n    int
-	gate chan struct{}
+	n, pad int
+	gate   chan struct{}
 }
 
 func (c countEngine) Name() string { return "count" }
@@ -314,11 +270,12 @@ func (c countEngine) Check(context.Context) engine.Status {
 }
 func (c countEngine) Shutdown(context.Context) error { return nil }
 func (c countEngine) StartTurn(_ context.Context, req engine.Request) (engine.Turn, error) {
-	return &countTurn{n: c.n, gate: c.gate, key: req.SessionKey}, nil
+	return &countTurn{n: c.n, pad: strings.Repeat("x", c.pad), gate: c.gate, key: req.SessionKey}, nil
 }
 
 type countTurn struct {
 	n, i    int
+	pad     string
 	gate    chan struct{}
 	key     string
 	ev      event.Event
@@ -338,7 +295,7 @@ func (t *countTurn) Next() bool {
 		t.ended = true
 		t.ev = event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{Code: -1}}
 	case t.i <= t.n:
-		t.ev = event.Event{Type: event.TypeChatDelta, SessionID: t.key, Text: strconv.Itoa(t.i)}
+		t.ev = event.Event{Type: event.TypeChatDelta, SessionID: t.key, Text: strconv.Itoa(t.i) + t.pad}
 	default:
 		t.ended = true
 		t.ev = event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{}}
@@ -366,7 +323,7 @@ func readCount(t *testing.T, tr *Turn, ctx context.Context, every func(seq int64
 			t.Errorf("record %d after %d", rec.Seq, last)
 			return last
 		}
-		if ev := rec.Typed; ev.Type == event.TypeChatDelta && ev.Text != strconv.FormatInt(rec.Seq, 10) {
+		if ev := rec.Typed; ev.Type == event.TypeChatDelta && strings.TrimRight(ev.Text, "x") != strconv.FormatInt(rec.Seq, 10) {
 			t.Errorf("record %d says %q", rec.Seq, ev.Text)
 			return last
 		}

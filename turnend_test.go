@@ -24,8 +24,8 @@ func TestNextTurnRightAfterProcessExitWaitsForTheEnd(t *testing.T) {
 		}
 	}
 	defer func() { testHookFinalize = nil }()
-	e := newTestEnv(t, func(c *Config) { c.Engines = []engine.Engine{chattyEngine{n: 3}} })
-	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "chatty"})
+	e := newTestEnv(t, func(c *Config) { c.Engines = []engine.Engine{countEngine{n: 3}} })
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "count"})
 	if err != nil {
 		t.Fatal(err)
 	}
