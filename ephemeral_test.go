@@ -202,15 +202,7 @@ func TestEphemeralTurnHoldsABoundedTail(t *testing.T) {
 	maxHeldBytes = 16 << 10
 	const n = 3000
 	gate := make(chan struct{})
-	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{countEngine{n: n, gate: gate, pad: 100}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Shutdown(context.Background())
-	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "talk", Engine: "count"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := startCount(t, countEngine{n: n, gate: gate, pad: 100})
 	want, most := int64(1), 0
 	go func() {
 		waitReaders(t, tr, 1) // the reader reads from the first record
@@ -335,6 +327,22 @@ func readCount(t *testing.T, tr *Turn, ctx context.Context, every func(seq int64
 	return last
 }
 
+// startCount starts an ephemeral turn of c on a Harness that the test
+// shuts down at its end.
+func startCount(t *testing.T, c countEngine) *Turn {
+	t.Helper()
+	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Shutdown(context.Background()) })
+	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "count", Engine: "count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // waitReaders waits until the ephemeral turn tr has n readers.
 func waitReaders(t *testing.T, tr *Turn, n int) {
 	t.Helper()
@@ -359,15 +367,7 @@ func TestEphemeralTurnTwoReadersReadEveryRecord(t *testing.T) {
 	heldRecords = 64
 	const n = 5000
 	gate := make(chan struct{})
-	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{countEngine{n: n, gate: gate}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Shutdown(context.Background())
-	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "count", Engine: "count"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := startCount(t, countEngine{n: n, gate: gate})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
@@ -401,15 +401,7 @@ func TestEphemeralTurnRunsOnWhenItsReaderLeaves(t *testing.T) {
 	defer func(n int) { heldRecords = n }(heldRecords)
 	heldRecords = 64
 	const n = 1000
-	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{countEngine{n: n}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Shutdown(context.Background())
-	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "count", Engine: "count"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := startCount(t, countEngine{n: n})
 	read := 0
 	for range tr.Events(context.Background()) {
 		if read++; read == 10 {
@@ -437,15 +429,7 @@ func TestEphemeralTurnStopsPastAStuckReader(t *testing.T) {
 	defer func(n int) { heldRecords = n }(heldRecords)
 	heldRecords = 16
 	gate := make(chan struct{})
-	h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{countEngine{n: 1 << 30, gate: gate}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Shutdown(context.Background())
-	tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "count", Engine: "count"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := startCount(t, countEngine{n: 1 << 30, gate: gate})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stuck, release := make(chan struct{}), make(chan struct{})
