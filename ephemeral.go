@@ -137,6 +137,7 @@ type ephemeral struct {
 	pulling bool // a goroutine is reading the engine turn's next event
 	ended   bool // no record comes any more; the engine turn is being closed
 	stopped bool // Interrupt or Kill asked: drain reads on, whoever reads
+	killed  bool // killed by roomLocked: the ring reached stoppedGrowth times its size
 	// wake is closed (and replaced) when a record comes, a reader moves
 	// or leaves or the turn ends, but only while someone waits on it
 	// (waiters): a reader that keeps up costs no channel per record.
@@ -155,6 +156,10 @@ var (
 	heldRecords  = 2048
 	maxHeldBytes = 1 << 20
 )
+
+// stoppedGrowth bounds how far the ring of a stopped turn grows past a
+// stuck reader (times heldRecords) before the turn is killed.
+const stoppedGrowth = 16
 
 // heldCost is about what a held record keeps alive besides its slot:
 // the text in it.
@@ -224,6 +229,13 @@ func (e *ephemeral) roomLocked() bool {
 		return false
 	}
 	if e.newest-e.base >= int64(len(e.ring)) { // stopped: grow, keeping each record's slot alive for its readers
+		if len(e.ring) >= stoppedGrowth*heldRecords && !e.killed {
+			// An agent that goes on after Interrupt while a reader is
+			// stuck would grow the ring without end: it is killed, and
+			// what its stream still holds is all that comes.
+			e.killed = true
+			_ = e.turn.Kill()
+		}
 		ring := make([]event.Event, 2*len(e.ring))
 		for seq := e.base + 1; seq <= e.newest; seq++ {
 			ring[seq%int64(len(ring))] = e.ring[seq%int64(len(e.ring))]

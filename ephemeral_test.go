@@ -254,6 +254,7 @@ func TestEphemeralTurnHoldsABoundedTail(t *testing.T) {
 type countEngine struct {
 	n, pad int
 	gate   chan struct{}
+	deaf   bool // its turns ignore Interrupt (Kill still ends them)
 }
 
 func (c countEngine) Name() string { return "count" }
@@ -262,11 +263,12 @@ func (c countEngine) Check(context.Context) engine.Status {
 }
 func (c countEngine) Shutdown(context.Context) error { return nil }
 func (c countEngine) StartTurn(_ context.Context, req engine.Request) (engine.Turn, error) {
-	return &countTurn{n: c.n, pad: strings.Repeat("x", c.pad), gate: c.gate, key: req.SessionKey}, nil
+	return &countTurn{n: c.n, pad: strings.Repeat("x", c.pad), gate: c.gate, key: req.SessionKey, deaf: c.deaf}, nil
 }
 
 type countTurn struct {
 	n, i    int
+	deaf    bool
 	pad     string
 	gate    chan struct{}
 	key     string
@@ -296,9 +298,14 @@ func (t *countTurn) Next() bool {
 }
 func (t *countTurn) Event() event.Event { return t.ev }
 func (t *countTurn) Err() error         { return nil }
-func (t *countTurn) Interrupt() error   { t.stopped.Store(true); return nil }
-func (t *countTurn) Kill() error        { t.stopped.Store(true); return nil }
-func (t *countTurn) Close() error       { return nil }
+func (t *countTurn) Interrupt() error {
+	if !t.deaf {
+		t.stopped.Store(true)
+	}
+	return nil
+}
+func (t *countTurn) Kill() error  { t.stopped.Store(true); return nil }
+func (t *countTurn) Close() error { return nil }
 
 // readCount reads an ephemeral countEngine turn's records, checking that
 // each is the next one and says its own number (a slot written again
@@ -463,6 +470,53 @@ func TestEphemeralTurnStopsPastAStuckReader(t *testing.T) {
 	newest := tr.eph.newest
 	tr.eph.mu.Unlock()
 	if last != newest || last < 6 {
+		t.Errorf("the reader read up to %d, want every record to the turn's last, %d", last, newest)
+	}
+}
+
+// An agent that goes on after Interrupt while the turn's only reader is
+// stuck does not grow the held records without end: past stoppedGrowth
+// times the ring the turn is killed, it ends, and the reader, going on,
+// still reads every record in order.
+func TestEphemeralTurnKillsAnAgentThatOutrunsAStuckReader(t *testing.T) {
+	defer func(n int) { heldRecords = n }(heldRecords)
+	heldRecords = 16
+	gate := make(chan struct{})
+	tr := startCount(t, countEngine{n: 1 << 30, gate: gate, deaf: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stuck, release := make(chan struct{}), make(chan struct{})
+	var last int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last = readCount(t, tr, ctx, func(seq int64) {
+			if seq == 5 {
+				close(stuck)
+				<-release
+			}
+		})
+	}()
+	waitReaders(t, tr, 1)
+	close(gate)
+	<-stuck
+	if err := tr.Interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tr.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("an agent that ignored Interrupt grew the held records past a stuck reader and was not killed")
+	}
+	tr.eph.mu.Lock()
+	size, newest := len(tr.eph.ring), tr.eph.newest
+	tr.eph.mu.Unlock()
+	if size > 2*stoppedGrowth*16 {
+		t.Errorf("the ring grew to %d records, want at most %d", size, 2*stoppedGrowth*16)
+	}
+	close(release)
+	<-done
+	if last != newest {
 		t.Errorf("the reader read up to %d, want every record to the turn's last, %d", last, newest)
 	}
 }
