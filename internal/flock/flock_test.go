@@ -74,3 +74,44 @@ func TestAKilledHolderLeavesNoLock(t *testing.T) {
 	}
 	unlock()
 }
+
+// A lock let go while this process starts children is free at once: a
+// child forked while the lock's file was open holds that file only
+// until its exec, and the unlock waits for that (the flake of
+// TestRewindDropsTheWarmAgent: a warm agent spawned as a turn ended kept
+// the session's turn lock for the next turn).
+func TestUnlockWhileChildrenStartIsFreeAtOnce(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.lock")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := exec.Command("true").Run(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	defer func() {
+		close(stop)
+		for range 4 {
+			<-done
+		}
+	}()
+	deadline := time.Now().Add(time.Second)
+	for n := 0; time.Now().Before(deadline); n++ {
+		unlock, err := flock.TryLock(p)
+		if err != nil {
+			t.Fatalf("TryLock %d right after an unlock: %v", n, err)
+		}
+		unlock()
+	}
+}
