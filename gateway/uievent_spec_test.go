@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -158,14 +159,23 @@ func TestDefaultStreamIsUIEventsOnEveryEngine(t *testing.T) {
 			resp = s.send("GET", "/api/harness/session/"+id+"/events", "")
 			replay := events(readSSE(t, resp.Body, nil))
 			resp.Body.Close()
+			// 004 §2.3: init first; deltas; result success → chat:complete
+			// (the final text) + session:complete; process:exit last.
 			var types []string
+			deltas, final := "", ""
 			for _, e := range live {
 				types = append(types, string(e.Event.Type))
 				checkUIEvent(t, name, e.Data)
+				switch e.Event.Type {
+				case "chat:delta":
+					deltas += e.Event.Text
+				case "chat:complete":
+					final = e.Event.Text
+				}
 			}
 			j := strings.Join(types, ",")
-			if !strings.HasPrefix(j, "session:init,") || !strings.HasSuffix(j, ",session:complete,process:exit") {
-				t.Errorf("%s: default stream %s", name, j)
+			if !regexp.MustCompile(`^session:init(,chat:delta)+,chat:complete,session:complete,process:exit$`).MatchString(j) || final == "" || final != deltas {
+				t.Errorf("%s: default stream %s, deltas %q, chat:complete %q", name, j, deltas, final)
 			}
 			if len(replay) != len(live) {
 				t.Errorf("%s: replay has %d events, the live stream %d", name, len(replay), len(live))
