@@ -92,36 +92,44 @@ func checkUIEvent(t *testing.T, engine, data string) {
 	}
 }
 
+// usePinned sets the variable env to the pinned agent name of
+// node_modules/.bin, which must be there (make cli).
+func usePinned(t *testing.T, env, name string) {
+	t.Helper()
+	bin, err := filepath.Abs(filepath.Join("..", "node_modules", ".bin", name))
+	if err == nil {
+		_, err = os.Stat(bin)
+	}
+	if err != nil {
+		t.Fatalf("the pinned %s: %v (make cli)", name, err)
+	}
+	t.Setenv(env, bin)
+}
+
+// fakeCodexHome starts codex's fake Responses API answering reply, for
+// the test, and returns a CODEX_HOME configured for it.
+func fakeCodexHome(t *testing.T, reply codextest.Reply) string {
+	t.Helper()
+	fake, err := codextest.NewFakeAPI(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	home := filepath.Join(t.TempDir(), "codex")
+	if _, err = fake.WriteConfig(home); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
 // Every engine's turn, on a default stream of POST /turn and of GET
 // /session/{id}/events, is 004's UIEvents field for field.
 func TestDefaultStreamIsUIEventsOnEveryEngine(t *testing.T) {
-	codexBin, err := filepath.Abs("../node_modules/.bin/codex")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(codexBin); err != nil {
-		t.Fatalf("the pinned codex is missing (make cli): %v", err)
-	}
-	t.Setenv("HARNESS_CODEX_BIN", codexBin)
+	usePinned(t, "HARNESS_CODEX_BIN", "codex")
 	for _, a := range acpAgents {
-		bin, err := filepath.Abs("../node_modules/.bin/" + a.bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("the pinned %s is missing (make cli): %v", a.bin, err)
-		}
-		t.Setenv(a.binVar, bin)
+		usePinned(t, a.binVar, a.bin)
 	}
-	fake, err := codextest.NewFakeAPI(codextest.Reply{Text: "hello from codex", Deltas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	codexHome := filepath.Join(t.TempDir(), "codex")
-	if _, err := fake.WriteConfig(codexHome); err != nil {
-		t.Fatal(err)
-	}
+	codexHome := fakeCodexHome(t, codextest.Reply{Text: "hello from codex", Deltas: 3})
 	s := newServerWith(t, func(c *harness.Config) {
 		url := ""
 		for _, kv := range c.ChildEnv {
