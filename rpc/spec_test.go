@@ -1,7 +1,10 @@
 package rpc
 
 import (
+	"maps"
 	"testing"
+
+	"github.com/chirality/harness/engine"
 )
 
 // JSON-RPC 2.0 member names are case-sensitive: a request whose id is
@@ -31,5 +34,34 @@ func TestMemberNamesAreExact(t *testing.T) {
 		if string(m.ID) != w.id || code != w.code {
 			t.Fatalf("answer %s, want id %s code %d (the \"ID\" notification must not be answered)", m.raw, w.id, w.code)
 		}
+	}
+}
+
+// turn.completed carries the turn's usage as the protocol's example shows
+// it, 004's UsageInfo (input_tokens, output_tokens), on every engine: an
+// ACP agent reports camelCase (the fake: inputTokens 3, outputTokens 2),
+// which the core rewrites before it is stored, so thread.get's replay
+// says the same.
+func TestTurnCompletedUsageOnAnACPAgent(t *testing.T) {
+	e := newEnv(t)
+	e.extra = func() []engine.Engine { return []engine.Engine{fakeACP(t)} }
+	c := e.start(t)
+	defer c.close()
+	var created struct{ Thread Thread }
+	c.result(1, "thread.create", map[string]any{}, &created)
+	var r struct{ TurnID string }
+	c.result(2, "turn.start", map[string]any{"threadId": created.Thread.ThreadID, "input": []any{map[string]any{"type": "text", "text": "hi"}},
+		"model": map[string]any{"providerID": "fakeacp"}}, &r)
+	end := c.next("turn end", func(m msg) bool { return m.Method == "turn.completed" || m.Method == "turn.error" })
+	want := map[string]any{"input_tokens": 3.0, "output_tokens": 2.0, "cache_read_input_tokens": 0.0, "cache_creation_input_tokens": 0.0}
+	if u, _ := end.Params["usage"].(map[string]any); end.Method != "turn.completed" || !maps.Equal(u, want) {
+		t.Fatalf("turn end %s: want usage %v", end.raw, want)
+	}
+	var got struct{ Events []map[string]any }
+	c.result(3, "thread.get", map[string]any{"threadId": created.Thread.ThreadID}, &got)
+	last := got.Events[len(got.Events)-1]
+	params, _ := last["params"].(map[string]any)
+	if u, _ := params["usage"].(map[string]any); last["method"] != "turn.completed" || !maps.Equal(u, want) {
+		t.Fatalf("thread.get's last notification %v: want usage %v", last, want)
 	}
 }
