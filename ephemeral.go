@@ -258,7 +258,7 @@ func (e *ephemeral) pullLocked() {
 	ok := e.turn.Next()
 	ahead := false
 	if ok {
-		*slot = e.turn.Event()
+		*slot = specEvent(e.turn.Event()) // uievent.go
 		ahead = e.turn.buffered()
 	}
 	e.mu.Lock()

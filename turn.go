@@ -633,7 +633,7 @@ func (r *runner) attempt(t engine.Turn) (engine.Turn, error) {
 	fallback := false
 	var heldExit *event.Event
 	for t.Next() {
-		ev := t.Event()
+		ev := specEvent(t.Event()) // 004's UIEvent shape whatever the engine (uievent.go)
 		switch ev.Type {
 		case event.TypeSessionInit:
 			r.smu.Lock()

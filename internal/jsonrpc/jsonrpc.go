@@ -93,20 +93,17 @@ var (
 	Codex = Dialect{}
 )
 
-type wire struct {
-	JSONRPC *string         `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  *string         `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   *Error          `json:"error"`
-}
-
 // Decode checks one message (a JSON object) by the dialect's rules. On
 // failure the *Error carries the specification's code (CodeParseError for
 // what is not JSON, CodeInvalidRequest for what is not a valid message)
 // and id is the message's id when it could be read, else null, so a
 // server can answer it.
+//
+// Member names are matched exactly, as JSON-RPC 2.0 spells them (never
+// encoding/json's case-insensitive match): {"ID":1,…} has no id, so it is
+// a notification and is not answered; {"JSONRPC":"2.0",…} lacks "jsonrpc".
+// A member of the wrong type (a number as "method") is refused with the
+// id still answered.
 func (d Dialect) Decode(raw []byte) (m Message, id json.RawMessage, e *Error) {
 	null := json.RawMessage("null")
 	raw = bytes.TrimSpace(raw)
@@ -116,39 +113,45 @@ func (d Dialect) Decode(raw []byte) (m Message, id json.RawMessage, e *Error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return Message{}, null, Errorf(CodeInvalidRequest, "invalid request: not a JSON object")
 	}
-	var w wire
-	if err := json.Unmarshal(raw, &w); err != nil {
+	var obj map[string]json.RawMessage // keys exactly as sent
+	if err := json.Unmarshal(raw, &obj); err != nil {
 		return Message{}, null, Errorf(CodeInvalidRequest, "invalid request: %v", err)
 	}
-	hasID := w.ID != nil || hasKey(raw, "id")
+	rawID, hasID := obj["id"]
 	if hasID {
-		if len(w.ID) == 0 {
-			w.ID = null
-		}
-		switch w.ID[0] {
+		switch rawID[0] {
 		case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		default:
 			return Message{}, null, Errorf(CodeInvalidRequest, "invalid request: id must be a string, a number or null")
 		}
-		id = w.ID
+		id = rawID
 	} else {
 		id = null
 	}
-	if d.Version && (w.JSONRPC == nil || *w.JSONRPC != "2.0") {
-		return Message{}, id, Errorf(CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
+	if d.Version {
+		var v string
+		if j, ok := obj["jsonrpc"]; !ok || json.Unmarshal(j, &v) != nil || v != "2.0" {
+			return Message{}, id, Errorf(CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
+		}
 	}
-	m = Message{Params: w.Params, Result: w.Result, Error: w.Error}
+	m = Message{Params: obj["params"], Result: obj["result"]}
 	if hasID {
-		m.ID = w.ID
+		m.ID = rawID
 	}
-	if w.Method != nil {
-		m.Method = *w.Method
+	if j, ok := obj["error"]; ok {
+		if err := json.Unmarshal(j, &m.Error); err != nil {
+			return Message{}, id, Errorf(CodeInvalidRequest, `invalid message: "error" must be an error object`)
+		}
 	}
-	if d.RequestsOnly || w.Method != nil {
+	rawMethod, hasMethod := obj["method"]
+	if hasMethod && json.Unmarshal(rawMethod, &m.Method) != nil {
+		return Message{}, id, Errorf(CodeInvalidRequest, `invalid request: "method" must be a non-empty string`)
+	}
+	if d.RequestsOnly || hasMethod {
 		if m.Method == "" {
 			return Message{}, id, Errorf(CodeInvalidRequest, `invalid request: "method" must be a non-empty string`)
 		}
-		if len(w.Params) > 0 && w.Params[0] != '{' && w.Params[0] != '[' && string(w.Params) != "null" {
+		if len(m.Params) > 0 && m.Params[0] != '{' && m.Params[0] != '[' && string(m.Params) != "null" {
 			return Message{}, id, Errorf(CodeInvalidRequest, `invalid request: "params" must be an object or an array`)
 		}
 		return m, id, nil
@@ -164,16 +167,6 @@ func (d Dialect) Decode(raw []byte) (m Message, id json.RawMessage, e *Error) {
 		return Message{}, id, Errorf(CodeInvalidRequest, "invalid message: %v", err)
 	}
 	return m, id, nil
-}
-
-// hasKey reports whether the JSON object raw has a top-level key.
-func hasKey(raw []byte, key string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return false
-	}
-	_, ok := m[key]
-	return ok
 }
 
 // IDKey normalises an id (a number or a string) to a map key, so a

@@ -24,7 +24,17 @@ func TestDecodeDialects(t *testing.T) {
 		{in: `{"jsonrpc":"2.0","id":[1],"method":"a"}`, strict: CodeInvalidRequest, lax: CodeInvalidRequest, strictID: "null"},
 		{in: `{"jsonrpc":"2.0","id":true,"method":"a"}`, strict: CodeInvalidRequest, lax: CodeInvalidRequest, strictID: "null"},
 		{in: `{"jsonrpc":"2.0","id":3,"method":""}`, strict: CodeInvalidRequest, lax: CodeInvalidRequest, strictID: "3"},
-		{in: `{"jsonrpc":"2.0","id":3,"method":7}`, strict: CodeInvalidRequest, lax: CodeInvalidRequest, strictID: "null"},
+		{in: `{"jsonrpc":"2.0","id":3,"method":7}`, strict: CodeInvalidRequest, lax: CodeInvalidRequest, strictID: "3"},
+		// Member names are case-sensitive (JSON-RPC 2.0): "ID" is no id,
+		// so this is a notification; "JSONRPC" is no "jsonrpc"; "Method"
+		// is no method. A member of the wrong type keeps the id answered.
+		{in: `{"jsonrpc":"2.0","ID":1,"method":"a"}`, isNot: true, strictID: "null"},
+		{in: `{"jsonrpc":"2.0","Id":1,"id":2,"method":"a"}`, isReq: true, strictID: "2"},
+		{in: `{"JSONRPC":"2.0","id":1,"method":"a"}`, strict: CodeInvalidRequest, strictID: "1", isReq: true},
+		{in: `{"jsonrpc":"2.0","id":1,"Method":"a"}`, strict: CodeInvalidRequest, lax: CodeInvalidRequest, strictID: "1"},
+		{in: `{"jsonrpc":2,"id":5,"method":"a"}`, strict: CodeInvalidRequest, strictID: "5", isReq: true},
+		{in: `{"jsonrpc":"2.0","id":6,"method":"a","Params":3}`, isReq: true, strictID: "6"},
+		{in: `{"id":7,"error":"boom"}`, strict: CodeInvalidRequest, lax: CodeInvalidRequest, strictID: "7"},
 		{in: `{"jsonrpc":"2.0","id":4,"method":"a","params":3}`, strict: CodeInvalidRequest, lax: CodeInvalidRequest, strictID: "4"},
 		{in: `{"id":1,"result":{}}`, strict: CodeInvalidRequest, strictID: "1"},
 		{in: `{"id":"a","error":{"code":1,"message":"x"}}`, strict: CodeInvalidRequest, strictID: `"a"`},
@@ -152,6 +162,7 @@ func FuzzDecode(f *testing.F) {
 		`[{"jsonrpc":"2.0","id":1,"method":"thread.list"},{"jsonrpc":"2.0","method":"x"}]`,
 		`{"id":1,"result":{}}`, `{"method":"item/agentMessage/delta","params":{"itemId":"m","delta":"hi"}}`,
 		`{"jsonrpc":"2.0","id":null,"method":"a"}`, `[]`, `{`, `"str"`, `{"id":{},"method":"x"}`, "a\nb\r\n",
+		`{"jsonrpc":"2.0","ID":1,"Method":"a","id":2,"method":3}`, `{"JSONRPC":"2.0","id":1,"method":"a","error":[]}`,
 	} {
 		f.Add([]byte(s))
 	}
