@@ -3,7 +3,20 @@ package harness
 import (
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/internal/protect"
+	"github.com/chirality/harness/session"
 )
+
+// protectedPaths are session s's protected paths (engine.Request.Protected):
+// the project root's, a worktree session's worktree's (its agents/,
+// .mcp.json, .claude/settings.json… reach the project at a merge, and
+// its agent writes them sandboxed or not) and the state directory.
+func (h *Harness) protectedPaths(s *session.Session) []string {
+	p := protect.Paths(s.ProjectRoot, h.store.StateDir())
+	if dir := s.Dir(); dir != s.ProjectRoot {
+		p = append(p, protect.Paths(dir)...)
+	}
+	return p
+}
 
 // protectedWrite reports whether q writes one of the turn's protected
 // paths (engine.Request.Protected: the project's .chirality/, agents/,

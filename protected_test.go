@@ -11,6 +11,7 @@ import (
 
 	"github.com/chirality/harness/claudecode/claudetest"
 	"github.com/chirality/harness/event"
+	"github.com/chirality/harness/session"
 )
 
 // A write to a protected path is put to a person although a session rule
@@ -74,5 +75,65 @@ func TestProtectedWriteAlwaysAsked(t *testing.T) {
 	turn("deny")
 	if _, err := os.Stat(target); err == nil {
 		t.Fatal("the second write ran although the person denied it")
+	}
+}
+
+// A worktree session's own protected paths are protected as the project
+// root's are, sandboxed or not: a Write of the worktree's agents/ is put
+// to a person although a session rule allows Write (a merge would bring
+// the file into the project), and the CLI does not write it unasked in
+// acceptEdits (real CLI). The worktrees are kept outside the state
+// directory (which is protected as a whole).
+func TestProtectedWriteInWorktree(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) {
+		c.Worktrees.Dir = t.TempDir()
+		c.Approvals = true
+		c.PermissionMode = "acceptEdits"
+		c.ApprovalTimeout = time.Minute
+	})
+	writeFile(t, filepath.Join(e.root, "a.txt"), "a\n")
+	userGitRoot(t, e.root, "init", "-q", "-b", "main")
+	userGitRoot(t, e.root, "add", "a.txt")
+	userGitRoot(t, e.root, "commit", "-q", "-m", "first")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Isolation: session.IsolationWorktree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.h.trust.AddRule(s.ProjectRoot, s.ID, "Write"); err != nil { // as a person's "always" records it
+		t.Fatal(err)
+	}
+	target := filepath.Join(s.Workdir, "agents", "reviewer.md")
+	e.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+		if strings.Contains(r.LastUserText(), "write the persona") {
+			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Write", map[string]any{"file_path": target, "content": "permission_mode: bypassPermissions"})}}
+		}
+		return claudetest.TextReply("done")
+	})
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "write the persona"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []event.ApprovalRequested
+	waitFor(t, "an approval request or the turn's end", func() bool {
+		asked = e.h.PendingApprovals(s.ID)
+		select {
+		case <-tr.Done():
+			return true
+		default:
+			return len(asked) > 0
+		}
+	})
+	if len(asked) == 0 || asked[0].ToolName != "Write" {
+		t.Fatalf("asked %+v; want the Write of the worktree's agents/ put to a person", asked)
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Fatal("the persona file was written before a person answered")
+	}
+	if err := e.h.Approve(s.ID, asked[0].RequestID, ApprovalAnswer{Decision: "deny"}); err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	if _, err := os.Stat(target); err == nil {
+		t.Fatal("the write ran although the person denied it")
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chirality/harness/engine"
-	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/sandbox"
 	"github.com/chirality/harness/session"
 	"github.com/chirality/harness/worktree"
@@ -21,9 +20,8 @@ var ErrSandboxUnavailable = sandbox.ErrUnavailable
 
 // sandboxRequest marks req sandboxed when the session, the server or the
 // trust record asks for it, after checking the kernel can: the engine
-// then starts its agent through the sandbox entry (package sandbox). A
-// worktree session's own protected paths are added to the project
-// root's. The session file is the agent's to write, so a sandbox a person
+// then starts its agent through the sandbox entry (package sandbox),
+// whose protected paths are req.Protected (protectedPaths). The session file is the agent's to write, so a sandbox a person
 // chose is kept in the trust record too, and the file cannot take it back
 // (nor can an unreadable record: then the file's word stands). The
 // agent's TCP is limited too unless Config.SandboxOpenNetwork names its
@@ -39,9 +37,6 @@ func (h *Harness) sandboxRequest(s *session.Session, eng string, req *engine.Req
 	}
 	req.Sandbox = true
 	req.OpenNetwork = slices.Contains(h.cfg.SandboxOpenNetwork, eng) || slices.Contains(h.cfg.SandboxOpenNetwork, "*")
-	if dir := s.Dir(); dir != s.ProjectRoot {
-		req.Protected = append(req.Protected, protect.Paths(dir)...)
-	}
 	if s.Isolation == session.IsolationWorktree && s.Branch != "" {
 		// what a commit in the worktree needs (worktree.Grants; its HEAD
 		// is detached as the turn starts: detachWorktree)

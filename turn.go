@@ -14,7 +14,6 @@ import (
 
 	"github.com/chirality/harness/engine"
 	"github.com/chirality/harness/event"
-	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/internal/secrets"
 	"github.com/chirality/harness/logging"
 	"github.com/chirality/harness/persona"
@@ -116,7 +115,7 @@ func (h *Harness) plan(s *session.Session, rebuild bool) (*Plan, error) {
 		Env:              slices.Clone(h.cfg.ChildEnv),
 		StateDir:         session.StateDir(s.ProjectRoot, s.ID),
 		Model:            s.Model,
-		Protected:        protect.Paths(s.ProjectRoot, h.store.StateDir()),
+		Protected:        h.protectedPaths(s),
 	}
 	if err := h.sandboxRequest(s, name, &req); err != nil {
 		return nil, err

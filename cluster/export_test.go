@@ -31,3 +31,18 @@ func (n *Node) Owner(ctx context.Context, id string) (string, error) {
 	err = json.Unmarshal(kv.Value(), &e)
 	return e.Node, err
 }
+
+// Rules are the "always" rules the sessions bucket's entry of session id
+// carries (its owner's trust record, as its last sync published it).
+func (n *Node) Rules(ctx context.Context, id string) ([]string, error) {
+	kv, err := n.sessions.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var e sessionEntry
+	err = json.Unmarshal(kv.Value(), &e)
+	if e.Grants == nil {
+		return nil, err
+	}
+	return e.Grants.Rules, err
+}

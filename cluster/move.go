@@ -14,6 +14,7 @@ import (
 
 	"github.com/chirality/harness"
 	"github.com/chirality/harness/session"
+	"github.com/chirality/harness/trust"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -47,6 +48,9 @@ type moveMsg struct {
 	Target string `json:"target"`
 	From   string `json:"from"`
 	Root   string `json:"root"`
+	// Grants are the owner's trust record of the session (a release's
+	// take), which the target records before it opens the session.
+	Grants *trust.SessionGrants `json:"grants,omitempty"`
 }
 
 type moveReply struct {
@@ -172,6 +176,9 @@ func (n *Node) release(req moveMsg) moveReply {
 		return moveReply{Status: http.StatusServiceUnavailable, Error: fmt.Sprintf("events not all published (%d of %d); try again", got, last)}
 	}
 	req.Op, req.From = "take", n.cfg.Node
+	if req.Grants, err = n.h.Trust().Session(req.Root, req.ID); err != nil {
+		return moveReply{Status: http.StatusInternalServerError, Error: "trust record: " + err.Error()}
+	}
 	rep := n.ask(ctx, req.Target, req)
 	if rep.Status == statusNoNode {
 		rep.Status = http.StatusServiceUnavailable
@@ -197,6 +204,19 @@ func (n *Node) take(req moveMsg) moveReply {
 	}
 	if _, err := os.Stat(session.FilePath(root, req.ID)); err != nil {
 		return moveReply{Status: http.StatusUnprocessableEntity, Error: fmt.Sprintf("node %s does not see the session's file under %s: %v", n.cfg.Node, root, err)}
+	}
+	// What a person gave the session is in its owner's trust record, not
+	// in the session file: the owner's (a release), else what the owner
+	// last published; without either the file's word stands, as for a
+	// session made before trust records.
+	grants := req.Grants
+	if e, ok := n.entry(req.ID); grants == nil && ok && e.Node == req.From {
+		grants = e.Grants
+	}
+	if grants != nil {
+		if err := n.h.Trust().SetSession(root, req.ID, *grants); err != nil {
+			return moveReply{Status: http.StatusInternalServerError, Error: "node " + n.cfg.Node + " cannot record the session's trust: " + err.Error()}
+		}
 	}
 	if _, err := n.h.SessionIn(root, req.ID); err != nil {
 		return moveReply{Status: http.StatusUnprocessableEntity, Error: "node " + n.cfg.Node + " cannot open the session: " + err.Error()}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chirality/harness"
+	"github.com/chirality/harness/trust"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -19,6 +20,10 @@ type sessionEntry struct {
 	Node        string                 `json:"node"`
 	ProjectRoot string                 `json:"projectRoot"`
 	Summary     harness.SessionSummary `json:"summary"`
+	// Grants are what a person gave the session, in its owner's trust
+	// record (the session file is the agent's to write): a node that
+	// takes the session from an owner that is down records them.
+	Grants *trust.SessionGrants `json:"grants,omitempty"`
 
 	// rev is the bucket's revision of the entry (not stored in it): a
 	// node writes its entry only at the revision it last saw, so a view
@@ -164,6 +169,7 @@ func (n *Node) syncSessions(ctx context.Context) {
 		return
 	}
 	mine := map[string]bool{}
+	records := map[string]*trust.Record{}
 	for _, s := range list {
 		old, known := n.entry(s.ID)
 		if known && old.Node != n.cfg.Node || !known && !n.claimable(s) {
@@ -171,6 +177,14 @@ func (n *Node) syncSessions(ctx context.Context) {
 		}
 		mine[s.ID] = true
 		e := sessionEntry{Node: n.cfg.Node, ProjectRoot: s.ProjectRoot, Summary: s}
+		rec, ok := records[s.ProjectRoot]
+		if !ok { // one read of a project's trust record per sync
+			rec, _ = n.h.Trust().Load(s.ProjectRoot)
+			records[s.ProjectRoot] = rec
+		}
+		if g := rec.Sessions[s.ID]; g != nil {
+			e.Grants = g
+		}
 		b, err := json.Marshal(e)
 		if err != nil {
 			continue

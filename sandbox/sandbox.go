@@ -17,11 +17,16 @@
 //     package internal/protect). Landlock cannot take a subtree back out of
 //     a granted one, so the workdir itself is not granted: each of its
 //     entries is, one by one, skipping the protected ones and descending
-//     into those that hold one. The limit that follows: nothing can be
-//     created, removed or renamed directly in a directory that holds a
-//     protected path (the workdir's top level, .claude/, .github/) — only
-//     its existing files rewritten in place, and anything inside its other
-//     subdirectories. A symlink among those entries is not followed (it is
+//     into those that hold one. The workdir's own .git (a repository's
+//     directory, or a worktree's .git file) is never granted either: a
+//     hook, a core.fsmonitor or a filter written to a repository's
+//     configuration runs as the person's git (or the harness's), outside
+//     the sandbox; so a sandboxed agent cannot commit in the project's own
+//     checkout (a worktree session can: see package worktree's Grants).
+//     The limit that follows: nothing can be created, removed or renamed
+//     directly in a directory that holds a protected path (the workdir's
+//     top level, .claude/, .github/) — only its existing files rewritten
+//     in place, and anything inside its other subdirectories. A symlink among those entries is not followed (it is
 //     never granted), so a link planted to point outside grants nothing;
 //   - the writable paths the engine names (its own state directories
 //     under HOME) and a private temporary directory given as TMPDIR;
@@ -283,9 +288,15 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/
 // single files, for the workdir, its protected paths and the writable
 // paths. Exported through the entry's --print for tests.
 func Rules(workdir string, protected, writable []string) (dirs, files []string, err error) {
-	prot := make([]string, 0, len(protected))
+	prot := make([]string, 0, len(protected)+1)
 	for _, p := range protected {
 		prot = append(prot, filepath.Clean(p))
+	}
+	if workdir != "" {
+		// the repository's own files: its configuration and hooks run
+		// as the person's git, outside the sandbox (a worktree's .git
+		// file names the repository the harness's git trusts)
+		prot = append(prot, filepath.Join(filepath.Clean(workdir), ".git"))
 	}
 	isProtected := func(p string) bool { return slices.Contains(prot, p) }
 	holdsProtected := func(p string) bool {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chirality/harness/internal/gittest"
 	"github.com/chirality/harness/internal/protect"
 	"github.com/chirality/harness/sandbox"
 )
@@ -167,5 +168,58 @@ func TestNoLandlockRefuses(t *testing.T) {
 	}
 	if _, err := sandbox.Available(); !errors.Is(err, sandbox.ErrUnavailable) {
 		t.Errorf("Available: %v", err)
+	}
+}
+
+// TestRepositoryReadOnly: the workdir's own .git stays read-only to a
+// sandboxed agent. Its configuration and hooks run as the person's git,
+// outside the sandbox: a core.fsmonitor or a hook written there runs at
+// the person's next `git status` or commit, a smudge filter (with an
+// attributes line) at the harness's next `git worktree add`. A worktree's
+// .git file, which names the repository the harness's git commands
+// trust, is kept the same way.
+func TestRepositoryReadOnly(t *testing.T) {
+	wd, _ := project(t)
+	home := t.TempDir()
+	gittest.Init(t, wd)
+	denied := map[string]string{
+		"config":     "printf '[core]\\n\\tfsmonitor = touch /tmp/escaped\\n' >> .git/config",
+		"hook":       "mkdir -p .git/hooks && echo 'touch /tmp/escaped' > .git/hooks/pre-commit",
+		"attributes": "mkdir -p .git/info && echo '* filter=x' > .git/info/attributes",
+		"rm -r":      "rm -rf .git",
+	}
+	for name, script := range denied {
+		t.Run(name, func(t *testing.T) {
+			out, err := sh(t, wd, home, script)
+			if err == nil {
+				t.Errorf("%q: output %q; want it refused", script, out)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(wd, ".git", "config")); strings.Contains(string(b), "fsmonitor") {
+		t.Errorf(".git/config was changed: %q", b)
+	}
+	for _, p := range []string{".git/hooks/pre-commit", ".git/info/attributes"} {
+		if _, err := os.Stat(filepath.Join(wd, p)); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+	// the rest of the project stays writable
+	if out, err := sh(t, wd, home, "echo y > src/new.txt && echo z > README.md"); err != nil {
+		t.Errorf("a write to the project: %v\n%s", err, out)
+	}
+
+	// a worktree's .git file
+	wt := filepath.Join(t.TempDir(), "wt")
+	gittest.Git(t, wd, "worktree", "add", "-q", "-b", "w", wt)
+	before, err := os.ReadFile(filepath.Join(wt, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := sh(t, wt, home, "echo 'gitdir: /tmp/elsewhere' > .git"); err == nil {
+		t.Errorf("the worktree's .git file was rewritten: %q", out)
+	}
+	if after, _ := os.ReadFile(filepath.Join(wt, ".git")); string(after) != string(before) {
+		t.Errorf("the worktree's .git = %q, want %q", after, before)
 	}
 }

@@ -299,6 +299,22 @@ func (s *Store) CopyRules(root, from, to string) error {
 	})
 }
 
+// SetSession records g as what a person gave session id of root,
+// replacing what was recorded: another harness's record of it (a cluster
+// node that moves the session here hands over its own).
+func (s *Store) SetSession(root, id string, g SessionGrants) error {
+	for _, rule := range g.Rules {
+		if rule == "" || len(rule) > maxRuleLen {
+			return fmt.Errorf("trust: a rule of %d bytes", len(rule))
+		}
+	}
+	g.Rules = slices.Clone(g.Rules)
+	return s.Update(root, func(r *Record) error {
+		*r.session(id) = g
+		return nil
+	})
+}
+
 // DropSession forgets session id's rules (the session was deleted).
 func (s *Store) DropSession(root, id string) error {
 	r, err := s.view(root)

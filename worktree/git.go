@@ -9,8 +9,9 @@
 // user's configuration nor a repository's hooks run on the harness's
 // behalf. Commits the harness makes are authored "harness".
 //
-// A worktree's git files are not trusted. A sandboxed agent may write its
-// worktree's .git file and its worktree's own git directory
+// A worktree's git files are not trusted. An agent may write its
+// worktree's .git file (not when sandboxed: package sandbox keeps a
+// workdir's .git) and a sandboxed one its worktree's own git directory
 // (.git/worktrees/<name>/, see Manager.Grants), whose commondir names the
 // repository git takes its configuration from: pointed at a repository
 // of the agent's, with a .gitattributes naming its textconv, filter,

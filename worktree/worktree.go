@@ -230,6 +230,9 @@ func (m *Manager) Diff(ctx context.Context, dir, baseCommit string) (*Diff, erro
 	}
 	defer cleanup()
 	envIdx := []string{"GIT_INDEX_FILE=" + idx}
+	if err := m.unhide(ctx, dir, envIdx); err != nil {
+		return nil, err
+	}
 	if _, err := m.wgit(ctx, dir, envIdx, "add", "-A", "--", ":/", excludeState); err != nil {
 		return nil, err
 	}
@@ -332,9 +335,14 @@ func (m *Manager) Dirty(ctx context.Context, dir string) (bool, error) {
 
 // Commit commits every change of the worktree at dir (untracked files
 // included, .chirality aside) on its branch with message, and returns
-// the new commit, or "" when there was nothing to commit.
+// the new commit, or "" when there was nothing to commit. What is
+// committed is what the files hold: an index entry the agent hid from
+// `git add -A` (skip-worktree, assume-unchanged) is compared again.
 func (m *Manager) Commit(ctx context.Context, dir, message string) (string, error) {
 	_ = m.AdoptObjects(ctx, dir) // a sandboxed agent's commits (Grants); git says what is missing
+	if err := m.unhide(ctx, dir, nil); err != nil {
+		return "", err
+	}
 	if _, err := m.wgit(ctx, dir, nil, "add", "-A", "--", ":/", excludeState); err != nil {
 		return "", err
 	}
