@@ -137,3 +137,56 @@ func TestProtectedWriteInWorktree(t *testing.T) {
 		t.Fatal("the write ran although the person denied it")
 	}
 }
+
+// A worktree session in the default place writes its own files as a
+// session in the project does: under its rules (acceptEdits here), not
+// put to a person. The worktrees were kept inside the state directory, a
+// protected path, so every write of a worktree session was asked.
+func TestWorktreeWritesFollowTheRules(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) {
+		c.Approvals = true
+		c.PermissionMode = "acceptEdits"
+		c.ApprovalTimeout = time.Minute
+	})
+	writeFile(t, filepath.Join(e.root, "a.txt"), "a\n")
+	userGitRoot(t, e.root, "init", "-q", "-b", "main")
+	userGitRoot(t, e.root, "add", "a.txt")
+	userGitRoot(t, e.root, "commit", "-q", "-m", "first")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Isolation: session.IsolationWorktree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, _ := filepath.EvalSymlinks(e.h.store.StateDir())
+	if wd, _ := filepath.EvalSymlinks(s.Workdir); strings.HasPrefix(wd, state+string(filepath.Separator)) {
+		t.Errorf("the worktree %s is inside the protected state directory %s", wd, state)
+	}
+	target := filepath.Join(s.Workdir, "notes.txt")
+	e.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
+		if strings.Contains(r.LastUserText(), "write the notes") && len(r.ToolResults()) == 0 {
+			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Write", map[string]any{"file_path": target, "content": "notes\n"})}}
+		}
+		return claudetest.TextReply("done")
+	})
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "write the notes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []event.ApprovalRequested
+	waitFor(t, "an approval request or the turn's end", func() bool {
+		asked = e.h.PendingApprovals(s.ID)
+		select {
+		case <-tr.Done():
+			return true
+		default:
+			return len(asked) > 0
+		}
+	})
+	if len(asked) > 0 {
+		e.h.Approve(s.ID, asked[0].RequestID, ApprovalAnswer{Decision: "deny"})
+		<-tr.Done()
+		t.Fatalf("asked %+v; want the worktree's own file written under acceptEdits", asked)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "notes\n" {
+		t.Fatalf("notes.txt: %q %v", b, err)
+	}
+}

@@ -66,9 +66,12 @@ func (e *MergeConflictError) Is(t error) bool { return errors.Is(ErrMergeConflic
 // WorktreeConfig configures worktree sessions.
 type WorktreeConfig struct {
 	// Dir holds the worktrees, as <Dir>/<hash of the repository>/<session
-	// id> ("" = <StateDir>/worktrees). It belongs to this state
-	// directory: at New, a worktree there whose session is gone is
-	// removed (its work kept on its branch when unmerged).
+	// id> ("" = <StateDir>-worktrees, next to the state directory: not in
+	// it, for the state directory is a protected path, and a worktree's
+	// files are its agent's to write under the session's rules). It
+	// belongs to this state directory: at New, a worktree there whose
+	// session is gone is removed (its work kept on its branch when
+	// unmerged).
 	Dir string
 	// Timeout bounds one git command (0 = worktree.DefaultTimeout).
 	Timeout time.Duration
@@ -143,12 +146,22 @@ func (h *Harness) CheckWorktree(ctx context.Context, projectRoot, base string) e
 	return mapWorktreeErr(err)
 }
 
-// worktreeDir is where worktrees are kept.
+// worktreeDir is where worktrees are kept (WorktreeConfig.Dir).
 func (h *Harness) worktreeDir() string {
 	if h.cfg.Worktrees.Dir != "" {
 		return h.cfg.Worktrees.Dir
 	}
-	return filepath.Join(h.store.StateDir(), "worktrees")
+	return filepath.Clean(h.store.StateDir()) + "-worktrees"
+}
+
+// worktreeDirs are the directories cleanWorktrees looks in: worktreeDir,
+// and where a harness before it kept them by default (<StateDir>/worktrees,
+// inside the protected state directory), so their orphans go too.
+func (h *Harness) worktreeDirs() []string {
+	if h.cfg.Worktrees.Dir != "" {
+		return []string{h.cfg.Worktrees.Dir}
+	}
+	return []string{h.worktreeDir(), filepath.Join(h.store.StateDir(), "worktrees")}
 }
 
 // gitwt returns the worktree manager, made on first use.
@@ -320,14 +333,21 @@ func (h *Harness) removeWorktree(ctx context.Context, s *session.Session) error 
 // uncommitted changes are committed on their branch first, and a branch
 // with unmerged changes is kept, so no work is lost.
 func (h *Harness) cleanWorktrees() {
-	repos, err := os.ReadDir(h.worktreeDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, top := range h.worktreeDirs() {
+		h.cleanWorktreesIn(ctx, top)
+	}
+}
+
+// cleanWorktreesIn is cleanWorktrees in one directory of worktrees.
+func (h *Harness) cleanWorktreesIn(ctx context.Context, top string) {
+	repos, err := os.ReadDir(top)
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	for _, r := range repos {
-		dirs, err := os.ReadDir(filepath.Join(h.worktreeDir(), r.Name()))
+		dirs, err := os.ReadDir(filepath.Join(top, r.Name()))
 		if err != nil {
 			continue
 		}
@@ -338,7 +358,7 @@ func (h *Harness) cleanWorktrees() {
 			if _, err := h.store.Get(d.Name()); !errors.Is(err, session.ErrNotFound) {
 				continue
 			}
-			dir := filepath.Join(h.worktreeDir(), r.Name(), d.Name())
+			dir := filepath.Join(top, r.Name(), d.Name())
 			// the worktree's .git file was its agent's to write: it must
 			// lead to the repository the directory's name is the hash of
 			// (newWorktree)

@@ -207,6 +207,26 @@ func TestWorktreeDeleteAndOrphans(t *testing.T) {
 	if n := strings.Count(gitOut(t, e.root, "worktree", "list", "--porcelain"), "worktree "); n != 1 {
 		t.Fatalf("%d worktrees registered, want the main one", n)
 	}
+
+	// An orphan where a harness before kept worktrees by default, inside
+	// the state directory, goes too.
+	legacy := e.cfg
+	legacy.Worktrees.Dir = filepath.Join(e.h.Store().StateDir(), "worktrees")
+	old := e.cfg
+	e.cfg = legacy
+	e.h = e.open()
+	d := e.worktreeSession(SessionSpec{})
+	if !strings.HasPrefix(d.Workdir, legacy.Worktrees.Dir) {
+		t.Fatalf("worktree %s not in %s", d.Workdir, legacy.Worktrees.Dir)
+	}
+	if err := e.h.Store().Delete(d.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.cfg = old
+	e.h = e.open()
+	if _, err := os.Stat(d.Workdir); !os.IsNotExist(err) || !branchGone(d.Branch) {
+		t.Fatalf("orphan worktree in the old default place not cleaned at start: %v", err)
+	}
 }
 
 // Refusals: not a repository or a missing base (nothing written), an
