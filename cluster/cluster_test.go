@@ -30,7 +30,7 @@ import (
 )
 
 type node struct {
-	name, root, state string
+	name, root string
 	n                 *cluster.Node
 	h                 *harness.Harness
 	srv               *httptest.Server
