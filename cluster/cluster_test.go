@@ -31,9 +31,9 @@ import (
 
 type node struct {
 	name, root string
-	n                 *cluster.Node
-	h                 *harness.Harness
-	srv               *httptest.Server
+	n          *cluster.Node
+	h          *harness.Harness
+	srv        *httptest.Server
 }
 
 // freePorts picks n loopback ports for the nodes' routes.
