@@ -137,7 +137,7 @@ type ephemeral struct {
 	pulling bool // a goroutine is reading the engine turn's next event
 	ended   bool // no record comes any more; the engine turn is being closed
 	stopped bool // Interrupt or Kill asked: drain reads on, whoever reads
-	killed  bool // killed by roomLocked: the ring reached stoppedGrowth times its size
+	killed  bool // killed by roomLocked: the held records reached stoppedGrowth times their bound
 	// wake is closed (and replaced) when a record comes, a reader moves
 	// or leaves or the turn ends, but only while someone waits on it
 	// (waiters): a reader that keeps up costs no channel per record.
@@ -157,8 +157,9 @@ var (
 	maxHeldBytes = 1 << 20
 )
 
-// stoppedGrowth bounds how far the ring of a stopped turn grows past a
-// stuck reader (times heldRecords) before the turn is killed.
+// stoppedGrowth bounds how far the held records of a stopped turn grow
+// past a stuck reader (times heldRecords, or their text times
+// maxHeldBytes) before the turn is killed.
 const stoppedGrowth = 16
 
 // heldCost is about what a held record keeps alive besides its slot:
@@ -227,6 +228,12 @@ func (e *ephemeral) roomLocked() bool {
 	}
 	if !e.stopped {
 		return false
+	}
+	if e.bytes > stoppedGrowth*maxHeldBytes && !e.killed {
+		// The same bound on what the held records cost: large records
+		// reach it long before their number reaches the ring's.
+		e.killed = true
+		_ = e.turn.Kill()
 	}
 	if e.newest-e.base >= int64(len(e.ring)) { // stopped: grow, keeping each record's slot alive for its readers
 		if len(e.ring) >= stoppedGrowth*heldRecords && !e.killed {

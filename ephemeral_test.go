@@ -520,3 +520,61 @@ func TestEphemeralTurnKillsAnAgentThatOutrunsAStuckReader(t *testing.T) {
 		t.Errorf("the reader read up to %d, want every record to the turn's last, %d", last, newest)
 	}
 }
+
+// The bound that kills an agent going on after Interrupt past a stuck
+// reader is on what the held records cost too, not only on how many
+// there are: an agent whose records are large (tool results, long
+// deltas) must not grow the held text to stoppedGrowth times the ring's
+// records at their size (with the real bounds, 32768 records of 64 KB
+// are 2 GB) before it is killed.
+func TestEphemeralTurnKillsAnAgentWhoseLargeRecordsOutrunAStuckReader(t *testing.T) {
+	defer func(n, b int) { heldRecords, maxHeldBytes = n, b }(heldRecords, maxHeldBytes)
+	heldRecords, maxHeldBytes = 64, 1<<10
+	const pad = 100
+	gate := make(chan struct{})
+	tr := startCount(t, countEngine{n: 1 << 30, gate: gate, pad: pad, deaf: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stuck, release := make(chan struct{}), make(chan struct{})
+	var last int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Not readCount: the scrubber moves a delta's last byte to the
+		// next delta, so a padded record does not say its own number.
+		for rec, err := range tr.Events(ctx) {
+			if err != nil || (last != 0 && rec.Seq != last+1) {
+				t.Errorf("record %d after %d (%v)", rec.Seq, last, err)
+				break
+			}
+			if last = rec.Seq; last == 2 {
+				close(stuck)
+				<-release
+			}
+		}
+	}()
+	waitReaders(t, tr, 1)
+	close(gate)
+	<-stuck
+	if err := tr.Interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tr.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("an agent that ignored Interrupt grew the held records past a stuck reader and was not killed")
+	}
+	tr.eph.mu.Lock()
+	held, newest := tr.eph.bytes, tr.eph.newest
+	tr.eph.mu.Unlock()
+	// Killed once over stoppedGrowth times maxHeldBytes: what it had at
+	// hand then (one record in flight) and its process:exit follow.
+	if limit := stoppedGrowth*maxHeldBytes + 2*(pad+16); held > limit {
+		t.Errorf("a stopped turn held %d bytes (%d records) past its stuck reader before it was killed, want at most %d", held, newest, limit)
+	}
+	close(release)
+	<-done
+	if last != newest {
+		t.Errorf("the reader read up to %d, want every record to the turn's last, %d", last, newest)
+	}
+}
