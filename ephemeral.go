@@ -91,11 +91,43 @@ func (h *Harness) startEphemeral(ctx context.Context, tr TurnRequest) (*Turn, er
 		st.queue, st.next = notices, -1 // the notices come first
 	}
 	e := &ephemeral{turn: st, done: make(chan struct{}), wake: make(chan struct{}), kick: make(chan struct{}, 1), ring: make([]event.Event, heldRecords)}
+	h.mu.Lock()
+	if h.ephs == nil {
+		h.ephs = map[*ephemeral]bool{}
+	}
+	h.ephs[e] = true
+	e.stopped = h.closed // Shutdown began meanwhile: it waits for this turn too
+	h.mu.Unlock()
 	go func() {
 		defer h.wg.Done()
 		e.drain()
+		h.mu.Lock()
+		delete(h.ephs, e)
+		h.mu.Unlock()
 	}()
 	return &Turn{eph: e, h: h}, nil
+}
+
+// shutdownEphemerals lets the Harness read every ephemeral turn to its
+// end past its readers (Shutdown): the engines' Shutdown ends the engine
+// turns, and Shutdown, waiting for them (h.wg), must not wait for a
+// reader stuck in its loop body, any more than it does for a session's.
+// What the readers have not read stays held, within the bounds of a
+// stopped turn (roomLocked).
+func (h *Harness) shutdownEphemerals() {
+	h.mu.Lock()
+	ephs := make([]*ephemeral, 0, len(h.ephs))
+	for e := range h.ephs {
+		ephs = append(ephs, e)
+	}
+	h.mu.Unlock()
+	for _, e := range ephs {
+		e.mu.Lock()
+		e.stopped = true
+		e.kickDrain()
+		e.signalLocked() // a reader that waits for room reads on
+		e.mu.Unlock()
+	}
 }
 
 // ephemeral is an ephemeral turn: its engine turn and its records, held

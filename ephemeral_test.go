@@ -578,3 +578,106 @@ func TestEphemeralTurnKillsAnAgentWhoseLargeRecordsOutrunAStuckReader(t *testing
 		t.Errorf("the reader read up to %d, want every record to the turn's last, %d", last, newest)
 	}
 }
+
+// endlessEngine's turns wait for gate, then say deltas until the engine
+// shuts down (as an engine's Shutdown ends its turns), then end.
+type endlessEngine struct{ gate, down chan struct{} }
+
+func (e endlessEngine) Name() string { return "endless" }
+func (e endlessEngine) Check(context.Context) engine.Status {
+	return engine.Status{Kind: "endless", Available: true}
+}
+func (e endlessEngine) Shutdown(context.Context) error { close(e.down); return nil }
+func (e endlessEngine) StartTurn(_ context.Context, req engine.Request) (engine.Turn, error) {
+	return &endlessTurn{gate: e.gate, down: e.down, key: req.SessionKey}, nil
+}
+
+type endlessTurn struct {
+	gate  chan struct{}
+	down  chan struct{}
+	key   string
+	ev    event.Event
+	ended bool
+}
+
+func (t *endlessTurn) Next() bool {
+	if t.ended {
+		return false
+	}
+	<-t.gate
+	select {
+	case <-t.down:
+		t.ended = true
+		t.ev = event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{Code: -1}}
+	default:
+		t.ev = event.Event{Type: event.TypeChatDelta, SessionID: t.key, Text: "more "}
+	}
+	return true
+}
+func (t *endlessTurn) Event() event.Event { return t.ev }
+func (t *endlessTurn) Err() error         { return nil }
+func (t *endlessTurn) Interrupt() error   { return nil }
+func (t *endlessTurn) Kill() error        { return nil }
+func (t *endlessTurn) Close() error       { return nil }
+
+// Shutdown ends an ephemeral turn whose reader is stuck in its loop
+// body, whether that reader reads the engine turn itself (its ctx cannot
+// be cancelled) or the Harness feeds it: the engine's Shutdown ends the
+// engine turn, and the Harness reads it to its end past the stuck
+// reader, as it does a session's turn, instead of waiting for the reader
+// to come back (Shutdown waited for it without end, whatever its ctx).
+func TestShutdownEndsAnEphemeralTurnPastAStuckReader(t *testing.T) {
+	defer func(n int) { heldRecords = n }(heldRecords)
+	heldRecords = 16
+	for _, pulls := range []bool{true, false} {
+		t.Run(map[bool]string{true: "reader pulls", false: "reader fed"}[pulls], func(t *testing.T) {
+			gate := make(chan struct{})
+			h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{endlessEngine{gate: gate, down: make(chan struct{})}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "talk", Engine: "endless"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			rctx := ctx
+			if pulls {
+				rctx = context.Background()
+			}
+			stuck, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				for rec := range tr.Events(rctx) {
+					if rec.Seq == 5 {
+						close(stuck)
+						<-release
+					}
+				}
+			}()
+			defer func() { <-done }()
+			defer close(release)
+			waitReaders(t, tr, 1)
+			close(gate)
+			<-stuck
+			sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+			defer scancel()
+			shut := make(chan struct{})
+			go func() {
+				defer close(shut)
+				h.Shutdown(sctx)
+			}()
+			select {
+			case <-shut:
+			case <-time.After(time.Minute):
+				t.Fatal("Shutdown waited for the stuck reader of an ephemeral turn")
+			}
+			select {
+			case <-tr.Done():
+			default:
+				t.Error("Shutdown returned before the ephemeral turn ended")
+			}
+		})
+	}
+}

@@ -45,6 +45,7 @@ type Harness struct {
 
 	mu       sync.Mutex
 	live     map[string]*liveTurn       // by session ID: running turns and deletions
+	ephs     map[*ephemeral]bool        // running ephemeral turns (ephemeral.go)
 	answered map[string]map[string]bool // by session ID: approval ids of finished turns
 	seen     map[string]bool            // project roots used by this process
 	locks    keylock.Map                // by session ID: see lockSession
@@ -842,6 +843,7 @@ func (h *Harness) Shutdown(ctx context.Context) error {
 	for _, a := range asks {
 		a.closeAll(event.ByShutdown)
 	}
+	h.shutdownEphemerals()
 	h.stopWarm()
 	errs := make([]error, len(h.order))
 	var ewg sync.WaitGroup
