@@ -373,7 +373,18 @@ func (h *Harness) exiting(lt *liveTurn) {
 // StartTurn fails with ErrBusy meanwhile, DeleteSession waits, Shutdown
 // waits. It fails with ErrBusy when a turn runs, ErrClosed after
 // Shutdown.
+//
+// Its release starts the session's next queued prompt, as the end of a
+// turn does (a prompt queued meanwhile found the session busy, and
+// nothing else would start it).
 func (h *Harness) reserve(id string) (release func(), err error) {
+	return h.reserveAnd(id, true)
+}
+
+// reserveAnd is reserve; kick says whether its release drains the
+// session's queue (Hold's does not: a cluster node holds a session to
+// move it away, and what is queued runs on the node that gets it).
+func (h *Harness) reserveAnd(id string, kick bool) (release func(), err error) {
 	lt := &liveTurn{id: id, done: make(chan struct{})}
 	if err := h.occupy(lt); err != nil {
 		return nil, err
@@ -381,6 +392,9 @@ func (h *Harness) reserve(id string) (release func(), err error) {
 	return func() {
 		h.forget(lt)
 		close(lt.done)
+		if kick {
+			h.kickQueue(id)
+		}
 		h.wg.Done()
 	}, nil
 }

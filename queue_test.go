@@ -420,3 +420,33 @@ func TestQueueHoldPausesAndOutlivesRestart(t *testing.T) {
 		t.Errorf("an empty released queue is still stored")
 	}
 }
+
+// A prompt queued while the session is reserved (a rewind, a files
+// restore, a worktree merge or commit: the session is busy but no turn
+// runs) starts when the reservation ends, as it does when a turn ends:
+// nothing else would start it on the idle session.
+func TestQueuedPromptStartsWhenAReservationEnds(t *testing.T) {
+	drained := make(chan struct{}, 1)
+	testHookDrained = func(string) {
+		select {
+		case drained <- struct{}{}:
+		default:
+		}
+	}
+	t.Cleanup(func() { testHookDrained = nil }) // after the Harness's Shutdown (cleanups run last first)
+	e, qe, id := queueEnv(t)
+	release, err := e.h.reserve(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, q, err := startQueued(context.Background(), e.h, id, "after the restore", TurnOptions{})
+	if err != nil || tr != nil || q == nil {
+		t.Fatalf("StartTurn with Queue on a reserved session = %v, %+v, %v; want it queued", tr, q, err)
+	}
+	<-drained // the drain its queueing kicked found the session busy
+	release()
+	waitFor(t, "the queued prompt to run", func() bool {
+		l, _ := e.h.Queue(id)
+		return len(l) == 0 && slices.Equal(qe.messages(), []string{"after the restore"}) && !e.h.IsRunning(id)
+	})
+}
