@@ -450,3 +450,51 @@ func TestQueuedPromptStartsWhenAReservationEnds(t *testing.T) {
 		return len(l) == 0 && slices.Equal(qe.messages(), []string{"after the restore"}) && !e.h.IsRunning(id)
 	})
 }
+
+// A record stored in a session's log while a turn runs but not through
+// the turn's stream is not lost to a reader that follows the turn live:
+// it finds the gap in the seqs and reads the missing records from the
+// log. queueEvent stores a queue event so (appendEvent) when the turn in
+// the running set has no runner yet: a prompt queued, edited or deleted
+// while the next turn starts (between occupy and its runner). The test
+// stores one so directly, in the middle of a turn.
+func TestFollowReadsARecordStoredBesideTheTurn(t *testing.T) {
+	e, qe, id := queueEnv(t)
+	ctx := context.Background()
+	tr, err := e.h.StartTurn(ctx, TurnRequest{SessionID: id, Message: "hold the turn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := make(chan int64, 64)
+	follow, err := e.h.Follow(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(seqs)
+		for rec, err := range follow {
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			seqs <- rec.Seq
+		}
+	}()
+	var got []int64
+	for s := range seqs { // user:message, session:init: the reader waits for the turn's next
+		if got = append(got, s); s == 2 {
+			break
+		}
+	}
+	if err := e.h.appendEvent(id, event.Event{Type: event.TypePromptQueued, Queued: &event.PromptQueued{PromptID: "p1", Message: "later"}}); err != nil {
+		t.Fatal(err)
+	}
+	qe.free()
+	<-tr.Done()
+	for s := range seqs {
+		got = append(got, s)
+	}
+	if want := []int64{1, 2, 3, 4, 5}; !slices.Equal(got, want) {
+		t.Fatalf("the live reader read seqs %v, want %v", got, want)
+	}
+}
