@@ -498,3 +498,59 @@ func TestFollowReadsARecordStoredBesideTheTurn(t *testing.T) {
 		t.Fatalf("the live reader read seqs %v, want %v", got, want)
 	}
 }
+
+// gatedFailEngine is the queue engine whose turns of a message starting
+// with "fail" fail to start, once gate is closed.
+type gatedFailEngine struct {
+	*queueEngine
+	gate chan struct{}
+}
+
+func (g gatedFailEngine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn, error) {
+	if strings.HasPrefix(req.Message, "fail") {
+		<-g.gate
+		return nil, errors.New("the agent could not start")
+	}
+	return g.queueEngine.StartTurn(ctx, req)
+}
+
+// A prompt whose drain found the session busy with a turn that then
+// failed to start runs all the same: that turn never ends as a turn that
+// ran does (its runner is what starts the next queued prompt), so its
+// failed start starts it.
+func TestQueuedPromptStartsWhenABusyTurnFailsToStart(t *testing.T) {
+	drained := make(chan struct{}, 1)
+	testHookDrained = func(string) {
+		select {
+		case drained <- struct{}{}:
+		default:
+		}
+	}
+	t.Cleanup(func() { testHookDrained = nil }) // after the Harness's Shutdown (cleanups run last first)
+	qe := newQueueEngine()
+	ge := gatedFailEngine{queueEngine: qe, gate: make(chan struct{})}
+	e := newTestEnv(t, func(c *Config) { c.Engines = append(c.Engines, ge) })
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "queue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.ID
+	failed := make(chan error, 1)
+	go func() {
+		_, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: id, Message: "fail to start"})
+		failed <- err
+	}()
+	waitFor(t, "the failing turn to occupy the session", func() bool { return e.h.IsRunning(id) })
+	if _, err := e.h.Enqueue(id, "after the failure"); err != nil {
+		t.Fatal(err)
+	}
+	<-drained // the drain its queueing kicked found the session busy
+	close(ge.gate)
+	if err := <-failed; err == nil {
+		t.Fatal("the failing turn started")
+	}
+	waitFor(t, "the queued prompt to run", func() bool {
+		l, _ := e.h.Queue(id)
+		return len(l) == 0 && slices.Equal(qe.messages(), []string{"after the failure"}) && !e.h.IsRunning(id)
+	})
+}

@@ -341,16 +341,25 @@ func (h *Harness) startTurn(ctx context.Context, id, message string, o TurnOptio
 	if err := h.occupy(lt); err != nil {
 		return nil, err
 	}
-	if lt.unlockFile, err = h.lockTurn(s); err != nil { // cutturn.go: ErrBusy while another process runs a turn of s
+	// A turn that occupied the session and does not run: a queued prompt
+	// whose drain found the session busy meanwhile was left for this
+	// turn's end (run's kickQueue), which never comes; it is started
+	// now. A queued prompt's own turn is not: drainQueue goes on itself.
+	unstarted := func() {
 		h.release(lt)
+		if o.dequeued == "" {
+			h.kickQueue(id)
+		}
 		h.wg.Done()
+	}
+	if lt.unlockFile, err = h.lockTurn(s); err != nil { // cutturn.go: ErrBusy while another process runs a turn of s
+		unstarted()
 		return nil, err
 	}
 	started := false
 	defer func() {
 		if !started {
-			h.release(lt)
-			h.wg.Done()
+			unstarted()
 		}
 	}()
 	if err := ctx.Err(); err != nil {
