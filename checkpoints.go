@@ -325,18 +325,29 @@ func (h *Harness) FilesDiff(ctx context.Context, id string, toTurn int64) ([]che
 // see that process:exit before the turn is forgotten, and a client that
 // starts the next turn on it is not refused.
 func (h *Harness) occupy(lt *liveTurn) error {
+	_, err := h.occupyWaited(lt)
+	return err
+}
+
+// occupyWaited is occupy; waited says it waited for a turn that was
+// ending, whose last save of the session (finalize) came meanwhile: a
+// copy of the session read before is stale.
+func (h *Harness) occupyWaited(lt *liveTurn) (waited bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for {
 		o := h.live[lt.id]
 		switch {
 		case h.closed:
-			return ErrClosed
+			return waited, ErrClosed
 		case o != nil && o.gone == nil:
-			return ErrBusy
+			return waited, ErrBusy
 		case o != nil:
 			gone := o.gone
 			h.mu.Unlock()
+			if testHookOccupyWaits != nil {
+				testHookOccupyWaits()
+			}
 			t := time.NewTimer(exitWait)
 			select {
 			case <-gone:
@@ -345,15 +356,20 @@ func (h *Harness) occupy(lt *liveTurn) error {
 			t.Stop()
 			h.mu.Lock()
 			if h.live[lt.id] == o {
-				return ErrBusy
+				return true, ErrBusy
 			}
+			waited = true
 			continue
 		}
 		h.live[lt.id] = lt
 		h.wg.Add(1)
-		return nil
+		return waited, nil
 	}
 }
+
+// testHookOccupyWaits, when set by a test, runs as occupy begins to wait
+// for a turn that is ending.
+var testHookOccupyWaits func()
 
 // exitWait bounds how long a turn's start waits for the previous turn of
 // its session to finish ending (occupy): its save and worktree settling.

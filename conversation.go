@@ -192,7 +192,6 @@ func (h *Harness) idleSession(id string) (*session.Session, func(), error) {
 		unlock()
 		return nil, nil, err
 	}
-	h.trustSession(s) // what a person chose, not what the file says
 	// Reserved as a turn would be: no turn starts and no delete goes on
 	// meanwhile.
 	release, err := h.reserve(id)
@@ -203,6 +202,14 @@ func (h *Harness) idleSession(id string) (*session.Session, func(), error) {
 		unlock()
 		return nil, nil, err
 	}
+	// Read again once reserved: a turn that was ending (reserve waited
+	// for it) saved the session as it ended, after s was read.
+	if s, err = h.Session(id); err != nil {
+		release()
+		unlock()
+		return nil, nil, err
+	}
+	h.trustSession(s) // what a person chose, not what the file says
 	return s, func() { release(); unlock() }, nil
 }
 

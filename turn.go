@@ -338,7 +338,8 @@ func (h *Harness) startTurn(ctx context.Context, id, message string, o TurnOptio
 		return nil, err
 	}
 	lt := &liveTurn{id: id, broker: newBroker(h.cfg.SubscriberBuffer), done: make(chan struct{})}
-	if err := h.occupy(lt); err != nil {
+	waited, err := h.occupyWaited(lt)
+	if err != nil {
 		return nil, err
 	}
 	// A turn that occupied the session and does not run: a queued prompt
@@ -351,6 +352,18 @@ func (h *Harness) startTurn(ctx context.Context, id, message string, o TurnOptio
 			h.kickQueue(id)
 		}
 		h.wg.Done()
+	}
+	if waited {
+		// The previous turn saved the session as it ended (its cost, its
+		// conversation): s was read before, and this turn's saves would
+		// undo that one.
+		if s, err = h.Session(id); err == nil {
+			budget, err = h.budgetFor(s)
+		}
+		if err != nil {
+			unstarted()
+			return nil, err
+		}
 	}
 	if lt.unlockFile, err = h.lockTurn(s); err != nil { // cutturn.go: ErrBusy while another process runs a turn of s
 		unstarted()
