@@ -481,44 +481,11 @@ func TestEphemeralTurnStopsPastAStuckReader(t *testing.T) {
 func TestEphemeralTurnKillsAnAgentThatOutrunsAStuckReader(t *testing.T) {
 	defer func(n int) { heldRecords = n }(heldRecords)
 	heldRecords = 16
-	gate := make(chan struct{})
-	tr := startCount(t, countEngine{n: 1 << 30, gate: gate, deaf: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stuck, release := make(chan struct{}), make(chan struct{})
-	var last int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		last = readCount(t, tr, ctx, func(seq int64) {
-			if seq == 5 {
-				close(stuck)
-				<-release
-			}
-		})
-	}()
-	waitReaders(t, tr, 1)
-	close(gate)
-	<-stuck
-	if err := tr.Interrupt(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-tr.Done():
-	case <-time.After(time.Minute):
-		t.Fatal("an agent that ignored Interrupt grew the held records past a stuck reader and was not killed")
-	}
-	tr.eph.mu.Lock()
-	size, newest := len(tr.eph.ring), tr.eph.newest
-	tr.eph.mu.Unlock()
-	if size > 2*stoppedGrowth*16 {
-		t.Errorf("the ring grew to %d records, want at most %d", size, 2*stoppedGrowth*16)
-	}
-	close(release)
-	<-done
-	if last != newest {
-		t.Errorf("the reader read up to %d, want every record to the turn's last, %d", last, newest)
-	}
+	interruptPastAStuckReader(t, countEngine{n: 1 << 30, deaf: true}, 5, func(e *ephemeral) {
+		if size := len(e.ring); size > 2*stoppedGrowth*16 {
+			t.Errorf("the ring grew to %d records, want at most %d", size, 2*stoppedGrowth*16)
+		}
+	})
 }
 
 // The bound that kills an agent going on after Interrupt past a stuck
@@ -531,30 +498,55 @@ func TestEphemeralTurnKillsAnAgentWhoseLargeRecordsOutrunAStuckReader(t *testing
 	defer func(n, b int) { heldRecords, maxHeldBytes = n, b }(heldRecords, maxHeldBytes)
 	heldRecords, maxHeldBytes = 64, 1<<10
 	const pad = 100
-	gate := make(chan struct{})
-	tr := startCount(t, countEngine{n: 1 << 30, gate: gate, pad: pad, deaf: true})
+	interruptPastAStuckReader(t, countEngine{n: 1 << 30, pad: pad, deaf: true}, 2, func(e *ephemeral) {
+		// Killed once over stoppedGrowth times maxHeldBytes: what it had
+		// at hand then (one record in flight) and its process:exit follow.
+		if limit := stoppedGrowth*maxHeldBytes + 2*(pad+16); e.bytes > limit {
+			t.Errorf("a stopped turn held %d bytes (%d records) past its stuck reader before it was killed, want at most %d", e.bytes, e.newest, limit)
+		}
+	})
+}
+
+// interruptPastAStuckReader runs c's turn (its gate is the helper's) with
+// one reader that stops in its loop body at record stuckAt, interrupts
+// the turn then and waits for its end, which an agent that ignores
+// Interrupt only reaches by being killed; inspect sees the turn's held
+// records then. The reader, let go on, must read every record in order,
+// to the turn's last.
+func interruptPastAStuckReader(t *testing.T, c countEngine, stuckAt int64, inspect func(*ephemeral)) {
+	t.Helper()
+	c.gate = make(chan struct{})
+	tr := startCount(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stuck, release := make(chan struct{}), make(chan struct{})
 	var last int64
 	done := make(chan struct{})
+	every := func(seq int64) {
+		if seq == stuckAt {
+			close(stuck)
+			<-release
+		}
+	}
 	go func() {
 		defer close(done)
+		if c.pad == 0 {
+			last = readCount(t, tr, ctx, every)
+			return
+		}
 		// Not readCount: the scrubber moves a delta's last byte to the
 		// next delta, so a padded record does not say its own number.
 		for rec, err := range tr.Events(ctx) {
 			if err != nil || (last != 0 && rec.Seq != last+1) {
 				t.Errorf("record %d after %d (%v)", rec.Seq, last, err)
-				break
+				return
 			}
-			if last = rec.Seq; last == 2 {
-				close(stuck)
-				<-release
-			}
+			last = rec.Seq
+			every(last)
 		}
 	}()
 	waitReaders(t, tr, 1)
-	close(gate)
+	close(c.gate)
 	<-stuck
 	if err := tr.Interrupt(); err != nil {
 		t.Fatal(err)
@@ -565,13 +557,9 @@ func TestEphemeralTurnKillsAnAgentWhoseLargeRecordsOutrunAStuckReader(t *testing
 		t.Fatal("an agent that ignored Interrupt grew the held records past a stuck reader and was not killed")
 	}
 	tr.eph.mu.Lock()
-	held, newest := tr.eph.bytes, tr.eph.newest
+	inspect(tr.eph)
+	newest := tr.eph.newest
 	tr.eph.mu.Unlock()
-	// Killed once over stoppedGrowth times maxHeldBytes: what it had at
-	// hand then (one record in flight) and its process:exit follow.
-	if limit := stoppedGrowth*maxHeldBytes + 2*(pad+16); held > limit {
-		t.Errorf("a stopped turn held %d bytes (%d records) past its stuck reader before it was killed, want at most %d", held, newest, limit)
-	}
 	close(release)
 	<-done
 	if last != newest {

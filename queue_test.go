@@ -20,6 +20,7 @@ type queueEngine struct {
 	msgs    []string
 	release chan struct{}
 	once    sync.Once
+	cost    float64 // each turn's session:complete says so
 }
 
 func newQueueEngine() *queueEngine { return &queueEngine{release: make(chan struct{})} }
@@ -63,7 +64,7 @@ func (t *queueTurn) Next() bool {
 			case <-t.stop:
 			}
 		}
-		t.ev = event.Event{Type: event.TypeSessionComplete, SessionID: t.key, Complete: &event.SessionComplete{}}
+		t.ev = event.Event{Type: event.TypeSessionComplete, SessionID: t.key, Complete: &event.SessionComplete{CostUSD: t.q.cost}}
 	case 3:
 		t.ev = event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{}}
 	default:
@@ -421,11 +422,10 @@ func TestQueueHoldPausesAndOutlivesRestart(t *testing.T) {
 	}
 }
 
-// A prompt queued while the session is reserved (a rewind, a files
-// restore, a worktree merge or commit: the session is busy but no turn
-// runs) starts when the reservation ends, as it does when a turn ends:
-// nothing else would start it on the idle session.
-func TestQueuedPromptStartsWhenAReservationEnds(t *testing.T) {
+// hookDrained returns a channel that gets a value as a drain of a queue
+// returns (at most one waits); call it before the Harness is made, whose
+// Shutdown then comes before the hook goes (cleanups run last first).
+func hookDrained(t *testing.T) <-chan struct{} {
 	drained := make(chan struct{}, 1)
 	testHookDrained = func(string) {
 		select {
@@ -433,7 +433,16 @@ func TestQueuedPromptStartsWhenAReservationEnds(t *testing.T) {
 		default:
 		}
 	}
-	t.Cleanup(func() { testHookDrained = nil }) // after the Harness's Shutdown (cleanups run last first)
+	t.Cleanup(func() { testHookDrained = nil })
+	return drained
+}
+
+// A prompt queued while the session is reserved (a rewind, a files
+// restore, a worktree merge or commit: the session is busy but no turn
+// runs) starts when the reservation ends, as it does when a turn ends:
+// nothing else would start it on the idle session.
+func TestQueuedPromptStartsWhenAReservationEnds(t *testing.T) {
+	drained := hookDrained(t)
 	e, qe, id := queueEnv(t)
 	release, err := e.h.reserve(id)
 	if err != nil {
@@ -519,14 +528,7 @@ func (g gatedFailEngine) StartTurn(ctx context.Context, req engine.Request) (eng
 // ran does (its runner is what starts the next queued prompt), so its
 // failed start starts it.
 func TestQueuedPromptStartsWhenABusyTurnFailsToStart(t *testing.T) {
-	drained := make(chan struct{}, 1)
-	testHookDrained = func(string) {
-		select {
-		case drained <- struct{}{}:
-		default:
-		}
-	}
-	t.Cleanup(func() { testHookDrained = nil }) // after the Harness's Shutdown (cleanups run last first)
+	drained := hookDrained(t)
 	qe := newQueueEngine()
 	ge := gatedFailEngine{queueEngine: qe, gate: make(chan struct{})}
 	e := newTestEnv(t, func(c *Config) { c.Engines = append(c.Engines, ge) })
