@@ -187,8 +187,7 @@ func (h *Harness) idleSession(id string) (*session.Session, func(), error) {
 		return nil, nil, fmt.Errorf("%w %q", ErrInvalidID, id)
 	}
 	unlock := h.lockSession(id)
-	s, err := h.Session(id)
-	if err != nil {
+	if _, err := h.Session(id); err != nil { // its errors before ErrBusy
 		unlock()
 		return nil, nil, err
 	}
@@ -202,9 +201,10 @@ func (h *Harness) idleSession(id string) (*session.Session, func(), error) {
 		unlock()
 		return nil, nil, err
 	}
-	// Read again once reserved: a turn that was ending (reserve waited
-	// for it) saved the session as it ended, after s was read.
-	if s, err = h.Session(id); err != nil {
+	// Read once reserved: a turn that was ending (reserve waits for it)
+	// saves the session as it ends.
+	s, err := h.Session(id)
+	if err != nil {
 		release()
 		unlock()
 		return nil, nil, err
