@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -108,4 +110,68 @@ func TestRewindWhileATurnEndsKeepsItsLastSave(t *testing.T) {
 	if got.CostUSD != 1.5 || got.Pending == nil {
 		t.Fatalf("after a turn of 1.5 and a rewind the session cost %v, pending %+v; want 1.5 and the rewind's cut", got.CostUSD, got.Pending)
 	}
+}
+
+// A title set while the session's next turn starts (it has read the
+// session, its runner does not own the copy yet) is not undone by that
+// turn's saves: SetTitle waits for the start, as UpdateSession does, and
+// changes the running turn's copy.
+func TestTitleSetWhileATurnStartsIsKept(t *testing.T) {
+	qe := newQueueEngine()
+	e := newTestEnv(t, func(c *Config) { c.Engines = append(c.Engines, qe) })
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "queue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The turn stops in its start, the session read, before its runner
+	// owns it: at the session's turn lock.
+	unlockKey := e.h.turnLocks.keys.Lock(s.ID)
+	started := make(chan *Turn, 1)
+	go func() {
+		tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "first message"})
+		if err != nil {
+			t.Error(err)
+		}
+		started <- tr
+	}()
+	waitFor(t, "the turn to occupy the session", func() bool { return e.h.IsRunning(s.ID) })
+	titled := make(chan error, 1)
+	go func() {
+		_, err := e.h.SetTitle(s.ID, "a person's title")
+		titled <- err
+	}()
+	// SetTitle returned, or waits for the start (the session's lock has
+	// the start and it).
+	waitFor(t, "SetTitle to return or wait", func() bool {
+		return len(titled) > 0 || blockedIn("(*Harness).SetTitle", "keylock.(*Map).Lock")
+	})
+	unlockKey()
+	tr := <-started
+	if tr == nil {
+		t.FailNow()
+	}
+	<-tr.Done()
+	if err := <-titled; err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.h.Session(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Title != "a person's title" {
+		t.Fatalf("the session's title is %q after SetTitle during the turn's start, want the title set", got.Title)
+	}
+}
+
+// blockedIn reports whether a goroutine's stack has both frames: one
+// that waits in inner, called from outer.
+func blockedIn(outer, inner string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, outer) && strings.Contains(g, inner) {
+			return true
+		}
+	}
+	return false
 }

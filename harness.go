@@ -479,6 +479,10 @@ func (h *Harness) PermissionMode(s *session.Session) string {
 // SetTitle renames session id. A blank title goes back to the default
 // (the first message) at the next turn.
 func (h *Harness) SetTitle(id, title string) (*session.Session, error) {
+	// As UpdateSession: a turn that starts meanwhile read the session
+	// before this save, and its saves would undo it.
+	unlock := h.lockSession(id)
+	defer unlock()
 	s, err := h.Session(id)
 	if err != nil {
 		return nil, err
