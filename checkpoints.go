@@ -325,23 +325,15 @@ func (h *Harness) FilesDiff(ctx context.Context, id string, toTurn int64) ([]che
 // see that process:exit before the turn is forgotten, and a client that
 // starts the next turn on it is not refused.
 func (h *Harness) occupy(lt *liveTurn) error {
-	_, err := h.occupyWaited(lt)
-	return err
-}
-
-// occupyWaited is occupy; waited says it waited for a turn that was
-// ending, whose last save of the session (finalize) came meanwhile: a
-// copy of the session read before is stale.
-func (h *Harness) occupyWaited(lt *liveTurn) (waited bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for {
 		o := h.live[lt.id]
 		switch {
 		case h.closed:
-			return waited, ErrClosed
+			return ErrClosed
 		case o != nil && o.gone == nil:
-			return waited, ErrBusy
+			return ErrBusy
 		case o != nil:
 			gone := o.gone
 			h.mu.Unlock()
@@ -356,14 +348,13 @@ func (h *Harness) occupyWaited(lt *liveTurn) (waited bool, err error) {
 			t.Stop()
 			h.mu.Lock()
 			if h.live[lt.id] == o {
-				return true, ErrBusy
+				return ErrBusy
 			}
-			waited = true
 			continue
 		}
 		h.live[lt.id] = lt
 		h.wg.Add(1)
-		return waited, nil
+		return nil
 	}
 }
 

@@ -329,6 +329,12 @@ func (h *Harness) startTurn(ctx context.Context, id, message string, o TurnOptio
 			unlock()
 		}
 	}()
+	// A turn of the session that runs now may end before this one
+	// occupies the session (occupy waits for one that is ending), its
+	// last save (finalize) after s is read: s is read again then.
+	h.mu.Lock()
+	ending := h.live[id] != nil
+	h.mu.Unlock()
 	s, err := h.Session(id)
 	if err != nil {
 		return nil, err
@@ -338,8 +344,7 @@ func (h *Harness) startTurn(ctx context.Context, id, message string, o TurnOptio
 		return nil, err
 	}
 	lt := &liveTurn{id: id, broker: newBroker(h.cfg.SubscriberBuffer), done: make(chan struct{})}
-	waited, err := h.occupyWaited(lt)
-	if err != nil {
+	if err := h.occupy(lt); err != nil {
 		return nil, err
 	}
 	// A turn that occupied the session and does not run: a queued prompt
@@ -353,10 +358,11 @@ func (h *Harness) startTurn(ctx context.Context, id, message string, o TurnOptio
 		}
 		h.wg.Done()
 	}
-	if waited {
-		// The previous turn saved the session as it ended (its cost, its
-		// conversation): s was read before, and this turn's saves would
-		// undo that one.
+	if ending {
+		// That turn saved the session as it ended (its cost, its
+		// conversation): this turn's saves of the copy read before would
+		// undo that save. (No other turn can have run in between: it
+		// would need the session's lock, which this start holds.)
 		if s, err = h.Session(id); err == nil {
 			budget, err = h.budgetFor(s)
 		}
