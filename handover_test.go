@@ -43,15 +43,10 @@ func TestNextTurnStartedWhileOneEndsKeepsItsLastSave(t *testing.T) {
 		}
 		second <- tr
 	})
-	qe := newQueueEngine() // its turns cost 1.5 USD each
-	qe.cost = 1.5
-	e := newTestEnv(t, func(c *Config) { c.Engines = append(c.Engines, qe) })
-	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "queue"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, id = e.h, s.ID
-	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "one"})
+	e, qe, sid := queueEnv(t)
+	qe.cost = 1.5 // each turn's
+	h, id = e.h, sid
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: id, Message: "one"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +56,7 @@ func TestNextTurnStartedWhileOneEndsKeepsItsLastSave(t *testing.T) {
 		t.FailNow()
 	}
 	<-tr2.Done()
-	got, err := e.h.Session(s.ID)
+	got, err := e.h.Session(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,20 +77,15 @@ func TestRewindWhileATurnEndsKeepsItsLastSave(t *testing.T) {
 		_, err := h.Rewind(context.Background(), id, RewindOptions{ToTurn: toTurn, Conversation: true})
 		rewound <- err
 	})
-	qe := newQueueEngine() // its turns cost 1.5 USD each
-	qe.cost = 1.5
-	e := newTestEnv(t, func(c *Config) { c.Engines = append(c.Engines, qe) })
-	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "queue"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, id = e.h, s.ID
+	e, qe, sid := queueEnv(t)
+	qe.cost = 1.5 // each turn's
+	h, id = e.h, sid
 	elog, err := e.h.Store().EventLog(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	toTurn = elog.LastSeq() + 1 // the turn's user:message
-	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "one"})
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: id, Message: "one"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +93,7 @@ func TestRewindWhileATurnEndsKeepsItsLastSave(t *testing.T) {
 	if err := <-rewound; err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.h.Session(s.ID)
+	got, err := e.h.Session(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,27 +107,22 @@ func TestRewindWhileATurnEndsKeepsItsLastSave(t *testing.T) {
 // turn's saves: SetTitle waits for the start, as UpdateSession does, and
 // changes the running turn's copy.
 func TestTitleSetWhileATurnStartsIsKept(t *testing.T) {
-	qe := newQueueEngine()
-	e := newTestEnv(t, func(c *Config) { c.Engines = append(c.Engines, qe) })
-	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "queue"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, _, id := queueEnv(t)
 	// The turn stops in its start, the session read, before its runner
 	// owns it: at the session's turn lock.
-	unlockKey := e.h.turnLocks.keys.Lock(s.ID)
+	unlockKey := e.h.turnLocks.keys.Lock(id)
 	started := make(chan *Turn, 1)
 	go func() {
-		tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "first message"})
+		tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: id, Message: "first message"})
 		if err != nil {
 			t.Error(err)
 		}
 		started <- tr
 	}()
-	waitFor(t, "the turn to occupy the session", func() bool { return e.h.IsRunning(s.ID) })
+	waitFor(t, "the turn to occupy the session", func() bool { return e.h.IsRunning(id) })
 	titled := make(chan error, 1)
 	go func() {
-		_, err := e.h.SetTitle(s.ID, "a person's title")
+		_, err := e.h.SetTitle(id, "a person's title")
 		titled <- err
 	}()
 	// SetTitle returned, or waits for the start (the session's lock has
@@ -154,7 +139,7 @@ func TestTitleSetWhileATurnStartsIsKept(t *testing.T) {
 	if err := <-titled; err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.h.Session(s.ID)
+	got, err := e.h.Session(id)
 	if err != nil {
 		t.Fatal(err)
 	}
