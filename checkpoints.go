@@ -337,6 +337,9 @@ func (h *Harness) occupy(lt *liveTurn) error {
 		case o != nil:
 			gone := o.gone
 			h.mu.Unlock()
+			if testHookOccupyWaits != nil {
+				testHookOccupyWaits()
+			}
 			t := time.NewTimer(exitWait)
 			select {
 			case <-gone:
@@ -354,6 +357,10 @@ func (h *Harness) occupy(lt *liveTurn) error {
 		return nil
 	}
 }
+
+// testHookOccupyWaits, when set by a test, runs as occupy begins to wait
+// for a turn that is ending.
+var testHookOccupyWaits func()
 
 // exitWait bounds how long a turn's start waits for the previous turn of
 // its session to finish ending (occupy): its save and worktree settling.
@@ -373,7 +380,18 @@ func (h *Harness) exiting(lt *liveTurn) {
 // StartTurn fails with ErrBusy meanwhile, DeleteSession waits, Shutdown
 // waits. It fails with ErrBusy when a turn runs, ErrClosed after
 // Shutdown.
+//
+// Its release starts the session's next queued prompt, as the end of a
+// turn does (a prompt queued meanwhile found the session busy, and
+// nothing else would start it).
 func (h *Harness) reserve(id string) (release func(), err error) {
+	return h.reserveAnd(id, true)
+}
+
+// reserveAnd is reserve; kick says whether its release drains the
+// session's queue (Hold's does not: a cluster node holds a session to
+// move it away, and what is queued runs on the node that gets it).
+func (h *Harness) reserveAnd(id string, kick bool) (release func(), err error) {
 	lt := &liveTurn{id: id, done: make(chan struct{})}
 	if err := h.occupy(lt); err != nil {
 		return nil, err
@@ -381,6 +399,9 @@ func (h *Harness) reserve(id string) (release func(), err error) {
 	return func() {
 		h.forget(lt)
 		close(lt.done)
+		if kick {
+			h.kickQueue(id)
+		}
 		h.wg.Done()
 	}, nil
 }

@@ -187,12 +187,10 @@ func (h *Harness) idleSession(id string) (*session.Session, func(), error) {
 		return nil, nil, fmt.Errorf("%w %q", ErrInvalidID, id)
 	}
 	unlock := h.lockSession(id)
-	s, err := h.Session(id)
-	if err != nil {
+	if _, err := h.Session(id); err != nil { // its errors before ErrBusy
 		unlock()
 		return nil, nil, err
 	}
-	h.trustSession(s) // what a person chose, not what the file says
 	// Reserved as a turn would be: no turn starts and no delete goes on
 	// meanwhile.
 	release, err := h.reserve(id)
@@ -203,6 +201,15 @@ func (h *Harness) idleSession(id string) (*session.Session, func(), error) {
 		unlock()
 		return nil, nil, err
 	}
+	// Read once reserved: a turn that was ending (reserve waits for it)
+	// saves the session as it ends.
+	s, err := h.Session(id)
+	if err != nil {
+		release()
+		unlock()
+		return nil, nil, err
+	}
+	h.trustSession(s) // what a person chose, not what the file says
 	return s, func() { release(); unlock() }, nil
 }
 

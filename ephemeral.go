@@ -91,11 +91,43 @@ func (h *Harness) startEphemeral(ctx context.Context, tr TurnRequest) (*Turn, er
 		st.queue, st.next = notices, -1 // the notices come first
 	}
 	e := &ephemeral{turn: st, done: make(chan struct{}), wake: make(chan struct{}), kick: make(chan struct{}, 1), ring: make([]event.Event, heldRecords)}
+	h.mu.Lock()
+	if h.ephs == nil {
+		h.ephs = map[*ephemeral]bool{}
+	}
+	h.ephs[e] = true
+	e.stopped = h.closed // Shutdown began meanwhile: it waits for this turn too
+	h.mu.Unlock()
 	go func() {
 		defer h.wg.Done()
 		e.drain()
+		h.mu.Lock()
+		delete(h.ephs, e)
+		h.mu.Unlock()
 	}()
 	return &Turn{eph: e, h: h}, nil
+}
+
+// shutdownEphemerals lets the Harness read every ephemeral turn to its
+// end past its readers (Shutdown): the engines' Shutdown ends the engine
+// turns, and Shutdown, waiting for them (h.wg), must not wait for a
+// reader stuck in its loop body, any more than it does for a session's.
+// What the readers have not read stays held, within the bounds of a
+// stopped turn (roomLocked).
+func (h *Harness) shutdownEphemerals() {
+	h.mu.Lock()
+	ephs := make([]*ephemeral, 0, len(h.ephs))
+	for e := range h.ephs {
+		ephs = append(ephs, e)
+	}
+	h.mu.Unlock()
+	for _, e := range ephs {
+		e.mu.Lock()
+		e.stopped = true
+		e.kickDrain()
+		e.signalLocked() // a reader that waits for room reads on
+		e.mu.Unlock()
+	}
 }
 
 // ephemeral is an ephemeral turn: its engine turn and its records, held
@@ -137,7 +169,7 @@ type ephemeral struct {
 	pulling bool // a goroutine is reading the engine turn's next event
 	ended   bool // no record comes any more; the engine turn is being closed
 	stopped bool // Interrupt or Kill asked: drain reads on, whoever reads
-	killed  bool // killed by roomLocked: the ring reached stoppedGrowth times its size
+	killed  bool // killed by roomLocked: the held records reached stoppedGrowth times their bound
 	// wake is closed (and replaced) when a record comes, a reader moves
 	// or leaves or the turn ends, but only while someone waits on it
 	// (waiters): a reader that keeps up costs no channel per record.
@@ -157,8 +189,9 @@ var (
 	maxHeldBytes = 1 << 20
 )
 
-// stoppedGrowth bounds how far the ring of a stopped turn grows past a
-// stuck reader (times heldRecords) before the turn is killed.
+// stoppedGrowth bounds how far the held records of a stopped turn grow
+// past a stuck reader (times heldRecords, or their text times
+// maxHeldBytes) before the turn is killed.
 const stoppedGrowth = 16
 
 // heldCost is about what a held record keeps alive besides its slot:
@@ -227,6 +260,12 @@ func (e *ephemeral) roomLocked() bool {
 	}
 	if !e.stopped {
 		return false
+	}
+	if e.bytes > stoppedGrowth*maxHeldBytes && !e.killed {
+		// The same bound on what the held records cost: large records
+		// reach it long before their number reaches the ring's.
+		e.killed = true
+		_ = e.turn.Kill()
 	}
 	if e.newest-e.base >= int64(len(e.ring)) { // stopped: grow, keeping each record's slot alive for its readers
 		if len(e.ring) >= stoppedGrowth*heldRecords && !e.killed {

@@ -481,24 +481,72 @@ func TestEphemeralTurnStopsPastAStuckReader(t *testing.T) {
 func TestEphemeralTurnKillsAnAgentThatOutrunsAStuckReader(t *testing.T) {
 	defer func(n int) { heldRecords = n }(heldRecords)
 	heldRecords = 16
-	gate := make(chan struct{})
-	tr := startCount(t, countEngine{n: 1 << 30, gate: gate, deaf: true})
+	interruptPastAStuckReader(t, countEngine{n: 1 << 30, deaf: true}, 5, func(e *ephemeral) {
+		if size := len(e.ring); size > 2*stoppedGrowth*16 {
+			t.Errorf("the ring grew to %d records, want at most %d", size, 2*stoppedGrowth*16)
+		}
+	})
+}
+
+// The bound that kills an agent going on after Interrupt past a stuck
+// reader is on what the held records cost too, not only on how many
+// there are: an agent whose records are large (tool results, long
+// deltas) must not grow the held text to stoppedGrowth times the ring's
+// records at their size (with the real bounds, 32768 records of 64 KB
+// are 2 GB) before it is killed.
+func TestEphemeralTurnKillsAnAgentWhoseLargeRecordsOutrunAStuckReader(t *testing.T) {
+	defer func(n, b int) { heldRecords, maxHeldBytes = n, b }(heldRecords, maxHeldBytes)
+	heldRecords, maxHeldBytes = 64, 1<<10
+	const pad = 100
+	interruptPastAStuckReader(t, countEngine{n: 1 << 30, pad: pad, deaf: true}, 2, func(e *ephemeral) {
+		// Killed once over stoppedGrowth times maxHeldBytes: what it had
+		// at hand then (one record in flight) and its process:exit follow.
+		if limit := stoppedGrowth*maxHeldBytes + 2*(pad+16); e.bytes > limit {
+			t.Errorf("a stopped turn held %d bytes (%d records) past its stuck reader before it was killed, want at most %d", e.bytes, e.newest, limit)
+		}
+	})
+}
+
+// interruptPastAStuckReader runs c's turn (its gate is the helper's) with
+// one reader that stops in its loop body at record stuckAt, interrupts
+// the turn then and waits for its end, which an agent that ignores
+// Interrupt only reaches by being killed; inspect sees the turn's held
+// records then. The reader, let go on, must read every record in order,
+// to the turn's last.
+func interruptPastAStuckReader(t *testing.T, c countEngine, stuckAt int64, inspect func(*ephemeral)) {
+	t.Helper()
+	c.gate = make(chan struct{})
+	tr := startCount(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stuck, release := make(chan struct{}), make(chan struct{})
 	var last int64
 	done := make(chan struct{})
+	every := func(seq int64) {
+		if seq == stuckAt {
+			close(stuck)
+			<-release
+		}
+	}
 	go func() {
 		defer close(done)
-		last = readCount(t, tr, ctx, func(seq int64) {
-			if seq == 5 {
-				close(stuck)
-				<-release
+		if c.pad == 0 {
+			last = readCount(t, tr, ctx, every)
+			return
+		}
+		// Not readCount: the scrubber moves a delta's last byte to the
+		// next delta, so a padded record does not say its own number.
+		for rec, err := range tr.Events(ctx) {
+			if err != nil || (last != 0 && rec.Seq != last+1) {
+				t.Errorf("record %d after %d (%v)", rec.Seq, last, err)
+				return
 			}
-		})
+			last = rec.Seq
+			every(last)
+		}
 	}()
 	waitReaders(t, tr, 1)
-	close(gate)
+	close(c.gate)
 	<-stuck
 	if err := tr.Interrupt(); err != nil {
 		t.Fatal(err)
@@ -509,14 +557,115 @@ func TestEphemeralTurnKillsAnAgentThatOutrunsAStuckReader(t *testing.T) {
 		t.Fatal("an agent that ignored Interrupt grew the held records past a stuck reader and was not killed")
 	}
 	tr.eph.mu.Lock()
-	size, newest := len(tr.eph.ring), tr.eph.newest
+	inspect(tr.eph)
+	newest := tr.eph.newest
 	tr.eph.mu.Unlock()
-	if size > 2*stoppedGrowth*16 {
-		t.Errorf("the ring grew to %d records, want at most %d", size, 2*stoppedGrowth*16)
-	}
 	close(release)
 	<-done
 	if last != newest {
 		t.Errorf("the reader read up to %d, want every record to the turn's last, %d", last, newest)
+	}
+}
+
+// endlessEngine's turns wait for gate, then say deltas until the engine
+// shuts down (as an engine's Shutdown ends its turns), then end.
+type endlessEngine struct{ gate, down chan struct{} }
+
+func (e endlessEngine) Name() string { return "endless" }
+func (e endlessEngine) Check(context.Context) engine.Status {
+	return engine.Status{Kind: "endless", Available: true}
+}
+func (e endlessEngine) Shutdown(context.Context) error { close(e.down); return nil }
+func (e endlessEngine) StartTurn(_ context.Context, req engine.Request) (engine.Turn, error) {
+	return &endlessTurn{gate: e.gate, down: e.down, key: req.SessionKey}, nil
+}
+
+type endlessTurn struct {
+	gate  chan struct{}
+	down  chan struct{}
+	key   string
+	ev    event.Event
+	ended bool
+}
+
+func (t *endlessTurn) Next() bool {
+	if t.ended {
+		return false
+	}
+	<-t.gate
+	select {
+	case <-t.down:
+		t.ended = true
+		t.ev = event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{Code: -1}}
+	default:
+		t.ev = event.Event{Type: event.TypeChatDelta, SessionID: t.key, Text: "more "}
+	}
+	return true
+}
+func (t *endlessTurn) Event() event.Event { return t.ev }
+func (t *endlessTurn) Err() error         { return nil }
+func (t *endlessTurn) Interrupt() error   { return nil }
+func (t *endlessTurn) Kill() error        { return nil }
+func (t *endlessTurn) Close() error       { return nil }
+
+// Shutdown ends an ephemeral turn whose reader is stuck in its loop
+// body, whether that reader reads the engine turn itself (its ctx cannot
+// be cancelled) or the Harness feeds it: the engine's Shutdown ends the
+// engine turn, and the Harness reads it to its end past the stuck
+// reader, as it does a session's turn, instead of waiting for the reader
+// to come back (Shutdown waited for it without end, whatever its ctx).
+func TestShutdownEndsAnEphemeralTurnPastAStuckReader(t *testing.T) {
+	defer func(n int) { heldRecords = n }(heldRecords)
+	heldRecords = 16
+	for _, pulls := range []bool{true, false} {
+		t.Run(map[bool]string{true: "reader pulls", false: "reader fed"}[pulls], func(t *testing.T) {
+			gate := make(chan struct{})
+			h, err := New(Config{Roots: []string{realDir(t)}, StateDir: t.TempDir(), Engines: []engine.Engine{endlessEngine{gate: gate, down: make(chan struct{})}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := h.StartTurn(context.Background(), TurnRequest{Message: "talk", Engine: "endless"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			rctx := ctx
+			if pulls {
+				rctx = context.Background()
+			}
+			stuck, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				for rec := range tr.Events(rctx) {
+					if rec.Seq == 5 {
+						close(stuck)
+						<-release
+					}
+				}
+			}()
+			defer func() { <-done }()
+			defer close(release)
+			waitReaders(t, tr, 1)
+			close(gate)
+			<-stuck
+			sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+			defer scancel()
+			shut := make(chan struct{})
+			go func() {
+				defer close(shut)
+				h.Shutdown(sctx)
+			}()
+			select {
+			case <-shut:
+			case <-time.After(time.Minute):
+				t.Fatal("Shutdown waited for the stuck reader of an ephemeral turn")
+			}
+			select {
+			case <-tr.Done():
+			default:
+				t.Error("Shutdown returned before the ephemeral turn ended")
+			}
+		})
 	}
 }

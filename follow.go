@@ -132,6 +132,14 @@ func follow(ctx context.Context, elog *session.EventLog, b *broker, after int64)
 				if rec.Seq != 0 && rec.Seq <= last {
 					continue // already read from the log
 				}
+				if rec.Seq > last+1 {
+					// Stored beside the turn's stream (appendEvent: a queue
+					// event while the turn had no runner yet): read from
+					// the log, as a dropped reader does, rec with them.
+					b.unsubscribe(sub)
+					dropped = true
+					break live
+				}
 				if !push(rec) {
 					b.unsubscribe(sub)
 					return

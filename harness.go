@@ -45,6 +45,7 @@ type Harness struct {
 
 	mu       sync.Mutex
 	live     map[string]*liveTurn       // by session ID: running turns and deletions
+	ephs     map[*ephemeral]bool        // running ephemeral turns (ephemeral.go)
 	answered map[string]map[string]bool // by session ID: approval ids of finished turns
 	seen     map[string]bool            // project roots used by this process
 	locks    keylock.Map                // by session ID: see lockSession
@@ -478,6 +479,10 @@ func (h *Harness) PermissionMode(s *session.Session) string {
 // SetTitle renames session id. A blank title goes back to the default
 // (the first message) at the next turn.
 func (h *Harness) SetTitle(id, title string) (*session.Session, error) {
+	// As UpdateSession: a turn that starts meanwhile read the session
+	// before this save, and its saves would undo it.
+	unlock := h.lockSession(id)
+	defer unlock()
 	s, err := h.Session(id)
 	if err != nil {
 		return nil, err
@@ -842,6 +847,7 @@ func (h *Harness) Shutdown(ctx context.Context) error {
 	for _, a := range asks {
 		a.closeAll(event.ByShutdown)
 	}
+	h.shutdownEphemerals()
 	h.stopWarm()
 	errs := make([]error, len(h.order))
 	var ewg sync.WaitGroup

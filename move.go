@@ -5,7 +5,10 @@ package harness
 // meanwhile. It fails with ErrBusy while a turn runs and ErrClosed after
 // Shutdown. A cluster node holds a session while it moves it to another
 // node (package cluster), so that no turn starts on the way.
-func (h *Harness) Hold(id string) (release func(), err error) { return h.reserve(id) }
+//
+// Unlike the core's own reservations, its release starts nothing queued
+// in the session (RunQueue does).
+func (h *Harness) Hold(id string) (release func(), err error) { return h.reserveAnd(id, false) }
 
 // MoveRequest is the body of POST /api/harness/session/{id}/move (a
 // cluster node's, serve --node): the node to move the session to.

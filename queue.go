@@ -330,6 +330,9 @@ func (h *Harness) kickQueue(id string) {
 // reason failed) and the next one tried; ErrBusy leaves it queued for
 // the end of the turn that runs.
 func (h *Harness) drainQueue(id string) {
+	if testHookDrained != nil {
+		defer testHookDrained(id)
+	}
 	unlock := h.qlocks.Lock(id)
 	defer unlock()
 	for {
@@ -381,6 +384,9 @@ func (h *Harness) drainQueue(id string) {
 		}
 	}
 }
+
+// testHookDrained, when set by a test, runs as each drainQueue returns.
+var testHookDrained func(id string)
 
 // resumeQueues, run by New with Config.ResumeQueues, drains the queues a
 // previous process left. A turn the previous process started and did

@@ -20,6 +20,7 @@ type queueEngine struct {
 	msgs    []string
 	release chan struct{}
 	once    sync.Once
+	cost    float64 // each turn's session:complete says so
 }
 
 func newQueueEngine() *queueEngine { return &queueEngine{release: make(chan struct{})} }
@@ -63,7 +64,7 @@ func (t *queueTurn) Next() bool {
 			case <-t.stop:
 			}
 		}
-		t.ev = event.Event{Type: event.TypeSessionComplete, SessionID: t.key, Complete: &event.SessionComplete{}}
+		t.ev = event.Event{Type: event.TypeSessionComplete, SessionID: t.key, Complete: &event.SessionComplete{CostUSD: t.q.cost}}
 	case 3:
 		t.ev = event.Event{Type: event.TypeProcessExit, SessionID: t.key, Exit: &event.ProcessExit{}}
 	default:
@@ -419,4 +420,139 @@ func TestQueueHoldPausesAndOutlivesRestart(t *testing.T) {
 	if ids := h2.Store().QueuedSessions(cfg.Roots); slices.Contains(ids, id) {
 		t.Errorf("an empty released queue is still stored")
 	}
+}
+
+// hookDrained returns a channel that gets a value as a drain of a queue
+// returns (at most one waits); call it before the Harness is made, whose
+// Shutdown then comes before the hook goes (cleanups run last first).
+func hookDrained(t *testing.T) <-chan struct{} {
+	drained := make(chan struct{}, 1)
+	testHookDrained = func(string) {
+		select {
+		case drained <- struct{}{}:
+		default:
+		}
+	}
+	t.Cleanup(func() { testHookDrained = nil })
+	return drained
+}
+
+// A prompt queued while the session is reserved (a rewind, a files
+// restore, a worktree merge or commit: the session is busy but no turn
+// runs) starts when the reservation ends, as it does when a turn ends:
+// nothing else would start it on the idle session.
+func TestQueuedPromptStartsWhenAReservationEnds(t *testing.T) {
+	drained := hookDrained(t)
+	e, qe, id := queueEnv(t)
+	release, err := e.h.reserve(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, q, err := startQueued(context.Background(), e.h, id, "after the restore", TurnOptions{})
+	if err != nil || tr != nil || q == nil {
+		t.Fatalf("StartTurn with Queue on a reserved session = %v, %+v, %v; want it queued", tr, q, err)
+	}
+	<-drained // the drain its queueing kicked found the session busy
+	release()
+	waitFor(t, "the queued prompt to run", func() bool {
+		l, _ := e.h.Queue(id)
+		return len(l) == 0 && slices.Equal(qe.messages(), []string{"after the restore"}) && !e.h.IsRunning(id)
+	})
+}
+
+// A record stored in a session's log while a turn runs but not through
+// the turn's stream is not lost to a reader that follows the turn live:
+// it finds the gap in the seqs and reads the missing records from the
+// log. queueEvent stores a queue event so (appendEvent) when the turn in
+// the running set has no runner yet: a prompt queued, edited or deleted
+// while the next turn starts (between occupy and its runner). The test
+// stores one so directly, in the middle of a turn.
+func TestFollowReadsARecordStoredBesideTheTurn(t *testing.T) {
+	e, qe, id := queueEnv(t)
+	ctx := context.Background()
+	tr, err := e.h.StartTurn(ctx, TurnRequest{SessionID: id, Message: "hold the turn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := make(chan int64, 64)
+	follow, err := e.h.Follow(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(seqs)
+		for rec, err := range follow {
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			seqs <- rec.Seq
+		}
+	}()
+	var got []int64
+	for s := range seqs { // user:message, session:init: the reader waits for the turn's next
+		if got = append(got, s); s == 2 {
+			break
+		}
+	}
+	if err := e.h.appendEvent(id, event.Event{Type: event.TypePromptQueued, Queued: &event.PromptQueued{PromptID: "p1", Message: "later"}}); err != nil {
+		t.Fatal(err)
+	}
+	qe.free()
+	<-tr.Done()
+	for s := range seqs {
+		got = append(got, s)
+	}
+	if want := []int64{1, 2, 3, 4, 5}; !slices.Equal(got, want) {
+		t.Fatalf("the live reader read seqs %v, want %v", got, want)
+	}
+}
+
+// gatedFailEngine is the queue engine whose turns of a message starting
+// with "fail" fail to start, once gate is closed.
+type gatedFailEngine struct {
+	*queueEngine
+	gate chan struct{}
+}
+
+func (g gatedFailEngine) StartTurn(ctx context.Context, req engine.Request) (engine.Turn, error) {
+	if strings.HasPrefix(req.Message, "fail") {
+		<-g.gate
+		return nil, errors.New("the agent could not start")
+	}
+	return g.queueEngine.StartTurn(ctx, req)
+}
+
+// A prompt whose drain found the session busy with a turn that then
+// failed to start runs all the same: that turn never ends as a turn that
+// ran does (its runner is what starts the next queued prompt), so its
+// failed start starts it.
+func TestQueuedPromptStartsWhenABusyTurnFailsToStart(t *testing.T) {
+	drained := hookDrained(t)
+	qe := newQueueEngine()
+	ge := gatedFailEngine{queueEngine: qe, gate: make(chan struct{})}
+	e := newTestEnv(t, func(c *Config) { c.Engines = append(c.Engines, ge) })
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "queue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.ID
+	failed := make(chan error, 1)
+	go func() {
+		_, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: id, Message: "fail to start"})
+		failed <- err
+	}()
+	waitFor(t, "the failing turn to occupy the session", func() bool { return e.h.IsRunning(id) })
+	if _, err := e.h.Enqueue(id, "after the failure"); err != nil {
+		t.Fatal(err)
+	}
+	<-drained // the drain its queueing kicked found the session busy
+	close(ge.gate)
+	if err := <-failed; err == nil {
+		t.Fatal("the failing turn started")
+	}
+	waitFor(t, "the queued prompt to run", func() bool {
+		l, _ := e.h.Queue(id)
+		return len(l) == 0 && slices.Equal(qe.messages(), []string{"after the failure"}) && !e.h.IsRunning(id)
+	})
 }

@@ -328,6 +328,12 @@ func (h *Harness) startTurn(ctx context.Context, id, message string, o TurnOptio
 			unlock()
 		}
 	}()
+	// A turn of the session that runs now may end before this one
+	// occupies the session (occupy waits for one that is ending), its
+	// last save (finalize) after s is read: s is read again then.
+	h.mu.Lock()
+	ending := h.live[id] != nil
+	h.mu.Unlock()
 	s, err := h.Session(id)
 	if err != nil {
 		return nil, err
@@ -340,16 +346,38 @@ func (h *Harness) startTurn(ctx context.Context, id, message string, o TurnOptio
 	if err := h.occupy(lt); err != nil {
 		return nil, err
 	}
-	if lt.unlockFile, err = h.lockTurn(s); err != nil { // cutturn.go: ErrBusy while another process runs a turn of s
+	// A turn that occupied the session and does not run: a queued prompt
+	// whose drain found the session busy meanwhile was left for this
+	// turn's end (run's kickQueue), which never comes; it is started
+	// now. A queued prompt's own turn is not: drainQueue goes on itself.
+	unstarted := func() {
 		h.release(lt)
+		if o.dequeued == "" {
+			h.kickQueue(id)
+		}
 		h.wg.Done()
+	}
+	if ending {
+		// That turn saved the session as it ended (its cost, its
+		// conversation): this turn's saves of the copy read before would
+		// undo that save. (No other turn can have run in between: it
+		// would need the session's lock, which this start holds.)
+		if s, err = h.Session(id); err == nil {
+			budget, err = h.budgetFor(s)
+		}
+		if err != nil {
+			unstarted()
+			return nil, err
+		}
+	}
+	if lt.unlockFile, err = h.lockTurn(s); err != nil { // cutturn.go: ErrBusy while another process runs a turn of s
+		unstarted()
 		return nil, err
 	}
 	started := false
 	defer func() {
 		if !started {
-			h.release(lt)
-			h.wg.Done()
+			unstarted()
 		}
 	}()
 	if err := ctx.Err(); err != nil {

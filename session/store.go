@@ -224,7 +224,12 @@ func (st *Store) Save(s *Session) error {
 		return &Error{ID: s.ID, Path: path, Err: err}
 	}
 	prev := s.UpdatedAt
-	s.ProjectRoot = root
+	if s.ProjectRoot != root {
+		// Written only when it changes: a running turn reads its copy's
+		// root (its directory) while a save of that copy, under the
+		// turn's lock, may run.
+		s.ProjectRoot = root
+	}
 	s.UpdatedAt = st.timestamp()
 	if err := st.write(s); err != nil {
 		s.UpdatedAt = prev
