@@ -105,6 +105,9 @@ func (h *Harness) UpdateSession(id string, u SessionUpdate) (*session.Session, e
 	if err != nil {
 		return nil, err
 	}
+	if testHookUpdateRead != nil {
+		testHookUpdateRead()
+	}
 	h.trustSession(s) // what a person chose, not what the file says
 	var chosen *persona.Persona
 	if u.Persona != nil && *u.Persona != "" {
@@ -157,6 +160,13 @@ func (h *Harness) UpdateSession(id string, u SessionUpdate) (*session.Session, e
 		r.smu.Unlock()
 		return &c, nil
 	}
+	// No turn runs, and none starts (lockSession): the session as the
+	// last turn's last save left it, which may have come after the read
+	// above (a turn saves, then is forgotten).
+	if s, err = h.Session(id); err != nil {
+		return nil, err
+	}
+	h.trustSession(s)
 	apply(s)
 	if u.Persona != nil || u.PermissionMode != nil {
 		// a person chose them: recorded before the file, so a turn
@@ -173,6 +183,10 @@ func (h *Harness) UpdateSession(id string, u SessionUpdate) (*session.Session, e
 		Str("permissionMode", s.PermissionMode).Str("effort", s.Effort).Msg("session updated")
 	return s, nil
 }
+
+// testHookUpdateRead, when set by a test, runs in UpdateSession right
+// after its first read of the session.
+var testHookUpdateRead func()
 
 // lockSession serialises what changes a session's record outside a
 // turn's runner (UpdateSession, Fork, Rewind) with a turn's start. It

@@ -160,3 +160,33 @@ func blockedIn(outer, inner string) bool {
 	}
 	return false
 }
+
+// A session update whose read of the session comes just before a running
+// turn's last save and its end keeps that save: the update reads the
+// session again once it finds no turn running, and applies itself there.
+func TestUpdateWhileATurnEndsKeepsItsLastSave(t *testing.T) {
+	e, qe, id := queueEnv(t)
+	qe.cost = 1.5
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: id, Message: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHookUpdateRead = func() {
+		testHookUpdateRead = nil
+		qe.free() // the turn ends, saves its cost and is forgotten
+		<-tr.Done()
+		waitFor(t, "the turn forgotten", func() bool { return !e.h.IsRunning(id) })
+	}
+	defer func() { testHookUpdateRead = nil }()
+	title := "Renamed"
+	if _, err := e.h.UpdateSession(id, SessionUpdate{Title: &title}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.h.Session(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.CostUSD != 1.5 || got.Title != "Renamed" {
+		t.Fatalf("cost %v, title %q: want 1.5 (the turn's last save kept) and Renamed", got.CostUSD, got.Title)
+	}
+}
