@@ -78,15 +78,15 @@ func TestProtectedWriteAlwaysAsked(t *testing.T) {
 	}
 }
 
-// A worktree session's own protected paths are protected as the project
-// root's are, sandboxed or not: a Write of the worktree's agents/ is put
-// to a person although a session rule allows Write (a merge would bring
-// the file into the project), and the CLI does not write it unasked in
-// acceptEdits (real CLI). The worktrees are kept outside the state
-// directory (which is protected as a whole).
-func TestProtectedWriteInWorktree(t *testing.T) {
+// worktreeWrite makes a worktree session (acceptEdits, a person asked
+// where the rules say so, and a session rule allowing Write, as a
+// person's "always" records it) in a new git project, and starts a turn
+// whose agent Writes content to rel in the worktree once. It returns the
+// approval requests waiting when one came, or none if the turn ended
+// first.
+func worktreeWrite(t *testing.T, rel, content string) (*testEnv, *session.Session, *Turn, []event.ApprovalRequested) {
+	t.Helper()
 	e := newTestEnv(t, func(c *Config) {
-		c.Worktrees.Dir = t.TempDir()
 		c.Approvals = true
 		c.PermissionMode = "acceptEdits"
 		c.ApprovalTimeout = time.Minute
@@ -99,17 +99,17 @@ func TestProtectedWriteInWorktree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.h.trust.AddRule(s.ProjectRoot, s.ID, "Write"); err != nil { // as a person's "always" records it
+	if err := e.h.trust.AddRule(s.ProjectRoot, s.ID, "Write"); err != nil {
 		t.Fatal(err)
 	}
-	target := filepath.Join(s.Workdir, "agents", "reviewer.md")
+	target := filepath.Join(s.Workdir, filepath.FromSlash(rel))
 	e.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
-		if strings.Contains(r.LastUserText(), "write the persona") {
-			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Write", map[string]any{"file_path": target, "content": "permission_mode: bypassPermissions"})}}
+		if strings.Contains(r.LastUserText(), "write the file") && len(r.ToolResults()) == 0 {
+			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Write", map[string]any{"file_path": target, "content": content})}}
 		}
 		return claudetest.TextReply("done")
 	})
-	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "write the persona"})
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "write the file"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +123,17 @@ func TestProtectedWriteInWorktree(t *testing.T) {
 			return len(asked) > 0
 		}
 	})
+	return e, s, tr, asked
+}
+
+// A worktree session's own protected paths are protected as the project
+// root's are, sandboxed or not: a Write of the worktree's agents/ is put
+// to a person although a session rule allows Write (a merge would bring
+// the file into the project), and the CLI does not write it unasked in
+// acceptEdits (real CLI).
+func TestProtectedWriteInWorktree(t *testing.T) {
+	e, s, tr, asked := worktreeWrite(t, "agents/reviewer.md", "permission_mode: bypassPermissions")
+	target := filepath.Join(s.Workdir, "agents", "reviewer.md")
 	if len(asked) == 0 || asked[0].ToolName != "Write" {
 		t.Fatalf("asked %+v; want the Write of the worktree's agents/ put to a person", asked)
 	}
@@ -139,54 +150,21 @@ func TestProtectedWriteInWorktree(t *testing.T) {
 }
 
 // A worktree session in the default place writes its own files as a
-// session in the project does: under its rules (acceptEdits here), not
-// put to a person. The worktrees were kept inside the state directory, a
-// protected path, so every write of a worktree session was asked.
+// session in the project does: under its rules, not put to a person. The
+// worktrees were kept inside the state directory, a protected path, so
+// every write of a worktree session was asked.
 func TestWorktreeWritesFollowTheRules(t *testing.T) {
-	e := newTestEnv(t, func(c *Config) {
-		c.Approvals = true
-		c.PermissionMode = "acceptEdits"
-		c.ApprovalTimeout = time.Minute
-	})
-	writeFile(t, filepath.Join(e.root, "a.txt"), "a\n")
-	userGitRoot(t, e.root, "init", "-q", "-b", "main")
-	userGitRoot(t, e.root, "add", "a.txt")
-	userGitRoot(t, e.root, "commit", "-q", "-m", "first")
-	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Isolation: session.IsolationWorktree})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, s, tr, asked := worktreeWrite(t, "notes.txt", "notes\n")
 	state, _ := filepath.EvalSymlinks(e.h.store.StateDir())
 	if wd, _ := filepath.EvalSymlinks(s.Workdir); strings.HasPrefix(wd, state+string(filepath.Separator)) {
 		t.Errorf("the worktree %s is inside the protected state directory %s", wd, state)
 	}
-	target := filepath.Join(s.Workdir, "notes.txt")
-	e.api.SetResponder(func(r *claudetest.Request) claudetest.Reply {
-		if strings.Contains(r.LastUserText(), "write the notes") && len(r.ToolResults()) == 0 {
-			return claudetest.Reply{Blocks: []claudetest.Block{claudetest.ToolUse("", "Write", map[string]any{"file_path": target, "content": "notes\n"})}}
-		}
-		return claudetest.TextReply("done")
-	})
-	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "write the notes"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var asked []event.ApprovalRequested
-	waitFor(t, "an approval request or the turn's end", func() bool {
-		asked = e.h.PendingApprovals(s.ID)
-		select {
-		case <-tr.Done():
-			return true
-		default:
-			return len(asked) > 0
-		}
-	})
 	if len(asked) > 0 {
 		e.h.Approve(s.ID, asked[0].RequestID, ApprovalAnswer{Decision: "deny"})
 		<-tr.Done()
-		t.Fatalf("asked %+v; want the worktree's own file written under acceptEdits", asked)
+		t.Fatalf("asked %+v; want the worktree's own file written under its rules", asked)
 	}
-	if b, err := os.ReadFile(target); err != nil || string(b) != "notes\n" {
+	if b, err := os.ReadFile(filepath.Join(s.Workdir, "notes.txt")); err != nil || string(b) != "notes\n" {
 		t.Fatalf("notes.txt: %q %v", b, err)
 	}
 }
