@@ -24,6 +24,23 @@ func checkSeqs(t *testing.T, who string, evs []sseEvent) {
 	}
 }
 
+// createSession makes a session in root through node nd's gateway and
+// returns its id.
+func createSession(t *testing.T, nd *node, root string) string {
+	t.Helper()
+	code, body, _ := do(t, "POST", nd.srv.URL+"/api/harness/session/create", map[string]any{"projectRoot": root, "mode": "direct"})
+	if code != 200 && code != 201 {
+		t.Fatalf("create on %s: %d %s", nd.name, code, body)
+	}
+	var created struct {
+		Session struct {
+			ID string `json:"id"`
+		} `json:"session"`
+	}
+	json.Unmarshal(body, &created)
+	return created.Session.ID
+}
+
 // A session in a root that nodes a and b both see at the same path (c
 // does not) runs a turn on A, moves to B, and runs a turn on B: same
 // session, its seqs going on, every node listing it on b and serving
@@ -37,17 +54,7 @@ func TestMoveSharedRoot(t *testing.T) {
 	nodes := f.startAll()
 	a, b, c := nodes[0], nodes[1], nodes[2]
 
-	code, body, _ := do(t, "POST", a.srv.URL+"/api/harness/session/create", map[string]any{"projectRoot": shared, "mode": "direct"})
-	if code != 200 && code != 201 {
-		t.Fatalf("create on A: %d %s", code, body)
-	}
-	var created struct {
-		Session struct {
-			ID string `json:"id"`
-		} `json:"session"`
-	}
-	json.Unmarshal(body, &created)
-	id := created.Session.ID
+	id := createSession(t, a, shared)
 	for _, nd := range nodes {
 		if got := waitListed(t, nd, shared, id, func(listedSession) bool { return true }); got.Node != "a" {
 			t.Fatalf("%s lists the session on %q, want a (B sees the root too but did not make it)", nd.name, got.Node)
@@ -91,7 +98,7 @@ func TestMoveSharedRoot(t *testing.T) {
 	}
 
 	// Moved to B, asked on C.
-	code, body, _ = do(t, "POST", c.srv.URL+"/api/harness/session/"+id+"/move", map[string]any{"node": "b"})
+	code, body, _ := do(t, "POST", c.srv.URL+"/api/harness/session/"+id+"/move", map[string]any{"node": "b"})
 	var moved struct {
 		From, Node string
 		LastSeq    int64

@@ -26,17 +26,7 @@ func TestMoveKeepsTrust(t *testing.T) {
 
 	create := func(nd *node) string {
 		t.Helper()
-		code, body, _ := do(t, "POST", nd.srv.URL+"/api/harness/session/create", map[string]any{"projectRoot": shared, "mode": "direct"})
-		if code != 200 && code != 201 {
-			t.Fatalf("create on %s: %d %s", nd.name, code, body)
-		}
-		var created struct {
-			Session struct {
-				ID string `json:"id"`
-			} `json:"session"`
-		}
-		json.Unmarshal(body, &created)
-		id := created.Session.ID
+		id := createSession(t, nd, shared)
 		for _, other := range []*node{a, b} {
 			waitListed(t, other, shared, id, func(listedSession) bool { return true })
 		}
