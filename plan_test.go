@@ -175,6 +175,22 @@ func nextTurnInAcceptEdits(t *testing.T, e *testEnv, id string) {
 // (the pinned codex on the fake Responses API) in plan mode.
 func codexPlanEnv(t *testing.T) (*testEnv, *codextest.FakeAPI, string) {
 	t.Helper()
+	e, fake := codexEnv(t)
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "codex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := "plan"
+	if _, err := e.h.UpdateSession(s.ID, SessionUpdate{PermissionMode: &plan}); err != nil {
+		t.Fatal(err)
+	}
+	return e, fake, s.ID
+}
+
+// codexEnv is a Harness that asks (Approvals) with the pinned codex on
+// the fake Responses API.
+func codexEnv(t *testing.T) (*testEnv, *codextest.FakeAPI) {
+	t.Helper()
 	bin, err := filepath.Abs("node_modules/.bin/codex")
 	if err != nil {
 		t.Fatal(err)
@@ -196,15 +212,7 @@ func codexPlanEnv(t *testing.T) (*testEnv, *codextest.FakeAPI, string) {
 		c.Approvals = true
 		c.ChildEnv = append(c.ChildEnv, "CODEX_HOME="+codexHome)
 	})
-	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "codex"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := "plan"
-	if _, err := e.h.UpdateSession(s.ID, SessionUpdate{PermissionMode: &plan}); err != nil {
-		t.Fatal(err)
-	}
-	return e, fake, s.ID
+	return e, fake
 }
 
 // Codex in plan mode through the core: its plan is a plan:ready with the

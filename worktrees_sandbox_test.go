@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chirality/harness/claudecode/claudetest"
+	"github.com/chirality/harness/codex/codextest"
 	"github.com/chirality/harness/event"
 	"github.com/chirality/harness/sandbox/sandboxtest"
 	"github.com/chirality/harness/session"
@@ -108,5 +109,50 @@ func TestSandboxWorktreeCommit(t *testing.T) {
 	d, err := e.h.SessionDiff(ctx, s.ID)
 	if err != nil || len(d.Files) != 1 || d.Files[0].Path != "a.txt" || !strings.Contains(d.Patch, "+more") {
 		t.Errorf("diff %+v, %v; want a.txt's committed line", d, err)
+	}
+}
+
+// Codex in default mode (a person asked) in a worktree session reads and
+// writes its worktree: a command a person allows copies a.txt there. Its
+// permission profile denies reading and writing the protected paths,
+// the state directory among them, where worktrees were once kept.
+func TestCodexWorktreeSession(t *testing.T) {
+	e, fake := codexEnv(t)
+	writeFile(t, filepath.Join(e.root, "a.txt"), "a\n")
+	userGitRoot(t, e.root, "init", "-q", "-b", "main")
+	userGitRoot(t, e.root, "add", "a.txt")
+	userGitRoot(t, e.root, "commit", "-q", "-m", "first")
+	s, err := e.h.NewSession(SessionSpec{ProjectRoot: e.root, Mode: "direct", Engine: "codex", Isolation: session.IsolationWorktree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := "default"
+	if _, err := e.h.UpdateSession(s.ID, SessionUpdate{PermissionMode: &mode}); err != nil {
+		t.Fatal(err)
+	}
+	fake.Script(codextest.Reply{Call: &codextest.Call{Command: "cat a.txt > copy.txt"}}, codextest.Reply{Text: "copied"})
+	tr, err := e.h.StartTurn(context.Background(), TurnRequest{SessionID: s.ID, Message: "copy a.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []event.ApprovalRequested
+	waitFor(t, "the command put to a person", func() bool {
+		asked = e.h.PendingApprovals(s.ID)
+		select {
+		case <-tr.Done():
+			return true
+		default:
+			return len(asked) > 0
+		}
+	})
+	if len(asked) == 0 {
+		t.Fatalf("the turn ended without asking: %v\n%v", tr.Err(), logEvents(t, e, e.h, s.ID))
+	}
+	if err := e.h.Approve(s.ID, asked[0].RequestID, ApprovalAnswer{Decision: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	<-tr.Done()
+	if b, err := os.ReadFile(filepath.Join(s.Workdir, "copy.txt")); err != nil || string(b) != "a\n" {
+		t.Fatalf("copy.txt in the worktree: %q %v", b, err)
 	}
 }
