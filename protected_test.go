@@ -113,9 +113,16 @@ func worktreeWrite(t *testing.T, rel, content string) (*testEnv, *session.Sessio
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e, s, tr, askedOrEnded(t, e, s.ID, tr)
+}
+
+// askedOrEnded waits until turn tr of session id asks a person or ends,
+// and returns the approval requests waiting (none when it ended first).
+func askedOrEnded(t *testing.T, e *testEnv, id string, tr *Turn) []event.ApprovalRequested {
+	t.Helper()
 	var asked []event.ApprovalRequested
 	waitFor(t, "an approval request or the turn's end", func() bool {
-		asked = e.h.PendingApprovals(s.ID)
+		asked = e.h.PendingApprovals(id)
 		select {
 		case <-tr.Done():
 			return true
@@ -123,7 +130,7 @@ func worktreeWrite(t *testing.T, rel, content string) (*testEnv, *session.Sessio
 			return len(asked) > 0
 		}
 	})
-	return e, s, tr, asked
+	return asked
 }
 
 // A worktree session's own protected paths are protected as the project

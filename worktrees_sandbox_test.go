@@ -135,16 +135,7 @@ func TestCodexWorktreeSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var asked []event.ApprovalRequested
-	waitFor(t, "the command put to a person", func() bool {
-		asked = e.h.PendingApprovals(s.ID)
-		select {
-		case <-tr.Done():
-			return true
-		default:
-			return len(asked) > 0
-		}
-	})
+	asked := askedOrEnded(t, e, s.ID, tr)
 	if len(asked) == 0 {
 		t.Fatalf("the turn ended without asking: %v\n%v", tr.Err(), logEvents(t, e, e.h, s.ID))
 	}
