@@ -21,7 +21,8 @@ var ErrSandboxUnavailable = sandbox.ErrUnavailable
 // sandboxRequest marks req sandboxed when the session, the server or the
 // trust record asks for it, after checking the kernel can: the engine
 // then starts its agent through the sandbox entry (package sandbox),
-// whose protected paths are req.Protected (protectedPaths). The session file is the agent's to write, so a sandbox a person
+// whose protected paths are req.Protected (protectedPaths). The session
+// file is the agent's to write, so a sandbox a person
 // chose is kept in the trust record too, and the file cannot take it back
 // (nor can an unreadable record: then the file's word stands). The
 // agent's TCP is limited too unless Config.SandboxOpenNetwork names its

@@ -26,8 +26,9 @@
 //     The limit that follows: nothing can be created, removed or renamed
 //     directly in a directory that holds a protected path (the workdir's
 //     top level, .claude/, .github/) — only its existing files rewritten
-//     in place, and anything inside its other subdirectories. A symlink among those entries is not followed (it is
-//     never granted), so a link planted to point outside grants nothing;
+//     in place, and anything inside its other subdirectories. A symlink
+//     among those entries is not followed (it is never granted), so a
+//     link planted to point outside grants nothing;
 //   - the writable paths the engine names (its own state directories
 //     under HOME) and a private temporary directory given as TMPDIR;
 //   - /dev/null, /dev/zero, /dev/full and the terminals (/dev/tty,
